@@ -1,0 +1,369 @@
+//! A lean HTTP/1.1 exchange: write the prepared request, parse the response head with `httparse`,
+//! then read the body by Content-Length, chunked encoding, or until close.
+
+use crate::net::Stream;
+use crate::stats::{Failure, FailureKind};
+use std::io;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const MAX_HEADERS: usize = 96;
+const INITIAL_BUF: usize = 8 * 1024;
+const MAX_HEAD: usize = 64 * 1024;
+
+/// What an exchange read. The body and headers are kept only when asked for.
+#[derive(Debug, Default)]
+pub struct Response {
+    pub status: u16,
+    pub body_bytes: u64,
+    pub wire_bytes: u64,
+    /// The server will close the connection (or already has).
+    pub close: bool,
+    pub headers: Option<Vec<(String, String)>>,
+    pub body: Option<Vec<u8>>,
+}
+
+/// An error, and whether the request may be sent again on a fresh connection: a reused keep-alive
+/// connection the server had already closed fails before any response byte, and the request never ran.
+pub struct ExchangeError {
+    pub failure: Failure,
+    pub retryable: bool,
+}
+
+enum BodyKind {
+    Empty,
+    Length(u64),
+    Chunked,
+    UntilClose,
+}
+
+pub struct H1Conn {
+    io: Stream,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    /// Body bytes read but not kept, for the current response.
+    body_counter: u64,
+    /// Exchanges completed on this connection.
+    pub served: u64,
+}
+
+pub fn classify_io(e: &io::Error, phase: &str) -> Failure {
+    use io::ErrorKind::*;
+    match e.kind() {
+        ConnectionRefused => Failure::new(FailureKind::ConnectRefused, ""),
+        ConnectionReset | ConnectionAborted | BrokenPipe => Failure::new(FailureKind::Reset, ""),
+        UnexpectedEof => Failure::new(FailureKind::Closed, phase.to_string()),
+        TimedOut => Failure::new(FailureKind::Timeout, ""),
+        InvalidData if e.get_ref().is_some_and(|inner| inner.is::<rustls::Error>()) => {
+            Failure::new(FailureKind::Tls, e.to_string())
+        }
+        _ => Failure::new(FailureKind::Io, e.to_string()),
+    }
+}
+
+impl H1Conn {
+    pub fn new(io: Stream) -> Self {
+        H1Conn { io, buf: vec![0; INITIAL_BUF], start: 0, end: 0, body_counter: 0, served: 0 }
+    }
+
+    fn buffered(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.start += n;
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        }
+    }
+
+    /// Reads more bytes into the buffer; Ok(0) at end of stream.
+    async fn fill(&mut self) -> io::Result<usize> {
+        if self.end == self.buf.len() {
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.start = 0;
+            } else {
+                self.buf.resize(self.buf.len() * 2, 0);
+            }
+        }
+        let n = self.io.read(&mut self.buf[self.end..]).await?;
+        self.end += n;
+        Ok(n)
+    }
+
+    pub async fn exchange(
+        &mut self,
+        request: &[u8],
+        head_request: bool,
+        keep: bool,
+    ) -> Result<Response, ExchangeError> {
+        let reused = self.served > 0;
+        let fail = |failure: Failure, retryable: bool| ExchangeError { failure, retryable };
+        if let Err(e) = write_request(&mut self.io, request).await {
+            return Err(fail(classify_io(&e, "before responding"), reused));
+        }
+        let mut resp = Response::default();
+        let body_kind = loop {
+            let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+            let mut parsed = httparse::Response::new(&mut headers);
+            match parsed.parse(self.buffered()) {
+                Ok(httparse::Status::Complete(n)) => {
+                    let status = parsed.code.unwrap_or(0);
+                    if (100..200).contains(&status) && status != 101 {
+                        self.consume(n); // an interim response (100 Continue): the real one follows
+                        continue;
+                    }
+                    let kind = head_facts(&parsed, head_request, &mut resp).map_err(|d| fail(d, false))?;
+                    if keep {
+                        resp.headers = Some(
+                            parsed
+                                .headers
+                                .iter()
+                                .map(|h| (h.name.to_string(), String::from_utf8_lossy(h.value).into_owned()))
+                                .collect(),
+                        );
+                    }
+                    resp.wire_bytes = n as u64;
+                    self.consume(n);
+                    break kind;
+                }
+                Ok(httparse::Status::Partial) => {
+                    if self.end - self.start > MAX_HEAD {
+                        return Err(fail(Failure::new(FailureKind::Protocol, "response head too large"), false));
+                    }
+                }
+                Err(e) => return Err(fail(Failure::new(FailureKind::Protocol, e.to_string()), false)),
+            }
+            let untouched = self.end == self.start;
+            match self.fill().await {
+                Ok(0) if untouched => {
+                    return Err(fail(Failure::new(FailureKind::Closed, "before responding"), reused))
+                }
+                Ok(0) => return Err(fail(Failure::new(FailureKind::Closed, "mid-response"), false)),
+                Ok(_) => {}
+                Err(e) => return Err(fail(classify_io(&e, "before responding"), reused && untouched)),
+            }
+        };
+        let mut body = if keep { Some(Vec::new()) } else { None };
+        let read = match body_kind {
+            BodyKind::Empty => Ok(()),
+            BodyKind::Length(n) => self.read_exact_body(n, &mut body).await,
+            BodyKind::Chunked => self.read_chunked(&mut body, &mut resp.wire_bytes).await,
+            BodyKind::UntilClose => {
+                resp.close = true;
+                self.read_to_close(&mut body).await
+            }
+        };
+        read.map_err(|f| fail(f, false))?;
+        resp.body_bytes = match &body {
+            Some(b) => b.len() as u64,
+            None => self.body_counter,
+        };
+        self.body_counter = 0;
+        resp.wire_bytes += resp.body_bytes;
+        resp.body = body;
+        self.served += 1;
+        Ok(resp)
+    }
+
+    fn take_body(&mut self, n: usize, body: &mut Option<Vec<u8>>) {
+        if let Some(b) = body.as_mut() {
+            b.extend_from_slice(&self.buf[self.start..self.start + n]);
+        } else {
+            self.body_counter += n as u64;
+        }
+        self.consume(n);
+    }
+
+    async fn fill_body(&mut self) -> Result<(), Failure> {
+        match self.fill().await {
+            Ok(0) => Err(Failure::new(FailureKind::Closed, "mid-response")),
+            Ok(_) => Ok(()),
+            Err(e) => Err(classify_io(&e, "mid-response")),
+        }
+    }
+
+    async fn read_exact_body(&mut self, mut left: u64, body: &mut Option<Vec<u8>>) -> Result<(), Failure> {
+        loop {
+            let take = (self.end - self.start).min(left as usize);
+            self.take_body(take, body);
+            left -= take as u64;
+            if left == 0 {
+                return Ok(());
+            }
+            self.fill_body().await?;
+        }
+    }
+
+    async fn read_to_close(&mut self, body: &mut Option<Vec<u8>>) -> Result<(), Failure> {
+        loop {
+            let n = self.end - self.start;
+            self.take_body(n, body);
+            match self.fill().await {
+                Ok(0) => return Ok(()),
+                Ok(_) => {}
+                Err(e) => return Err(classify_io(&e, "mid-response")),
+            }
+        }
+    }
+
+    async fn read_chunked(&mut self, body: &mut Option<Vec<u8>>, framing: &mut u64) -> Result<(), Failure> {
+        let bad = |what: &str| Failure::new(FailureKind::Protocol, format!("bad chunked encoding ({what})"));
+        loop {
+            // chunk size line
+            let size = loop {
+                match httparse::parse_chunk_size(self.buffered()) {
+                    Ok(httparse::Status::Complete((n, size))) => {
+                        self.consume(n);
+                        *framing += n as u64;
+                        break size;
+                    }
+                    Ok(httparse::Status::Partial) => self.fill_body().await?,
+                    Err(_) => return Err(bad("size")),
+                }
+            };
+            if size == 0 {
+                break;
+            }
+            self.read_exact_body(size, body).await?;
+            while self.end - self.start < 2 {
+                self.fill_body().await?;
+            }
+            if self.buffered()[..2] != *b"\r\n" {
+                return Err(bad("missing CRLF after data"));
+            }
+            self.consume(2);
+            *framing += 2;
+        }
+        // trailer section: header lines until an empty line
+        loop {
+            match self.buffered().windows(2).position(|w| w == b"\r\n") {
+                Some(0) => {
+                    self.consume(2);
+                    *framing += 2;
+                    return Ok(());
+                }
+                Some(i) => {
+                    self.consume(i + 2);
+                    *framing += i as u64 + 2;
+                }
+                None => self.fill_body().await?,
+            }
+        }
+    }
+}
+
+/// Reads what the head says about the body and the connection.
+fn head_facts(parsed: &httparse::Response, head_request: bool, resp: &mut Response) -> Result<BodyKind, Failure> {
+    let status = parsed.code.unwrap_or(0);
+    resp.status = status;
+    resp.close = parsed.version == Some(0);
+    let mut length = None;
+    let mut chunked = false;
+    for h in parsed.headers.iter() {
+        if h.name.eq_ignore_ascii_case("content-length") {
+            let v = std::str::from_utf8(h.value).ok().and_then(|s| s.trim().parse::<u64>().ok());
+            length = Some(v.ok_or_else(|| Failure::new(FailureKind::Protocol, "bad Content-Length"))?);
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            chunked = h.value.split(|&b| b == b',').any(|t| t.trim_ascii().eq_ignore_ascii_case(b"chunked"));
+        } else if h.name.eq_ignore_ascii_case("connection") {
+            let v = h.value;
+            if v.split(|&b| b == b',').any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close")) {
+                resp.close = true;
+            } else if v.split(|&b| b == b',').any(|t| t.trim_ascii().eq_ignore_ascii_case(b"keep-alive")) {
+                resp.close = false;
+            }
+        }
+    }
+    Ok(if head_request || status == 204 || status == 304 {
+        BodyKind::Empty
+    } else if chunked {
+        BodyKind::Chunked
+    } else if let Some(n) = length {
+        BodyKind::Length(n)
+    } else {
+        BodyKind::UntilClose
+    })
+}
+
+async fn write_request(io: &mut Stream, request: &[u8]) -> io::Result<()> {
+    io.write_all(request).await?;
+    io.flush().await // a no-op for TCP; TLS needs it to push the last record out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncWriteExt;
+    use tokio::net::{TcpListener, TcpStream};
+
+    /// Serves the given raw response bytes once per request it reads (one read per request).
+    async fn serve(responses: Vec<&'static [u8]>) -> std::net::SocketAddr {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut s, _) = l.accept().await.unwrap();
+            let mut buf = [0u8; 4096];
+            for r in responses {
+                let _ = s.read(&mut buf).await.unwrap();
+                for piece in r.chunks(7) {
+                    s.write_all(piece).await.unwrap(); // split writes exercise partial parsing
+                    s.flush().await.unwrap();
+                }
+            }
+        });
+        addr
+    }
+
+    async fn conn(addr: std::net::SocketAddr) -> H1Conn {
+        H1Conn::new(Stream::Plain(TcpStream::connect(addr).await.unwrap()))
+    }
+
+    const REQ: &[u8] = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+
+    #[tokio::test]
+    async fn content_length_chunked_and_keepalive() {
+        let addr = serve(vec![
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n3;x=y\r\nabc\r\n2\r\nde\r\n0\r\nT: v\r\n\r\n",
+            b"HTTP/1.1 204 No Content\r\n\r\n",
+        ])
+        .await;
+        let mut c = conn(addr).await;
+        let r = c.exchange(REQ, false, true).await.ok().unwrap();
+        assert_eq!((r.status, r.body.as_deref()), (200, Some(&b"hello"[..])));
+        let r = c.exchange(REQ, false, true).await.ok().unwrap();
+        assert_eq!((r.status, r.body.as_deref()), (201, Some(&b"abcde"[..])));
+        let r = c.exchange(REQ, false, false).await.ok().unwrap();
+        assert_eq!((r.status, r.body_bytes, r.close), (204, 0, false));
+        assert_eq!(c.served, 3);
+    }
+
+    #[tokio::test]
+    async fn close_delimited_body_and_counting_without_keeping() {
+        let addr = serve(vec![b"HTTP/1.0 200 OK\r\n\r\n0123456789"]).await;
+        let mut c = conn(addr).await;
+        let r = c.exchange(REQ, false, false).await.ok().unwrap();
+        assert_eq!((r.body_bytes, r.close, r.body.is_none()), (10, true, true));
+    }
+
+    #[tokio::test]
+    async fn truncated_body_is_a_mid_response_close() {
+        let addr = serve(vec![b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\nonly-this"]).await;
+        let mut c = conn(addr).await;
+        let e = c.exchange(REQ, false, false).await.err().unwrap();
+        assert_eq!(e.failure.message(), "server closed the connection mid-response");
+        assert!(!e.retryable);
+    }
+
+    #[tokio::test]
+    async fn garbage_is_a_protocol_error() {
+        let addr = serve(vec![b"SSH-2.0-OpenSSH\r\n\r\n"]).await;
+        let mut c = conn(addr).await;
+        let e = c.exchange(REQ, false, false).await.err().unwrap();
+        assert_eq!(e.failure.kind, FailureKind::Protocol);
+    }
+}

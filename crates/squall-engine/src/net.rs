@@ -1,0 +1,97 @@
+//! Connections: plain TCP or TLS over TCP, behind one type so the HTTP code needn't care.
+
+use crate::http1::classify_io;
+use crate::stats::{Failure, FailureKind};
+use rustls::pki_types::ServerName;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+use tokio_rustls::TlsConnector;
+
+pub enum Stream {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+/// How to reach the target: its addresses and, for https, the TLS connector and server name.
+#[derive(Clone)]
+pub struct Connector {
+    pub addrs: Arc<Vec<SocketAddr>>,
+    pub tls: Option<(TlsConnector, ServerName<'static>)>,
+}
+
+impl Connector {
+    pub fn new(addrs: Vec<SocketAddr>, tls: Option<(Arc<rustls::ClientConfig>, &str)>) -> Result<Self, String> {
+        let tls = match tls {
+            None => None,
+            Some((config, host)) => {
+                let name = ServerName::try_from(host.to_string())
+                    .map_err(|_| format!("'{host}' is not a valid TLS server name"))?;
+                Some((TlsConnector::from(config), name))
+            }
+        };
+        Ok(Connector { addrs: Arc::new(addrs), tls })
+    }
+
+    /// Opens a connection; `which` spreads connections over the resolved addresses.
+    pub async fn connect(&self, which: usize) -> Result<Stream, Failure> {
+        let addr = self.addrs[which % self.addrs.len()];
+        let tcp = TcpStream::connect(addr).await.map_err(|e| classify_io(&e, "while connecting"))?;
+        let _ = tcp.set_nodelay(true);
+        match &self.tls {
+            None => Ok(Stream::Plain(tcp)),
+            Some((connector, name)) => match connector.connect(name.clone(), tcp).await {
+                Ok(s) => Ok(Stream::Tls(Box::new(s))),
+                Err(e) => Err(match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
+                    Some(tls) => Failure::new(FailureKind::Tls, tls.to_string()),
+                    None => classify_io(&e, "during the TLS handshake"),
+                }),
+            },
+        }
+    }
+
+    /// The ALPN protocol the server chose, if any.
+    pub fn alpn(stream: &Stream) -> Option<Vec<u8>> {
+        match stream {
+            Stream::Plain(_) => None,
+            Stream::Tls(s) => s.get_ref().1.alpn_protocol().map(|p| p.to_vec()),
+        }
+    }
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}

@@ -1,0 +1,182 @@
+//! The request a run sends and where it goes: URL checks, name resolution, the serialized HTTP/1.1
+//! request (built once, written as-is for every request).
+
+use crate::config::BenchConfig;
+use std::net::{SocketAddr, ToSocketAddrs};
+use url::Url;
+
+#[derive(Debug, Clone)]
+pub struct RequestSpec {
+    pub url: Url,
+    pub https: bool,
+    pub host: String,
+    pub port: u16,
+    pub addrs: Vec<SocketAddr>,
+    pub method: String,
+    /// Stats name: the path and query unless the config names it.
+    pub name: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    pub keepalive: bool,
+    /// The whole HTTP/1.1 request, ready to write.
+    pub h1_bytes: Vec<u8>,
+}
+
+pub fn parse_url(raw: &str) -> Result<Url, String> {
+    let url = Url::parse(raw).map_err(|e| format!("invalid URL '{raw}': {e}"))?;
+    match url.scheme() {
+        "http" | "https" => {}
+        s => return Err(format!("invalid URL '{raw}': scheme '{s}' is not http or https")),
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(format!("invalid URL '{raw}': no host"));
+    }
+    Ok(url)
+}
+
+impl RequestSpec {
+    pub fn new(cfg: &BenchConfig, body: Vec<u8>) -> Result<Self, String> {
+        let url = parse_url(&cfg.url)?;
+        let method = cfg.method.to_ascii_uppercase();
+        if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
+            return Err(format!("invalid HTTP method '{}'", cfg.method));
+        }
+        for (k, v) in &cfg.headers {
+            if k.is_empty() || k.bytes().any(|b| !b.is_ascii_graphic() || b == b':') {
+                return Err(format!("invalid header name '{k}'"));
+            }
+            if v.bytes().any(|b| b == b'\r' || b == b'\n') {
+                return Err(format!("invalid value for header '{k}'"));
+            }
+        }
+        let host = url.host_str().unwrap().trim_matches(|c| c == '[' || c == ']').to_string();
+        let https = url.scheme() == "https";
+        let port = url.port_or_known_default().unwrap_or(if https { 443 } else { 80 });
+        let name = cfg.name.clone().unwrap_or_else(|| path_and_query(&url));
+        let mut spec = RequestSpec {
+            https,
+            addrs: Vec::new(),
+            method,
+            name,
+            headers: cfg.headers.clone(),
+            body,
+            keepalive: cfg.keepalive,
+            h1_bytes: Vec::new(),
+            host,
+            port,
+            url,
+        };
+        spec.h1_bytes = spec.serialize_h1();
+        Ok(spec)
+    }
+
+    /// Resolves the host once, before the run, so that a bad name fails fast and clearly.
+    pub fn resolve(&mut self) -> Result<(), String> {
+        let addrs: Vec<SocketAddr> = (self.host.as_str(), self.port)
+            .to_socket_addrs()
+            .map_err(|_| format!("cannot resolve host '{}'", self.host))?
+            .collect();
+        if addrs.is_empty() {
+            return Err(format!("cannot resolve host '{}'", self.host));
+        }
+        self.addrs = addrs;
+        Ok(())
+    }
+
+    /// The Host header value: the port only when it is not the scheme's default.
+    pub fn authority(&self) -> String {
+        let host = match self.url.host() {
+            Some(url::Host::Ipv6(a)) => format!("[{a}]"),
+            _ => self.host.clone(),
+        };
+        match self.url.port() {
+            Some(p) => format!("{host}:{p}"),
+            None => host,
+        }
+    }
+
+    fn has_header(&self, name: &str) -> bool {
+        self.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name))
+    }
+
+    fn serialize_h1(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(256 + self.body.len());
+        let target = path_and_query(&self.url);
+        out.extend_from_slice(format!("{} {} HTTP/1.1\r\n", self.method, target).as_bytes());
+        if !self.has_header("host") {
+            out.extend_from_slice(format!("Host: {}\r\n", self.authority()).as_bytes());
+        }
+        if !self.has_header("user-agent") {
+            out.extend_from_slice(format!("User-Agent: squall/{}\r\n", crate::VERSION).as_bytes());
+        }
+        if !self.has_header("accept") {
+            out.extend_from_slice(b"Accept: */*\r\n");
+        }
+        for (k, v) in &self.headers {
+            if k.eq_ignore_ascii_case("content-length") || k.eq_ignore_ascii_case("connection") {
+                continue; // squall sets these from the body and --no-keepalive
+            }
+            out.extend_from_slice(format!("{k}: {v}\r\n").as_bytes());
+        }
+        if !self.body.is_empty() || matches!(self.method.as_str(), "POST" | "PUT" | "PATCH") {
+            out.extend_from_slice(format!("Content-Length: {}\r\n", self.body.len()).as_bytes());
+        }
+        if !self.keepalive {
+            out.extend_from_slice(b"Connection: close\r\n");
+        }
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(&self.body);
+        out
+    }
+}
+
+pub fn path_and_query(url: &Url) -> String {
+    match url.query() {
+        Some(q) => format!("{}?{}", url.path(), q),
+        None => url.path().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(url: &str) -> BenchConfig {
+        BenchConfig::from_json(&format!(r#"{{"url": "{url}", "requests": 1}}"#)).unwrap()
+    }
+
+    #[test]
+    fn serializes_a_get() {
+        let spec = RequestSpec::new(&cfg("http://example.test:8080/a/b?x=1"), vec![]).unwrap();
+        let text = String::from_utf8(spec.h1_bytes).unwrap();
+        assert!(text.starts_with("GET /a/b?x=1 HTTP/1.1\r\nHost: example.test:8080\r\n"), "{text}");
+        assert!(text.ends_with("\r\n\r\n"));
+        assert!(!text.contains("Content-Length"));
+        assert_eq!(spec.name, "/a/b?x=1");
+    }
+
+    #[test]
+    fn post_body_gets_length_and_user_headers_win() {
+        let mut c = cfg("https://example.test/");
+        c.method = "post".into();
+        c.headers = vec![("User-Agent".into(), "mine".into()), ("Content-Length".into(), "99".into())];
+        c.keepalive = false;
+        let spec = RequestSpec::new(&c, b"{}".to_vec()).unwrap();
+        let text = String::from_utf8(spec.h1_bytes).unwrap();
+        assert!(text.contains("User-Agent: mine\r\n") && !text.contains("squall/"));
+        assert!(text.contains("Content-Length: 2\r\n") && !text.contains("99"));
+        assert!(text.contains("Connection: close\r\n"));
+        assert!(text.ends_with("\r\n\r\n{}"));
+        assert_eq!(spec.port, 443);
+    }
+
+    #[test]
+    fn rejects_bad_urls_and_headers() {
+        assert!(parse_url("localhost:8080").is_err());
+        assert!(parse_url("ftp://x/").is_err());
+        assert!(parse_url("http://").is_err());
+        let mut c = cfg("http://x/");
+        c.headers = vec![("Bad Name".into(), "v".into())];
+        assert!(RequestSpec::new(&c, vec![]).is_err());
+    }
+}

@@ -1,0 +1,343 @@
+//! The result of a run, as the JSON document `squall bench --json` writes and the reports read:
+//! summaries with exact HDR percentiles, the per-second time series, errors, and every histogram
+//! serialized losslessly (HdrHistogram V2 + deflate, base64) so results can be merged later.
+
+use crate::runner::{Shared, StopReason, LATE_AFTER};
+use crate::stats::{self, EndpointStats, ErrorEntry, ErrorKey, PERCENTILES};
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub requests: u64,
+    pub failures: u64,
+    pub body_bytes: u64,
+    pub wire_bytes: u64,
+    pub min_us: u64,
+    pub max_us: u64,
+    pub mean_us: f64,
+    pub stdev_us: f64,
+    /// Exact HDR values at 50, 66, 75, 80, 90, 95, 98, 99, 99.9, 99.99 and 100 percent.
+    pub percentiles_us: BTreeMap<String, u64>,
+}
+
+pub fn percentile_label(p: f64) -> String {
+    format!("{p}")
+}
+
+pub fn summarize(hist: &Histogram<u64>, requests: u64, failures: u64, body_bytes: u64, wire_bytes: u64) -> Summary {
+    let empty = hist.is_empty();
+    Summary {
+        requests,
+        failures,
+        body_bytes,
+        wire_bytes,
+        min_us: if empty { 0 } else { hist.min() },
+        max_us: if empty { 0 } else { hist.max() },
+        mean_us: if empty { 0.0 } else { hist.mean() },
+        stdev_us: if empty { 0.0 } else { hist.stdev() },
+        percentiles_us: if empty {
+            BTreeMap::new()
+        } else {
+            PERCENTILES.iter().map(|&p| (percentile_label(p), hist.value_at_percentile(p))).collect()
+        },
+    }
+}
+
+fn summarize_stats(s: &EndpointStats) -> Summary {
+    summarize(&s.hist, s.requests, s.failures, s.body_bytes, s.wire_bytes)
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EndpointReport {
+    pub method: String,
+    pub name: String,
+    #[serde(flatten)]
+    pub summary: Summary,
+    pub status_codes: BTreeMap<String, u64>,
+    pub histogram: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ErrorReport {
+    pub method: String,
+    pub name: String,
+    pub kind: String,
+    pub status: Option<u16>,
+    pub message: String,
+    pub count: u64,
+    pub first_seen_s: f64,
+    pub last_seen_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SecondReport {
+    /// Seconds since the start of the run.
+    pub t: u64,
+    /// Unix time of the start of this second.
+    pub unix: f64,
+    /// Connections (closed model) or the intended rate's concurrency cap (open model) at this second.
+    pub users: u64,
+    #[serde(flatten)]
+    pub summary: Summary,
+    pub endpoints: Vec<SecondEndpoint>,
+    /// Everything from the start of the run up to the end of this second.
+    pub cumulative: Cumulative,
+    pub histogram: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Cumulative {
+    pub requests: u64,
+    pub failures: u64,
+    pub median_us: u64,
+    pub mean_us: f64,
+    pub min_us: u64,
+    pub max_us: u64,
+    pub body_bytes: u64,
+}
+
+/// One bar of the console's latency histogram: requests that took at most `upper_us`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Bucket {
+    pub upper_us: u64,
+    pub count: u64,
+}
+
+/// Ten log-spaced buckets from the fastest to the slowest request: tails stay visible.
+fn buckets(h: &Histogram<u64>) -> Vec<Bucket> {
+    let mut out: Vec<Bucket> = Vec::new();
+    if h.is_empty() {
+        return out;
+    }
+    let (lo, hi) = (h.min().max(1) as f64, h.max().max(1) as f64);
+    let mut below = 0; // requests counted in earlier buckets
+    for i in 1..=10 {
+        let upper = if i == 10 { h.max() } else { (lo * (hi / lo).powf(i as f64 / 10.0)).round() as u64 };
+        if out.last().is_some_and(|b| upper <= b.upper_us) {
+            continue;
+        }
+        let upto = h.count_between(0, upper);
+        out.push(Bucket { upper_us: upper, count: upto - below });
+        below = upto;
+    }
+    out
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SecondEndpoint {
+    pub method: String,
+    pub name: String,
+    #[serde(flatten)]
+    pub summary: Summary,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct OpenModelReport {
+    pub rate: f64,
+    pub arrival: String,
+    /// Requests whose intended send time came up.
+    pub intended: u64,
+    pub sent: u64,
+    /// Sent more than `late_after_ms` after their intended time: too few connections, or a busy generator.
+    pub late: u64,
+    pub late_after_ms: u64,
+    pub mean_lag_us: f64,
+    pub max_lag_us: u64,
+    /// Intended but never sent because the backlog did not drain before the run ended.
+    pub dropped: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadReport {
+    pub model: String,
+    pub connections: usize,
+    pub threads: usize,
+    pub requests: Option<u64>,
+    pub duration_s: Option<f64>,
+    pub ramp_s: Option<f64>,
+    pub http2: bool,
+    pub keepalive: bool,
+    pub timeout_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RunResult {
+    pub squall_version: String,
+    pub kind: String,
+    pub url: String,
+    pub method: String,
+    pub start_unix: f64,
+    pub duration_s: f64,
+    /// completed, duration, interrupted or drain_timeout.
+    pub stop_reason: String,
+    pub load: LoadReport,
+    pub aggregate: EndpointReport,
+    pub endpoints: Vec<EndpointReport>,
+    pub errors: Vec<ErrorReport>,
+    pub connect: Summary,
+    pub connect_histogram: String,
+    pub open_model: Option<OpenModelReport>,
+    /// In flight when the run ended (duration up, or interrupted): sent, but not counted.
+    pub abandoned: u64,
+    pub latency_histogram: Vec<Bucket>,
+    pub timeseries: Vec<SecondReport>,
+}
+
+pub struct Inputs<'a> {
+    pub shared: &'a Shared,
+    pub reason: StopReason,
+    pub duration: Duration,
+    pub totals: Vec<EndpointStats>,
+    pub errors: HashMap<ErrorKey, ErrorEntry>,
+    pub connect: Histogram<u64>,
+    pub timeline: BTreeMap<u64, Vec<EndpointStats>>,
+    pub abandoned: u64,
+    pub dropped: u64,
+}
+
+fn merged(stats: &[EndpointStats]) -> EndpointStats {
+    let mut all = EndpointStats::default();
+    for s in stats {
+        all.merge(s);
+    }
+    all
+}
+
+fn endpoint_report(method: &str, name: &str, s: &EndpointStats) -> EndpointReport {
+    let mut status: Vec<_> = s.status.clone();
+    status.sort();
+    EndpointReport {
+        method: method.to_string(),
+        name: name.to_string(),
+        summary: summarize_stats(s),
+        status_codes: status.into_iter().map(|(c, n)| (c.to_string(), n)).collect(),
+        histogram: stats::histogram_to_base64(&s.hist),
+    }
+}
+
+/// Concurrency at second `t`: the configured connections, ramped linearly in the closed model.
+fn users_at(shared: &Shared, t: u64) -> u64 {
+    let c = shared.cfg.connections as f64;
+    let ramp = shared.cfg.ramp().as_secs_f64();
+    if shared.open.is_some() || ramp == 0.0 {
+        return c as u64;
+    }
+    (c * ((t as f64 + 1.0) / ramp).min(1.0)).ceil() as u64
+}
+
+pub fn build(inp: Inputs) -> RunResult {
+    let shared = inp.shared;
+    let cfg = &shared.cfg;
+    let (method, name) = (shared.spec.method.clone(), shared.spec.name.clone());
+    let names = [(method.clone(), name.clone())];
+    let totals = if inp.totals.is_empty() { vec![EndpointStats::default()] } else { inp.totals };
+    let endpoints: Vec<EndpointReport> =
+        totals.iter().zip(names.iter()).map(|(s, (m, n))| endpoint_report(m, n, s)).collect();
+    let all = merged(&totals);
+    let aggregate = endpoint_report("", "Aggregated", &all);
+
+    let mut errors: Vec<ErrorReport> = inp
+        .errors
+        .into_iter()
+        .map(|(k, e)| {
+            let (m, n) = &names[k.endpoint.min(names.len() - 1)];
+            ErrorReport {
+                method: m.clone(),
+                name: n.clone(),
+                kind: k.failure.kind.as_str().to_string(),
+                status: (k.failure.status != 0).then_some(k.failure.status),
+                message: k.failure.message(),
+                count: e.count,
+                first_seen_s: e.first_us as f64 / 1e6,
+                last_seen_s: e.last_us as f64 / 1e6,
+            }
+        })
+        .collect();
+    errors.sort_by(|a, b| b.count.cmp(&a.count).then(a.message.cmp(&b.message)));
+
+    // Every second of the run gets a row, empty ones included: a stalled server shows as a gap of zeros.
+    let last_sec = inp.duration.as_secs_f64().ceil().max(1.0) as u64 - 1;
+    let last_sec = last_sec.max(inp.timeline.keys().next_back().copied().unwrap_or(0));
+    let mut running = EndpointStats::default();
+    let timeseries = (0..=last_sec)
+        .map(|t| {
+            let empty = Vec::new();
+            let per = inp.timeline.get(&t).unwrap_or(&empty);
+            let all = merged(per);
+            running.merge(&all);
+            let r = &running.hist;
+            let cumulative = Cumulative {
+                requests: running.requests,
+                failures: running.failures,
+                median_us: if r.is_empty() { 0 } else { r.value_at_percentile(50.0) },
+                mean_us: if r.is_empty() { 0.0 } else { r.mean() },
+                min_us: if r.is_empty() { 0 } else { r.min() },
+                max_us: if r.is_empty() { 0 } else { r.max() },
+                body_bytes: running.body_bytes,
+            };
+            SecondReport {
+                t,
+                unix: shared.start_unix + t as f64,
+                users: users_at(shared, t),
+                summary: summarize_stats(&all),
+                endpoints: per
+                    .iter()
+                    .zip(names.iter())
+                    .filter(|(s, _)| s.requests > 0)
+                    .map(|(s, (m, n))| SecondEndpoint { method: m.clone(), name: n.clone(), summary: summarize_stats(s) })
+                    .collect(),
+                cumulative,
+                histogram: stats::histogram_to_base64(&all.hist),
+            }
+        })
+        .collect();
+
+    let open_model = shared.open.as_ref().map(|o| {
+        let sent = o.sent.load(Ordering::Relaxed);
+        OpenModelReport {
+            rate: cfg.rate.unwrap_or(0.0),
+            arrival: format!("{:?}", cfg.arrival).to_lowercase(),
+            intended: o.intended.load(Ordering::Relaxed),
+            sent,
+            late: o.late.load(Ordering::Relaxed),
+            late_after_ms: LATE_AFTER.as_millis() as u64,
+            mean_lag_us: if sent == 0 { 0.0 } else { o.lag_sum_us.load(Ordering::Relaxed) as f64 / sent as f64 },
+            max_lag_us: o.lag_max_us.load(Ordering::Relaxed),
+            dropped: inp.dropped,
+        }
+    });
+
+    RunResult {
+        squall_version: crate::VERSION.to_string(),
+        kind: "http".into(),
+        url: cfg.url.clone(),
+        method,
+        start_unix: shared.start_unix,
+        duration_s: inp.duration.as_secs_f64(),
+        stop_reason: inp.reason.as_str().to_string(),
+        load: LoadReport {
+            model: if shared.open.is_some() { "open" } else { "closed" }.into(),
+            connections: cfg.connections,
+            threads: shared.threads,
+            requests: cfg.requests,
+            duration_s: cfg.duration,
+            ramp_s: cfg.ramp,
+            http2: cfg.http2,
+            keepalive: cfg.keepalive,
+            timeout_s: cfg.timeout,
+        },
+        aggregate,
+        endpoints,
+        errors,
+        connect: summarize(&inp.connect, inp.connect.len(), 0, 0, 0),
+        connect_histogram: stats::histogram_to_base64(&inp.connect),
+        open_model,
+        abandoned: inp.abandoned,
+        latency_histogram: buckets(&all.hist),
+        timeseries,
+    }
+}

@@ -1,0 +1,508 @@
+//! Runs a load: one tokio current-thread runtime per worker thread, connections spread over them,
+//! the closed model (each connection sends its next request when the last one ends) or the open model
+//! (a pacer thread issues intended send times; latency counts from them), and a coordinator that ends
+//! the run, condenses old seconds, and merges what the threads measured.
+
+use crate::config::BenchConfig;
+use crate::h2client::{request_template, H2Conn};
+use crate::http1::H1Conn;
+use crate::net::Connector;
+use crate::pacer::{self, Schedule};
+use crate::request::RequestSpec;
+use crate::result::{self, RunResult};
+use crate::stats::{self, LiveCounters, Outcome, Recorder, Timeline};
+use crate::tls;
+use bytes::Bytes;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::watch;
+
+/// Sent more than this after its intended time, an open-model request counts as late.
+pub const LATE_AFTER: Duration = Duration::from_millis(10);
+
+/// Why a run could not start. `Usage` is the caller's input; `Target` is the target being unusable.
+#[derive(Debug)]
+pub enum StartError {
+    Usage(String),
+    Target(String),
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartError::Usage(m) | StartError::Target(m) => f.write_str(m),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum StopReason {
+    Running = 0,
+    Completed = 1,
+    Deadline = 2,
+    Interrupted = 3,
+    DrainTimeout = 4,
+}
+
+impl StopReason {
+    fn from_u8(v: u8) -> Self {
+        match v {
+            1 => StopReason::Completed,
+            2 => StopReason::Deadline,
+            3 => StopReason::Interrupted,
+            4 => StopReason::DrainTimeout,
+            _ => StopReason::Running,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Running => "running",
+            StopReason::Completed => "completed",
+            StopReason::Deadline => "duration",
+            StopReason::Interrupted => "interrupted",
+            StopReason::DrainTimeout => "drain_timeout",
+        }
+    }
+}
+
+/// Open-model bookkeeping shared by the pacer and the workers.
+pub struct OpenState {
+    pub rx: async_channel::Receiver<Instant>,
+    pub intended: AtomicU64,
+    pub sent: AtomicU64,
+    pub late: AtomicU64,
+    pub lag_max_us: AtomicU64,
+    pub lag_sum_us: AtomicU64,
+    pub pacer_done: AtomicBool,
+}
+
+pub struct Shared {
+    pub cfg: BenchConfig,
+    pub spec: RequestSpec,
+    pub start: Instant,
+    pub start_unix: f64,
+    pub threads: usize,
+    stop_tx: watch::Sender<bool>,
+    stopping: AtomicBool,
+    reason: AtomicU8,
+    pub live: Vec<Arc<LiveCounters>>,
+    pub timeline: Arc<Timeline>,
+    /// Closed model with a request count: requests claimed so far.
+    issued: AtomicU64,
+    pub open: Option<OpenState>,
+}
+
+impl Shared {
+    fn stop(&self, reason: StopReason) {
+        if !self.stopping.swap(true, Ordering::SeqCst) {
+            self.reason.store(reason as u8, Ordering::SeqCst);
+        }
+        self.stop_tx.send_replace(true);
+    }
+
+    pub fn reason(&self) -> StopReason {
+        StopReason::from_u8(self.reason.load(Ordering::SeqCst))
+    }
+}
+
+/// What one worker thread hands back.
+pub struct ThreadOutput {
+    pub recorder: Recorder,
+    /// Requests still in flight when the run ended: neither counted nor lost silently.
+    pub abandoned: u64,
+    pub last_completion: Option<Instant>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    pub elapsed: f64,
+    pub completed: u64,
+    pub failed: u64,
+    pub finished: bool,
+}
+
+/// A run in progress.
+pub struct Run {
+    shared: Arc<Shared>,
+    coordinator: Option<JoinHandle<RunResult>>,
+}
+
+impl Run {
+    /// Checks the configuration, resolves and (by default) connects to the target once, then starts.
+    pub fn start(cfg: BenchConfig, body: Vec<u8>) -> Result<Run, StartError> {
+        cfg.validate().map_err(StartError::Usage)?;
+        let mut spec = RequestSpec::new(&cfg, body).map_err(StartError::Usage)?;
+        let h2_template = if cfg.http2 { Some(request_template(&spec).map_err(StartError::Usage)?) } else { None };
+        spec.resolve().map_err(StartError::Target)?;
+        let alpn: &[&[u8]] = if cfg.http2 { &[b"h2"] } else { &[b"http/1.1"] };
+        let tls = spec.https.then(|| (tls::client_config(cfg.insecure, alpn), spec.host.as_str()));
+        let connector = Connector::new(spec.addrs.clone(), tls).map_err(StartError::Usage)?;
+        if cfg.preflight {
+            preflight(&connector, &spec, cfg.timeout(), cfg.insecure)?;
+        }
+
+        let threads = cfg
+            .threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
+            .clamp(1, cfg.connections);
+        let (stop_tx, _) = watch::channel(false);
+        let (open, pacer_tx) = match cfg.rate {
+            Some(_) => {
+                let (tx, rx) = async_channel::unbounded();
+                let state = OpenState {
+                    rx,
+                    intended: AtomicU64::new(0),
+                    sent: AtomicU64::new(0),
+                    late: AtomicU64::new(0),
+                    lag_max_us: AtomicU64::new(0),
+                    lag_sum_us: AtomicU64::new(0),
+                    pacer_done: AtomicBool::new(false),
+                };
+                (Some(state), Some(tx))
+            }
+            None => (None, None),
+        };
+        let start = Instant::now();
+        let start_unix = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+        let shared = Arc::new(Shared {
+            threads,
+            live: (0..threads).map(|_| Arc::new(LiveCounters::default())).collect(),
+            timeline: Timeline::new(),
+            stop_tx,
+            stopping: AtomicBool::new(false),
+            reason: AtomicU8::new(StopReason::Running as u8),
+            issued: AtomicU64::new(0),
+            open,
+            start,
+            start_unix,
+            spec,
+            cfg,
+        });
+
+        let mut workers = Vec::with_capacity(threads);
+        for t in 0..threads {
+            let (shared, connector, template) = (shared.clone(), connector.clone(), h2_template.clone());
+            let handle = std::thread::Builder::new()
+                .name(format!("squall-worker-{t}"))
+                .spawn(move || worker_thread(shared, connector, template, t))
+                .map_err(|e| StartError::Target(format!("cannot start a worker thread: {e}")))?;
+            workers.push(handle);
+        }
+        let pacer = pacer_tx.map(|tx| {
+            let shared = shared.clone();
+            std::thread::Builder::new()
+                .name("squall-pacer".into())
+                .spawn(move || {
+                    let c = &shared.cfg;
+                    let schedule = Schedule::new(c.rate.unwrap(), c.arrival, c.ramp(), c.requests, c.duration());
+                    let open = shared.open.as_ref().unwrap();
+                    pacer::run(schedule, shared.start, tx, &shared.stopping, &open.intended);
+                    open.pacer_done.store(true, Ordering::SeqCst);
+                })
+                .expect("spawning the pacer thread")
+        });
+        let coordinator = {
+            let shared = shared.clone();
+            std::thread::Builder::new()
+                .name("squall-coordinator".into())
+                .spawn(move || coordinate(shared, workers, pacer))
+                .map_err(|e| StartError::Target(format!("cannot start the coordinator: {e}")))?
+        };
+        Ok(Run { shared, coordinator: Some(coordinator) })
+    }
+
+    /// Stops the run early (Ctrl-C); what was measured so far is still reported.
+    pub fn stop(&self) {
+        if self.shared.reason() == StopReason::Running {
+            self.shared.stop(StopReason::Interrupted);
+        }
+    }
+
+    pub fn progress(&self) -> Progress {
+        let (mut completed, mut failed) = (0, 0);
+        for c in &self.shared.live {
+            completed += c.completed.load(Ordering::Relaxed);
+            failed += c.failed.load(Ordering::Relaxed);
+        }
+        Progress {
+            elapsed: self.shared.start.elapsed().as_secs_f64(),
+            completed,
+            failed,
+            finished: self.is_finished(),
+        }
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.coordinator.as_ref().is_none_or(|h| h.is_finished())
+    }
+
+    /// Waits for the end of the run and returns its result.
+    pub fn wait(mut self) -> RunResult {
+        self.coordinator.take().expect("wait is called once").join().expect("the coordinator does not panic")
+    }
+}
+
+/// One connection (and TLS handshake) before the run, so that a dead target is one clear error.
+fn preflight(connector: &Connector, spec: &RequestSpec, timeout: Duration, insecure: bool) -> Result<(), StartError> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
+    let target = format!("{}:{}", spec.host, spec.port);
+    let outcome = rt.block_on(async { tokio::time::timeout(timeout, connector.connect(0)).await });
+    match outcome {
+        Ok(Ok(_)) => Ok(()),
+        Err(_) => Err(StartError::Target(format!("cannot connect to {target}: timed out after {timeout:?}"))),
+        Ok(Err(f)) => {
+            let hint = if f.kind == stats::FailureKind::Tls && !insecure {
+                " (use --insecure to skip certificate verification)"
+            } else {
+                ""
+            };
+            Err(StartError::Target(format!("cannot connect to {target}: {}{hint}", f.message())))
+        }
+    }
+}
+
+struct ThreadCtx {
+    shared: Arc<Shared>,
+    connector: Connector,
+    recorder: RefCell<Recorder>,
+    in_flight: Cell<u64>,
+    last_completion: Cell<Option<Instant>>,
+    h2_template: Option<http::Request<()>>,
+    body: Bytes,
+    head: bool,
+    timeout: Duration,
+    /// Workers across all threads (for the closed-model ramp).
+    total_workers: usize,
+}
+
+fn worker_thread(shared: Arc<Shared>, connector: Connector, h2_template: Option<http::Request<()>>, t: usize) -> ThreadOutput {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
+    let local = tokio::task::LocalSet::new();
+    let recorder = Recorder::new(shared.start, shared.timeline.clone(), shared.live[t].clone());
+    let cfg = &shared.cfg;
+    let streams = if cfg.http2 { cfg.h2_streams } else { 1 };
+    let ctx = Rc::new(ThreadCtx {
+        connector,
+        recorder: RefCell::new(recorder),
+        in_flight: Cell::new(0),
+        last_completion: Cell::new(None),
+        h2_template,
+        body: Bytes::from(shared.spec.body.clone()),
+        head: shared.spec.method == "HEAD",
+        timeout: cfg.timeout(),
+        total_workers: cfg.connections * streams,
+        shared: shared.clone(),
+    });
+    let mut stop_rx = shared.stop_tx.subscribe();
+    local.block_on(&rt, async {
+        let mut workers = tokio::task::JoinSet::new();
+        // Connections are dealt round-robin: thread t takes connections t, t+threads, ...
+        for conn in (t..cfg.connections).step_by(shared.threads) {
+            let h2 = cfg.http2.then(|| Rc::new(H2Conn::new(conn)));
+            for s in 0..streams {
+                workers.spawn_local(worker(ctx.clone(), conn * streams + s, conn, h2.clone()));
+            }
+        }
+        // Finished seconds reach the timeline even when this thread is idle.
+        let ticker = {
+            let ctx = ctx.clone();
+            tokio::task::spawn_local(async move {
+                let mut tick = tokio::time::interval(Duration::from_millis(250));
+                loop {
+                    tick.tick().await;
+                    ctx.recorder.borrow_mut().roll(Instant::now());
+                }
+            })
+        };
+        tokio::select! {
+            _ = async { while workers.join_next().await.is_some() {} } => {}
+            _ = stop_rx.wait_for(|stop| *stop) => {}
+        }
+        ticker.abort();
+        workers.abort_all();
+    });
+    drop(local); // drops the aborted tasks, and with them their connections
+    let abandoned = ctx.in_flight.get();
+    let last_completion = ctx.last_completion.get();
+    let ctx = Rc::try_unwrap(ctx).ok().expect("all tasks are gone");
+    let mut recorder = ctx.recorder.into_inner();
+    recorder.flush();
+    ThreadOutput { recorder, abandoned, last_completion }
+}
+
+/// Waits for this worker's next send: now (closed model) or the next intended time (open model).
+async fn next_send(ctx: &ThreadCtx) -> Option<Instant> {
+    let shared = &ctx.shared;
+    match &shared.open {
+        None => {
+            if let Some(n) = shared.cfg.requests {
+                if shared.issued.fetch_add(1, Ordering::Relaxed) >= n {
+                    return None;
+                }
+            }
+            Some(Instant::now())
+        }
+        Some(open) => {
+            let intended = open.rx.recv().await.ok()?;
+            let lag = Instant::now().saturating_duration_since(intended);
+            let lag_us = lag.as_micros() as u64;
+            open.sent.fetch_add(1, Ordering::Relaxed);
+            open.lag_sum_us.fetch_add(lag_us, Ordering::Relaxed);
+            open.lag_max_us.fetch_max(lag_us, Ordering::Relaxed);
+            if lag > LATE_AFTER {
+                open.late.fetch_add(1, Ordering::Relaxed);
+            }
+            Some(intended)
+        }
+    }
+}
+
+async fn worker(ctx: Rc<ThreadCtx>, index: usize, conn_index: usize, h2: Option<Rc<H2Conn>>) {
+    let ramp = ctx.shared.cfg.ramp();
+    if ctx.shared.open.is_none() && !ramp.is_zero() {
+        let offset = ramp.mul_f64(index as f64 / ctx.total_workers as f64);
+        tokio::time::sleep_until((ctx.shared.start + offset).into()).await;
+    }
+    let mut h1: Option<H1Conn> = None;
+    while let Some(begin) = next_send(&ctx).await {
+        ctx.in_flight.set(ctx.in_flight.get() + 1);
+        let outcome = match &h2 {
+            Some(conn) => h2_request(&ctx, conn).await,
+            None => h1_request(&ctx, &mut h1, conn_index).await,
+        };
+        ctx.in_flight.set(ctx.in_flight.get() - 1);
+        let now = Instant::now();
+        ctx.last_completion.set(Some(now));
+        ctx.recorder.borrow_mut().record(now, 0, now.saturating_duration_since(begin), &outcome);
+    }
+}
+
+async fn h1_request(ctx: &ThreadCtx, conn: &mut Option<H1Conn>, conn_index: usize) -> Outcome {
+    let connecting = Cell::new(false);
+    let exchange = async {
+        // A second attempt only when a reused keep-alive connection turns out to be closed.
+        for attempt in 0..2 {
+            if conn.is_none() {
+                connecting.set(true);
+                let t0 = Instant::now();
+                let stream = ctx.connector.connect(conn_index).await?;
+                ctx.recorder.borrow_mut().record_connect(t0.elapsed());
+                connecting.set(false);
+                *conn = Some(H1Conn::new(stream));
+            }
+            let c = conn.as_mut().unwrap();
+            match c.exchange(&ctx.shared.spec.h1_bytes, ctx.head, false).await {
+                Ok(resp) => {
+                    if resp.close || !ctx.shared.spec.keepalive {
+                        *conn = None;
+                    }
+                    return Ok(resp);
+                }
+                Err(e) => {
+                    *conn = None;
+                    if !(e.retryable && attempt == 0) {
+                        return Err(e.failure);
+                    }
+                }
+            }
+        }
+        unreachable!("the loop returns on its second pass")
+    };
+    let result = tokio::time::timeout(ctx.timeout, exchange).await;
+    match result {
+        Ok(Ok(r)) => Outcome::Response { status: r.status, body_bytes: r.body_bytes, wire_bytes: r.wire_bytes },
+        Ok(Err(f)) => Outcome::Failed(f),
+        Err(_) => {
+            *conn = None;
+            let kind = if connecting.get() { stats::FailureKind::ConnectTimeout } else { stats::FailureKind::Timeout };
+            Outcome::Failed(stats::Failure::new(kind, ""))
+        }
+    }
+}
+
+async fn h2_request(ctx: &ThreadCtx, conn: &H2Conn) -> Outcome {
+    let template = ctx.h2_template.as_ref().expect("HTTP/2 runs have a template");
+    let on_connect = |t| ctx.recorder.borrow_mut().record_connect(t);
+    let exchange = conn.exchange(&ctx.connector, template, &ctx.body, false, on_connect);
+    match tokio::time::timeout(ctx.timeout, exchange).await {
+        Ok(Ok(r)) => Outcome::Response { status: r.status, body_bytes: r.body_bytes, wire_bytes: r.wire_bytes },
+        Ok(Err(f)) => Outcome::Failed(f),
+        Err(_) => Outcome::Failed(stats::Failure::new(stats::FailureKind::Timeout, "")),
+    }
+}
+
+/// Ends the run when its duration is up (or the open model has drained), condenses finished seconds
+/// as it goes, then merges the threads' statistics into the result.
+fn coordinate(shared: Arc<Shared>, workers: Vec<JoinHandle<ThreadOutput>>, pacer: Option<JoinHandle<()>>) -> RunResult {
+    let closed_deadline = match (&shared.open, shared.cfg.duration()) {
+        (None, Some(d)) => Some(shared.start + d),
+        _ => None,
+    };
+    let mut drain_since: Option<Instant> = None;
+    let mut stopped_at: Option<Instant> = None;
+    while !workers.iter().all(|w| w.is_finished()) {
+        let now = Instant::now();
+        let sec = now.saturating_duration_since(shared.start).as_secs();
+        shared.timeline.close_before(sec.saturating_sub(2));
+        if closed_deadline.is_some_and(|d| now >= d) && shared.reason() == StopReason::Running {
+            shared.stop(StopReason::Deadline);
+        }
+        if let Some(open) = &shared.open {
+            // The pacer's sender is gone once it is done, so workers end when the queue is empty;
+            // a backlog that does not drain within one timeout is reported as dropped.
+            if open.pacer_done.load(Ordering::SeqCst) {
+                let since = *drain_since.get_or_insert(now);
+                if now.duration_since(since) > shared.cfg.timeout() && shared.reason() == StopReason::Running {
+                    shared.stop(StopReason::DrainTimeout);
+                }
+            }
+        }
+        if shared.stopping.load(Ordering::SeqCst) {
+            stopped_at.get_or_insert(now);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if let Some(p) = pacer {
+        shared.stopping.store(true, Ordering::SeqCst);
+        let _ = p.join();
+    }
+    if shared.reason() == StopReason::Running {
+        shared.reason.store(StopReason::Completed as u8, Ordering::SeqCst);
+    }
+    let outputs: Vec<ThreadOutput> = workers.into_iter().map(|w| w.join().expect("worker threads do not panic")).collect();
+    let reason = shared.reason();
+    let end = match reason {
+        StopReason::Deadline => closed_deadline.unwrap(),
+        StopReason::Interrupted => stopped_at.unwrap_or_else(Instant::now),
+        _ => outputs.iter().filter_map(|o| o.last_completion).max().unwrap_or_else(Instant::now),
+    };
+    let mut merged = Vec::new();
+    let mut errors = HashMap::new();
+    let mut connect = stats::new_histogram();
+    let mut abandoned = 0;
+    for o in outputs {
+        stats::merge_vec(&mut merged, &o.recorder.totals);
+        stats::merge_errors(&mut errors, o.recorder.errors);
+        connect.add(&o.recorder.connect).expect("auto-resizing histograms always merge");
+        abandoned += o.abandoned;
+    }
+    let dropped = shared.open.as_ref().map_or(0, |o| o.rx.len() as u64);
+    result::build(result::Inputs {
+        shared: &shared,
+        reason,
+        duration: end.saturating_duration_since(shared.start),
+        totals: merged,
+        errors,
+        connect,
+        timeline: shared.timeline.take_all(),
+        abandoned,
+        dropped,
+    })
+}

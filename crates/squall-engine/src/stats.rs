@@ -1,0 +1,407 @@
+//! Statistics: one HDR histogram (microseconds, 3 significant digits) per endpoint and per second,
+//! status codes, failures by kind, bytes. Everything merges losslessly, so threads, processes and
+//! machines combine into the same numbers one recorder would have produced.
+
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Percentiles reported everywhere (the columns of Locust's and ab's tables).
+pub const PERCENTILES: [f64; 11] = [50.0, 66.0, 75.0, 80.0, 90.0, 95.0, 98.0, 99.0, 99.9, 99.99, 100.0];
+
+pub type EndpointId = usize;
+
+pub fn new_histogram() -> Histogram<u64> {
+    // Auto-resizing from 1 µs: small while latencies are small, grows to whatever a run needs.
+    Histogram::new(3).expect("3 significant digits is valid")
+}
+
+pub fn histogram_to_base64(h: &Histogram<u64>) -> String {
+    use base64::Engine;
+    let mut buf = Vec::new();
+    V2DeflateSerializer::new().serialize(h, &mut buf).expect("serializing to memory cannot fail");
+    base64::engine::general_purpose::STANDARD.encode(buf)
+}
+
+pub fn histogram_from_base64(s: &str) -> Result<Histogram<u64>, String> {
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(s).map_err(|e| e.to_string())?;
+    let mut h: Histogram<u64> =
+        Deserializer::new().deserialize(&mut &bytes[..]).map_err(|e| format!("{e:?}"))?;
+    h.auto(true);
+    Ok(h)
+}
+
+/// Why a request failed. The kinds a user acts on differently are kept apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FailureKind {
+    ConnectRefused,
+    ConnectTimeout,
+    Timeout,
+    Reset,
+    Closed,
+    Tls,
+    Http,
+    Protocol,
+    Io,
+}
+
+impl FailureKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::ConnectRefused => "connect_refused",
+            FailureKind::ConnectTimeout => "connect_timeout",
+            FailureKind::Timeout => "timeout",
+            FailureKind::Reset => "reset",
+            FailureKind::Closed => "closed",
+            FailureKind::Tls => "tls",
+            FailureKind::Http => "http",
+            FailureKind::Protocol => "protocol",
+            FailureKind::Io => "io",
+        }
+    }
+}
+
+/// A failed request: its kind, and for HTTP failures the status, else a short detail.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Failure {
+    pub kind: FailureKind,
+    pub status: u16,
+    pub detail: String,
+}
+
+impl Failure {
+    pub fn new(kind: FailureKind, detail: impl Into<String>) -> Self {
+        Failure { kind, status: 0, detail: detail.into() }
+    }
+
+    pub fn http(status: u16) -> Self {
+        Failure { kind: FailureKind::Http, status, detail: String::new() }
+    }
+
+    /// The one-line message shown in error tables and the failures CSV.
+    pub fn message(&self) -> String {
+        match self.kind {
+            FailureKind::Http => format!("HTTP {}", self.status),
+            FailureKind::ConnectRefused => "connection refused".into(),
+            FailureKind::ConnectTimeout => "connect timed out".into(),
+            FailureKind::Timeout => "request timed out".into(),
+            FailureKind::Reset => "connection reset by peer".into(),
+            FailureKind::Closed if self.detail.is_empty() => "server closed the connection".into(),
+            FailureKind::Closed => format!("server closed the connection {}", self.detail),
+            FailureKind::Tls => format!("TLS error: {}", self.detail),
+            FailureKind::Protocol => format!("invalid HTTP response: {}", self.detail),
+            FailureKind::Io => self.detail.clone(),
+        }
+    }
+}
+
+/// What one request came to.
+pub enum Outcome {
+    /// A response arrived. `failed` when its status counts as a failure (4xx/5xx).
+    Response { status: u16, body_bytes: u64, wire_bytes: u64 },
+    Failed(Failure),
+}
+
+/// Counts and latency histogram of one endpoint over some time span.
+#[derive(Clone)]
+pub struct EndpointStats {
+    pub hist: Histogram<u64>,
+    pub requests: u64,
+    pub failures: u64,
+    pub body_bytes: u64,
+    pub wire_bytes: u64,
+    /// Status code counts; a handful of codes, so a small vector beats a map.
+    pub status: Vec<(u16, u64)>,
+}
+
+impl Default for EndpointStats {
+    fn default() -> Self {
+        EndpointStats {
+            hist: new_histogram(),
+            requests: 0,
+            failures: 0,
+            body_bytes: 0,
+            wire_bytes: 0,
+            status: Vec::new(),
+        }
+    }
+}
+
+impl EndpointStats {
+    #[inline]
+    pub fn record(&mut self, latency_us: u64, outcome: &Outcome) {
+        // Failed requests keep their time too, as in Locust: a timeout is part of the tail users feel.
+        let _ = self.hist.record(latency_us.max(1));
+        self.requests += 1;
+        match outcome {
+            Outcome::Response { status, body_bytes, wire_bytes } => {
+                self.body_bytes += body_bytes;
+                self.wire_bytes += wire_bytes;
+                if *status >= 400 {
+                    self.failures += 1;
+                }
+                self.add_status(*status, 1);
+            }
+            Outcome::Failed(_) => self.failures += 1,
+        }
+    }
+
+    fn add_status(&mut self, status: u16, n: u64) {
+        match self.status.iter_mut().find(|(s, _)| *s == status) {
+            Some((_, c)) => *c += n,
+            None => self.status.push((status, n)),
+        }
+    }
+
+    pub fn merge(&mut self, other: &EndpointStats) {
+        self.hist.add(&other.hist).expect("auto-resizing histograms always merge");
+        self.requests += other.requests;
+        self.failures += other.failures;
+        self.body_bytes += other.body_bytes;
+        self.wire_bytes += other.wire_bytes;
+        for &(s, n) in &other.status {
+            self.add_status(s, n);
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ErrorKey {
+    pub endpoint: EndpointId,
+    pub failure: Failure,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct ErrorEntry {
+    pub count: u64,
+    /// Microseconds since the run started.
+    pub first_us: u64,
+    pub last_us: u64,
+}
+
+impl ErrorEntry {
+    fn merge(&mut self, o: &ErrorEntry) {
+        self.count += o.count;
+        self.first_us = self.first_us.min(o.first_us);
+        self.last_us = self.last_us.max(o.last_us);
+    }
+}
+
+pub fn merge_errors(into: &mut HashMap<ErrorKey, ErrorEntry>, from: HashMap<ErrorKey, ErrorEntry>) {
+    for (k, v) in from {
+        into.entry(k).and_modify(|e| e.merge(&v)).or_insert(v);
+    }
+}
+
+/// Live counters one thread publishes for the progress line; padded so threads don't share a line.
+#[repr(align(128))]
+#[derive(Default)]
+pub struct LiveCounters {
+    pub completed: AtomicU64,
+    pub failed: AtomicU64,
+}
+
+/// Per-second statistics shared by all threads; old seconds are condensed to summary rows.
+pub struct Timeline {
+    inner: Mutex<TimelineInner>,
+}
+
+#[derive(Default)]
+struct TimelineInner {
+    open: BTreeMap<u64, Vec<EndpointStats>>,
+    closed: BTreeMap<u64, Vec<EndpointStats>>,
+}
+
+impl Timeline {
+    pub fn new() -> Arc<Timeline> {
+        Arc::new(Timeline { inner: Mutex::new(TimelineInner::default()) })
+    }
+
+    pub fn push(&self, sec: u64, stats: Vec<EndpointStats>) {
+        let mut inner = self.inner.lock().unwrap();
+        let slot = match inner.closed.get_mut(&sec) {
+            Some(slot) => slot, // a straggler: still merged, the second is only kept compact later
+            None => inner.open.entry(sec).or_default(),
+        };
+        merge_vec(slot, &stats);
+    }
+
+    /// Marks seconds before `sec` complete: no thread will add to them in the ordinary course.
+    pub fn close_before(&self, sec: u64) {
+        let mut inner = self.inner.lock().unwrap();
+        let keep = inner.open.split_off(&sec);
+        let done = std::mem::replace(&mut inner.open, keep);
+        inner.closed.extend(done);
+    }
+
+    /// Everything recorded so far, second by second.
+    pub fn take_all(&self) -> BTreeMap<u64, Vec<EndpointStats>> {
+        let mut inner = self.inner.lock().unwrap();
+        let mut all = std::mem::take(&mut inner.closed);
+        for (sec, v) in std::mem::take(&mut inner.open) {
+            merge_vec(all.entry(sec).or_default(), &v);
+        }
+        all
+    }
+}
+
+pub fn merge_vec(into: &mut Vec<EndpointStats>, from: &[EndpointStats]) {
+    if into.len() < from.len() {
+        into.resize_with(from.len(), EndpointStats::default);
+    }
+    for (a, b) in into.iter_mut().zip(from) {
+        if b.requests > 0 {
+            a.merge(b);
+        }
+    }
+}
+
+/// One thread's recorder: totals, the current second, errors and connects. Not shared, so no locks on
+/// the hot path; finished seconds go to the shared timeline.
+pub struct Recorder {
+    start: Instant,
+    pub totals: Vec<EndpointStats>,
+    second_idx: u64,
+    second: Vec<EndpointStats>,
+    pub errors: HashMap<ErrorKey, ErrorEntry>,
+    pub connect: Histogram<u64>,
+    timeline: Arc<Timeline>,
+    live: Arc<LiveCounters>,
+}
+
+impl Recorder {
+    pub fn new(start: Instant, timeline: Arc<Timeline>, live: Arc<LiveCounters>) -> Self {
+        Recorder {
+            start,
+            totals: Vec::new(),
+            second_idx: 0,
+            second: Vec::new(),
+            errors: HashMap::new(),
+            connect: new_histogram(),
+            timeline,
+            live,
+        }
+    }
+
+    fn since_start(&self, now: Instant) -> Duration {
+        now.saturating_duration_since(self.start)
+    }
+
+    #[inline]
+    pub fn record(&mut self, now: Instant, endpoint: EndpointId, latency: Duration, outcome: &Outcome) {
+        self.roll(now);
+        let us = latency.as_micros() as u64;
+        if self.totals.len() <= endpoint {
+            self.totals.resize_with(endpoint + 1, EndpointStats::default);
+        }
+        if self.second.len() <= endpoint {
+            self.second.resize_with(endpoint + 1, EndpointStats::default);
+        }
+        self.totals[endpoint].record(us, outcome);
+        self.second[endpoint].record(us, outcome);
+        self.live.completed.fetch_add(1, Ordering::Relaxed);
+        let failure = match outcome {
+            Outcome::Failed(f) => Some(f.clone()),
+            Outcome::Response { status, .. } if *status >= 400 => Some(Failure::http(*status)),
+            _ => None,
+        };
+        if let Some(failure) = failure {
+            self.live.failed.fetch_add(1, Ordering::Relaxed);
+            let at = self.since_start(now).as_micros() as u64;
+            self.errors
+                .entry(ErrorKey { endpoint, failure })
+                .and_modify(|e| {
+                    e.count += 1;
+                    e.last_us = at;
+                })
+                .or_insert(ErrorEntry { count: 1, first_us: at, last_us: at });
+        }
+    }
+
+    pub fn record_connect(&mut self, took: Duration) {
+        let _ = self.connect.record((took.as_micros() as u64).max(1));
+    }
+
+    /// Hands the current second to the timeline once the clock has moved past it.
+    pub fn roll(&mut self, now: Instant) {
+        let sec = self.since_start(now).as_secs();
+        if sec != self.second_idx {
+            self.flush();
+            self.second_idx = sec;
+        }
+    }
+
+    pub fn flush(&mut self) {
+        if self.second.iter().any(|s| s.requests > 0) {
+            let filled = self.second.len();
+            let done = std::mem::replace(&mut self.second, Vec::with_capacity(filled));
+            self.timeline.push(self.second_idx, done);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(status: u16) -> Outcome {
+        Outcome::Response { status, body_bytes: 10, wire_bytes: 100 }
+    }
+
+    #[test]
+    fn merge_is_lossless() {
+        let mut a = EndpointStats::default();
+        let mut b = EndpointStats::default();
+        let mut both = EndpointStats::default();
+        for i in 1..=1000u64 {
+            let (target, o) = if i % 2 == 0 { (&mut a, ok(200)) } else { (&mut b, ok(503)) };
+            target.record(i * 37, &o);
+            both.record(i * 37, &o);
+        }
+        a.merge(&b);
+        assert_eq!(a.hist, both.hist);
+        assert_eq!(a.requests, 1000);
+        assert_eq!(a.failures, 500);
+        assert_eq!(a.status.len(), 2);
+    }
+
+    #[test]
+    fn histogram_round_trips_through_base64() {
+        let mut s = EndpointStats::default();
+        for v in [1u64, 5, 250, 70_000, 30_000_000] {
+            s.record(v, &ok(200));
+        }
+        let back = histogram_from_base64(&histogram_to_base64(&s.hist)).unwrap();
+        assert_eq!(back, s.hist);
+        assert_eq!(back.value_at_quantile(1.0), s.hist.value_at_quantile(1.0));
+    }
+
+    #[test]
+    fn recorder_splits_seconds_and_counts_errors() {
+        let start = Instant::now();
+        let tl = Timeline::new();
+        let mut r = Recorder::new(start, tl.clone(), Arc::new(LiveCounters::default()));
+        let refused = Outcome::Failed(Failure::new(FailureKind::ConnectRefused, ""));
+        r.record(start, 0, Duration::from_micros(100), &ok(200));
+        r.record(start + Duration::from_millis(1500), 0, Duration::from_micros(100), &refused);
+        r.record(start + Duration::from_millis(1600), 0, Duration::from_micros(100), &ok(500));
+        r.flush();
+        let all = tl.take_all();
+        assert_eq!(all[&0][0].requests, 1);
+        assert_eq!(all[&1][0].requests, 2);
+        assert_eq!(all[&1][0].failures, 2);
+        assert_eq!(r.errors.len(), 2);
+        assert_eq!(r.totals[0].requests, 3);
+    }
+
+    #[test]
+    fn failure_messages_are_one_line() {
+        assert_eq!(Failure::http(503).message(), "HTTP 503");
+        assert_eq!(Failure::new(FailureKind::Closed, "mid-response").message(),
+                   "server closed the connection mid-response");
+    }
+}

@@ -1,0 +1,150 @@
+//! The built-in demo target: a small HTTP/1.1 server (hyper) on 127.0.0.1 with endpoints that behave
+//! the ways real services do, so `squall demo` shows real output with nothing installed.
+//!
+//! | path            | behaviour                                                        |
+//! |-----------------|------------------------------------------------------------------|
+//! | `/`, `/fixed`   | 200 at once, a short body                                        |
+//! | `/slow?ms=N`    | 200 after N ms (default 100)                                     |
+//! | `/jitter`       | 200 after a random 0–20 ms                                       |
+//! | `/flaky?p=F`    | 500 with probability F (default 0.05), else 200                  |
+//! | `/fail`         | 503 always                                                       |
+//! | `/bytes?n=N`    | 200 with an N-byte body                                          |
+//! | `/echo`         | 200 with the request body                                        |
+//! | `/demo`         | what the demo loads: mostly a few ms, 1% slow (80 ms), 3% 500s   |
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use rand::Rng;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+pub const ENDPOINTS: &[(&str, &str)] = &[
+    ("/fixed", "200 at once"),
+    ("/slow?ms=100", "200 after the given milliseconds"),
+    ("/jitter", "200 after a random 0-20 ms"),
+    ("/flaky?p=0.05", "500 with the given probability"),
+    ("/fail", "503 always"),
+    ("/bytes?n=1024", "an n-byte body"),
+    ("/echo", "the request body back"),
+    ("/demo", "a few ms, 1% slow, 3% failures"),
+];
+
+pub struct DemoTarget {
+    pub addr: SocketAddr,
+    shutdown: Option<oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl DemoTarget {
+    /// Starts serving on 127.0.0.1:`port` (0 picks a free port) in a background thread.
+    pub fn start(port: u16) -> std::io::Result<DemoTarget> {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
+        let listener = rt.block_on(TcpListener::bind(("127.0.0.1", port)))?;
+        let addr = listener.local_addr()?;
+        let (tx, rx) = oneshot::channel();
+        let thread = std::thread::Builder::new().name("squall-demo-target".into()).spawn(move || {
+            rt.block_on(serve(listener, rx));
+        })?;
+        Ok(DemoTarget { addr, shutdown: Some(tx), thread: Some(thread) })
+    }
+
+    pub fn stop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for DemoTarget {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+async fn serve(listener: TcpListener, mut shutdown: oneshot::Receiver<()>) {
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(_) => continue, // e.g. out of file descriptors for a moment
+            },
+            _ = &mut shutdown => return,
+        };
+        let _ = stream.set_nodelay(true);
+        tokio::spawn(async move {
+            let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service_fn(handle)).await;
+        });
+    }
+}
+
+fn query_param<T: std::str::FromStr>(req: &Request<Incoming>, key: &str) -> Option<T> {
+    req.uri().query()?.split('&').find_map(|kv| {
+        let (k, v) = kv.split_once('=')?;
+        if k == key { v.parse().ok() } else { None }
+    })
+}
+
+fn reply(status: StatusCode, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(body.into()));
+    *r.status_mut() = status;
+    r
+}
+
+async fn sleep_ms(ms: f64) {
+    tokio::time::sleep(Duration::from_secs_f64(ms / 1000.0)).await;
+}
+
+async fn handle(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+    let ok = StatusCode::OK;
+    let resp = match req.uri().path() {
+        "/" | "/fixed" => reply(ok, "ok\n"),
+        "/slow" => {
+            sleep_ms(query_param(&req, "ms").unwrap_or(100.0)).await;
+            reply(ok, "slow\n")
+        }
+        "/jitter" => {
+            let ms = rand::rng().random_range(0.0..20.0);
+            sleep_ms(ms).await;
+            reply(ok, "jitter\n")
+        }
+        "/flaky" => {
+            let p: f64 = query_param(&req, "p").unwrap_or(0.05);
+            if rand::rng().random_bool(p.clamp(0.0, 1.0)) {
+                reply(StatusCode::INTERNAL_SERVER_ERROR, "flaky failure\n")
+            } else {
+                reply(ok, "ok\n")
+            }
+        }
+        "/fail" => reply(StatusCode::SERVICE_UNAVAILABLE, "unavailable\n"),
+        "/bytes" => reply(ok, vec![b'x'; query_param(&req, "n").unwrap_or(1024usize).min(64 << 20)]),
+        "/echo" => {
+            let body = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+            reply(ok, body)
+        }
+        "/demo" => {
+            let (slow, fail, ms) = {
+                let mut rng = rand::rng();
+                (rng.random_bool(0.01), rng.random_bool(0.03), rng.random_range(0.5..4.0))
+            };
+            sleep_ms(if slow { 80.0 } else { ms }).await;
+            if fail {
+                reply(StatusCode::INTERNAL_SERVER_ERROR, "demo failure\n")
+            } else {
+                reply(ok, "{\"status\":\"ok\"}\n")
+            }
+        }
+        _ => reply(StatusCode::NOT_FOUND, "not found\n"),
+    };
+    Ok(resp)
+}

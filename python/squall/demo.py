@@ -1,0 +1,55 @@
+"""`squall demo`: the built-in target on 127.0.0.1 and a short bench against it."""
+
+import signal
+import sys
+import threading
+
+from squall import _engine, bench, exitcodes
+
+
+def add_parser(commands):
+    p = commands.add_parser("demo", help="run a 10 s bench against the built-in target",
+                            description="Start the built-in target on 127.0.0.1 and bench it for 10 s.")
+    p.add_argument("--port", type=int, default=0, help="the target's port (default: a free one)")
+    p.add_argument("-t", "--duration", default="10s", help="how long the demo bench runs (default 10s)")
+    p.add_argument("-c", "--connections", default="20", help="connections (default 20)")
+    p.add_argument("--serve", action="store_true", help="only serve the target until Ctrl-C")
+    p.add_argument("--json", metavar="FILE", help="also write the JSON result")
+    p.add_argument("--csv", metavar="PREFIX", help="also write the Locust-format CSV files")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    try:
+        target = _engine.DemoTarget(args.port)
+    except _engine.TargetError as e:
+        sys.stderr.write(f"squall demo: error: {e}\n")
+        return exitcodes.CANNOT_START
+    base = f"http://127.0.0.1:{target.port}"
+    try:
+        if args.serve:
+            return _serve(base)
+        sys.stderr.write(f"Demo target on {base} (endpoints: {', '.join(p for p, _ in target.endpoints())})\n")
+        argv = [f"{base}/demo", "-c", args.connections, "-t", args.duration]
+        argv += ["--json", args.json] if args.json else []
+        argv += ["--csv", args.csv] if args.csv else []
+        sys.stderr.write(f"Running: squall bench {' '.join(argv)}\n\n")
+        from squall.cli import build_parser
+
+        bench_args = build_parser().parse_args(["bench", *argv])
+        return bench.run(bench_args)
+    finally:
+        target.stop()
+
+
+def _serve(base) -> int:
+    print(f"Serving the demo target on {base} until Ctrl-C. Endpoints:")
+    for path, what in _engine.DemoTarget.endpoints():
+        print(f"  {base}{path:<16} {what}")
+    sys.stdout.flush()
+    done = threading.Event()
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, lambda *_: done.set())
+    while not done.wait(0.5):
+        pass
+    return exitcodes.OK

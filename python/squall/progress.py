@@ -1,0 +1,37 @@
+"""The live progress line on a terminal: where the run is, its current rate, its errors."""
+
+import sys
+import time
+
+from squall.durations import format_duration
+
+
+class ProgressLine:
+    def __init__(self, config, stream=sys.stderr):
+        self.total = config.get("requests")
+        self.duration = config.get("duration")
+        self.stream = stream
+        self.last = (time.monotonic(), 0)
+        self.rate = 0.0
+
+    def update(self, elapsed, completed, failed):
+        now = time.monotonic()
+        t0, c0 = self.last
+        if now - t0 >= 1.0:  # a one-second window keeps the rate readable
+            self.rate = (completed - c0) / (now - t0)
+            self.last = (now, completed)
+        if self.duration:
+            where = f"{format_duration(elapsed)} / {format_duration(self.duration)}"
+            frac = elapsed / self.duration
+        else:
+            where = f"{completed:,} / {self.total:,}"
+            frac = completed / self.total if self.total else 0
+        filled = int(max(0.0, min(1.0, frac)) * 20)
+        bar = "#" * filled + "." * (20 - filled)
+        self.stream.write(f"\r\x1b[K  [{bar}] {where}  {completed:,} requests  "
+                          f"{self.rate:,.0f} req/s  {failed:,} errors")
+        self.stream.flush()
+
+    def clear(self):
+        self.stream.write("\r\x1b[K")
+        self.stream.flush()

@@ -1,0 +1,31 @@
+"""Drives an engine run from Python: the live progress line, Ctrl-C and SIGTERM."""
+
+import json
+import signal
+
+from squall.progress import ProgressLine
+
+
+def drive(engine_run, config, show_progress=True):
+    """Waits for the run to end; returns (result dict, the signal that stopped it or None).
+
+    A signal stops the run, and the result still holds everything measured until then.
+    """
+    received = []
+
+    def on_signal(signum, _frame):
+        received.append(signum)
+        engine_run.stop()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    line = ProgressLine(config) if show_progress else None
+    try:
+        while not engine_run.wait(0.25):
+            if line:
+                line.update(*engine_run.progress()[:3])
+    finally:
+        if line:
+            line.clear()
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    return json.loads(engine_run.result_json()), (received[0] if received else None)
