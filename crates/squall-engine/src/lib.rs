@@ -5,6 +5,7 @@
 //! histogram per endpoint and per second.
 
 pub mod config;
+pub mod dispatch;
 pub mod h2client;
 pub mod http1;
 pub mod net;

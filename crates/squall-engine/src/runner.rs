@@ -4,6 +4,7 @@
 //! the run, condenses old seconds, and merges what the threads measured.
 
 use crate::config::BenchConfig;
+use crate::dispatch::{Dispatch, Slot};
 use crate::h2client::{request_template, H2Conn};
 use crate::http1::H1Conn;
 use crate::net::Connector;
@@ -275,9 +276,13 @@ struct ThreadCtx {
     in_flight: Cell<u64>,
     last_completion: Cell<Option<Instant>>,
     h2_template: Option<http::Request<()>>,
+    /// Open model: hands intended send times to this thread's idle workers.
+    dispatch: Dispatch,
     body: Bytes,
     head: bool,
     timeout: Duration,
+    /// Closed model with a duration: completions after it are not counted.
+    deadline: Option<Instant>,
     /// Workers across all threads (for the closed-model ramp).
     total_workers: usize,
 }
@@ -294,9 +299,11 @@ fn worker_thread(shared: Arc<Shared>, connector: Connector, h2_template: Option<
         in_flight: Cell::new(0),
         last_completion: Cell::new(None),
         h2_template,
+        dispatch: Dispatch::default(),
         body: Bytes::from(shared.spec.body.clone()),
         head: shared.spec.method == "HEAD",
         timeout: cfg.timeout(),
+        deadline: closed_deadline(&shared),
         total_workers: cfg.connections * streams,
         shared: shared.clone(),
     });
@@ -310,6 +317,10 @@ fn worker_thread(shared: Arc<Shared>, connector: Connector, h2_template: Option<
                 workers.spawn_local(worker(ctx.clone(), conn * streams + s, conn, h2.clone()));
             }
         }
+        if shared.open.is_some() {
+            let ctx = ctx.clone();
+            tokio::task::spawn_local(async move { ctx.dispatch.run(&open_rx(&ctx)).await });
+        }
         // Finished seconds reach the timeline even when this thread is idle.
         let ticker = {
             let ctx = ctx.clone();
@@ -321,9 +332,16 @@ fn worker_thread(shared: Arc<Shared>, connector: Connector, h2_template: Option<
                 }
             })
         };
+        let deadline = async {
+            match ctx.deadline {
+                Some(d) => tokio::time::sleep_until(d.into()).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             _ = async { while workers.join_next().await.is_some() {} } => {}
             _ = stop_rx.wait_for(|stop| *stop) => {}
+            _ = deadline => {}
         }
         ticker.abort();
         workers.abort_all();
@@ -337,8 +355,12 @@ fn worker_thread(shared: Arc<Shared>, connector: Connector, h2_template: Option<
     ThreadOutput { recorder, abandoned, last_completion }
 }
 
+fn open_rx(ctx: &ThreadCtx) -> async_channel::Receiver<Instant> {
+    ctx.shared.open.as_ref().expect("open model").rx.clone()
+}
+
 /// Waits for this worker's next send: now (closed model) or the next intended time (open model).
-async fn next_send(ctx: &ThreadCtx) -> Option<Instant> {
+async fn next_send(ctx: &ThreadCtx, slot: &Rc<Slot>) -> Option<Instant> {
     let shared = &ctx.shared;
     match &shared.open {
         None => {
@@ -350,7 +372,7 @@ async fn next_send(ctx: &ThreadCtx) -> Option<Instant> {
             Some(Instant::now())
         }
         Some(open) => {
-            let intended = open.rx.recv().await.ok()?;
+            let intended = ctx.dispatch.next(slot).await?;
             let lag = Instant::now().saturating_duration_since(intended);
             let lag_us = lag.as_micros() as u64;
             open.sent.fetch_add(1, Ordering::Relaxed);
@@ -371,14 +393,18 @@ async fn worker(ctx: Rc<ThreadCtx>, index: usize, conn_index: usize, h2: Option<
         tokio::time::sleep_until((ctx.shared.start + offset).into()).await;
     }
     let mut h1: Option<H1Conn> = None;
-    while let Some(begin) = next_send(&ctx).await {
+    let slot = Rc::new(Slot::default());
+    while let Some(begin) = next_send(&ctx, &slot).await {
         ctx.in_flight.set(ctx.in_flight.get() + 1);
         let outcome = match &h2 {
             Some(conn) => h2_request(&ctx, conn).await,
             None => h1_request(&ctx, &mut h1, conn_index).await,
         };
-        ctx.in_flight.set(ctx.in_flight.get() - 1);
         let now = Instant::now();
+        if ctx.deadline.is_some_and(|d| now > d) {
+            return; // finished after the run's end: left in flight, like the requests still running
+        }
+        ctx.in_flight.set(ctx.in_flight.get() - 1);
         ctx.last_completion.set(Some(now));
         ctx.recorder.borrow_mut().record(now, 0, now.saturating_duration_since(begin), &outcome);
     }
@@ -440,11 +466,15 @@ async fn h2_request(ctx: &ThreadCtx, conn: &H2Conn) -> Outcome {
 
 /// Ends the run when its duration is up (or the open model has drained), condenses finished seconds
 /// as it goes, then merges the threads' statistics into the result.
-fn coordinate(shared: Arc<Shared>, workers: Vec<JoinHandle<ThreadOutput>>, pacer: Option<JoinHandle<()>>) -> RunResult {
-    let closed_deadline = match (&shared.open, shared.cfg.duration()) {
+fn closed_deadline(shared: &Shared) -> Option<Instant> {
+    match (&shared.open, shared.cfg.duration()) {
         (None, Some(d)) => Some(shared.start + d),
         _ => None,
-    };
+    }
+}
+
+fn coordinate(shared: Arc<Shared>, workers: Vec<JoinHandle<ThreadOutput>>, pacer: Option<JoinHandle<()>>) -> RunResult {
+    let closed_deadline = closed_deadline(&shared);
     let mut drain_since: Option<Instant> = None;
     let mut stopped_at: Option<Instant> = None;
     while !workers.iter().all(|w| w.is_finished()) {
@@ -474,7 +504,9 @@ fn coordinate(shared: Arc<Shared>, workers: Vec<JoinHandle<ThreadOutput>>, pacer
         let _ = p.join();
     }
     if shared.reason() == StopReason::Running {
-        shared.reason.store(StopReason::Completed as u8, Ordering::SeqCst);
+        let ran_out = closed_deadline.is_some_and(|d| Instant::now() >= d);
+        let reason = if ran_out { StopReason::Deadline } else { StopReason::Completed };
+        shared.reason.store(reason as u8, Ordering::SeqCst);
     }
     let outputs: Vec<ThreadOutput> = workers.into_iter().map(|w| w.join().expect("worker threads do not panic")).collect();
     let reason = shared.reason();

@@ -1,0 +1,60 @@
+//! Open-model dispatch inside one worker thread: intended send times go to the most recently idle
+//! worker (LIFO), as a connection pool would, so a low rate keeps reusing a few warm connections
+//! instead of cycling through all of them. A thread takes a token from the shared queue only when one
+//! of its workers is idle, so tokens flow to whichever thread has capacity.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::Instant;
+use tokio::sync::Notify;
+
+/// Where one worker receives its next intended send time.
+#[derive(Default)]
+pub struct Slot {
+    token: Cell<Option<Instant>>,
+    wake: Notify,
+}
+
+#[derive(Default)]
+pub struct Dispatch {
+    idle: RefCell<Vec<Rc<Slot>>>,
+    has_idle: Notify,
+    closed: Cell<bool>,
+}
+
+impl Dispatch {
+    /// A worker waits here for its next intended send time; None once the queue is finished.
+    pub async fn next(&self, slot: &Rc<Slot>) -> Option<Instant> {
+        if self.closed.get() {
+            return None;
+        }
+        self.idle.borrow_mut().push(slot.clone());
+        self.has_idle.notify_one();
+        loop {
+            if let Some(t) = slot.token.take() {
+                return Some(t);
+            }
+            if self.closed.get() {
+                return None;
+            }
+            slot.wake.notified().await;
+        }
+    }
+
+    /// Hands tokens from the shared queue to idle workers until the queue closes and is empty.
+    pub async fn run(&self, rx: &async_channel::Receiver<Instant>) {
+        loop {
+            while self.idle.borrow().is_empty() {
+                self.has_idle.notified().await;
+            }
+            let Ok(token) = rx.recv().await else { break };
+            let slot = self.idle.borrow_mut().pop().expect("only this task takes idle workers");
+            slot.token.set(Some(token));
+            slot.wake.notify_one();
+        }
+        self.closed.set(true);
+        for slot in self.idle.borrow_mut().drain(..) {
+            slot.wake.notify_one();
+        }
+    }
+}

@@ -1,0 +1,157 @@
+"""A small HTTP/1.1 server for behaviours nginx won't show: usage `odd_server.py PORT`.
+
+  /ok          200 at once
+  /stall       200, except that once a second the server stalls for 500 ms: requests that arrive
+               during the stall are answered when it ends.
+  /close-mid   announces 100 bytes, sends 10, closes the connection
+  /headers     200 with the request's header lines as the body
+  /__truth     JSON list of the /stall latencies in microseconds: from the kernel's receive timestamp
+               of the request (SO_TIMESTAMPNS, so time spent queued in the socket counts) to the
+               moment the response was handed to the kernel.
+
+One thread, one selector loop, so the ground truth has no scheduler of ours in between.
+"""
+
+import heapq
+import json
+import selectors
+import socket
+import struct
+import sys
+import time
+
+SO_TIMESTAMPNS = 35  # Linux; Python does not export it
+STALL_PERIOD, STALL_START, STALL_LENGTH = 1.0, 0.25, 0.5
+START = time.time()
+truth_us = []
+
+
+def stall_ends_at(t):
+    """When the stall covering wall time `t` ends, or None (stalls fill [k+0.25, k+0.75) from start)."""
+    phase = (t - START) % STALL_PERIOD
+    if STALL_START <= phase < STALL_START + STALL_LENGTH:
+        return t + (STALL_START + STALL_LENGTH - phase)
+    return None
+
+
+def response(status, body, extra=""):
+    reason = {200: "OK", 404: "Not Found"}[status]
+    return f"HTTP/1.1 {status} {reason}\r\nContent-Length: {len(body)}\r\n{extra}\r\n".encode() + body
+
+
+class Conn:
+    def __init__(self, sock):
+        self.sock = sock
+        self.buf = b""
+        self.arrived = None  # kernel timestamp of the first byte of the pending request
+
+
+def kernel_timestamp(ancdata):
+    for level, kind, data in ancdata:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+            sec, nsec = struct.unpack("qq", data[:16])
+            return sec + nsec / 1e9
+    return time.time()
+
+
+def main(port):
+    sel = selectors.DefaultSelector()
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", port))
+    listener.listen(4096)
+    listener.setblocking(False)
+    sel.register(listener, selectors.EVENT_READ)
+    held = []  # (release time, seq, conn, arrival) of stalled /stall responses
+    seq = 0
+    print("ready", flush=True)
+
+    def send(conn, data, arrived=None):
+        try:
+            conn.sock.sendall(data)
+        except OSError:
+            return
+        if arrived is not None:
+            truth_us.append(int((time.time() - arrived) * 1e6))
+
+    def close(conn):
+        sel.unregister(conn.sock)
+        conn.sock.close()
+
+    def serve(conn, head, arrived):
+        nonlocal seq
+        lines = head.decode("latin-1").split("\r\n")
+        path = lines[0].split(" ")[1]
+        if path == "/stall":
+            end = stall_ends_at(arrived)
+            if end is None:
+                send(conn, response(200, b"ok\n"), arrived)
+            else:
+                seq += 1
+                heapq.heappush(held, (end, seq, conn, arrived))
+        elif path == "/ok":
+            send(conn, response(200, b"ok\n"))
+        elif path == "/close-mid":
+            send(conn, b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789")
+            close(conn)
+            return False
+        elif path == "/headers":
+            send(conn, response(200, "\r\n".join(lines[1:]).encode()))
+        elif path == "/__truth":
+            send(conn, response(200, json.dumps(truth_us).encode(), "Connection: close\r\n"))
+            close(conn)
+            return False
+        else:
+            send(conn, response(404, b"not found\n"))
+        return True
+
+    while True:
+        timeout = max(0.0, held[0][0] - time.time()) if held else None
+        for key, _ in sel.select(timeout):
+            if key.fileobj is listener:
+                try:
+                    while True:
+                        s, _ = listener.accept()
+                        s.setblocking(False)
+                        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                        s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+                        sel.register(s, selectors.EVENT_READ, Conn(s))
+                except BlockingIOError:
+                    pass
+                continue
+            conn = key.data
+            try:
+                data, ancdata, _, _ = conn.sock.recvmsg(65536, socket.CMSG_SPACE(16))
+            except (BlockingIOError, InterruptedError):
+                continue
+            except OSError:
+                data = b""
+            if not data:
+                close(conn)
+                continue
+            if conn.arrived is None:
+                conn.arrived = kernel_timestamp(ancdata)
+            conn.buf += data
+            while b"\r\n\r\n" in conn.buf:
+                head, _, rest = conn.buf.partition(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n")[1:]:
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":", 1)[1])
+                if len(rest) < length:
+                    break
+                conn.buf = rest[length:]
+                arrived, conn.arrived = conn.arrived, (conn.arrived if conn.buf else None)
+                if not serve(conn, head, arrived):
+                    break
+        now = time.time()
+        while held and held[0][0] <= now:
+            _, _, conn, arrived = heapq.heappop(held)
+            send(conn, response(200, b"ok\n"), arrived)
+
+
+if __name__ == "__main__":
+    try:
+        main(int(sys.argv[1]))
+    except KeyboardInterrupt:
+        pass

@@ -1,0 +1,117 @@
+"""Real servers on 127.0.0.1 for the tests, and a way to run the squall command."""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).parent
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on 127.0.0.1:{port}")
+
+
+def squall(*args, timeout=120, **kw):
+    """Runs `squall ARGS` to completion; returns the CompletedProcess (text mode)."""
+    return subprocess.run([sys.executable, "-m", "squall", *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, **kw)
+
+
+def squall_process(*args, **kw):
+    return subprocess.Popen([sys.executable, "-m", "squall", *map(str, args)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kw)
+
+
+NGINX_CONF = """
+worker_processes 1;
+daemon off;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log;
+worker_rlimit_nofile 30000;
+events {{ worker_connections 20000; }}
+http {{
+  access_log {dir}/access.log;
+  client_body_temp_path {dir}/body;
+  proxy_temp_path {dir}/proxy;
+  fastcgi_temp_path {dir}/fastcgi;
+  uwsgi_temp_path {dir}/uwsgi;
+  scgi_temp_path {dir}/scgi;
+  keepalive_requests 1000000;
+  server {{
+    listen 127.0.0.1:{port} backlog=4096;
+    listen 127.0.0.1:{tls_port} ssl http2;
+    ssl_certificate {dir}/cert.pem;
+    ssl_certificate_key {dir}/key.pem;
+    location / {{ return 200 "hello\\n"; }}
+    location /header {{ return 200 "$http_x_squall"; }}
+    location /status/500 {{ return 500 "boom\\n"; }}
+    location /echo {{ client_body_buffer_size 1m; return 200 "$request_method $content_length\\n"; }}
+  }}
+}}
+"""
+
+
+class Nginx:
+    """nginx from apt on free loopback ports: plain HTTP/1.1, and TLS with HTTP/2 (self-signed)."""
+
+    def __init__(self, workdir: Path):
+        self.dir = workdir
+        self.port, self.tls_port = free_port(), free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.tls_url = f"https://127.0.0.1:{self.tls_port}"
+        binary = shutil.which("nginx") or "/usr/sbin/nginx"
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                        "-subj", "/CN=localhost", "-keyout", workdir / "key.pem", "-out", workdir / "cert.pem"],
+                       check=True, capture_output=True)
+        (workdir / "nginx.conf").write_text(NGINX_CONF.format(dir=workdir, port=self.port, tls_port=self.tls_port))
+        self.proc = subprocess.Popen([binary, "-p", str(workdir), "-c", str(workdir / "nginx.conf")],
+                                     stderr=subprocess.PIPE)
+        wait_for_port(self.port)
+
+    def requests_logged(self):
+        """Requests nginx has logged since the last reset (access log lines)."""
+        log = self.dir / "access.log"
+        time.sleep(0.2)  # nginx writes each line as the request ends
+        return sum(1 for _ in log.open()) if log.exists() else 0
+
+    def reset_log(self):
+        (self.dir / "access.log").write_text("")
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+class OddServer:
+    def __init__(self):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen([sys.executable, str(HERE / "servers" / "odd_server.py"), str(self.port)],
+                                     stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout.readline().strip() == "ready"
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+def env_without_tty():
+    return dict(os.environ, PYTHONUNBUFFERED="1")
