@@ -1,0 +1,45 @@
+# The documented workflow: `make demo` and `make test` on a fresh machine; the rest for development.
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+SOURCES := $(shell find crates python -type f -not -path '*/__pycache__/*') Cargo.toml Cargo.lock pyproject.toml
+
+.PHONY: demo test install dev test-rust test-python bench bench-http clean
+
+## demo: create .venv, build and install squall, run the demo against the built-in target
+demo: $(STAMP)
+	$(VENV)/bin/squall demo
+
+## test: install what the tests need (apt packages included), then cargo test and pytest
+test: $(STAMP)
+	./scripts/install-system-deps.sh
+	$(MAKE) test-rust test-python
+
+test-rust:
+	cargo test --workspace --exclude squall-py --locked
+
+test-python: $(STAMP)
+	$(PY) -m pytest
+
+$(PY):
+	python3 -m venv $(VENV)
+
+## install: build squall (release) and install it into .venv, as `pip install .` does
+install $(STAMP): $(PY) requirements/dev.txt $(SOURCES)
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements/dev.txt
+	$(PY) -m pip install -q --disable-pip-version-check .
+	@touch $(STAMP)
+
+## dev: editable install for iterating (Python edits apply at once; rerun after Rust edits)
+dev: $(PY)
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements/dev.txt
+	$(VENV)/bin/maturin develop --release
+
+## bench: the benchmarks against peers (installs wrk, ab, hey, oha, Locust, nginx); writes bench/RESULTS.md
+bench: bench-http
+
+bench-http: $(STAMP)
+	$(PY) bench/http_bench.py
+
+clean:
+	rm -rf $(VENV) target dist

@@ -1,0 +1,92 @@
+//! Whole runs of the engine against a tiny keep-alive server on loopback that counts what it serves.
+
+use squall_engine::{BenchConfig, Run, StartError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Serves `200 ok` to every request (one request per read: the engine never pipelines).
+fn counting_server() -> (u16, Arc<AtomicU64>) {
+    let count = Arc::new(AtomicU64::new(0));
+    let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = std_listener.local_addr().unwrap().port();
+    let served = count.clone();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async move {
+            std_listener.set_nonblocking(true).unwrap();
+            let listener = tokio::net::TcpListener::from_std(std_listener).unwrap();
+            loop {
+                let (mut s, _) = listener.accept().await.unwrap();
+                let served = served.clone();
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 4096];
+                    while let Ok(n) = s.read(&mut buf).await {
+                        if n == 0 {
+                            return;
+                        }
+                        served.fetch_add(1, Ordering::SeqCst);
+                        if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+    });
+    (port, count)
+}
+
+fn config(json: &str) -> BenchConfig {
+    BenchConfig::from_json(json).unwrap()
+}
+
+#[test]
+fn closed_model_sends_exactly_n() {
+    let (port, served) = counting_server();
+    let cfg = config(&format!(r#"{{"url": "http://127.0.0.1:{port}/x", "requests": 5003, "connections": 7, "threads": 2}}"#));
+    let r = Run::start(cfg, vec![]).ok().unwrap().wait();
+    assert_eq!(r.aggregate.summary.requests, 5003);
+    assert_eq!(served.load(Ordering::SeqCst), 5003);
+    assert_eq!(r.endpoints[0].name, "/x");
+    assert_eq!(r.stop_reason, "completed");
+    assert_eq!(r.connect.requests, 7);
+}
+
+#[test]
+fn open_model_sends_rate_times_duration() {
+    let (port, served) = counting_server();
+    let cfg = config(&format!(r#"{{"url": "http://127.0.0.1:{port}/", "rate": 500, "duration": 2, "connections": 20}}"#));
+    let r = Run::start(cfg, vec![]).ok().unwrap().wait();
+    let om = r.open_model.unwrap();
+    assert_eq!((om.intended, om.sent, om.dropped), (1000, 1000, 0));
+    assert_eq!(served.load(Ordering::SeqCst), 1000);
+}
+
+#[test]
+fn stop_ends_a_long_run_and_keeps_its_numbers() {
+    let (port, _) = counting_server();
+    let cfg = config(&format!(r#"{{"url": "http://127.0.0.1:{port}/", "duration": 3600, "connections": 2}}"#));
+    let run = Run::start(cfg, vec![]).ok().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    run.stop();
+    let r = run.wait();
+    assert_eq!(r.stop_reason, "interrupted");
+    assert!(r.aggregate.summary.requests > 0);
+    assert!(r.duration_s < 2.0);
+}
+
+#[test]
+fn dead_targets_fail_before_the_run() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let cfg = config(&format!(r#"{{"url": "http://127.0.0.1:{port}/", "requests": 1}}"#));
+    match Run::start(cfg, vec![]) {
+        Err(StartError::Target(m)) => assert!(m.contains("connection refused"), "{m}"),
+        _ => panic!("a refused connection must stop the start"),
+    }
+    let cfg = config(r#"{"url": "http://x.invalid/", "requests": 1}"#);
+    assert!(matches!(Run::start(cfg, vec![]), Err(StartError::Target(m)) if m.contains("cannot resolve")));
+    let cfg = config(r#"{"url": "nope", "requests": 1}"#);
+    assert!(matches!(Run::start(cfg, vec![]), Err(StartError::Usage(_))));
+}
