@@ -1,0 +1,87 @@
+"""Shared pieces of the benchmarks: pinned processes, CPU accounting, nginx on core 0."""
+
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_measured(cmd, core, env=None, timeout=300):
+    """Runs `cmd` pinned to `core`; returns (output, CPU seconds user+sys, max RSS in MB, exit code).
+
+    The CPU time is the generator's own (its threads included), read from wait4's rusage.
+    """
+    proc = subprocess.Popen(["taskset", "-c", str(core), *map(str, cmd)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env)
+    killer = threading.Timer(timeout, proc.kill)
+    killer.start()
+    try:
+        out = proc.stdout.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+    finally:
+        killer.cancel()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return out, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0, proc.returncode
+
+
+def median(values):
+    return statistics.median(values)
+
+
+NGINX_CONF = """
+worker_processes 1;
+worker_cpu_affinity {mask};
+daemon off;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log;
+worker_rlimit_nofile 40000;
+events {{ worker_connections 30000; }}
+http {{
+  access_log off;
+  keepalive_requests 100000000;
+  keepalive_timeout 120s;
+  client_body_temp_path {dir}/body;
+  server {{ listen 127.0.0.1:{port} backlog=8192; location / {{ return 200 "hello\\n"; }} }}
+}}
+"""
+
+
+class PinnedNginx:
+    """nginx with one worker pinned to `core`, answering `return 200` on a free loopback port."""
+
+    def __init__(self, core=0):
+        self.dir = Path(tempfile.mkdtemp(prefix="squall-bench-nginx-"))
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/"
+        mask = "1".ljust(core + 1, "0")[::-1]
+        (self.dir / "nginx.conf").write_text(NGINX_CONF.format(dir=self.dir, port=self.port, mask=mask))
+        binary = shutil.which("nginx") or "/usr/sbin/nginx"
+        self.proc = subprocess.Popen(["taskset", "-c", str(core), binary, "-p", self.dir, "-c",
+                                      self.dir / "nginx.conf"])
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("nginx did not start")
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+        shutil.rmtree(self.dir, ignore_errors=True)

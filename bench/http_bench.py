@@ -1,0 +1,157 @@
+"""HTTP benchmark: squall bench against wrk, oha, hey, ab and Locust, side by side in one run.
+
+nginx (one worker, `return 200`) is pinned to core 0 and each generator to core 1; each makes 50
+connections for 10 s, three rounds, interleaved so drift hits every generator alike. Reported: req/s
+(median), generator CPU seconds per 10,000 requests, requests per CPU-second, and squall's ratio to
+each peer. Then squall's memory with 10,000 concurrent keep-alive connections. Writes RESULTS.md.
+
+usage: python bench/http_bench.py [--rounds 3] [--seconds 10] [--skip-install]
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+from common import BENCH, PinnedNginx, median, run_measured
+
+SQUALL = [sys.executable, "-m", "squall"]
+LOCUST = BENCH / ".venv-locust" / "bin" / "locust"
+LOCUSTFILE = BENCH / "locustfiles" / "{kind}.py"
+
+
+def parse(pattern, out):
+    m = re.search(pattern, out)
+    if not m:
+        raise RuntimeError(f"cannot read the result from:\n{out[-2000:]}")
+    return float(m.group(1).replace(",", ""))
+
+
+def generators(url, conns, secs, tmp):
+    """name -> (command, function(output) -> requests completed)."""
+    squall_json = tmp / "squall.json"
+    locust_csv = tmp / "locust"
+
+    def squall_requests(_out):
+        r = json.loads(squall_json.read_text())
+        return r["aggregate"]["requests"]
+
+    def locust_requests(_out):
+        rows = Path(f"{locust_csv}_stats.csv").read_text().splitlines()
+        return float(rows[-1].split(",")[2])
+
+    def locust(kind):
+        return ([LOCUST, "-f", str(LOCUSTFILE).format(kind=kind), "--headless", "-u", conns, "-r", conns,
+                 "-t", f"{secs}s", "--host", url.rstrip("/"), "--csv", locust_csv, "--only-summary",
+                 "--loglevel", "WARNING"], locust_requests)
+
+    return {
+        "squall": ([*SQUALL, "bench", url, "-c", conns, "-t", f"{secs}s", "-q", "--json", squall_json],
+                   squall_requests),
+        "wrk": (["wrk", "-t1", f"-c{conns}", f"-d{secs}s", url],
+                lambda o: parse(r"(\d+) requests in", o)),
+        "oha": (["oha", "--no-tui", "-c", conns, "-z", f"{secs}s", url],
+                lambda o: parse(r"Requests/sec:\s+([\d.]+)", o) * parse(r"Total:\s+([\d.]+) sec", o)),
+        "hey": (["hey", "-c", conns, "-z", f"{secs}s", url],
+                lambda o: sum(int(n) for n in re.findall(r"\[\d{3}\]\s+(\d+) responses", o))),
+        "ab": (["ab", "-k", "-q", "-c", conns, "-t", secs, "-n", 100_000_000, url],
+               lambda o: parse(r"Complete requests:\s+(\d+)", o)),
+        "locust-fasthttp": locust("fasthttp"),
+        "locust-httpuser": locust("httpuser"),
+    }
+
+
+def bench_throughput(rounds, secs, conns=50):
+    nginx = PinnedNginx(core=0)
+    results = {}
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            gens = generators(nginx.url, conns, secs, Path(d))
+            for r in range(rounds):
+                for name, (cmd, count) in gens.items():
+                    out, cpu, rss, code = run_measured(cmd, core=1, timeout=secs * 4 + 60)
+                    if code != 0:
+                        raise RuntimeError(f"{name} exited {code}:\n{out[-2000:]}")
+                    n = count(out)
+                    results.setdefault(name, []).append({"requests": n, "cpu": cpu, "rps": n / secs})
+                    print(f"round {r + 1} {name:16} {n / secs:>10,.0f} req/s  {n / cpu:>10,.0f} req/CPU-s",
+                          file=sys.stderr)
+    finally:
+        nginx.stop()
+    return results
+
+
+def bench_memory(conns=10_000, secs=10):
+    nginx = PinnedNginx(core=0)
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            out_json = Path(d) / "mem.json"
+            out, cpu, rss, code = run_measured([*SQUALL, "bench", nginx.url, "-c", conns, "-t", f"{secs}s", "-q",
+                                                "--json", out_json], core=1, timeout=secs * 4 + 60)
+            r = json.loads(out_json.read_text())
+    finally:
+        nginx.stop()
+    return {"connections": conns, "rss_mb": rss, "opened": r["connect"]["requests"],
+            "requests": r["aggregate"]["requests"], "failures": r["aggregate"]["failures"]}
+
+
+def summarize(samples):
+    rps = median([s["rps"] for s in samples])
+    per_cpu = median([s["requests"] / s["cpu"] for s in samples])
+    return rps, per_cpu
+
+
+def write_results(results, memory, rounds, secs):
+    sq_rps, sq_cpu = summarize(results["squall"])
+    lines = [
+        "# HTTP benchmark results",
+        "",
+        f"Measured {datetime.now(timezone.utc):%Y-%m-%d} by `make bench` (bench/http_bench.py) on this project's",
+        f"machine ({os.cpu_count()} cores, shared). nginx 1 worker `return 200` pinned to core 0; each generator",
+        f"pinned to core 1 with 50 connections for {secs} s; {rounds} rounds interleaved; medians shown.",
+        "Ratios are squall ÷ peer from the same run (above 1.00: squall is ahead).",
+        "",
+        "| generator | req/s | CPU s per 10k req | req per CPU-s | squall ratio (req/CPU-s) | squall ratio (req/s) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, samples in results.items():
+        rps, per_cpu = summarize(samples)
+        ratio_cpu = "—" if name == "squall" else f"{sq_cpu / per_cpu:.2f}x"
+        ratio_rps = "—" if name == "squall" else f"{sq_rps / rps:.2f}x"
+        lines.append(f"| {name} | {rps:,.0f} | {10_000 / per_cpu:.3f} | {per_cpu:,.0f} | {ratio_cpu} | {ratio_rps} |")
+    lines += [
+        "",
+        "Locust runs the same task in both flavours: one `GET /` with `wait_time = constant(0)`,",
+        "50 users in one process (bench/locustfiles/).",
+        "",
+        "## Memory: concurrent keep-alive connections",
+        "",
+        f"`squall bench -c {memory['connections']:,} -t 10s` against the same nginx: "
+        f"**{memory['rss_mb']:.0f} MB** max RSS (target: under 300 MB), "
+        f"{memory['opened']:,} connections opened, {memory['requests']:,} requests, {memory['failures']} failed.",
+        "",
+    ]
+    (BENCH / "RESULTS.md").write_text("\n".join(lines))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--skip-install", action="store_true")
+    args = ap.parse_args()
+    if not args.skip_install:
+        subprocess.run([BENCH / "peers.sh"], check=True)
+    results = bench_throughput(args.rounds, args.seconds)
+    memory = bench_memory()
+    write_results(results, memory, args.rounds, args.seconds)
+    print((BENCH / "RESULTS.md").read_text())
+
+
+if __name__ == "__main__":
+    main()
