@@ -57,6 +57,7 @@ http {{
   server {{
     listen 127.0.0.1:{port} backlog=4096;
     listen 127.0.0.1:{tls_port} ssl http2;
+    listen 127.0.0.1:{h2c_port} http2;
     ssl_certificate {dir}/cert.pem;
     ssl_certificate_key {dir}/key.pem;
     location / {{ return 200 "hello\\n"; }}
@@ -73,14 +74,16 @@ class Nginx:
 
     def __init__(self, workdir: Path):
         self.dir = workdir
-        self.port, self.tls_port = free_port(), free_port()
+        self.port, self.tls_port, self.h2c_port = free_port(), free_port(), free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.tls_url = f"https://127.0.0.1:{self.tls_port}"
+        self.h2c_url = f"http://127.0.0.1:{self.h2c_port}"
         binary = shutil.which("nginx") or "/usr/sbin/nginx"
         subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
                         "-subj", "/CN=localhost", "-keyout", workdir / "key.pem", "-out", workdir / "cert.pem"],
                        check=True, capture_output=True)
-        (workdir / "nginx.conf").write_text(NGINX_CONF.format(dir=workdir, port=self.port, tls_port=self.tls_port))
+        (workdir / "nginx.conf").write_text(NGINX_CONF.format(dir=workdir, port=self.port, tls_port=self.tls_port,
+                                                                   h2c_port=self.h2c_port))
         self.proc = subprocess.Popen([binary, "-p", str(workdir), "-c", str(workdir / "nginx.conf")],
                                      stderr=subprocess.PIPE)
         wait_for_port(self.port)

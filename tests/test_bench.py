@@ -150,6 +150,8 @@ def test_tls_verification_insecure_and_http2(nginx, tmp_path):
     r, _ = run_json(tmp_path, nginx.tls_url + "/", "-n", 300, "-c", 2, "--h2-streams", 5, "--insecure", "--http2")
     assert r["aggregate"]["status_codes"] == {"200": 300} and r["connect"]["requests"] == 2
     assert open(nginx.dir / "access.log").read().count("HTTP/2.0") == 300
+    r, _ = run_json(tmp_path, nginx.h2c_url + "/", "-n", 100, "-c", 1, "--http2")  # prior knowledge, no TLS
+    assert r["aggregate"]["status_codes"] == {"200": 100}
 
 
 def test_demo_runs_with_nothing_installed(tmp_path):
@@ -185,3 +187,15 @@ def test_server_dying_mid_run_counts_failures(odd_server, tmp_path):
     kinds = {e["kind"] for e in r["errors"]}
     assert "connect_refused" in kinds, r["errors"]
     assert r["aggregate"]["failures"] > 0 and r["aggregate"]["requests"] > r["aggregate"]["failures"]
+
+
+def test_timeouts_are_failures_and_the_run_goes_on(odd_server, tmp_path):
+    r, p = run_json(tmp_path, odd_server.url + "/stall", "-c", 4, "-t", "3s", "--timeout", "100ms")
+    timeouts = [e for e in r["errors"] if e["kind"] == "timeout"]
+    assert timeouts and timeouts[0]["message"] == "request timed out"
+    # A 500 ms stall with a 100 ms timeout: each connection times out, reconnects and times out again,
+    # about 4 times per stall; about 3 stalls in 3 s.
+    assert 4 * 2 <= timeouts[0]["count"] <= 4 * 4 * 5
+    assert r["aggregate"]["requests"] > timeouts[0]["count"] * 10  # fresh connections carry on between stalls
+    assert r["aggregate"]["max_us"] < 250_000  # 100 ms timeout, checked every 5 ms
+    assert "request timed out" in p.stdout

@@ -1,4 +1,4 @@
-"""Exit codes of the squall command (documented in docs/cli.md)."""
+"""Exit codes of the squall command (documented in the README)."""
 
 OK = 0  # the run completed and at least one request succeeded
 ALL_FAILED = 1  # the run completed but every request failed
