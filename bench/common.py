@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
-ROOT = BENCH.parent
 
 
 def free_port():

@@ -1,6 +1,5 @@
 """Real servers on 127.0.0.1 for the tests, and a way to run the squall command."""
 
-import os
 import shutil
 import socket
 import subprocess
@@ -115,6 +114,3 @@ class OddServer:
             self.proc.kill()
             self.proc.wait(10)
 
-
-def env_without_tty():
-    return dict(os.environ, PYTHONUNBUFFERED="1")

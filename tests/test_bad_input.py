@@ -62,3 +62,26 @@ def test_open_file_limit_is_raised_or_explained(nginx):
     assert p.returncode == 0, p.stderr  # soft limit raised to the hard limit by squall itself
     one_line_error(squall("bench", nginx.url + "/", "-c", 400, "-n", 800, preexec_fn=_limit_files(128, 256)),
                    2, "open files", "ulimit -n")
+
+
+def test_silent_target_times_out_and_ctrl_c_is_prompt(tmp_path):
+    """A server that accepts but never answers the TLS handshake: the pre-run connect times out with
+    one line, and Ctrl-C during it ends squall at once instead of after the timeout."""
+    import signal
+    import socket
+    import time
+
+    from support import squall_process
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        url = f"https://127.0.0.1:{silent.getsockname()[1]}/"
+        one_line_error(squall("bench", url, "-n", 1, "--timeout", "1s"), 3, "timed out")
+        proc = squall_process("bench", url, "-n", 1)
+        time.sleep(1.0)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=10)
+        assert time.monotonic() - t0 < 3
+        assert proc.returncode == 130 and "Traceback" not in stderr

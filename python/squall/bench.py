@@ -131,7 +131,7 @@ def engine_config(args):
 
 def run(args) -> int:
     config, body = engine_config(args)
-    limits.ensure_open_files(config["connections"], args.http2)
+    limits.ensure_open_files(config["connections"])
     try:
         engine_run = _engine.BenchRun(json.dumps(config), body)
     except _engine.UsageError as e:

@@ -8,7 +8,7 @@ from squall.cli import UsageError
 OVERHEAD = 64
 
 
-def ensure_open_files(connections: int, http2: bool = False) -> None:
+def ensure_open_files(connections: int) -> None:
     """Raises the soft limit as far as the hard limit allows, or explains why the run cannot start."""
     need = connections + OVERHEAD
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)

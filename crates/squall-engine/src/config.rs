@@ -110,7 +110,7 @@ impl BenchConfig {
         if self.requests.is_none() && self.duration.is_none() {
             return Err("give a number of requests or a duration".into());
         }
-        if !(self.timeout > 0.0) {
+        if self.timeout.is_nan() || self.timeout <= 0.0 {
             return Err("the timeout must be positive".into());
         }
         if self.h2_streams == 0 {

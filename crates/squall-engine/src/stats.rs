@@ -101,7 +101,7 @@ impl Failure {
 
 /// What one request came to.
 pub enum Outcome {
-    /// A response arrived. `failed` when its status counts as a failure (4xx/5xx).
+    /// A response arrived; a 4xx or 5xx status counts as a failure.
     Response { status: u16, body_bytes: u64, wire_bytes: u64 },
     Failed(Failure),
 }

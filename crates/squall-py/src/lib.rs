@@ -18,10 +18,17 @@ struct BenchRun {
 
 #[pymethods]
 impl BenchRun {
+    /// Resolves and connects once (up to the timeout), then starts. Ctrl-C stays live meanwhile:
+    /// the start runs on its own thread while this one checks for signals.
     #[new]
     fn new(py: Python<'_>, config_json: &str, body: Vec<u8>) -> PyResult<Self> {
         let cfg = BenchConfig::from_json(config_json).map_err(UsageError::new_err)?;
-        let run = py.detach(|| Run::start(cfg, body)).map_err(|e| match e {
+        let starting = std::thread::spawn(move || Run::start(cfg, body));
+        while !starting.is_finished() {
+            py.detach(|| std::thread::sleep(Duration::from_millis(20)));
+            py.check_signals()?;
+        }
+        let run = starting.join().expect("starting a run does not panic").map_err(|e| match e {
             StartError::Usage(m) => UsageError::new_err(m),
             StartError::Target(m) => TargetError::new_err(m),
         })?;
