@@ -27,10 +27,10 @@ def wait_for_port(port, timeout=10.0):
     raise RuntimeError(f"nothing listens on 127.0.0.1:{port}")
 
 
-def squall(*args, timeout=120, **kw):
-    """Runs `squall ARGS` to completion; returns the CompletedProcess (text mode)."""
-    return subprocess.run([sys.executable, "-m", "squall", *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, **kw)
+def squall(*args, timeout=120, core=None, **kw):
+    """Runs `squall ARGS` to completion (on one core if given); returns the CompletedProcess (text mode)."""
+    return subprocess.run([*pinned(core), sys.executable, "-m", "squall", *map(str, args)], capture_output=True,
+                          text=True, timeout=timeout, **kw)
 
 
 def squall_process(*args, **kw):
@@ -101,12 +101,17 @@ class Nginx:
         self.proc.wait(10)
 
 
+def pinned(core):
+    """The command prefix that runs a process on one core (None: anywhere)."""
+    return [] if core is None or not shutil.which("taskset") else ["taskset", "-c", str(core)]
+
+
 class OddServer:
-    def __init__(self):
+    def __init__(self, core=None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.proc = subprocess.Popen([sys.executable, str(HERE / "servers" / "odd_server.py"), str(self.port)],
-                                     stdout=subprocess.PIPE, text=True)
+        cmd = [*pinned(core), sys.executable, str(HERE / "servers" / "odd_server.py"), str(self.port)]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
         assert self.proc.stdout.readline().strip() == "ready"
 
     def stop(self):

@@ -10,14 +10,14 @@ import zlib
 
 import pytest
 
-from support import squall, squall_process
+from support import OddServer, squall, squall_process
 
 PCTS = ["50", "66", "75", "80", "90", "95", "98", "99", "99.9", "99.99", "100"]
 
 
-def run_json(tmp_path, *args, expect=0, timeout=120):
+def run_json(tmp_path, *args, expect=0, timeout=120, core=None):
     out = tmp_path / "result.json"
-    p = squall("bench", *args, "--json", out, timeout=timeout)
+    p = squall("bench", *args, "--json", out, timeout=timeout, core=core)
     assert p.returncode == expect, p.stderr
     return json.loads(out.read_text()), p
 
@@ -62,11 +62,22 @@ def test_closed_model_duration_and_ramp(nginx, tmp_path):
     assert len(r["timeseries"]) == 3
 
 
-def test_stalled_server_shows_in_open_model_percentiles(odd_server, tmp_path):
+@pytest.fixture
+def pinned_odd_server():
+    server = OddServer(core=0)
+    yield server
+    server.stop()
+
+
+def test_stalled_server_shows_in_open_model_percentiles(pinned_odd_server, tmp_path):
     """The server stalls 500 ms once a second. Measured from intended send times, squall's percentiles
     match the server's ground truth (kernel receive timestamp to response written) within 1 ms; a
-    closed-model run hides the stall (coordinated omission), as wrk-style measurement does."""
-    r, _ = run_json(tmp_path, odd_server.url + "/stall", "--rate", 2000, "-t", "10s", "-c", 1500, timeout=60)
+    closed-model run hides the stall (coordinated omission), as wrk-style measurement does.
+    Server and squall each get a core of their own, as in the benchmarks, so that neither waits for
+    the other's CPU during the release of a stall's 1,000 held responses."""
+    odd_server = pinned_odd_server
+    r, _ = run_json(tmp_path, odd_server.url + "/stall", "--rate", 2000, "-t", "10s", "-c", 1500, "--threads", 1,
+                    timeout=60, core=1)
     truth = sorted(json.loads(squall_get(odd_server.url + "/__truth")))
     assert len(truth) == r["aggregate"]["requests"] == 20000
     for pct in ("50", "99"):

@@ -1,5 +1,14 @@
-"""Squall: load testing scripted like Locust, fast like wrk."""
+"""Squall: load testing scripted like Locust, fast like wrk.
+
+Locust's API is importable from here too: `from squall import HttpUser, task, between`."""
 
 from squall._engine import __version__
+from squall.event import events
+from squall.exception import InterruptTaskSet, RescheduleTask, RescheduleTaskImmediately, StopUser
+from squall.shape import LoadTestShape
+from squall.user import FastHttpUser, HttpUser, SequentialTaskSet, TaskSet, User, tag, task
+from squall.wait_time import between, constant, constant_pacing, constant_throughput
 
-__all__ = ["__version__"]
+__all__ = ["__version__", "events", "User", "HttpUser", "FastHttpUser", "TaskSet", "SequentialTaskSet", "task",
+           "tag", "between", "constant", "constant_pacing", "constant_throughput", "LoadTestShape", "StopUser",
+           "RescheduleTask", "RescheduleTaskImmediately", "InterruptTaskSet"]

@@ -19,18 +19,24 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> Parser:
-    from squall import __version__, bench, demo
+    from squall import __version__, bench, demo, run_script
 
     parser = Parser(prog="squall", description="Load testing scripted like Locust, fast like wrk.")
     parser.add_argument("-V", "--version", action="version", version=f"squall {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     bench.add_parser(commands)
     demo.add_parser(commands)
+    run = commands.add_parser("run", help="run a locustfile (also: squall -f FILE ...)",
+                              description="Run a locustfile unchanged: Locust's flags, tables and CSV files.")
+    run_script.add_arguments(run)
+    run.set_defaults(func=run_script.run)
     return parser
 
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0].startswith("-") and argv[0] not in ("-h", "--help", "-V", "--version"):
+        argv = ["run", *argv]  # Locust's command line: squall -f locustfile.py -u 10 ...
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

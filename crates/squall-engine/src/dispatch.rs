@@ -24,9 +24,14 @@ pub struct Dispatch {
 
 impl Dispatch {
     /// A worker waits here for its next intended send time; None once the queue is finished.
-    pub async fn next(&self, slot: &Rc<Slot>) -> Option<Instant> {
+    /// A send that is already due is taken at once: during a burst of responses, sends interleave
+    /// with the reads instead of waiting until the whole burst is read.
+    pub async fn next(&self, slot: &Rc<Slot>, rx: &async_channel::Receiver<Instant>) -> Option<Instant> {
         if self.closed.get() {
             return None;
+        }
+        if let Ok(token) = rx.try_recv() {
+            return Some(token);
         }
         self.idle.borrow_mut().push(slot.clone());
         self.has_idle.notify_one();

@@ -12,6 +12,7 @@ pub mod net;
 pub mod pacer;
 pub mod result;
 pub mod runner;
+pub mod session;
 pub mod stats;
 pub mod request;
 pub mod tls;

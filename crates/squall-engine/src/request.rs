@@ -83,51 +83,54 @@ impl RequestSpec {
         Ok(())
     }
 
-    /// The Host header value: the port only when it is not the scheme's default.
-    pub fn authority(&self) -> String {
-        let host = match self.url.host() {
-            Some(url::Host::Ipv6(a)) => format!("[{a}]"),
-            _ => self.host.clone(),
-        };
-        match self.url.port() {
-            Some(p) => format!("{host}:{p}"),
-            None => host,
-        }
-    }
-
-    fn has_header(&self, name: &str) -> bool {
-        self.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name))
-    }
-
     fn serialize_h1(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(256 + self.body.len());
-        let target = path_and_query(&self.url);
-        out.extend_from_slice(format!("{} {} HTTP/1.1\r\n", self.method, target).as_bytes());
-        if !self.has_header("host") {
-            out.extend_from_slice(format!("Host: {}\r\n", self.authority()).as_bytes());
-        }
-        if !self.has_header("user-agent") {
-            out.extend_from_slice(format!("User-Agent: squall/{}\r\n", crate::VERSION).as_bytes());
-        }
-        if !self.has_header("accept") {
-            out.extend_from_slice(b"Accept: */*\r\n");
-        }
-        for (k, v) in &self.headers {
-            if k.eq_ignore_ascii_case("content-length") || k.eq_ignore_ascii_case("connection") {
-                continue; // squall sets these from the body and --no-keepalive
-            }
-            out.extend_from_slice(format!("{k}: {v}\r\n").as_bytes());
-        }
-        if !self.body.is_empty() || matches!(self.method.as_str(), "POST" | "PUT" | "PATCH") {
-            out.extend_from_slice(format!("Content-Length: {}\r\n", self.body.len()).as_bytes());
-        }
-        if !self.keepalive {
-            out.extend_from_slice(b"Connection: close\r\n");
-        }
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(&self.body);
-        out
+        serialize_h1(&self.method, &self.url, &self.headers, &self.body, self.keepalive)
     }
+}
+
+/// The Host header value: the port only when it is not the scheme's default.
+pub fn authority(url: &Url) -> String {
+    let host = match url.host() {
+        Some(url::Host::Ipv6(a)) => format!("[{a}]"),
+        Some(h) => h.to_string(),
+        None => String::new(),
+    };
+    match url.port() {
+        Some(p) => format!("{host}:{p}"),
+        None => host,
+    }
+}
+
+/// A whole HTTP/1.1 request. User headers replace squall's defaults of the same name; squall sets
+/// Content-Length from the body and Connection from `keepalive`.
+pub fn serialize_h1(method: &str, url: &Url, headers: &[(String, String)], body: &[u8], keepalive: bool) -> Vec<u8> {
+    let has_header = |name: &str| headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
+    let mut out = Vec::with_capacity(256 + body.len());
+    out.extend_from_slice(format!("{} {} HTTP/1.1\r\n", method, path_and_query(url)).as_bytes());
+    if !has_header("host") {
+        out.extend_from_slice(format!("Host: {}\r\n", authority(url)).as_bytes());
+    }
+    if !has_header("user-agent") {
+        out.extend_from_slice(format!("User-Agent: squall/{}\r\n", crate::VERSION).as_bytes());
+    }
+    if !has_header("accept") {
+        out.extend_from_slice(b"Accept: */*\r\n");
+    }
+    for (k, v) in headers {
+        if k.eq_ignore_ascii_case("content-length") || k.eq_ignore_ascii_case("connection") {
+            continue;
+        }
+        out.extend_from_slice(format!("{k}: {v}\r\n").as_bytes());
+    }
+    if !body.is_empty() || matches!(method, "POST" | "PUT" | "PATCH") {
+        out.extend_from_slice(format!("Content-Length: {}\r\n", body.len()).as_bytes());
+    }
+    if !keepalive {
+        out.extend_from_slice(b"Connection: close\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(body);
+    out
 }
 
 pub fn path_and_query(url: &Url) -> String {

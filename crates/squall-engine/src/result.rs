@@ -2,12 +2,11 @@
 //! summaries with exact HDR percentiles, the per-second time series, errors, and every histogram
 //! serialized losslessly (HdrHistogram V2 + deflate, base64) so results can be merged later.
 
-use crate::runner::{Shared, StopReason, LATE_AFTER};
+use crate::runner::StopReason;
 use crate::stats::{self, EndpointStats, ErrorEntry, ErrorKey, PERCENTILES};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 #[derive(Debug, Clone, Serialize)]
@@ -188,7 +187,16 @@ pub struct RunResult {
 }
 
 pub struct Inputs<'a> {
-    pub shared: &'a Shared,
+    pub kind: &'a str,
+    pub url: String,
+    pub method: String,
+    pub start_unix: f64,
+    pub load: LoadReport,
+    /// (method, name) of each endpoint id.
+    pub names: Vec<(String, String)>,
+    /// Concurrency at each second of the run.
+    pub users_at: &'a dyn Fn(u64) -> u64,
+    pub open_model: Option<OpenModelReport>,
     pub reason: StopReason,
     pub duration: Duration,
     pub totals: Vec<EndpointStats>,
@@ -196,7 +204,6 @@ pub struct Inputs<'a> {
     pub connect: Histogram<u64>,
     pub timeline: BTreeMap<u64, Vec<EndpointStats>>,
     pub abandoned: u64,
-    pub dropped: u64,
 }
 
 fn merged(stats: &[EndpointStats]) -> EndpointStats {
@@ -219,22 +226,10 @@ fn endpoint_report(method: &str, name: &str, s: &EndpointStats) -> EndpointRepor
     }
 }
 
-/// Concurrency at second `t`: the configured connections, ramped linearly in the closed model.
-fn users_at(shared: &Shared, t: u64) -> u64 {
-    let c = shared.cfg.connections as f64;
-    let ramp = shared.cfg.ramp().as_secs_f64();
-    if shared.open.is_some() || ramp == 0.0 {
-        return c as u64;
-    }
-    (c * ((t as f64 + 1.0) / ramp).min(1.0)).ceil() as u64
-}
-
 pub fn build(inp: Inputs) -> RunResult {
-    let shared = inp.shared;
-    let cfg = &shared.cfg;
-    let (method, name) = (shared.spec.method.clone(), shared.spec.name.clone());
-    let names = [(method.clone(), name.clone())];
-    let totals = if inp.totals.is_empty() { vec![EndpointStats::default()] } else { inp.totals };
+    let names = &inp.names;
+    let mut totals = inp.totals;
+    totals.resize_with(names.len().max(totals.len()), EndpointStats::default);
     let endpoints: Vec<EndpointReport> =
         totals.iter().zip(names.iter()).map(|(s, (m, n))| endpoint_report(m, n, s)).collect();
     let all = merged(&totals);
@@ -244,7 +239,7 @@ pub fn build(inp: Inputs) -> RunResult {
         .errors
         .into_iter()
         .map(|(k, e)| {
-            let (m, n) = &names[k.endpoint.min(names.len() - 1)];
+            let (m, n) = &names[k.endpoint];
             ErrorReport {
                 method: m.clone(),
                 name: n.clone(),
@@ -281,8 +276,8 @@ pub fn build(inp: Inputs) -> RunResult {
             };
             SecondReport {
                 t,
-                unix: shared.start_unix + t as f64,
-                users: users_at(shared, t),
+                unix: inp.start_unix + t as f64,
+                users: (inp.users_at)(t),
                 summary: summarize_stats(&all),
                 endpoints: per
                     .iter()
@@ -296,46 +291,21 @@ pub fn build(inp: Inputs) -> RunResult {
         })
         .collect();
 
-    let open_model = shared.open.as_ref().map(|o| {
-        let sent = o.sent.load(Ordering::Relaxed);
-        OpenModelReport {
-            rate: cfg.rate.unwrap_or(0.0),
-            arrival: format!("{:?}", cfg.arrival).to_lowercase(),
-            intended: o.intended.load(Ordering::Relaxed),
-            sent,
-            late: o.late.load(Ordering::Relaxed),
-            late_after_ms: LATE_AFTER.as_millis() as u64,
-            mean_lag_us: if sent == 0 { 0.0 } else { o.lag_sum_us.load(Ordering::Relaxed) as f64 / sent as f64 },
-            max_lag_us: o.lag_max_us.load(Ordering::Relaxed),
-            dropped: inp.dropped,
-        }
-    });
-
     RunResult {
         squall_version: crate::VERSION.to_string(),
-        kind: "http".into(),
-        url: cfg.url.clone(),
-        method,
-        start_unix: shared.start_unix,
+        kind: inp.kind.to_string(),
+        url: inp.url,
+        method: inp.method,
+        start_unix: inp.start_unix,
         duration_s: inp.duration.as_secs_f64(),
         stop_reason: inp.reason.as_str().to_string(),
-        load: LoadReport {
-            model: if shared.open.is_some() { "open" } else { "closed" }.into(),
-            connections: cfg.connections,
-            threads: shared.threads,
-            requests: cfg.requests,
-            duration_s: cfg.duration,
-            ramp_s: cfg.ramp,
-            http2: cfg.http2,
-            keepalive: cfg.keepalive,
-            timeout_s: cfg.timeout,
-        },
+        load: inp.load,
         aggregate,
         endpoints,
         errors,
         connect: summarize(&inp.connect, inp.connect.len(), 0, 0, 0),
         connect_histogram: stats::histogram_to_base64(&inp.connect),
-        open_model,
+        open_model: inp.open_model,
         abandoned: inp.abandoned,
         latency_histogram: buckets(&all.hist),
         timeseries,

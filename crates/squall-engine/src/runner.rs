@@ -386,7 +386,7 @@ async fn next_send(ctx: &ThreadCtx, slot: &Rc<Slot>, now: Option<Instant>) -> Op
             Some(now.unwrap_or_else(Instant::now))
         }
         Some(open) => {
-            let intended = ctx.dispatch.next(slot).await?;
+            let intended = ctx.dispatch.next(slot, &open.rx).await?;
             let lag = Instant::now().saturating_duration_since(intended);
             let lag_us = lag.as_micros() as u64;
             open.sent.fetch_add(1, Ordering::Relaxed);
@@ -597,9 +597,47 @@ fn coordinate(shared: Arc<Shared>, workers: Vec<JoinHandle<ThreadOutput>>, pacer
         connect.add(&o.recorder.connect).expect("auto-resizing histograms always merge");
         abandoned += o.abandoned;
     }
-    let dropped = shared.open.as_ref().map_or(0, |o| o.rx.len() as u64);
+    let cfg = &shared.cfg;
+    let open_model = shared.open.as_ref().map(|o| {
+        let sent = o.sent.load(Ordering::Relaxed);
+        result::OpenModelReport {
+            rate: cfg.rate.unwrap_or(0.0),
+            arrival: format!("{:?}", cfg.arrival).to_lowercase(),
+            intended: o.intended.load(Ordering::Relaxed),
+            sent,
+            late: o.late.load(Ordering::Relaxed),
+            late_after_ms: LATE_AFTER.as_millis() as u64,
+            mean_lag_us: if sent == 0 { 0.0 } else { o.lag_sum_us.load(Ordering::Relaxed) as f64 / sent as f64 },
+            max_lag_us: o.lag_max_us.load(Ordering::Relaxed),
+            dropped: o.rx.len() as u64,
+        }
+    });
+    // Concurrency at second t: the connections, ramped linearly in the closed model.
+    let ramp = cfg.ramp().as_secs_f64();
+    let ramped = shared.open.is_none() && ramp > 0.0;
+    let users_at = |t: u64| {
+        let c = cfg.connections as f64;
+        if ramped { (c * ((t as f64 + 1.0) / ramp).min(1.0)).ceil() as u64 } else { c as u64 }
+    };
     result::build(result::Inputs {
-        shared: &shared,
+        kind: "http",
+        url: cfg.url.clone(),
+        method: shared.spec.method.clone(),
+        start_unix: shared.start_unix,
+        load: result::LoadReport {
+            model: if shared.open.is_some() { "open" } else { "closed" }.into(),
+            connections: cfg.connections,
+            threads: shared.threads,
+            requests: cfg.requests,
+            duration_s: cfg.duration,
+            ramp_s: cfg.ramp,
+            http2: cfg.http2,
+            keepalive: cfg.keepalive,
+            timeout_s: cfg.timeout,
+        },
+        names: vec![(shared.spec.method.clone(), shared.spec.name.clone())],
+        users_at: &users_at,
+        open_model,
         reason,
         duration: end.saturating_duration_since(shared.start),
         totals: merged,
@@ -607,6 +645,5 @@ fn coordinate(shared: Arc<Shared>, workers: Vec<JoinHandle<ThreadOutput>>, pacer
         connect,
         timeline: shared.timeline.take_all(),
         abandoned,
-        dropped,
     })
 }

@@ -47,6 +47,8 @@ pub enum FailureKind {
     Http,
     Protocol,
     Io,
+    /// A script's own verdict (`response.failure("...")`).
+    Script,
 }
 
 impl FailureKind {
@@ -61,6 +63,7 @@ impl FailureKind {
             FailureKind::Http => "http",
             FailureKind::Protocol => "protocol",
             FailureKind::Io => "io",
+            FailureKind::Script => "script",
         }
     }
 }
@@ -94,7 +97,7 @@ impl Failure {
             FailureKind::Closed => format!("server closed the connection {}", self.detail),
             FailureKind::Tls => format!("TLS error: {}", self.detail),
             FailureKind::Protocol => format!("invalid HTTP response: {}", self.detail),
-            FailureKind::Io => self.detail.clone(),
+            FailureKind::Io | FailureKind::Script => self.detail.clone(),
         }
     }
 }
@@ -104,6 +107,9 @@ pub enum Outcome {
     /// A response arrived; a 4xx or 5xx status counts as a failure.
     Response { status: u16, body_bytes: u64, wire_bytes: u64 },
     Failed(Failure),
+    /// The script judged the response itself (`catch_response`): a success whatever its status
+    /// unless `failure` is given.
+    Judged { status: u16, body_bytes: u64, failure: Option<Failure> },
 }
 
 /// Counts and latency histogram of one endpoint over some time span.
@@ -147,6 +153,14 @@ impl EndpointStats {
                 self.add_status(*status, 1);
             }
             Outcome::Failed(_) => self.failures += 1,
+            Outcome::Judged { status, body_bytes, failure } => {
+                self.body_bytes += body_bytes;
+                self.wire_bytes += body_bytes;
+                self.failures += failure.is_some() as u64;
+                if *status != 0 {
+                    self.add_status(*status, 1);
+                }
+            }
         }
     }
 
@@ -307,6 +321,7 @@ impl Recorder {
         let failure = match outcome {
             Outcome::Failed(f) => Some(f.clone()),
             Outcome::Response { status, .. } if *status >= 400 => Some(Failure::http(*status)),
+            Outcome::Judged { failure, .. } => failure.clone(),
             _ => None,
         };
         if let Some(failure) = failure {
@@ -320,6 +335,10 @@ impl Recorder {
                 })
                 .or_insert(ErrorEntry { count: 1, first_us: at, last_us: at });
         }
+    }
+
+    pub fn timeline(&self) -> &Arc<Timeline> {
+        &self.timeline
     }
 
     pub fn record_connect(&mut self, took: Duration) {

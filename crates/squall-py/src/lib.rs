@@ -3,6 +3,9 @@
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use squall_engine::runner::StopReason;
+use squall_engine::session::{ScriptRequest, Session, Verdict};
 use squall_engine::{BenchConfig, Run, StartError};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -70,6 +73,112 @@ impl BenchRun {
     }
 }
 
+/// (id, user, method, url, headers, body, timeout seconds, stats name, engine records it, follow redirects)
+type RequestTuple = (u64, u64, String, String, Vec<(String, String)>, Vec<u8>, f64, String, bool, bool);
+/// (id, status or 0, headers, body, elapsed microseconds, error message or None, final url)
+type CompletionTuple<'py> = (u64, u16, Vec<(String, String)>, Bound<'py, PyBytes>, u64, Option<String>, String);
+
+/// The engine side of scripted users: requests go in, completions come back in batches.
+#[pyclass(module = "squall._engine")]
+struct ScriptSession {
+    inner: Mutex<Option<Session>>,
+}
+
+impl ScriptSession {
+    fn with<T>(&self, f: impl FnOnce(&Session) -> T) -> PyResult<T> {
+        let guard = self.inner.lock().unwrap();
+        guard.as_ref().map(f).ok_or_else(|| PyRuntimeError::new_err("the session has finished"))
+    }
+}
+
+#[pymethods]
+impl ScriptSession {
+    #[new]
+    #[pyo3(signature = (insecure=false))]
+    fn new(insecure: bool) -> Self {
+        ScriptSession { inner: Mutex::new(Some(Session::start(insecure))) }
+    }
+
+    fn submit(&self, batch: Vec<RequestTuple>) -> PyResult<()> {
+        let requests = batch
+            .into_iter()
+            .map(|(id, user, method, url, headers, body, timeout, name, record, follow_redirects)| ScriptRequest {
+                id,
+                user,
+                method,
+                url,
+                headers,
+                body,
+                timeout: Duration::from_secs_f64(timeout.max(0.001)),
+                name,
+                record,
+                follow_redirects,
+            })
+            .collect();
+        self.with(|s| s.submit(requests))
+    }
+
+    /// Completions so far, waiting up to `timeout` seconds for the first (GIL released).
+    fn poll<'py>(&self, py: Python<'py>, timeout: f64) -> PyResult<Vec<CompletionTuple<'py>>> {
+        let wait = Duration::from_secs_f64(timeout.max(0.0));
+        let done = {
+            let guard = self.inner.lock().unwrap();
+            let session = guard.as_ref().ok_or_else(|| PyRuntimeError::new_err("the session has finished"))?;
+            py.detach(|| session.poll(wait))
+        };
+        Ok(done
+            .into_iter()
+            .map(|c| (c.id, c.status, c.headers, PyBytes::new(py, &c.body), c.elapsed_us, c.error, c.url))
+            .collect())
+    }
+
+    #[pyo3(signature = (method, name, elapsed_us, status, body_bytes, failure=None))]
+    fn record(&self, method: String, name: String, elapsed_us: u64, status: u16, body_bytes: u64, failure: Option<String>) -> PyResult<()> {
+        self.with(|s| s.record(Verdict { method, name, elapsed_us, status, body_bytes, failure }))
+    }
+
+    fn close_user(&self, user: u64) -> PyResult<()> {
+        self.with(|s| s.close_user(user))
+    }
+
+    /// (completed, failed) so far.
+    fn counts(&self) -> PyResult<(u64, u64)> {
+        self.with(|s| s.counts())
+    }
+
+    /// Live totals per endpoint, as JSON: [{"method", "name", ...summary}].
+    fn snapshot_json(&self, py: Python<'_>) -> PyResult<String> {
+        let snap = {
+            let guard = self.inner.lock().unwrap();
+            let session = guard.as_ref().ok_or_else(|| PyRuntimeError::new_err("the session has finished"))?;
+            py.detach(|| session.snapshot())
+        };
+        let rows: Vec<_> = snap
+            .into_iter()
+            .map(|e| {
+                let mut v = serde_json::to_value(&e.summary).unwrap_or_default();
+                v["method"] = e.method.into();
+                v["name"] = e.name.into();
+                v
+            })
+            .collect();
+        serde_json::to_string(&rows).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+    }
+
+    /// Ends the session; returns the result document as JSON. `users[t]` is the user count at second t.
+    fn finish(&self, py: Python<'_>, reason: &str, url: String, users: Vec<u64>) -> PyResult<String> {
+        let session = self.inner.lock().unwrap().take().ok_or_else(|| PyRuntimeError::new_err("already finished"))?;
+        let reason = match reason {
+            "interrupted" => StopReason::Interrupted,
+            "duration" => StopReason::Deadline,
+            _ => StopReason::Completed,
+        };
+        let users_at = move |t: u64| users.get(t as usize).or(users.last()).copied().unwrap_or(0);
+        let result = py.detach(|| session.finish(reason, url, &users_at));
+        serde_json::to_string(&result).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+    }
+}
+
 /// The built-in demo target on 127.0.0.1.
 #[pyclass(module = "squall._engine")]
 struct DemoTarget {
@@ -107,5 +216,6 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("TargetError", m.py().get_type::<TargetError>())?;
     m.add_class::<BenchRun>()?;
     m.add_class::<DemoTarget>()?;
+    m.add_class::<ScriptSession>()?;
     Ok(())
 }

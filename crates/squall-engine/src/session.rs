@@ -1,0 +1,439 @@
+//! Scripted load: requests that script users (Python greenlets) submit one at a time, run on the
+//! engine's own thread over each user's keep-alive connections. The engine measures and records
+//! them; completions go back to the script in batches, so one poll serves many users.
+
+use crate::http1::H1Conn;
+use crate::net::Connector;
+use crate::request::{parse_url, serialize_h1};
+use crate::result::{self, LoadReport, RunResult};
+use crate::runner::StopReason;
+use crate::stats::{self, EndpointId, Failure, FailureKind, LiveCounters, Outcome, Recorder, Timeline};
+use crate::tls;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc as std_mpsc, Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::mpsc;
+
+/// One request from a script.
+pub struct ScriptRequest {
+    pub id: u64,
+    pub user: u64,
+    pub method: String,
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    pub timeout: Duration,
+    /// Stats name (Locust's `name=`).
+    pub name: String,
+    /// False when the script judges the response itself (`catch_response=True`) and reports
+    /// the verdict with `Session::record`.
+    pub record: bool,
+    /// Follow redirects (up to 30), timed and recorded as one request, as Locust does.
+    pub follow_redirects: bool,
+}
+
+const MAX_REDIRECTS: usize = 30;
+
+/// What came back for a request. `status` is 0 when no response arrived (then `error` says why).
+pub struct Completion {
+    pub id: u64,
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    pub elapsed_us: u64,
+    pub error: Option<String>,
+    /// The URL of the final response (after redirects).
+    pub url: String,
+}
+
+/// A verdict the script reports: for `catch_response`, or a custom request event.
+pub struct Verdict {
+    pub method: String,
+    pub name: String,
+    pub elapsed_us: u64,
+    pub status: u16,
+    pub body_bytes: u64,
+    pub failure: Option<String>,
+}
+
+/// Live per-endpoint numbers for the periodic console table.
+pub struct EndpointSnapshot {
+    pub method: String,
+    pub name: String,
+    pub summary: result::Summary,
+}
+
+enum Command {
+    Requests(Vec<ScriptRequest>),
+    Record(Verdict),
+    CloseUser(u64),
+    Snapshot(std_mpsc::Sender<Vec<EndpointSnapshot>>),
+}
+
+/// Completions waiting for the script; the engine only signals when the script is waiting.
+#[derive(Default)]
+struct Inbox {
+    queue: Mutex<Vec<Completion>>,
+    ready: Condvar,
+    waiting: AtomicBool,
+}
+
+impl Inbox {
+    fn push(&self, c: Completion) {
+        self.queue.lock().unwrap().push(c);
+        if self.waiting.load(Ordering::SeqCst) {
+            self.ready.notify_one();
+        }
+    }
+}
+
+struct Output {
+    recorder: Recorder,
+    names: Vec<(String, String)>,
+}
+
+pub struct Session {
+    tx: mpsc::UnboundedSender<Command>,
+    inbox: Arc<Inbox>,
+    thread: Option<JoinHandle<Output>>,
+    start: Instant,
+    start_unix: f64,
+    live: Arc<LiveCounters>,
+}
+
+impl Session {
+    /// Starts the engine thread. `insecure` accepts any TLS certificate.
+    pub fn start(insecure: bool) -> Session {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let inbox = Arc::new(Inbox::default());
+        let start = Instant::now();
+        let start_unix = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+        let live = Arc::new(LiveCounters::default());
+        let thread = {
+            let (inbox, live) = (inbox.clone(), live.clone());
+            std::thread::Builder::new()
+                .name("squall-session".into())
+                .spawn(move || engine_thread(rx, inbox, start, live, insecure))
+                .expect("spawning the engine thread")
+        };
+        Session { tx, inbox, thread: Some(thread), start, start_unix, live }
+    }
+
+    pub fn submit(&self, requests: Vec<ScriptRequest>) {
+        let _ = self.tx.send(Command::Requests(requests));
+    }
+
+    pub fn record(&self, verdict: Verdict) {
+        let _ = self.tx.send(Command::Record(verdict));
+    }
+
+    /// Drops a user's connections (the user stopped).
+    pub fn close_user(&self, user: u64) {
+        let _ = self.tx.send(Command::CloseUser(user));
+    }
+
+    /// Completions so far, waiting up to `timeout` for the first one.
+    pub fn poll(&self, timeout: Duration) -> Vec<Completion> {
+        let inbox = &self.inbox;
+        let mut queue = inbox.queue.lock().unwrap();
+        if queue.is_empty() && !timeout.is_zero() {
+            inbox.waiting.store(true, Ordering::SeqCst);
+            queue = inbox.ready.wait_timeout_while(queue, timeout, |q| q.is_empty()).unwrap().0;
+            inbox.waiting.store(false, Ordering::SeqCst);
+        }
+        std::mem::take(&mut *queue)
+    }
+
+    pub fn snapshot(&self) -> Vec<EndpointSnapshot> {
+        let (reply, answer) = std_mpsc::channel();
+        if self.tx.send(Command::Snapshot(reply)).is_err() {
+            return Vec::new();
+        }
+        answer.recv().unwrap_or_default()
+    }
+
+    /// (completed, failed) so far.
+    pub fn counts(&self) -> (u64, u64) {
+        (self.live.completed.load(Ordering::Relaxed), self.live.failed.load(Ordering::Relaxed))
+    }
+
+    /// Ends the engine thread and builds the result; `users_at` gives the user count per second.
+    pub fn finish(mut self, reason: StopReason, url: String, users_at: &dyn Fn(u64) -> u64) -> RunResult {
+        let duration = self.start.elapsed();
+        let (tx, _) = mpsc::unbounded_channel();
+        drop(std::mem::replace(&mut self.tx, tx)); // closing the channel ends the engine thread
+        let out = self.thread.take().unwrap().join().expect("the engine thread does not panic");
+        let mut recorder = out.recorder;
+        recorder.flush();
+        let timeline = recorder.timeline().take_all();
+        let users = users_at(duration.as_secs());
+        result::build(result::Inputs {
+            kind: "script",
+            url,
+            method: String::new(),
+            start_unix: self.start_unix,
+            load: LoadReport {
+                model: "users".into(),
+                connections: users as usize,
+                threads: 1,
+                requests: None,
+                duration_s: Some(duration.as_secs_f64()),
+                ramp_s: None,
+                http2: false,
+                keepalive: true,
+                timeout_s: 0.0,
+            },
+            names: out.names,
+            users_at,
+            open_model: None,
+            reason,
+            duration,
+            totals: std::mem::take(&mut recorder.totals),
+            errors: std::mem::take(&mut recorder.errors),
+            connect: recorder.connect.clone(),
+            timeline,
+            abandoned: 0,
+        })
+    }
+}
+
+/// Where a user's connections go: scheme, host and port.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Origin {
+    https: bool,
+    host: String,
+    port: u16,
+}
+
+struct Engine {
+    recorder: RefCell<Recorder>,
+    endpoints: RefCell<HashMap<(String, String), EndpointId>>,
+    names: RefCell<Vec<(String, String)>>,
+    /// Idle keep-alive connections per user and origin.
+    pool: RefCell<HashMap<(u64, Origin), Vec<H1Conn>>>,
+    connectors: RefCell<HashMap<Origin, Connector>>,
+    tls: Arc<rustls::ClientConfig>,
+    inbox: Arc<Inbox>,
+}
+
+impl Engine {
+    fn endpoint(&self, method: &str, name: &str) -> EndpointId {
+        let key = (method.to_string(), name.to_string());
+        if let Some(&id) = self.endpoints.borrow().get(&key) {
+            return id;
+        }
+        let mut names = self.names.borrow_mut();
+        let id = names.len();
+        names.push(key.clone());
+        self.endpoints.borrow_mut().insert(key, id);
+        id
+    }
+
+    async fn connector(&self, origin: &Origin) -> Result<Connector, Failure> {
+        if let Some(c) = self.connectors.borrow().get(origin) {
+            return Ok(c.clone());
+        }
+        let addrs: Vec<_> = tokio::net::lookup_host((origin.host.as_str(), origin.port))
+            .await
+            .map_err(|_| Failure::new(FailureKind::Io, format!("cannot resolve host '{}'", origin.host)))?
+            .collect();
+        if addrs.is_empty() {
+            return Err(Failure::new(FailureKind::Io, format!("cannot resolve host '{}'", origin.host)));
+        }
+        let tls = origin.https.then(|| (self.tls.clone(), origin.host.as_str()));
+        let c = Connector::new(addrs, tls).map_err(|m| Failure::new(FailureKind::Tls, m))?;
+        self.connectors.borrow_mut().insert(origin.clone(), c.clone());
+        Ok(c)
+    }
+}
+
+fn engine_thread(
+    mut rx: mpsc::UnboundedReceiver<Command>,
+    inbox: Arc<Inbox>,
+    start: Instant,
+    live: Arc<LiveCounters>,
+    insecure: bool,
+) -> Output {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
+    let local = tokio::task::LocalSet::new();
+    let engine = Rc::new(Engine {
+        recorder: RefCell::new(Recorder::new(start, Timeline::new(), live)),
+        endpoints: RefCell::default(),
+        names: RefCell::default(),
+        pool: RefCell::default(),
+        connectors: RefCell::default(),
+        tls: tls::client_config(insecure, &[b"http/1.1"]),
+        inbox,
+    });
+    local.block_on(&rt, async {
+        let mut tick = tokio::time::interval(Duration::from_millis(250));
+        loop {
+            tokio::select! {
+                cmd = rx.recv() => match cmd {
+                    Some(Command::Requests(batch)) => {
+                        for r in batch {
+                            tokio::task::spawn_local(run_request(engine.clone(), r));
+                        }
+                    }
+                    Some(Command::Record(v)) => record_verdict(&engine, v),
+                    Some(Command::CloseUser(user)) => engine.pool.borrow_mut().retain(|(u, _), _| *u != user),
+                    Some(Command::Snapshot(reply)) => {
+                        let _ = reply.send(snapshot(&engine));
+                    }
+                    None => break,
+                },
+                _ = tick.tick() => engine.recorder.borrow_mut().roll(Instant::now()),
+            }
+        }
+    });
+    drop(local);
+    let engine = Rc::try_unwrap(engine).ok().expect("no request tasks are left");
+    Output { recorder: engine.recorder.into_inner(), names: engine.names.into_inner() }
+}
+
+fn record_verdict(engine: &Engine, v: Verdict) {
+    let id = engine.endpoint(&v.method, &v.name);
+    let failure = v.failure.map(|m| Failure::new(FailureKind::Script, m));
+    let outcome = Outcome::Judged { status: v.status, body_bytes: v.body_bytes, failure };
+    engine.recorder.borrow_mut().record(Instant::now(), id, Duration::from_micros(v.elapsed_us), &outcome);
+}
+
+/// Live totals per endpoint, then the aggregate (method "", name "Aggregated").
+fn snapshot(engine: &Engine) -> Vec<EndpointSnapshot> {
+    let recorder = engine.recorder.borrow();
+    let summary = |s: &stats::EndpointStats| result::summarize(&s.hist, s.requests, s.failures, s.body_bytes, s.wire_bytes);
+    let mut all = stats::EndpointStats::default();
+    let mut rows: Vec<EndpointSnapshot> = engine
+        .names
+        .borrow()
+        .iter()
+        .zip(recorder.totals.iter())
+        .map(|((method, name), s)| {
+            all.merge(s);
+            EndpointSnapshot { method: method.clone(), name: name.clone(), summary: summary(s) }
+        })
+        .collect();
+    rows.push(EndpointSnapshot { method: String::new(), name: "Aggregated".into(), summary: summary(&all) });
+    rows
+}
+
+async fn run_request(engine: Rc<Engine>, r: ScriptRequest) {
+    let begin = Instant::now();
+    let result = match tokio::time::timeout(r.timeout, follow(&engine, &r)).await {
+        Ok(result) => result,
+        Err(_) => Err(Failure::new(FailureKind::Timeout, "")),
+    };
+    let now = Instant::now();
+    let elapsed = now.saturating_duration_since(begin);
+    let completion = match result {
+        Ok((resp, url)) => {
+            if r.record {
+                let outcome = Outcome::Response { status: resp.status, body_bytes: resp.body_bytes, wire_bytes: resp.wire_bytes };
+                let id = engine.endpoint(&r.method, &r.name);
+                engine.recorder.borrow_mut().record(now, id, elapsed, &outcome);
+            }
+            Completion {
+                id: r.id,
+                status: resp.status,
+                headers: resp.headers.unwrap_or_default(),
+                body: resp.body.unwrap_or_default(),
+                elapsed_us: elapsed.as_micros() as u64,
+                error: None,
+                url,
+            }
+        }
+        Err(failure) => {
+            let error = failure.message();
+            if r.record {
+                let id = engine.endpoint(&r.method, &r.name);
+                engine.recorder.borrow_mut().record(now, id, elapsed, &Outcome::Failed(failure));
+            }
+            Completion {
+                id: r.id,
+                status: 0,
+                headers: Vec::new(),
+                body: Vec::new(),
+                elapsed_us: elapsed.as_micros() as u64,
+                error: Some(error),
+                url: r.url.clone(),
+            }
+        }
+    };
+    engine.inbox.push(completion);
+}
+
+/// The request, and the redirects it leads to when asked to follow them. Returns the final response
+/// and its URL.
+async fn follow(engine: &Engine, r: &ScriptRequest) -> Result<(crate::http1::Response, String), Failure> {
+    let mut url = parse_url(&r.url).map_err(|m| Failure::new(FailureKind::Io, m))?;
+    let (mut method, mut body) = (r.method.clone(), r.body.clone());
+    let mut hops = 0;
+    loop {
+        let resp = exchange(engine, r.user, &method, &url, &r.headers, &body).await?;
+        let location = resp
+            .headers
+            .as_ref()
+            .and_then(|h| h.iter().find(|(k, _)| k.eq_ignore_ascii_case("location")))
+            .map(|(_, v)| v.clone());
+        let redirect = matches!(resp.status, 301 | 302 | 303 | 307 | 308);
+        let (Some(location), true, true) = (location, redirect && r.follow_redirects, hops < MAX_REDIRECTS) else {
+            return Ok((resp, url.to_string()));
+        };
+        url = url
+            .join(&location)
+            .map_err(|_| Failure::new(FailureKind::Protocol, format!("bad redirect location '{location}'")))?;
+        // As browsers and python-requests do: 303 always, and 301/302 after a POST, become a GET.
+        if resp.status == 303 || (matches!(resp.status, 301 | 302) && method == "POST") {
+            method = "GET".into();
+            body.clear();
+        }
+        hops += 1;
+    }
+}
+
+async fn exchange(
+    engine: &Engine,
+    user: u64,
+    method: &str,
+    url: &url::Url,
+    headers: &[(String, String)],
+    body: &[u8],
+) -> Result<crate::http1::Response, Failure> {
+    let https = url.scheme() == "https";
+    let origin = Origin {
+        https,
+        host: url.host_str().unwrap_or_default().trim_matches(|c| c == '[' || c == ']').to_string(),
+        port: url.port_or_known_default().unwrap_or(if https { 443 } else { 80 }),
+    };
+    let bytes = serialize_h1(method, url, headers, body, true);
+    let key = (user, origin);
+    // A second attempt only when a pooled keep-alive connection turns out to be closed.
+    for _ in 0..2 {
+        let pooled = engine.pool.borrow_mut().get_mut(&key).and_then(Vec::pop);
+        let mut conn = match pooled {
+            Some(c) => c,
+            None => {
+                let connector = engine.connector(&key.1).await?;
+                let t0 = Instant::now();
+                let stream = connector.connect(user as usize).await?;
+                engine.recorder.borrow_mut().record_connect(t0.elapsed());
+                H1Conn::new(stream)
+            }
+        };
+        match conn.exchange(&bytes, method == "HEAD", true).await {
+            Ok(resp) => {
+                if !resp.close {
+                    engine.pool.borrow_mut().entry(key).or_default().push(conn);
+                }
+                return Ok(resp);
+            }
+            Err(e) if e.retryable => continue,
+            Err(e) => return Err(e.failure),
+        }
+    }
+    Err(Failure::new(FailureKind::Closed, "before responding"))
+}

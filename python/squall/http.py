@@ -1,0 +1,255 @@
+"""`self.client` of HttpUser and FastHttpUser: a requests-like session whose I/O runs in the engine.
+
+Each call is one request event, redirects included (followed in the engine, timed as one request).
+Cookies set by responses are sent back by the same user. 4xx and 5xx count as failures unless
+`catch_response=True` decides otherwise."""
+
+import json as jsonlib
+import time
+from contextlib import contextmanager
+from datetime import timedelta
+from http import HTTPStatus
+from urllib.parse import urlencode, urljoin, urlsplit
+
+from squall.exception import CatchResponseError, ResponseError
+
+DEFAULT_TIMEOUT = 60.0
+METHODS_WITH_BODY = ("POST", "PUT", "PATCH")
+
+
+class HTTPError(ResponseError):
+    pass
+
+
+class ConnectionError(ResponseError):  # noqa: A001 - the name requests users catch
+    pass
+
+
+class Headers(dict):
+    """Response headers, looked up without regard to case."""
+
+    def __init__(self, pairs=()):
+        super().__init__()
+        self._names = {}
+        for k, v in pairs:
+            key = k.lower()
+            if key in self:
+                v = f"{dict.__getitem__(self, key)}, {v}"
+            dict.__setitem__(self, key, v)
+            self._names[key] = k
+
+    def __getitem__(self, key):
+        return dict.__getitem__(self, key.lower())
+
+    def __contains__(self, key):
+        return dict.__contains__(self, key.lower())
+
+    def get(self, key, default=None):
+        return dict.get(self, key.lower(), default)
+
+
+class Response:
+    """What a request came to: requests' Response attributes that locustfiles use."""
+
+    def __init__(self, method, url, status, headers, content, elapsed_us, error):
+        self.request_method = method
+        self.url = url
+        self.status_code = status
+        self.headers = Headers(headers)
+        self.content = content
+        self.elapsed = timedelta(microseconds=elapsed_us)
+        self.error = error
+        self.encoding = None
+
+    @property
+    def reason(self):
+        try:
+            return HTTPStatus(self.status_code).phrase
+        except ValueError:
+            return ""
+
+    @property
+    def ok(self):
+        return self.error is None and 0 < self.status_code < 400
+
+    @property
+    def text(self):
+        encoding = self.encoding
+        if encoding is None:
+            ctype = self.headers.get("content-type", "")
+            encoding = ctype.split("charset=", 1)[1].split(";")[0].strip() if "charset=" in ctype else "utf-8"
+        return self.content.decode(encoding, errors="replace")
+
+    def json(self, **kwargs):
+        return jsonlib.loads(self.content, **kwargs)
+
+    def raise_for_status(self):
+        exc = self.exception()
+        if exc is not None:
+            raise exc
+
+    def exception(self):
+        """The exception a failed request stands for, as Locust reports it; None on success."""
+        if self.error is not None:
+            return ConnectionError(self.error)
+        if self.status_code >= 400:
+            kind = "Client" if self.status_code < 500 else "Server"
+            return HTTPError(f"{self.status_code} {kind} Error: {self.reason} for url: {self.url}")
+        return None
+
+    def __repr__(self):
+        return f"<Response [{self.status_code}]>"
+
+
+class ResponseContextManager:
+    """`with self.client.get(..., catch_response=True) as response:` — the block decides success."""
+
+    def __init__(self, response, report):
+        self._response = response
+        self._report = report
+        self._verdict = None  # None: judged by status at exit; "": success; text: failure message
+
+    def __getattr__(self, name):
+        return getattr(self._response, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc is not None:
+            if isinstance(exc, ResponseError):
+                self._verdict = str(exc)
+                self._report(self._response, self._verdict)
+                return True
+            self._report(self._response, f"{exc_type.__name__}({exc})")
+            return False
+        if self._verdict is None:
+            failed = self._response.exception()
+            self._verdict = "" if failed is None else str(failed)
+        self._report(self._response, self._verdict)
+        return False
+
+    def success(self):
+        self._verdict = ""
+
+    def failure(self, exc):
+        self._verdict = str(exc) if str(exc) else repr(exc)
+
+
+class HttpSession:
+    """One user's session: base URL, default headers, cookie jar, connections (kept by the engine)."""
+
+    def __init__(self, base_url, user_id, hub, environment):
+        self.base_url = base_url or ""
+        self.user_id = user_id
+        self.hub = hub
+        self.environment = environment
+        self.headers = {}
+        self.cookies = {}
+        self._rename = None
+
+    def _full_url(self, url, params):
+        full = url if "://" in url else urljoin(self.base_url.rstrip("/") + "/", url.lstrip("/")) \
+            if self.base_url else url
+        if "://" not in full:
+            raise ValueError(f"no host for request '{url}': set `host` on the User or pass -H/--host")
+        if params:
+            query = urlencode(params, doseq=True) if not isinstance(params, str) else params
+            full += ("&" if "?" in full else "?") + query
+        return full
+
+    @contextmanager
+    def rename_request(self, name):
+        """Groups the requests made inside the block under one stats name."""
+        previous, self._rename = self._rename, name
+        try:
+            yield
+        finally:
+            self._rename = previous
+
+    def request(self, method, url, name=None, catch_response=False, context=None, *, params=None,
+                headers=None, json=None, data=None, cookies=None, timeout=None, allow_redirects=True, **_ignored):
+        method = method.upper()
+        full = self._full_url(url, params)
+        header_list = list(self.headers.items()) + list((headers or {}).items())
+        body = b""
+        if json is not None:
+            body = jsonlib.dumps(json).encode()
+            header_list.append(("Content-Type", "application/json"))
+        elif isinstance(data, dict):
+            body = urlencode(data, doseq=True).encode()
+            header_list.append(("Content-Type", "application/x-www-form-urlencoded"))
+        elif data is not None:
+            body = data.encode() if isinstance(data, str) else bytes(data)
+        jar = {**self.cookies, **(cookies or {})}
+        if jar:
+            header_list.append(("Cookie", "; ".join(f"{k}={v}" for k, v in jar.items())))
+        if isinstance(timeout, tuple):
+            timeout = sum(t for t in timeout if t)
+        stats_name = self._rename or name or _path(full)
+        start_time = time.time()
+        c = self.hub.request((self.user_id, method, full, header_list, body,
+                              float(timeout or DEFAULT_TIMEOUT), stats_name, not catch_response, allow_redirects))
+        _, status, resp_headers, content, elapsed_us, error, final_url = c
+        response = Response(method, final_url, status, resp_headers, content, elapsed_us, error)
+        self._keep_cookies(resp_headers)
+        meta = (method, stats_name, start_time, full, context or {})
+        if catch_response:
+            return ResponseContextManager(response, lambda r, verdict: self._report(r, verdict, meta))
+        events = self.environment.events.request
+        if events:
+            self._fire(events, response, meta, response.exception())
+        return response
+
+    def _report(self, response, verdict, meta):
+        method, name = meta[0], meta[1]
+        self.hub.session.record(method, name, int(response.elapsed.total_seconds() * 1e6), response.status_code,
+                                len(response.content), verdict or None)
+        events = self.environment.events.request
+        if events:
+            self._fire(events, response, meta, CatchResponseError(verdict) if verdict else None)
+
+    @staticmethod
+    def _fire(hook, response, meta, exception):
+        method, name, start_time, url, context = meta
+        hook.fire(request_type=method, name=name, response_time=response.elapsed.total_seconds() * 1000.0,
+                  response_length=len(response.content), response=response, context=context,
+                  exception=exception, start_time=start_time, url=url)
+
+    def _keep_cookies(self, headers):
+        for k, v in headers:
+            if k.lower() != "set-cookie":
+                continue
+            pair, _, attrs = v.partition(";")
+            cname, _, cvalue = pair.strip().partition("=")
+            expired = "max-age=0" in attrs.lower().replace(" ", "")
+            if expired:
+                self.cookies.pop(cname, None)
+            elif cname:
+                self.cookies[cname] = cvalue
+
+    def get(self, url, **kw):
+        return self.request("GET", url, **kw)
+
+    def post(self, url, data=None, json=None, **kw):
+        return self.request("POST", url, data=data, json=json, **kw)
+
+    def put(self, url, data=None, **kw):
+        return self.request("PUT", url, data=data, **kw)
+
+    def patch(self, url, data=None, **kw):
+        return self.request("PATCH", url, data=data, **kw)
+
+    def delete(self, url, **kw):
+        return self.request("DELETE", url, **kw)
+
+    def head(self, url, **kw):
+        return self.request("HEAD", url, allow_redirects=kw.pop("allow_redirects", False), **kw)
+
+    def options(self, url, **kw):
+        return self.request("OPTIONS", url, **kw)
+
+
+def _path(url):
+    parts = urlsplit(url)
+    return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")

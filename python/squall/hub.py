@@ -1,0 +1,81 @@
+"""The cooperative scheduler: one greenlet per user, with every request, wait and timer handed to the
+engine or the hub. The hub runs ready greenlets, submits their requests in one batch, and sleeps in the
+engine (GIL released) until completions or the next timer come due."""
+
+import heapq
+import itertools
+import time
+from collections import deque
+
+from greenlet import GreenletExit, getcurrent, greenlet
+
+
+class Hub:
+    def __init__(self, session):
+        self.session = session
+        self.main = getcurrent()
+        self.ready = deque()  # (greenlet, value to resume it with)
+        self.timers = []  # heap of (when, seq, greenlet)
+        self.pending = {}  # request id -> waiting greenlet
+        self.outbox = []
+        self.ids = itertools.count(1)
+        self.seq = itertools.count()
+
+    def spawn(self, fn, *args):
+        g = greenlet(lambda *_first_switch: fn(*args), parent=self.main)
+        self.ready.append((g, None))
+        return g
+
+    def sleep(self, seconds):
+        """Suspends the calling greenlet for `seconds` (0: lets the others run first)."""
+        if seconds <= 0:
+            self.ready.append((getcurrent(), None))
+        else:
+            heapq.heappush(self.timers, (time.monotonic() + seconds, next(self.seq), getcurrent()))
+        return self.main.switch()
+
+    def request(self, fields):
+        """Submits a request (the engine's tuple without its id) and suspends until it completes."""
+        rid = next(self.ids)
+        self.outbox.append((rid, *fields))
+        self.pending[rid] = getcurrent()
+        return self.main.switch()
+
+    def kill(self, g):
+        """Ends a greenlet with GreenletExit (its `finally` blocks and on_stop still run)."""
+        if not g.dead:
+            self.ready.append((g, _Kill))
+
+    def run_until(self, deadline):
+        """Runs everything that is due until the monotonic `deadline` (None: until nothing is left)."""
+        while True:
+            while self.ready:
+                g, value = self.ready.popleft()
+                if g.dead:
+                    continue
+                if value is _Kill:
+                    g.throw(GreenletExit)
+                else:
+                    g.switch(value)
+            if self.outbox:
+                self.session.submit(self.outbox)
+                self.outbox = []
+            now = time.monotonic()
+            while self.timers and self.timers[0][0] <= now:
+                self.ready.append((heapq.heappop(self.timers)[2], None))
+            if self.ready:
+                continue
+            if deadline is not None and now >= deadline:
+                return
+            if deadline is None and not self.pending and not self.timers:
+                return
+            wake = min(t for t in (deadline, self.timers[0][0] if self.timers else None) if t is not None) \
+                if (deadline is not None or self.timers) else now + 0.1
+            for c in self.session.poll(max(0.0, wake - now)):
+                g = self.pending.pop(c[0], None)
+                if g is not None:
+                    self.ready.append((g, c))
+
+
+class _Kill:
+    """Marker: throw GreenletExit into the greenlet instead of resuming it."""

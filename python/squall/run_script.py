@@ -1,0 +1,319 @@
+"""`squall -f locustfile.py` (or `squall run -f ...`): runs a locustfile unchanged. Users are greenlets
+on the hub; every request runs in the engine. Output is Locust's: the stats table every 2 s, the
+final tables, the error report, and the four CSV files."""
+
+import importlib.util
+import json
+import os
+import signal
+import sys
+import time
+import traceback
+
+from squall import _engine, exitcodes, report
+from squall.cli import UsageError
+from squall.durations import parse_duration
+from squall.report import locust_console
+
+STATS_INTERVAL = 2.0
+
+
+class ScriptError(Exception):
+    """The locustfile cannot run: reported as `file:line: message`, exit code 2."""
+
+
+def add_arguments(p):
+    p.add_argument("-f", "--locustfile", default=os.environ.get("LOCUST_LOCUSTFILE", "locustfile.py"),
+                   help="the locustfile to run (default locustfile.py)")
+    p.add_argument("-H", "--host", default=os.environ.get("LOCUST_HOST"), help="base URL of the system under test")
+    p.add_argument("-u", "--users", default=os.environ.get("LOCUST_USERS", "1"), help="peak number of users")
+    p.add_argument("-r", "--spawn-rate", default=os.environ.get("LOCUST_SPAWN_RATE", "1"),
+                   help="users started per second")
+    p.add_argument("-t", "--run-time", default=os.environ.get("LOCUST_RUN_TIME"),
+                   help="stop after this long: 300s, 20m, 3h, 1h30m")
+    p.add_argument("--headless", action="store_true", help="no web UI (squall always runs headless for now)")
+    p.add_argument("--autostart", action="store_true", help="accepted for compatibility")
+    p.add_argument("--csv", metavar="PREFIX", default=os.environ.get("LOCUST_CSV"), help="write Locust's CSV files")
+    p.add_argument("--csv-full-history", action="store_true", help="per-endpoint rows in the history CSV")
+    p.add_argument("--json", action="store_true", help="print the final stats as JSON instead of tables")
+    p.add_argument("--json-file", metavar="FILE", help="write the full result as JSON")
+    p.add_argument("--only-summary", action="store_true", help="only the final tables, not every 2 s")
+    p.add_argument("--print-stats", action="store_true", help="print the stats table every 2 s (the default)")
+    p.add_argument("--exit-code-on-error", type=int, default=1, help="exit code when requests failed (default 1)")
+    p.add_argument("-s", "--stop-timeout", default="0", help="time users get to finish their task at the end")
+    p.add_argument("-L", "--loglevel", default="INFO", help="accepted for compatibility")
+    p.add_argument("-l", "--list", action="store_true", help="list the User classes and exit")
+    p.add_argument("-T", "--tags", nargs="*", metavar="TAG", help="only tasks with one of these tags")
+    p.add_argument("-E", "--exclude-tags", nargs="*", metavar="TAG", help="no tasks with these tags")
+    p.add_argument("--insecure", action="store_true", help="accept any TLS certificate")
+    p.add_argument("user_classes", nargs="*", metavar="UserClass", help="run only these User classes")
+
+
+def _location(exc, path):
+    """The line of the locustfile an exception came from."""
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        if os.path.abspath(frame.filename) == os.path.abspath(path):
+            return f"{path}:{frame.lineno}"
+    return path
+
+
+def load_locustfile(path):
+    """Runs the file with `locust` resolving to squall; returns (User classes, shape class or None)."""
+    from squall import locust_compat
+    from squall.shape import LoadTestShape
+    from squall.user import User
+
+    if not os.path.isfile(path):
+        raise ScriptError(f"locustfile '{path}' not found")
+    locust_compat.install()
+    directory = os.path.dirname(os.path.abspath(path))
+    if directory not in sys.path:
+        sys.path.insert(0, directory)
+    spec = importlib.util.spec_from_file_location("locustfile", path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as e:
+        raise ScriptError(f"{e.filename}:{e.lineno}: syntax error: {e.msg}") from None
+    except Exception as e:
+        raise ScriptError(f"{_location(e, path)}: {type(e).__name__}: {e}") from None
+    users = [v for v in vars(module).values()
+             if isinstance(v, type) and issubclass(v, User) and not v.__dict__.get("abstract", False)]
+    shapes = [v for v in vars(module).values()
+              if isinstance(v, type) and issubclass(v, LoadTestShape) and v is not LoadTestShape
+              and v.__module__ == "locustfile"]
+    return users, (shapes[0] if shapes else None)
+
+
+class Spawner:
+    """Starts and stops users toward a target count at a spawn rate, keeping the classes' weights."""
+
+    def __init__(self, env, classes):
+        self.env = env
+        self.classes = classes
+        self.counts = {c: 0 for c in classes}
+        self.target = 0
+        self.rate = 1.0
+        self.credit = 0.0
+        self.last = time.monotonic()
+
+    def set_target(self, users, rate, classes=None):
+        self.target, self.rate = int(users), float(rate)
+        if classes:
+            self.classes = classes
+            for c in classes:
+                self.counts.setdefault(c, 0)
+
+    def _next_class(self):
+        fixed = [c for c in self.classes if c.fixed_count and self.counts[c] < c.fixed_count]
+        if fixed:
+            return fixed[0]
+        weighted = [c for c in self.classes if not c.fixed_count]
+        total_weight = sum(c.weight for c in weighted) or 1
+        n = sum(self.counts[c] for c in weighted) + 1
+        return max(weighted, key=lambda c: c.weight / total_weight * n - self.counts[c])
+
+    def step(self):
+        now = time.monotonic()
+        self.credit = min(self.credit + (now - self.last) * self.rate, max(self.rate, 1.0))
+        self.last = now
+        runner = self.env.runner
+        while runner.user_count < self.target and self.credit >= 1.0:
+            cls = self._next_class()
+            u = cls(self.env)
+            runner.users[u] = self.env.hub.spawn(u.run)
+            self.counts[cls] += 1
+            self.credit -= 1.0
+        while runner.user_count > self.target:
+            u, g = list(runner.users.items())[-1]
+            runner.users.pop(u)
+            self.counts[type(u)] -= 1
+            self.env.hub.kill(g)
+
+
+def _number(text, what, cast=int, minimum=0):
+    try:
+        value = cast(text)
+    except (TypeError, ValueError):
+        raise UsageError(f"invalid {what} '{text}'") from None
+    if value < minimum:
+        raise UsageError(f"invalid {what} '{text}'")
+    return value
+
+
+def run(args) -> int:
+    from squall.environment import Environment
+    from squall.event import events
+    from squall.hub import Hub
+    from squall.user import filter_tasks_by_tags
+
+    users = _number(args.users, "number of users")
+    spawn_rate = _number(args.spawn_rate, "spawn rate", float, 0.001)
+    try:
+        run_time = parse_duration(args.run_time) if args.run_time else None
+        stop_timeout = parse_duration(args.stop_timeout) if args.stop_timeout not in ("0", "0s") else 0.0
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    try:
+        classes, shape_class = load_locustfile(args.locustfile)
+    except ScriptError as e:
+        sys.stderr.write(f"squall: error: {e}\n")
+        return exitcodes.USAGE
+    if args.list:
+        print("\n".join(c.__name__ for c in classes))
+        return exitcodes.OK
+    if args.user_classes:
+        by_name = {c.__name__: c for c in classes}
+        unknown = [n for n in args.user_classes if n not in by_name]
+        if unknown:
+            raise UsageError(f"unknown User class {', '.join(unknown)} (the locustfile has: "
+                             f"{', '.join(by_name) or 'none'})")
+        classes = [by_name[n] for n in args.user_classes]
+    if not classes:
+        sys.stderr.write(f"squall: error: {args.locustfile}: no User class with tasks found\n")
+        return exitcodes.USAGE
+    if args.tags or args.exclude_tags:
+        for c in classes:
+            filter_tasks_by_tags(c, args.tags, args.exclude_tags)
+    if not args.headless:
+        sys.stderr.write("squall: the web dashboard is not there yet; running headless\n")
+
+    session = _engine.ScriptSession(insecure=args.insecure)
+    hub = Hub(session)
+    env = Environment(hub=hub, host=args.host, user_classes=classes, parsed_options=args, shape_class=shape_class)
+    shape = shape_class() if shape_class else None
+    if shape:
+        shape.runner = env.runner
+    events.init.fire(environment=env, runner=env.runner, web_ui=None)
+
+    received = []
+
+    def on_signal(signum, _frame):
+        received.append(signum)
+        env.runner.quit()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        reason = _drive(env, classes, shape, users, spawn_rate, run_time, stop_timeout, args)
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+    if received:
+        reason = "interrupted"
+    result = json.loads(session.finish(reason, args.host or "", env.users_per_second))
+    result["exceptions"] = [dict(x, nodes="local") for x in env.exceptions.values()]
+    _final_output(result, args)
+    events.quitting.fire(environment=env, reason=reason)
+    if received:
+        return exitcodes.INTERRUPTED if received[0] == signal.SIGINT else exitcodes.TERMINATED
+    if env.process_exit_code is not None:
+        return env.process_exit_code
+    if result["aggregate"]["failures"] or result["exceptions"]:
+        return args.exit_code_on_error
+    return exitcodes.OK
+
+
+def _drive(env, classes, shape, users, spawn_rate, run_time, stop_timeout, args):
+    """The test itself: spawning, shape ticks, periodic stats, the end; returns the stop reason."""
+    from squall.event import events
+
+    hub, runner = env.hub, env.runner
+    spawner = Spawner(env, classes)
+    spawner.set_target(users, spawn_rate)
+    start = time.monotonic()
+    deadline = start + run_time if run_time else None
+    env.users_per_second = []
+    runner.state = "spawning"
+    events.test_start.fire(environment=env)
+    next_stats = start + STATS_INTERVAL
+    next_tick = start
+    last_counts = (start, {})
+    reason = "completed"
+    while True:
+        now = time.monotonic()
+        while len(env.users_per_second) <= int(now - start):
+            env.users_per_second.append(runner.user_count)
+        if runner.quitting:
+            reason = "interrupted"
+            break
+        if deadline is not None and now >= deadline:
+            reason = "duration"
+            break
+        if shape and now >= next_tick:
+            next_tick = now + 1.0
+            tick = shape.tick()
+            if tick is None:
+                break
+            spawner.set_target(tick[0], tick[1], tick[2] if len(tick) > 2 else None)
+        spawner.step()
+        if runner.user_count >= spawner.target and runner.state == "spawning":
+            runner.state = "running"
+            events.spawning_complete.fire(user_count=runner.user_count)
+        if now >= next_stats and not args.only_summary:
+            next_stats = now + STATS_INTERVAL
+            last_counts = _print_live(env, last_counts)
+        hub.run_until(min(t for t in (now + 0.1, deadline) if t is not None))
+    runner.state = "stopping"
+    events.test_stopping.fire(environment=env)
+    for g in list(runner.users.values()):
+        hub.kill(g)
+    grace_end = time.monotonic() + max(stop_timeout, 10.0)
+    while runner.users and time.monotonic() < grace_end:
+        hub.run_until(time.monotonic() + 0.1)
+    runner.state = "stopped"
+    events.test_stop.fire(environment=env)
+    return reason
+
+
+def _print_live(env, last):
+    """The stats table with the recent rate (since the last table), as Locust prints every 2 s."""
+    rows = json.loads(env.hub.session.snapshot_json())
+    now = time.monotonic()
+    t0, before = last
+    dt = max(now - t0, 1e-9)
+    rates = {}
+    counts = {}
+    for r in rows:
+        key = (r["method"], r["name"])
+        counts[key] = (r["requests"], r["failures"])
+        n0, f0 = before.get(key, (0, 0))
+        rates[key] = ((r["requests"] - n0) / dt, (r["failures"] - f0) / dt)
+    endpoints, aggregate = rows[:-1], rows[-1]
+    sys.stdout.write(locust_console.stats_table(endpoints, aggregate, 0.0, rates) + "\n")
+    sys.stdout.flush()
+    return now, counts
+
+
+def _final_output(result, args):
+    if args.json:
+        rows = [dict(e, **{"type": e["method"]}) for e in result["endpoints"]]
+        for r in rows:
+            r.pop("histogram", None)
+        sys.stdout.write(json.dumps(rows, indent=1) + "\n")
+    else:
+        out = sys.stdout
+        out.write(locust_console.stats_table(result["endpoints"], result["aggregate"], result["duration_s"]))
+        out.write("\n" + locust_console.percentiles_table(result["endpoints"], result["aggregate"]))
+        out.write("\n" + locust_console.error_report(result["errors"]))
+        if result["exceptions"]:
+            out.write("\n" + locust_console.exceptions_report(result["exceptions"]))
+    sys.stdout.flush()
+    for path in report.write_files(result, json_path=args.json_file, csv_prefix=args.csv,
+                                   full_history=args.csv_full_history):
+        sys.stderr.write(f"wrote {path}\n")
+
+
+def run_single_user(user_class, host=None, **_ignored):
+    """Runs one user of `user_class` until Ctrl-C, for debugging a locustfile."""
+    from squall.environment import Environment
+    from squall.hub import Hub
+
+    session = _engine.ScriptSession()
+    hub = Hub(session)
+    env = Environment(hub=hub, host=host or user_class.host, user_classes=[user_class])
+    u = user_class(env)
+    env.runner.users[u] = hub.spawn(u.run)
+    try:
+        hub.run_until(None)
+    except KeyboardInterrupt:
+        pass

@@ -1,0 +1,32 @@
+"""Wait times between tasks, as in Locust: `wait_time = between(1, 2)` on a User or TaskSet."""
+
+import random
+import time
+
+
+def between(min_wait, max_wait):
+    """A random wait, uniform between the two bounds (seconds)."""
+    return lambda instance: min_wait + random.random() * (max_wait - min_wait)
+
+
+def constant(wait_time):
+    """The same wait every time."""
+    return lambda instance: wait_time
+
+
+def constant_pacing(wait_time):
+    """Start a task every `wait_time` seconds: waits `max(0, wait_time - time the task ran)`."""
+
+    def pacing(instance):
+        now = time.monotonic()
+        started = getattr(instance, "_squall_task_started", None)  # when the task that just ran began
+        wait = max(0.0, wait_time - (now - started if started is not None else 0.0))
+        instance._squall_task_started = now + wait
+        return wait
+
+    return pacing
+
+
+def constant_throughput(task_runs_per_second):
+    """At most this many task runs per second per user: `constant_pacing(1 / rate)`."""
+    return constant_pacing(1.0 / task_runs_per_second)
