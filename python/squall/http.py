@@ -5,6 +5,7 @@ Cookies set by responses are sent back by the same user. 4xx and 5xx count as fa
 `catch_response=True` decides otherwise."""
 
 import json as jsonlib
+import re
 import time
 from contextlib import contextmanager
 from datetime import timedelta
@@ -107,7 +108,8 @@ class ResponseContextManager:
     def __init__(self, response, report):
         self._response = response
         self._report = report
-        self._verdict = None  # None: judged by status at exit; "": success; text: failure message
+        self._verdict = None  # None: judged at exit; "": success; text: failure message
+        self._default_failure = None  # what "judged at exit" means beyond the status (GraphQL errors)
 
     def __getattr__(self, name):
         return getattr(self._response, name)
@@ -125,7 +127,7 @@ class ResponseContextManager:
             return False
         if self._verdict is None:
             failed = self._response.exception()
-            self._verdict = "" if failed is None else str(failed)
+            self._verdict = str(failed) if failed is not None else (self._default_failure or "")
         self._report(self._response, self._verdict)
         return False
 
@@ -228,6 +230,26 @@ class HttpSession:
             elif cname:
                 self.cookies[cname] = cvalue
 
+    def graphql(self, query, variables=None, operation_name=None, name=None, url="/graphql",
+                catch_response=False, **kw):
+        """POSTs a GraphQL request (`{"query", "variables", "operationName"}`) to `url`. Its stats name
+        is `GQL <operation>` unless `name` is given. A 200 whose body carries `errors` is a failure with
+        the first error's message, unless `catch_response=True` lets the block decide."""
+        operation = operation_name or _operation_name(query)
+        payload = {"query": query}
+        if variables is not None:
+            payload["variables"] = variables
+        if operation_name:
+            payload["operationName"] = operation_name
+        stats_name = name or (f"GQL {operation}" if operation else "GQL")
+        ctx = self.request("POST", url, name=stats_name, catch_response=True, json=payload, **kw)
+        ctx._default_failure = _graphql_error(ctx._response)
+        if catch_response:
+            return ctx
+        with ctx:
+            pass
+        return ctx._response
+
     def get(self, url, **kw):
         return self.request("GET", url, **kw)
 
@@ -248,6 +270,28 @@ class HttpSession:
 
     def options(self, url, **kw):
         return self.request("OPTIONS", url, **kw)
+
+
+_OPERATION = re.compile(r"^\s*(?:query|mutation|subscription)\s+([_A-Za-z][_0-9A-Za-z]*)")
+
+
+def _operation_name(query):
+    m = _OPERATION.match(query or "")
+    return m.group(1) if m else None
+
+
+def _graphql_error(response):
+    """The first GraphQL error's message in a successful HTTP response, else None."""
+    if not response.ok:
+        return None
+    try:
+        errors = response.json().get("errors")
+    except (ValueError, AttributeError):
+        return None
+    if not errors:
+        return None
+    first = errors[0]
+    return f"GraphQL error: {first.get('message', first) if isinstance(first, dict) else first}"
 
 
 def _path(url):

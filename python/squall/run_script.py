@@ -86,12 +86,15 @@ def load_locustfile(path):
 
 
 class Spawner:
-    """Starts and stops users toward a target count at a spawn rate, keeping the classes' weights."""
+    """Starts and stops users toward a target count at a spawn rate, keeping the classes' weights.
+    A user that stops by itself (StopUser, or an exception in on_start) still counts as spawned and
+    is not replaced, as in Locust."""
 
     def __init__(self, env, classes):
         self.env = env
         self.classes = classes
         self.counts = {c: 0 for c in classes}
+        self.spawned = []  # (user, greenlet), in order
         self.target = 0
         self.rate = 1.0
         self.credit = 0.0
@@ -118,17 +121,23 @@ class Spawner:
         self.credit = min(self.credit + (now - self.last) * self.rate, max(self.rate, 1.0))
         self.last = now
         runner = self.env.runner
-        while runner.user_count < self.target and self.credit >= 1.0:
+        while len(self.spawned) < self.target and self.credit >= 1.0:
             cls = self._next_class()
             u = cls(self.env)
-            runner.users[u] = self.env.hub.spawn(u.run)
+            g = self.env.hub.spawn(u.run)
+            runner.users[u] = g
+            self.spawned.append((u, g))
             self.counts[cls] += 1
             self.credit -= 1.0
-        while runner.user_count > self.target:
-            u, g = list(runner.users.items())[-1]
-            runner.users.pop(u)
+        while len(self.spawned) > self.target:
+            u, g = self.spawned.pop()
+            runner.users.pop(u, None)
             self.counts[type(u)] -= 1
             self.env.hub.kill(g)
+
+    def done(self):
+        """Every user was started and all have stopped by themselves."""
+        return len(self.spawned) >= self.target > 0 and not self.env.runner.users
 
 
 def _number(text, what, cast=int, minimum=0):
@@ -236,6 +245,8 @@ def _drive(env, classes, shape, users, spawn_rate, run_time, stop_timeout, args)
         if runner.quitting:
             reason = "interrupted"
             break
+        if spawner.done() and not shape:
+            break  # every user stopped by itself: nothing is left to run
         if deadline is not None and now >= deadline:
             reason = "duration"
             break
@@ -246,7 +257,7 @@ def _drive(env, classes, shape, users, spawn_rate, run_time, stop_timeout, args)
                 break
             spawner.set_target(tick[0], tick[1], tick[2] if len(tick) > 2 else None)
         spawner.step()
-        if runner.user_count >= spawner.target and runner.state == "spawning":
+        if len(spawner.spawned) >= spawner.target and runner.state == "spawning":
             runner.state = "running"
             events.spawning_complete.fire(user_count=runner.user_count)
         if now >= next_stats and not args.only_summary:

@@ -240,7 +240,8 @@ class User(metaclass=_TaskHolderMeta):
         self.hub.sleep(self.wait_time())
 
     def run(self):
-        """The user's whole life, in its greenlet."""
+        """The user's whole life, in its greenlet. An exception in on_start is reported and ends the
+        user without on_stop, as in Locust."""
         try:
             try:
                 self.on_start()
@@ -248,7 +249,7 @@ class User(metaclass=_TaskHolderMeta):
                 raise
             except Exception as e:
                 self.environment.report_exception(self, e, traceback.format_exc())
-                raise StopUser from e
+                return
             DefaultTaskSet(self).run()
         except (StopUser, GreenletExit):
             try:

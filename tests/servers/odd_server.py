@@ -5,6 +5,12 @@
                during the stall are answered when it ends.
   /close-mid   announces 100 bytes, sends 10, closes the connection
   /headers     200 with the request's header lines as the body
+  /echo        200 with the request body; X-Method says the method, X-Query the query string
+  /set-cookie  200 that sets the cookie `session=abc123`
+  /redirect    302 to /ok
+  /status/N    status N
+  /graphql     POST a GraphQL JSON body: {"data": ...}, or {"errors": [...]} when the query says "broken"
+  /__counts    JSON {path: requests served}
   /__truth     JSON list of the /stall latencies in microseconds: from the kernel's receive timestamp
                of the request (SO_TIMESTAMPNS, so time spent queued in the socket counts) to the
                moment the response was handed to the kernel.
@@ -24,6 +30,7 @@ SO_TIMESTAMPNS = 35  # Linux; Python does not export it
 STALL_PERIOD, STALL_START, STALL_LENGTH = 1.0, 0.25, 0.5
 START = time.time()
 truth_us = []
+counts = {}
 
 
 def stall_ends_at(t):
@@ -35,7 +42,7 @@ def stall_ends_at(t):
 
 
 def response(status, body, extra=""):
-    reason = {200: "OK", 404: "Not Found"}[status]
+    reason = {200: "OK", 302: "Found", 404: "Not Found"}.get(status, "Status")
     return f"HTTP/1.1 {status} {reason}\r\nContent-Length: {len(body)}\r\n{extra}\r\n".encode() + body
 
 
@@ -66,7 +73,9 @@ def main(port):
     seq = 0
     print("ready", flush=True)
 
-    def send(conn, data, arrived=None):
+    def send(conn, data, arrived=None, head_only=False):
+        if head_only:  # a response to HEAD has no body
+            data = data[: data.index(b"\r\n\r\n") + 4]
         try:
             conn.sock.sendall(data)
         except OSError:
@@ -78,10 +87,12 @@ def main(port):
         sel.unregister(conn.sock)
         conn.sock.close()
 
-    def serve(conn, head, arrived):
+    def serve(conn, head, body, arrived):
         nonlocal seq
         lines = head.decode("latin-1").split("\r\n")
-        path = lines[0].split(" ")[1]
+        method, target = lines[0].split(" ")[:2]
+        path, _, query = target.partition("?")
+        counts[path] = counts.get(path, 0) + 1
         if path == "/stall":
             end = stall_ends_at(arrived)
             if end is None:
@@ -90,13 +101,32 @@ def main(port):
                 seq += 1
                 heapq.heappush(held, (end, seq, conn, arrived))
         elif path == "/ok":
-            send(conn, response(200, b"ok\n"))
+            send(conn, response(200, b"ok\n"), head_only=method == "HEAD")
         elif path == "/close-mid":
             send(conn, b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789")
             close(conn)
             return False
         elif path == "/headers":
             send(conn, response(200, "\r\n".join(lines[1:]).encode()))
+        elif path == "/echo":
+            send(conn, response(200, body, f"X-Method: {method}\r\nX-Query: {query}\r\n"))
+        elif path == "/set-cookie":
+            send(conn, response(200, b"ok\n", "Set-Cookie: session=abc123; Path=/\r\n"))
+        elif path == "/redirect":
+            send(conn, response(302, b"", "Location: /ok\r\n"))
+        elif path.startswith("/status/"):
+            send(conn, response(int(path.rsplit("/", 1)[1]), b"status\n"))
+        elif path == "/graphql":
+            request = json.loads(body or b"{}")
+            if "broken" in request.get("query", ""):
+                answer = {"errors": [{"message": "Cannot query field 'broken'"}], "data": None}
+            else:
+                answer = {"data": {"echo": request.get("variables"), "operation": request.get("operationName")}}
+            send(conn, response(200, json.dumps(answer).encode(), "Content-Type: application/json\r\n"))
+        elif path == "/__counts":
+            send(conn, response(200, json.dumps(counts).encode(), "Connection: close\r\n"))
+            close(conn)
+            return False
         elif path == "/__truth":
             send(conn, response(200, json.dumps(truth_us).encode(), "Connection: close\r\n"))
             close(conn)
@@ -140,9 +170,9 @@ def main(port):
                         length = int(line.split(b":", 1)[1])
                 if len(rest) < length:
                     break
-                conn.buf = rest[length:]
+                body, conn.buf = rest[:length], rest[length:]
                 arrived, conn.arrived = conn.arrived, (conn.arrived if conn.buf else None)
-                if not serve(conn, head, arrived):
+                if not serve(conn, head, body, arrived):
                     break
         now = time.time()
         while held and held[0][0] <= now:

@@ -1,0 +1,5 @@
+from locust import HttpUser
+
+
+class Abstract(HttpUser):
+    abstract = True

@@ -1,0 +1,7 @@
+from locust import HttpUser, task
+
+
+class Broken(HttpUser):
+    @task
+    def oops(self)
+        pass

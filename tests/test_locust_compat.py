@@ -1,0 +1,165 @@
+"""Locustfiles run unchanged by `squall -f`, against a real server on loopback."""
+
+import csv
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from support import squall, squall_process
+
+FILES = Path(__file__).parent / "locustfiles"
+
+
+def run_file(name, server, tmp_path, *args, users=1, rate=100, run_time="2s", expect=0):
+    prefix = tmp_path / "out"
+    env = dict(os.environ, SQUALL_TEST_OUT=str(tmp_path / "seen.json"))
+    p = squall("-f", FILES / name, "-H", server.url, "--headless", "-u", users, "-r", rate, "-t", run_time,
+               "--csv", prefix, *args, env=env, timeout=60)
+    assert p.returncode == expect, (p.returncode, p.stdout[-3000:], p.stderr[-3000:])
+    return p, prefix
+
+
+def stats(prefix):
+    rows = list(csv.DictReader(open(f"{prefix}_stats.csv")))
+    return {r["Name"]: r for r in rows}
+
+
+def exceptions(prefix):
+    return list(csv.DictReader(open(f"{prefix}_exceptions.csv")))
+
+
+def test_task_weights_hold(odd_server, tmp_path):
+    p, prefix = run_file("weights.py", odd_server, tmp_path, users=4)
+    s = stats(prefix)
+    heavy, light = int(s["heavy"]["Request Count"]), int(s["light"]["Request Count"])
+    assert heavy + light > 2000
+    assert 2.7 < heavy / light < 3.3, (heavy, light)
+    assert "Response time percentiles (exact)" in p.stdout and "Aggregated" in p.stdout
+
+
+def test_client_api(odd_server, tmp_path):
+    p, prefix = run_file("client_api.py", odd_server, tmp_path, expect=1)  # two failures are on purpose
+    assert exceptions(prefix) == [], exceptions(prefix)
+    s = stats(prefix)
+    assert s["/echo?[params]"]["Request Count"] == "1"
+    assert s["renamed"]["Request Count"] == "2"
+    assert s["/redirect"]["Failure Count"] == "0" and s["/redirect (not followed)"]["Failure Count"] == "0"
+    assert s["expected 404"]["Failure Count"] == "0"
+    assert s["judged failure"]["Failure Count"] == "1" and s["/status/500"]["Failure Count"] == "1"
+    failures = {r["Name"]: r["Error"] for r in csv.DictReader(open(f"{prefix}_failures.csv"))}
+    assert failures["judged failure"] == "not what we wanted"
+
+
+def test_tasksets_interrupts_exceptions_and_events(odd_server, tmp_path):
+    p, prefix = run_file("flow.py", odd_server, tmp_path, users=2, expect=1)  # the task bug is an exception
+    out = json.loads((tmp_path / "seen.json").read_text())
+    seen, order = out["seen"], out["order"]
+    for event in ("init", "test_start", "test_stop", "quitting"):
+        assert seen[event] == 1, event
+    assert seen["user_start"] == 2 and seen["user_stop"] == 2
+    assert seen["steps_start"] >= 1 and seen["steps_stop"] >= 1 and seen["inner"] >= 1
+    assert seen["reschedule"] >= 1 and seen["broken"] >= 1
+    assert order and all(steps[:3] == [1, 2, 3] for steps in order), order
+    assert seen["request"] == int(stats(prefix)["Aggregated"]["Request Count"])
+    errors = exceptions(prefix)
+    assert len(errors) == 1 and "a task bug" in errors[0]["Message"] and "flow.py" in errors[0]["Traceback"]
+    assert int(errors[0]["Count"]) == seen["broken"]
+
+
+def test_load_test_shape_sets_the_users(odd_server, tmp_path):
+    p, prefix = run_file("shape.py", odd_server, tmp_path, run_time="20s")
+    peaks = json.loads((tmp_path / "seen.json").read_text())["peaks"]
+    assert 2 in peaks and 4 in peaks and max(peaks) == 4
+    history = list(csv.DictReader(open(f"{prefix}_stats_history.csv")))
+    assert len(history) < 8  # tick() returned None after 3 s, well before -t 20s
+
+
+@pytest.mark.parametrize("args, names", [
+    (["-T", "read"], {"read"}),
+    (["-E", "slow"], {"read", "untagged"}),
+    (["-T", "read", "write", "-E", "slow"], {"read"}),
+])
+def test_tags_select_tasks(odd_server, tmp_path, args, names):
+    _, prefix = run_file("tags.py", odd_server, tmp_path, *args, run_time="1s")
+    assert set(stats(prefix)) - {"Aggregated"} == names
+
+
+def test_graphql(odd_server, tmp_path):
+    _, prefix = run_file("graphql.py", odd_server, tmp_path, expect=1)
+    s = stats(prefix)
+    assert s["GQL getBaseMetrics"]["Failure Count"] == "0"
+    assert s["GQL brokenQuery"]["Failure Count"] == s["GQL brokenQuery"]["Request Count"] != "0"
+    assert s["GQL tolerated"]["Failure Count"] == "0"
+    failures = {r["Name"]: r["Error"] for r in csv.DictReader(open(f"{prefix}_failures.csv"))}
+    assert failures["GQL brokenQuery"] == "GraphQL error: Cannot query field 'broken'"
+    assert exceptions(prefix) == []
+
+
+def test_wait_times(odd_server, tmp_path):
+    _, prefix = run_file("wait_times.py", odd_server, tmp_path, users=3, run_time="4s")
+    s = stats(prefix)
+    assert 7 <= int(s["paced"]["Request Count"]) <= 9  # every 0.5 s for 4 s
+    assert 15 <= int(s["throughput"]["Request Count"]) <= 17  # 4 per second
+    assert 13 <= int(s["between"]["Request Count"]) <= 21  # 0.2-0.3 s apart
+
+
+def test_user_class_selection_and_list(odd_server, tmp_path):
+    p = squall("-f", FILES / "wait_times.py", "--list")
+    assert p.returncode == 0 and p.stdout.split() == ["Paced", "Throughput", "Between"]
+    _, prefix = run_file("wait_times.py", odd_server, tmp_path, "Paced", run_time="1s")
+    assert set(stats(prefix)) == {"paced", "Aggregated"}
+
+
+def test_exit_codes(odd_server, tmp_path):
+    run_file("exit_code.py", odd_server, tmp_path, expect=7)  # environment.process_exit_code wins
+    run_file("weights.py", odd_server, tmp_path, "--exit-code-on-error", "3", run_time="1s")  # no failures: 0
+    run_file("graphql.py", odd_server, tmp_path, "--exit-code-on-error", "3", run_time="1s", expect=3)
+
+
+@pytest.mark.parametrize("name, needle", [
+    ("syntax_error.py", "syntax_error.py:6: syntax error"),
+    ("import_error.py", "import_error.py:3: ModuleNotFoundError"),
+    ("no_users.py", "no User class"),
+    ("missing.py", "not found"),
+])
+def test_bad_locustfiles_exit_2_with_file_and_line(name, needle):
+    p = squall("-f", FILES / name, "--headless", "-t", "1s")
+    assert p.returncode == 2 and needle in p.stderr, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
+
+
+def test_bad_arguments_exit_2(odd_server):
+    p = squall("-f", FILES / "weights.py", "-H", odd_server.url, "-t", "soon")
+    assert p.returncode == 2 and "invalid duration" in p.stderr
+    p = squall("-f", FILES / "weights.py", "-H", odd_server.url, "Nobody")
+    assert p.returncode == 2 and "unknown User class Nobody" in p.stderr
+
+
+def test_exception_in_on_start_is_reported(odd_server, tmp_path):
+    p, prefix = run_file("on_start_error.py", odd_server, tmp_path, users=2, run_time="1s", expect=1)
+    errors = exceptions(prefix)
+    assert errors and "login failed" in errors[0]["Message"] and errors[0]["Count"] == "2"
+
+
+def test_ctrl_c_still_writes_csv(odd_server, tmp_path):
+    prefix = tmp_path / "c"
+    proc = squall_process("-f", FILES / "weights.py", "-H", odd_server.url, "--headless", "-u", 2, "-t", "60s",
+                          "--csv", prefix)
+    time.sleep(2.5)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=20)
+    assert proc.returncode == 130, stderr
+    assert "Response time percentiles" in stdout
+    assert int(stats(prefix)["Aggregated"]["Request Count"]) > 0
+
+
+def test_squall_exports_the_api():
+    import squall
+
+    for name in ("HttpUser", "FastHttpUser", "TaskSet", "SequentialTaskSet", "task", "tag", "between",
+                 "constant", "constant_pacing", "constant_throughput", "events", "LoadTestShape"):
+        assert hasattr(squall, name), name
