@@ -4,7 +4,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 SOURCES := $(shell find crates python -type f -not -path '*/__pycache__/*') Cargo.toml Cargo.lock pyproject.toml
 
-.PHONY: demo test install dev test-rust test-python bench bench-http clean
+.PHONY: demo test install dev test-rust test-python bench bench-http bench-script clean
 
 ## demo: create .venv, build and install squall, run the demo against the built-in target
 demo: $(STAMP)
@@ -36,10 +36,13 @@ dev: $(PY)
 	$(VENV)/bin/maturin develop --release
 
 ## bench: the benchmarks against peers (installs wrk, ab, hey, oha, Locust, nginx); writes bench/RESULTS.md
-bench: bench-http
+bench: bench-http bench-script
 
 bench-http: $(STAMP)
 	$(PY) bench/http_bench.py
+
+bench-script: $(STAMP)
+	$(PY) bench/script_bench.py --skip-install
 
 clean:
 	rm -rf $(VENV) target dist

@@ -27,17 +27,15 @@ class ConnectionError(ResponseError):  # noqa: A001 - the name requests users ca
 
 
 class Headers(dict):
-    """Response headers, looked up without regard to case."""
+    """Response headers, looked up without regard to case. Built from the engine's pairs, whose
+    names are already lowercase; repeated headers are joined with ", " as requests does."""
 
     def __init__(self, pairs=()):
         super().__init__()
-        self._names = {}
         for k, v in pairs:
-            key = k.lower()
-            if key in self:
-                v = f"{dict.__getitem__(self, key)}, {v}"
-            dict.__setitem__(self, key, v)
-            self._names[key] = k
+            if dict.__contains__(self, k):
+                v = f"{dict.__getitem__(self, k)}, {v}"
+            dict.__setitem__(self, k, v)
 
     def __getitem__(self, key):
         return dict.__getitem__(self, key.lower())
@@ -56,11 +54,18 @@ class Response:
         self.request_method = method
         self.url = url
         self.status_code = status
-        self.headers = Headers(headers)
+        self._raw_headers = headers
+        self._headers = None
         self.content = content
         self.elapsed = timedelta(microseconds=elapsed_us)
         self.error = error
         self.encoding = None
+
+    @property
+    def headers(self):
+        if self._headers is None:  # built on first use: most scripts never read headers
+            self._headers = Headers(self._raw_headers)
+        return self._headers
 
     @property
     def reason(self):
@@ -149,8 +154,14 @@ class HttpSession:
         self.headers = {}
         self.cookies = {}
         self._rename = None
+        self._urls = {}  # url as given -> (absolute URL, default stats name)
 
-    def _full_url(self, url, params):
+    def _resolve(self, url, params):
+        """The absolute URL and its default stats name (path and query)."""
+        if not params:
+            known = self._urls.get(url)
+            if known is not None:
+                return known
         full = url if "://" in url else urljoin(self.base_url.rstrip("/") + "/", url.lstrip("/")) \
             if self.base_url else url
         if "://" not in full:
@@ -158,7 +169,10 @@ class HttpSession:
         if params:
             query = urlencode(params, doseq=True) if not isinstance(params, str) else params
             full += ("&" if "?" in full else "?") + query
-        return full
+            return full, _path(full)
+        if len(self._urls) < 10_000:  # scripts that build unique URLs must not grow this forever
+            self._urls[url] = (full, _path(full))
+        return full, _path(full)
 
     @contextmanager
     def rename_request(self, name):
@@ -172,7 +186,7 @@ class HttpSession:
     def request(self, method, url, name=None, catch_response=False, context=None, *, params=None,
                 headers=None, json=None, data=None, cookies=None, timeout=None, allow_redirects=True, **_ignored):
         method = method.upper()
-        full = self._full_url(url, params)
+        full, default_name = self._resolve(url, params)
         header_list = list(self.headers.items()) + list((headers or {}).items())
         body = b""
         if json is not None:
@@ -188,14 +202,13 @@ class HttpSession:
             header_list.append(("Cookie", "; ".join(f"{k}={v}" for k, v in jar.items())))
         if isinstance(timeout, tuple):
             timeout = sum(t for t in timeout if t)
-        stats_name = self._rename or name or _path(full)
-        start_time = time.time()
+        stats_name = self._rename or name or default_name
         c = self.hub.request((self.user_id, method, full, header_list, body,
                               float(timeout or DEFAULT_TIMEOUT), stats_name, not catch_response, allow_redirects))
         _, status, resp_headers, content, elapsed_us, error, final_url = c
         response = Response(method, final_url, status, resp_headers, content, elapsed_us, error)
         self._keep_cookies(resp_headers)
-        meta = (method, stats_name, start_time, full, context or {})
+        meta = (method, stats_name, full, context or {})
         if catch_response:
             return ResponseContextManager(response, lambda r, verdict: self._report(r, verdict, meta))
         events = self.environment.events.request
@@ -213,14 +226,15 @@ class HttpSession:
 
     @staticmethod
     def _fire(hook, response, meta, exception):
-        method, name, start_time, url, context = meta
+        method, name, url, context = meta
+        start_time = time.time() - response.elapsed.total_seconds()
         hook.fire(request_type=method, name=name, response_time=response.elapsed.total_seconds() * 1000.0,
                   response_length=len(response.content), response=response, context=context,
                   exception=exception, start_time=start_time, url=url)
 
     def _keep_cookies(self, headers):
         for k, v in headers:
-            if k.lower() != "set-cookie":
+            if k != "set-cookie":
                 continue
             pair, _, attrs = v.partition(";")
             cname, _, cvalue = pair.strip().partition("=")

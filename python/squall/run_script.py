@@ -186,6 +186,9 @@ def run(args) -> int:
             filter_tasks_by_tags(c, args.tags, args.exclude_tags)
     if not args.headless:
         sys.stderr.write("squall: the web dashboard is not there yet; running headless\n")
+    from squall import limits
+
+    limits.ensure_open_files(max(users, 1))  # one keep-alive connection per user
 
     session = _engine.ScriptSession(insecure=args.insecure)
     hub = Hub(session)

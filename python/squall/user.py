@@ -197,9 +197,12 @@ class DefaultTaskSet(TaskSet):
     abstract = True
 
     def get_next_task(self):
-        if not self.user.tasks:
+        tasks = self.user.tasks
+        if len(tasks) == 1:
+            return tasks[0]
+        if not tasks:
             raise Exception(f"no tasks defined on {type(self.user).__name__}: use @task or set `tasks`")
-        return random.choice(self.user.tasks)
+        return random.choice(tasks)
 
     def execute_task(self, t):
         if isinstance(t, type) and issubclass(t, TaskSet):

@@ -22,6 +22,7 @@ pub struct Response {
     pub wire_bytes: u64,
     /// The server will close the connection (or already has).
     pub close: bool,
+    /// Names lowercased (as HTTP/2 has them), values as sent.
     pub headers: Option<Vec<(String, String)>>,
     pub body: Option<Vec<u8>>,
 }
@@ -283,7 +284,7 @@ fn parse_head_with<const N: usize>(
             parsed
                 .headers
                 .iter()
-                .map(|h| (h.name.to_string(), String::from_utf8_lossy(h.value).into_owned()))
+                .map(|h| (h.name.to_ascii_lowercase(), String::from_utf8_lossy(h.value).into_owned()))
                 .collect()
         });
         Head::Complete { len, status, body, close, headers }
@@ -384,7 +385,8 @@ mod tests {
         let addr = serve(vec![raw]).await;
         let mut c = conn(addr).await;
         let r = c.exchange(REQ, false, true).await.ok().unwrap();
-        assert_eq!((r.status, r.headers.unwrap().len()), (200, 61));
+        let headers = r.headers.unwrap();
+        assert_eq!((r.status, headers.len(), headers[1].0.as_str()), (200, 61, "x-h0"));
     }
 
     #[tokio::test]

@@ -209,34 +209,79 @@ struct Origin {
     port: u16,
 }
 
+/// A URL seen before: parsed once, with the index of its origin.
+#[derive(Clone)]
+struct KnownUrl {
+    url: url::Url,
+    origin: usize,
+}
+
 struct Engine {
     recorder: RefCell<Recorder>,
-    endpoints: RefCell<HashMap<(String, String), EndpointId>>,
+    /// name -> [(method, id)]: looked up by &str, so a request allocates nothing to find its endpoint.
+    endpoints: RefCell<HashMap<String, Vec<(String, EndpointId)>>>,
     names: RefCell<Vec<(String, String)>>,
-    /// Idle keep-alive connections per user and origin.
-    pool: RefCell<HashMap<(u64, Origin), Vec<H1Conn>>>,
-    connectors: RefCell<HashMap<Origin, Connector>>,
+    urls: RefCell<HashMap<String, KnownUrl>>,
+    origins: RefCell<Vec<Origin>>,
+    /// Idle keep-alive connections per user and origin index.
+    pool: RefCell<HashMap<(u64, usize), Vec<H1Conn>>>,
+    connectors: RefCell<HashMap<usize, Connector>>,
     tls: Arc<rustls::ClientConfig>,
     inbox: Arc<Inbox>,
 }
 
 impl Engine {
     fn endpoint(&self, method: &str, name: &str) -> EndpointId {
-        let key = (method.to_string(), name.to_string());
-        if let Some(&id) = self.endpoints.borrow().get(&key) {
-            return id;
+        if let Some(methods) = self.endpoints.borrow().get(name) {
+            if let Some(&(_, id)) = methods.iter().find(|(m, _)| m == method) {
+                return id;
+            }
         }
         let mut names = self.names.borrow_mut();
         let id = names.len();
-        names.push(key.clone());
-        self.endpoints.borrow_mut().insert(key, id);
+        names.push((method.to_string(), name.to_string()));
+        self.endpoints.borrow_mut().entry(name.to_string()).or_default().push((method.to_string(), id));
         id
     }
 
-    async fn connector(&self, origin: &Origin) -> Result<Connector, Failure> {
-        if let Some(c) = self.connectors.borrow().get(origin) {
+    /// The parsed URL and its origin index; cached, since scripts request the same URLs over and over.
+    fn known_url(&self, raw: &str) -> Result<KnownUrl, Failure> {
+        if let Some(k) = self.urls.borrow().get(raw) {
+            return Ok(k.clone());
+        }
+        let url = parse_url(raw).map_err(|m| Failure::new(FailureKind::Io, m))?;
+        let https = url.scheme() == "https";
+        let origin = Origin {
+            https,
+            host: url.host_str().unwrap_or_default().trim_matches(|c| c == '[' || c == ']').to_string(),
+            port: url.port_or_known_default().unwrap_or(if https { 443 } else { 80 }),
+        };
+        let mut origins = self.origins.borrow_mut();
+        let index = match origins.iter().position(|o| *o == origin) {
+            Some(i) => i,
+            None => {
+                origins.push(origin);
+                origins.len() - 1
+            }
+        };
+        let known = KnownUrl { url, origin: index };
+        let mut urls = self.urls.borrow_mut();
+        if urls.len() < 10_000 {
+            urls.insert(raw.to_string(), known.clone());
+        }
+        Ok(known)
+    }
+
+    fn origin_of(&self, url: &url::Url) -> usize {
+        self.known_url(url.as_str()).map(|k| k.origin).unwrap_or(0)
+    }
+
+    async fn connector(&self, index: usize) -> Result<Connector, Failure> {
+        if let Some(c) = self.connectors.borrow().get(&index) {
             return Ok(c.clone());
         }
+        let origin = self.origins.borrow()[index].clone();
+        let origin = &origin;
         let addrs: Vec<_> = tokio::net::lookup_host((origin.host.as_str(), origin.port))
             .await
             .map_err(|_| Failure::new(FailureKind::Io, format!("cannot resolve host '{}'", origin.host)))?
@@ -246,7 +291,7 @@ impl Engine {
         }
         let tls = origin.https.then(|| (self.tls.clone(), origin.host.as_str()));
         let c = Connector::new(addrs, tls).map_err(|m| Failure::new(FailureKind::Tls, m))?;
-        self.connectors.borrow_mut().insert(origin.clone(), c.clone());
+        self.connectors.borrow_mut().insert(index, c.clone());
         Ok(c)
     }
 }
@@ -264,6 +309,8 @@ fn engine_thread(
         recorder: RefCell::new(Recorder::new(start, Timeline::new(), live)),
         endpoints: RefCell::default(),
         names: RefCell::default(),
+        urls: RefCell::default(),
+        origins: RefCell::default(),
         pool: RefCell::default(),
         connectors: RefCell::default(),
         tls: tls::client_config(insecure, &[b"http/1.1"]),
@@ -280,7 +327,7 @@ fn engine_thread(
                         }
                     }
                     Some(Command::Record(v)) => record_verdict(&engine, v),
-                    Some(Command::CloseUser(user)) => engine.pool.borrow_mut().retain(|(u, _), _| *u != user),
+                    Some(Command::CloseUser(user)) => engine.pool.borrow_mut().retain(|&(u, _), _| u != user),
                     Some(Command::Snapshot(reply)) => {
                         let _ = reply.send(snapshot(&engine));
                     }
@@ -369,7 +416,7 @@ async fn run_request(engine: Rc<Engine>, r: ScriptRequest) {
 /// The request, and the redirects it leads to when asked to follow them. Returns the final response
 /// and its URL.
 async fn follow(engine: &Engine, r: &ScriptRequest) -> Result<(crate::http1::Response, String), Failure> {
-    let mut url = parse_url(&r.url).map_err(|m| Failure::new(FailureKind::Io, m))?;
+    let mut url = engine.known_url(&r.url)?.url;
     let (mut method, mut body) = (r.method.clone(), r.body.clone());
     let mut hops = 0;
     loop {
@@ -403,12 +450,7 @@ async fn exchange(
     headers: &[(String, String)],
     body: &[u8],
 ) -> Result<crate::http1::Response, Failure> {
-    let https = url.scheme() == "https";
-    let origin = Origin {
-        https,
-        host: url.host_str().unwrap_or_default().trim_matches(|c| c == '[' || c == ']').to_string(),
-        port: url.port_or_known_default().unwrap_or(if https { 443 } else { 80 }),
-    };
+    let origin = engine.origin_of(url);
     let bytes = serialize_h1(method, url, headers, body, true);
     let key = (user, origin);
     // A second attempt only when a pooled keep-alive connection turns out to be closed.
@@ -417,7 +459,7 @@ async fn exchange(
         let mut conn = match pooled {
             Some(c) => c,
             None => {
-                let connector = engine.connector(&key.1).await?;
+                let connector = engine.connector(key.1).await?;
                 let t0 = Instant::now();
                 let stream = connector.connect(user as usize).await?;
                 engine.recorder.borrow_mut().record_connect(t0.elapsed());

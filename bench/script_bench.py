@@ -1,0 +1,131 @@
+"""Scripted-user benchmark: the same locustfile run by `squall -f` and by Locust, one process each.
+
+nginx (one worker, `return 200`) on core 0, the generator on core 1, 50 users with `constant(0)` for
+10 s, every generator once per round; squall's ratio to each Locust flavour is the median of the
+per-round ratios of requests per CPU-second. Then 10,000 users with `between(1, 2)` in one squall
+process: its RSS, and its achieved rate against the theoretical 10,000 / 1.5 = 6,667 req/s.
+Appends its section to RESULTS.md.
+
+usage: python bench/script_bench.py [--rounds 5] [--seconds 10] [--skip-install]
+"""
+
+import argparse
+import csv
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from common import BENCH, PinnedNginx, median, run_measured
+
+SQUALL = [sys.executable, "-m", "squall"]
+LOCUST = BENCH / ".venv-locust" / "bin" / "locust"
+MARK = "## Scripted users"
+
+
+def aggregated_requests(prefix):
+    rows = list(csv.DictReader(open(f"{prefix}_stats.csv")))
+    return int(float(rows[-1]["Request Count"]))
+
+
+def run_once(tool, flavour, url, users, secs, tmp):
+    prefix = tmp / f"{tool}-{flavour}"
+    cmd = [*(SQUALL if tool == "squall" else [LOCUST]), "-f", BENCH / "locustfiles" / f"{flavour}.py",
+           "--headless", "-u", users, "-r", users, "-t", f"{secs}s", "-H", url.rstrip("/"), "--csv", prefix,
+           "--only-summary"]
+    if tool == "locust":
+        cmd += ["--loglevel", "WARNING"]
+    out, cpu, rss, code = run_measured(cmd, core=1, timeout=secs * 4 + 60)
+    if code not in (0, 1):
+        raise RuntimeError(f"{tool} {flavour} exited {code}:\n{out[-2000:]}")
+    n = aggregated_requests(prefix)
+    return {"requests": n, "cpu": cpu, "rss": rss, "rps": n / secs}
+
+
+def throughput(rounds, secs, users=50):
+    nginx = PinnedNginx(core=0)
+    results = {}
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            for r in range(rounds):
+                for flavour in ("fasthttp", "httpuser"):
+                    for tool in ("squall", "locust"):
+                        s = run_once(tool, flavour, nginx.url, users, secs, Path(d))
+                        results.setdefault((tool, flavour), []).append(s)
+                        print(f"round {r + 1} {tool:7} {flavour:9} {s['rps']:>9,.0f} req/s "
+                              f"{s['requests'] / s['cpu']:>9,.0f} req/CPU-s", file=sys.stderr)
+    finally:
+        nginx.stop()
+    return results
+
+
+def many_users(users=10_000, secs=40, settle=10):
+    """10,000 users with between(1, 2): RSS, and the rate once all are running."""
+    nginx = PinnedNginx(core=0)
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            prefix = Path(d) / "many"
+            out, cpu, rss, code = run_measured(
+                [*SQUALL, "-f", BENCH / "locustfiles" / "between.py", "--headless", "-u", users, "-r", users,
+                 "-t", f"{secs}s", "-H", nginx.url.rstrip("/"), "--csv", prefix, "--only-summary"],
+                core=1, timeout=secs * 3 + 60)
+            history = list(csv.DictReader(open(f"{prefix}_stats_history.csv")))
+    finally:
+        nginx.stop()
+    steady = [float(h["Requests/s"]) for h in history[settle:-1]]
+    return {"users": users, "rss_mb": rss, "rate": sum(steady) / len(steady), "seconds": len(steady),
+            "theory": users / 1.5}
+
+
+def write(results, many, rounds, secs):
+    per_cpu = lambda s: s["requests"] / s["cpu"]
+    lines = [
+        MARK,
+        "",
+        f"`make bench` (bench/script_bench.py): the same locustfile (one task, one `GET /`, `wait_time = constant(0)`)",
+        f"run by `squall -f` and by Locust {LOCUST_VERSION}, one process each, 50 users, {secs} s, generator on core 1,",
+        f"nginx on core 0, {rounds} rounds. Ratios: median of the per-round ratios (range in brackets).",
+        "",
+        "| locustfile | squall req/s | squall req per CPU-s | Locust req/s | Locust req per CPU-s | squall ratio, req per CPU-s |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for flavour, label in (("fasthttp", "FastHttpUser"), ("httpuser", "HttpUser")):
+        sq, lo = results[("squall", flavour)], results[("locust", flavour)]
+        ratios = [per_cpu(a) / per_cpu(b) for a, b in zip(sq, lo)]
+        lines.append(
+            f"| {label} | {median([s['rps'] for s in sq]):,.0f} | {median([per_cpu(s) for s in sq]):,.0f} | "
+            f"{median([s['rps'] for s in lo]):,.0f} | {median([per_cpu(s) for s in lo]):,.0f} | "
+            f"**{median(ratios):.1f}x** ({min(ratios):.1f}–{max(ratios):.1f}) |")
+    lines += [
+        "",
+        f"{many['users']:,} users with `between(1, 2)` in one squall process: **{many['rss_mb']:.0f} MB** max RSS "
+        f"(target: under 1 GB); {many['rate']:,.0f} req/s over {many['seconds']} s once all were running, "
+        f"{100 * many['rate'] / many['theory']:.1f}% of the theoretical {many['theory']:,.0f} req/s.",
+        "",
+    ]
+    path = BENCH / "RESULTS.md"
+    text = path.read_text() if path.exists() else ""
+    if MARK in text:
+        text = text[:text.index(MARK)]
+    path.write_text(text.rstrip() + "\n\n" + "\n".join(lines))
+
+
+LOCUST_VERSION = (BENCH / "requirements-locust.txt").read_text().split("locust==")[1].split()[0]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--skip-install", action="store_true")
+    args = ap.parse_args()
+    if not args.skip_install:
+        subprocess.run([BENCH / "peers.sh"], check=True)
+    results = throughput(args.rounds, args.seconds)
+    many = many_users()
+    write(results, many, args.rounds, args.seconds)
+    print((BENCH / "RESULTS.md").read_text())
+
+
+if __name__ == "__main__":
+    main()
