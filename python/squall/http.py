@@ -27,12 +27,16 @@ class ConnectionError(ResponseError):  # noqa: A001 - the name requests users ca
 
 
 class Headers(dict):
-    """Response headers, looked up without regard to case. Built from the engine's pairs, whose
-    names are already lowercase; repeated headers are joined with ", " as requests does."""
+    """Response headers, looked up without regard to case; repeated headers are joined with ", "
+    as requests does."""
 
-    def __init__(self, pairs=()):
+    def __init__(self, raw=b""):
         super().__init__()
-        for k, v in pairs:
+        for line in raw.decode("latin-1").split("\r\n"):
+            k, sep, v = line.partition(":")
+            if not sep:
+                continue
+            k, v = k.strip().lower(), v.strip()
             if dict.__contains__(self, k):
                 v = f"{dict.__getitem__(self, k)}, {v}"
             dict.__setitem__(self, k, v)
@@ -50,16 +54,23 @@ class Headers(dict):
 class Response:
     """What a request came to: requests' Response attributes that locustfiles use."""
 
-    def __init__(self, method, url, status, headers, content, elapsed_us, error):
+    __slots__ = ("request_method", "url", "status_code", "_raw_headers", "_headers", "content", "elapsed_us",
+                 "error", "encoding")
+
+    def __init__(self, method, url, status, raw_headers, content, elapsed_us, error):
         self.request_method = method
         self.url = url
         self.status_code = status
-        self._raw_headers = headers
+        self._raw_headers = raw_headers
         self._headers = None
         self.content = content
-        self.elapsed = timedelta(microseconds=elapsed_us)
+        self.elapsed_us = elapsed_us
         self.error = error
         self.encoding = None
+
+    @property
+    def elapsed(self):
+        return timedelta(microseconds=self.elapsed_us)
 
     @property
     def headers(self):
@@ -205,9 +216,10 @@ class HttpSession:
         stats_name = self._rename or name or default_name
         c = self.hub.request((self.user_id, method, full, header_list, body,
                               float(timeout or DEFAULT_TIMEOUT), stats_name, not catch_response, allow_redirects))
-        _, status, resp_headers, content, elapsed_us, error, final_url = c
-        response = Response(method, final_url, status, resp_headers, content, elapsed_us, error)
-        self._keep_cookies(resp_headers)
+        _, status, raw_headers, set_cookies, content, elapsed_us, error, final_url = c
+        response = Response(method, final_url or full, status, raw_headers, content, elapsed_us, error)
+        if set_cookies:
+            self._keep_cookies(set_cookies)
         meta = (method, stats_name, full, context or {})
         if catch_response:
             return ResponseContextManager(response, lambda r, verdict: self._report(r, verdict, meta))
@@ -218,7 +230,7 @@ class HttpSession:
 
     def _report(self, response, verdict, meta):
         method, name = meta[0], meta[1]
-        self.hub.session.record(method, name, int(response.elapsed.total_seconds() * 1e6), response.status_code,
+        self.hub.session.record(method, name, response.elapsed_us, response.status_code,
                                 len(response.content), verdict or None)
         events = self.environment.events.request
         if events:
@@ -227,15 +239,13 @@ class HttpSession:
     @staticmethod
     def _fire(hook, response, meta, exception):
         method, name, url, context = meta
-        start_time = time.time() - response.elapsed.total_seconds()
-        hook.fire(request_type=method, name=name, response_time=response.elapsed.total_seconds() * 1000.0,
+        start_time = time.time() - response.elapsed_us / 1e6
+        hook.fire(request_type=method, name=name, response_time=response.elapsed_us / 1000.0,
                   response_length=len(response.content), response=response, context=context,
                   exception=exception, start_time=start_time, url=url)
 
-    def _keep_cookies(self, headers):
-        for k, v in headers:
-            if k != "set-cookie":
-                continue
+    def _keep_cookies(self, set_cookies):
+        for v in set_cookies:
             pair, _, attrs = v.partition(";")
             cname, _, cvalue = pair.strip().partition("=")
             expired = "max-age=0" in attrs.lower().replace(" ", "")

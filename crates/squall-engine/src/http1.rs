@@ -22,8 +22,14 @@ pub struct Response {
     pub wire_bytes: u64,
     /// The server will close the connection (or already has).
     pub close: bool,
-    /// Names lowercased (as HTTP/2 has them), values as sent.
+    /// HTTP/2 responses kept for a script: names lowercased, values as sent.
     pub headers: Option<Vec<(String, String)>>,
+    /// HTTP/1.1 responses kept for a script: the header lines as received (after the status line),
+    /// one buffer for the script to parse only if it reads them.
+    pub raw_head: Option<Vec<u8>>,
+    /// Set-Cookie values, and the Location of a redirect, picked out of the head when kept.
+    pub set_cookies: Vec<String>,
+    pub location: Option<String>,
     pub body: Option<Vec<u8>>,
 }
 
@@ -117,10 +123,14 @@ impl H1Conn {
                     self.consume(n); // an interim response (100 Continue): the real one follows
                     continue;
                 }
-                Head::Complete { len, status, body, close, headers } => {
+                Head::Complete { len, status, body, close, kept } => {
                     resp.status = status;
                     resp.close = close;
-                    resp.headers = headers;
+                    if let Some((head, set_cookies, location)) = kept {
+                        resp.raw_head = Some(head);
+                        resp.set_cookies = set_cookies;
+                        resp.location = location;
+                    }
                     resp.wire_bytes = len as u64;
                     self.consume(len);
                     break body;
@@ -253,8 +263,11 @@ enum Head {
     Partial,
     /// A 1xx response of this many bytes, to skip.
     Interim(usize),
-    Complete { len: usize, status: u16, body: BodyKind, close: bool, headers: Option<Vec<(String, String)>> },
+    /// `kept`: the raw header lines, Set-Cookie values and Location, when the caller keeps the response.
+    Complete { len: usize, status: u16, body: BodyKind, close: bool, kept: Option<Kept> },
 }
+
+type Kept = (Vec<u8>, Vec<String>, Option<String>);
 
 fn parse_head(buf: &[u8], head_request: bool, keep: bool) -> Result<Head, Failure> {
     match parse_head_with::<FEW_HEADERS>(buf, head_request, keep) {
@@ -280,14 +293,15 @@ fn parse_head_with<const N: usize>(
         return Ok(Ok(Head::Interim(len)));
     }
     Ok(head_facts(&parsed, head_request).map(|(body, close)| {
-        let headers = keep.then(|| {
-            parsed
-                .headers
-                .iter()
-                .map(|h| (h.name.to_ascii_lowercase(), String::from_utf8_lossy(h.value).into_owned()))
-                .collect()
+        let kept = keep.then(|| {
+            let value = |v: &[u8]| String::from_utf8_lossy(v).into_owned();
+            let set_cookies =
+                parsed.headers.iter().filter(|h| h.name.eq_ignore_ascii_case("set-cookie")).map(|h| value(h.value)).collect();
+            let location = parsed.headers.iter().find(|h| h.name.eq_ignore_ascii_case("location")).map(|h| value(h.value));
+            let lines_start = buf.iter().position(|&b| b == b'\n').map_or(len, |i| i + 1);
+            (buf[lines_start.min(len)..len].to_vec(), set_cookies, location)
         });
-        Head::Complete { len, status, body, close, headers }
+        Head::Complete { len, status, body, close, kept }
     }))
 }
 
@@ -385,8 +399,9 @@ mod tests {
         let addr = serve(vec![raw]).await;
         let mut c = conn(addr).await;
         let r = c.exchange(REQ, false, true).await.ok().unwrap();
-        let headers = r.headers.unwrap();
-        assert_eq!((r.status, headers.len(), headers[1].0.as_str()), (200, 61, "x-h0"));
+        let head = String::from_utf8(r.raw_head.unwrap()).unwrap();
+        assert_eq!((r.status, head.lines().filter(|l| !l.is_empty()).count()), (200, 61));
+        assert!(head.starts_with("Content-Length: 2\r\nX-H0: v\r\n"), "{head}");
     }
 
     #[tokio::test]

@@ -104,14 +104,20 @@ pub fn authority(url: &Url) -> String {
 /// A whole HTTP/1.1 request. User headers replace squall's defaults of the same name; squall sets
 /// Content-Length from the body and Connection from `keepalive`.
 pub fn serialize_h1(method: &str, url: &Url, headers: &[(String, String)], body: &[u8], keepalive: bool) -> Vec<u8> {
+    use std::io::Write;
     let has_header = |name: &str| headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
     let mut out = Vec::with_capacity(256 + body.len());
-    out.extend_from_slice(format!("{} {} HTTP/1.1\r\n", method, path_and_query(url)).as_bytes());
+    // Writes go straight into `out`: no temporary strings on a path taken for every scripted request.
+    let _ = write!(out, "{} {}", method, url.path());
+    if let Some(q) = url.query() {
+        let _ = write!(out, "?{q}");
+    }
+    out.extend_from_slice(b" HTTP/1.1\r\n");
     if !has_header("host") {
-        out.extend_from_slice(format!("Host: {}\r\n", authority(url)).as_bytes());
+        let _ = write!(out, "Host: {}\r\n", authority(url));
     }
     if !has_header("user-agent") {
-        out.extend_from_slice(format!("User-Agent: squall/{}\r\n", crate::VERSION).as_bytes());
+        let _ = write!(out, "User-Agent: squall/{}\r\n", crate::VERSION);
     }
     if !has_header("accept") {
         out.extend_from_slice(b"Accept: */*\r\n");
@@ -120,10 +126,10 @@ pub fn serialize_h1(method: &str, url: &Url, headers: &[(String, String)], body:
         if k.eq_ignore_ascii_case("content-length") || k.eq_ignore_ascii_case("connection") {
             continue;
         }
-        out.extend_from_slice(format!("{k}: {v}\r\n").as_bytes());
+        let _ = write!(out, "{k}: {v}\r\n");
     }
     if !body.is_empty() || matches!(method, "POST" | "PUT" | "PATCH") {
-        out.extend_from_slice(format!("Content-Length: {}\r\n", body.len()).as_bytes());
+        let _ = write!(out, "Content-Length: {}\r\n", body.len());
     }
     if !keepalive {
         out.extend_from_slice(b"Connection: close\r\n");

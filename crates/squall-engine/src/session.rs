@@ -10,7 +10,7 @@ use crate::runner::StopReason;
 use crate::stats::{self, EndpointId, Failure, FailureKind, LiveCounters, Outcome, Recorder, Timeline};
 use crate::tls;
 use std::cell::RefCell;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc as std_mpsc, Arc, Condvar, Mutex};
@@ -42,12 +42,14 @@ const MAX_REDIRECTS: usize = 30;
 pub struct Completion {
     pub id: u64,
     pub status: u16,
-    pub headers: Vec<(String, String)>,
+    /// The response's header lines, raw: parsed by the script only if it reads them.
+    pub head: Vec<u8>,
+    pub set_cookies: Vec<String>,
     pub body: Vec<u8>,
     pub elapsed_us: u64,
     pub error: Option<String>,
-    /// The URL of the final response (after redirects).
-    pub url: String,
+    /// The URL of the final response when redirects changed it.
+    pub url: Option<String>,
 }
 
 /// A verdict the script reports: for `catch_response`, or a custom request event.
@@ -377,7 +379,7 @@ async fn run_request(engine: Rc<Engine>, r: ScriptRequest) {
     let now = Instant::now();
     let elapsed = now.saturating_duration_since(begin);
     let completion = match result {
-        Ok((resp, url)) => {
+        Ok((mut resp, url)) => {
             if r.record {
                 let outcome = Outcome::Response { status: resp.status, body_bytes: resp.body_bytes, wire_bytes: resp.wire_bytes };
                 let id = engine.endpoint(&r.method, &r.name);
@@ -386,8 +388,9 @@ async fn run_request(engine: Rc<Engine>, r: ScriptRequest) {
             Completion {
                 id: r.id,
                 status: resp.status,
-                headers: resp.headers.unwrap_or_default(),
-                body: resp.body.unwrap_or_default(),
+                head: resp.raw_head.take().unwrap_or_default(),
+                set_cookies: std::mem::take(&mut resp.set_cookies),
+                body: resp.body.take().unwrap_or_default(),
                 elapsed_us: elapsed.as_micros() as u64,
                 error: None,
                 url,
@@ -402,11 +405,12 @@ async fn run_request(engine: Rc<Engine>, r: ScriptRequest) {
             Completion {
                 id: r.id,
                 status: 0,
-                headers: Vec::new(),
+                head: Vec::new(),
+                set_cookies: Vec::new(),
                 body: Vec::new(),
                 elapsed_us: elapsed.as_micros() as u64,
                 error: Some(error),
-                url: r.url.clone(),
+                url: None,
             }
         }
     };
@@ -414,21 +418,17 @@ async fn run_request(engine: Rc<Engine>, r: ScriptRequest) {
 }
 
 /// The request, and the redirects it leads to when asked to follow them. Returns the final response
-/// and its URL.
-async fn follow(engine: &Engine, r: &ScriptRequest) -> Result<(crate::http1::Response, String), Failure> {
+/// and, when redirects moved it, its URL.
+async fn follow(engine: &Engine, r: &ScriptRequest) -> Result<(crate::http1::Response, Option<String>), Failure> {
     let mut url = engine.known_url(&r.url)?.url;
     let (mut method, mut body) = (r.method.clone(), r.body.clone());
     let mut hops = 0;
     loop {
         let resp = exchange(engine, r.user, &method, &url, &r.headers, &body).await?;
-        let location = resp
-            .headers
-            .as_ref()
-            .and_then(|h| h.iter().find(|(k, _)| k.eq_ignore_ascii_case("location")))
-            .map(|(_, v)| v.clone());
         let redirect = matches!(resp.status, 301 | 302 | 303 | 307 | 308);
-        let (Some(location), true, true) = (location, redirect && r.follow_redirects, hops < MAX_REDIRECTS) else {
-            return Ok((resp, url.to_string()));
+        let (Some(location), true, true) = (resp.location.clone(), redirect && r.follow_redirects, hops < MAX_REDIRECTS)
+        else {
+            return Ok((resp, (hops > 0).then(|| url.to_string())));
         };
         url = url
             .join(&location)

@@ -75,8 +75,10 @@ impl BenchRun {
 
 /// (id, user, method, url, headers, body, timeout seconds, stats name, engine records it, follow redirects)
 type RequestTuple = (u64, u64, String, String, Vec<(String, String)>, Vec<u8>, f64, String, bool, bool);
-/// (id, status or 0, headers, body, elapsed microseconds, error message or None, final url)
-type CompletionTuple<'py> = (u64, u16, Vec<(String, String)>, Bound<'py, PyBytes>, u64, Option<String>, String);
+/// (id, status or 0, raw header lines, Set-Cookie values, body, elapsed microseconds, error or None,
+/// final URL if redirects changed it)
+type CompletionTuple<'py> =
+    (u64, u16, Bound<'py, PyBytes>, Vec<String>, Bound<'py, PyBytes>, u64, Option<String>, Option<String>);
 
 /// The engine side of scripted users: requests go in, completions come back in batches.
 #[pyclass(module = "squall._engine")]
@@ -128,7 +130,10 @@ impl ScriptSession {
         };
         Ok(done
             .into_iter()
-            .map(|c| (c.id, c.status, c.headers, PyBytes::new(py, &c.body), c.elapsed_us, c.error, c.url))
+            .map(|c| {
+                let head = PyBytes::new(py, &c.head);
+                (c.id, c.status, head, c.set_cookies, PyBytes::new(py, &c.body), c.elapsed_us, c.error, c.url)
+            })
             .collect())
     }
 
