@@ -163,3 +163,16 @@ def test_squall_exports_the_api():
     for name in ("HttpUser", "FastHttpUser", "TaskSet", "SequentialTaskSet", "task", "tag", "between",
                  "constant", "constant_pacing", "constant_throughput", "events", "LoadTestShape"):
         assert hasattr(squall, name), name
+
+
+def test_time_sleep_is_cooperative_and_a_spinning_task_is_ended(odd_server, tmp_path):
+    t0 = time.monotonic()
+    p, prefix = run_file("hangs.py", odd_server, tmp_path, users=4, run_time="14s", expect=1)
+    assert time.monotonic() - t0 < 40
+    s = stats(prefix)
+    assert s["before spin"]["Request Count"] == "1"
+    naps = int(s["after nap"]["Request Count"])
+    assert naps >= 3 * 2 * 3, naps  # three sleepers, five naps a second, once the spinner was ended
+    errors = exceptions(prefix)
+    assert len(errors) == 1 and "without yielding" in errors[0]["Message"]
+    assert "hangs.py" in errors[0]["Traceback"], errors[0]["Traceback"]

@@ -35,3 +35,8 @@ class RescheduleTask(Exception):
 
 class RescheduleTaskImmediately(Exception):
     """Raised in a task: the user picks another task without waiting."""
+
+
+class UserHung(BaseException):
+    """Raised by squall into a user whose task ran too long without yielding (no request, wait or
+    sleep): it ends that user. A BaseException, so that task code's `except Exception` lets it pass."""

@@ -20,6 +20,7 @@ class Hub:
         self.outbox = []
         self.ids = itertools.count(1)
         self.seq = itertools.count()
+        self.entered = None  # when the running greenlet got control; None while the hub itself runs
 
     def spawn(self, fn, *args):
         g = greenlet(lambda *_first_switch: fn(*args), parent=self.main)
@@ -41,6 +42,10 @@ class Hub:
         self.pending[rid] = getcurrent()
         return self.main.switch()
 
+    def running_for(self):
+        """How long the greenlet now running has held control (0 while the hub runs)."""
+        return 0.0 if self.entered is None else time.monotonic() - self.entered
+
     def kill(self, g):
         """Ends a greenlet with GreenletExit (its `finally` blocks and on_stop still run)."""
         if not g.dead:
@@ -53,10 +58,12 @@ class Hub:
                 g, value = self.ready.popleft()
                 if g.dead:
                     continue
+                self.entered = time.monotonic()
                 if value is _Kill:
                     g.throw(GreenletExit)
                 else:
                     g.switch(value)
+                self.entered = None
             if self.outbox:
                 self.session.submit(self.outbox)
                 self.outbox = []

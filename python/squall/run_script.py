@@ -10,12 +10,17 @@ import sys
 import time
 import traceback
 
+from greenlet import getcurrent
+
 from squall import _engine, exitcodes, report
+from squall.exception import UserHung
 from squall.cli import UsageError
 from squall.durations import parse_duration
 from squall.report import locust_console
 
 STATS_INTERVAL = 2.0
+# A task holding the hub this long without a request, wait or sleep stops every other user: it is ended.
+HANG_LIMIT = 10.0
 
 
 class ScriptError(Exception):
@@ -57,6 +62,20 @@ def _location(exc, path):
     return path
 
 
+def cooperative_sleep(seconds):
+    """`time.sleep` while squall runs a locustfile: in a user it waits on the hub, so the other users go
+    on (as Locust's gevent patching does); elsewhere it sleeps."""
+    hub = cooperative_sleep.hub
+    if hub is not None and getcurrent() is not hub.main:
+        hub.sleep(seconds)
+    else:
+        _real_sleep(seconds)
+
+
+_real_sleep = time.sleep
+cooperative_sleep.hub = None
+
+
 def load_locustfile(path):
     """Runs the file with `locust` resolving to squall; returns (User classes, shape class or None)."""
     from squall import locust_compat
@@ -66,6 +85,7 @@ def load_locustfile(path):
     if not os.path.isfile(path):
         raise ScriptError(f"locustfile '{path}' not found")
     locust_compat.install()
+    time.sleep = cooperative_sleep
     directory = os.path.dirname(os.path.abspath(path))
     if directory not in sys.path:
         sys.path.insert(0, directory)
@@ -192,6 +212,7 @@ def run(args) -> int:
 
     session = _engine.ScriptSession(insecure=args.insecure)
     hub = Hub(session)
+    cooperative_sleep.hub = hub
     env = Environment(hub=hub, host=args.host, user_classes=classes, parsed_options=args, shape_class=shape_class)
     shape = shape_class() if shape_class else None
     if shape:
@@ -204,10 +225,18 @@ def run(args) -> int:
         received.append(signum)
         env.runner.quit()
 
+    def watchdog(_signum, _frame):
+        held = hub.running_for()
+        if held > HANG_LIMIT:
+            raise UserHung(f"a task ran {held:.0f} s without yielding (no request, wait or sleep)")
+
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous[signal.SIGALRM] = signal.signal(signal.SIGALRM, watchdog)
+    signal.setitimer(signal.ITIMER_REAL, 1.0, 1.0)
     try:
         reason = _drive(env, classes, shape, users, spawn_rate, run_time, stop_timeout, args)
     finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
         for s, h in previous.items():
             signal.signal(s, h)
     if received:

@@ -7,7 +7,7 @@ import traceback
 from greenlet import GreenletExit
 
 from squall.exception import (InterruptTaskSet, MissingWaitTimeError, RescheduleTask, RescheduleTaskImmediately,
-                              StopUser)
+                              StopUser, UserHung)
 from squall.wait_time import constant
 
 
@@ -259,6 +259,8 @@ class User(metaclass=_TaskHolderMeta):
                 self.on_stop()
             except Exception as e:
                 self.environment.report_exception(self, e, traceback.format_exc())
+        except UserHung as e:
+            self.environment.report_exception(self, e, traceback.format_exc())
         finally:
             self.environment.user_stopped(self)
 
