@@ -176,3 +176,36 @@ def test_time_sleep_is_cooperative_and_a_spinning_task_is_ended(odd_server, tmp_
     errors = exceptions(prefix)
     assert len(errors) == 1 and "without yielding" in errors[0]["Message"]
     assert "hangs.py" in errors[0]["Traceback"], errors[0]["Traceback"]
+
+
+def test_config_sources_and_their_precedence(odd_server, tmp_path):
+    """pyproject [tool.locust] < locust.conf < --config < LOCUST_* < command line."""
+    (tmp_path / "pyproject.toml").write_text('[tool.locust]\nusers = 2\nrun-time = "30s"\n')
+    (tmp_path / "locust.conf").write_text(f"users = 3\nheadless = true\nhost = {odd_server.url}\nrun-time = 20s\n")
+    (tmp_path / "extra.conf").write_text("run-time = 10s\nspawn-rate = 50\n")
+    env = dict(os.environ, LOCUST_RUN_TIME="2s", LOCUST_LOCUSTFILE=str(FILES / "weights.py"), HOME=str(tmp_path))
+
+    def users_seen(*args):
+        p = squall("--config", "extra.conf", "--csv", "out", *args, cwd=tmp_path, env=env, timeout=60)
+        assert p.returncode == 0, p.stderr
+        history = list(csv.DictReader(open(tmp_path / "out_stats_history.csv")))
+        return max(int(h["User Count"]) for h in history), len(history)
+
+    users, seconds = users_seen()
+    assert users == 3 and seconds <= 3  # locust.conf's users; the environment's 2 s run time
+    users, _ = users_seen("-u", "4")
+    assert users == 4  # the command line wins
+    p = squall("--config", "missing.conf", cwd=tmp_path, env=env)
+    assert p.returncode == 2 and "config file 'missing.conf' not found" in p.stderr
+
+
+def test_html_report(odd_server, tmp_path):
+    run_file("graphql.py", odd_server, tmp_path, "--html", tmp_path / "report_{u}.html", run_time="1s", expect=1)
+    page = (tmp_path / "report_1.html").read_text()
+    assert page.startswith("<!doctype html>") and "GQL getBaseMetrics" in page and "99.99%" in page
+    assert "Cannot query field" in page and "<script" not in page and "http" not in page.split("<body>")[0]
+
+
+def test_locustfile_adds_its_own_options(odd_server, tmp_path):
+    run_file("custom_args.py", odd_server, tmp_path, "--greeting", "bonjour", run_time="1s")
+    assert json.loads((tmp_path / "seen.json").read_text()) == {"greeting": "bonjour"}

@@ -30,6 +30,7 @@ def build_parser() -> Parser:
                               description="Run a locustfile unchanged: Locust's flags, tables and CSV files.")
     run_script.add_arguments(run)
     run.set_defaults(func=run_script.run)
+    parser.run_parser = run
     return parser
 
 
@@ -39,19 +40,47 @@ def main(argv=None) -> int:
         argv = ["run", *argv]  # Locust's command line: squall -f locustfile.py -u 10 ...
     parser = build_parser()
     try:
+        loaded = None
+        if argv and argv[0] == "run" and not {"-h", "--help"} & set(argv):
+            loaded = _prepare_run(parser, argv)
+            if isinstance(loaded, int):
+                return loaded
         args = parser.parse_args(argv)
+        args.loaded = loaded
         if not args.command:
             parser.print_help(sys.stderr)
             return exitcodes.USAGE
         return args.func(args)
     except UsageError as e:
-        sys.stderr.write(f"squall {args.command}: error: {e}\n")
+        command = argv[0] if argv and not argv[0].startswith("-") else ""
+        sys.stderr.write(f"squall {command}: error: {e}\n".replace("squall : ", "squall: "))
         return exitcodes.USAGE
     except KeyboardInterrupt:
         sys.stderr.write("squall: interrupted\n")
         return exitcodes.INTERRUPTED
     except BrokenPipeError:
         return exitcodes.OK
+
+
+def _prepare_run(parser, argv):
+    """Config sources become defaults, then the locustfile is loaded before the final parse, so that its
+    `events.init_command_line_parser` listeners can add options (as Locust does). Returns the loaded
+    (User classes, shape class), or an exit code when the file cannot load."""
+    from squall import config, run_script
+    from squall.event import events
+
+    try:
+        config.apply(parser.run_parser, argv)
+    except config.ConfigError as e:
+        raise UsageError(str(e)) from None
+    known, _ = parser.parse_known_args(argv)
+    try:
+        loaded = run_script.load_locustfile(known.locustfile)
+    except run_script.ScriptError as e:
+        sys.stderr.write(f"squall: error: {e}\n")
+        return exitcodes.USAGE
+    events.init_command_line_parser.fire(parser=parser.run_parser)
+    return loaded
 
 
 if __name__ == "__main__":

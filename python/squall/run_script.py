@@ -28,18 +28,19 @@ class ScriptError(Exception):
 
 
 def add_arguments(p):
-    p.add_argument("-f", "--locustfile", default=os.environ.get("LOCUST_LOCUSTFILE", "locustfile.py"),
+    p.add_argument("-f", "--locustfile", default="locustfile.py",
                    help="the locustfile to run (default locustfile.py)")
-    p.add_argument("-H", "--host", default=os.environ.get("LOCUST_HOST"), help="base URL of the system under test")
-    p.add_argument("-u", "--users", default=os.environ.get("LOCUST_USERS", "1"), help="peak number of users")
-    p.add_argument("-r", "--spawn-rate", default=os.environ.get("LOCUST_SPAWN_RATE", "1"),
+    p.add_argument("-H", "--host", help="base URL of the system under test")
+    p.add_argument("-u", "--users", default="1", help="peak number of users")
+    p.add_argument("-r", "--spawn-rate", default="1",
                    help="users started per second")
-    p.add_argument("-t", "--run-time", default=os.environ.get("LOCUST_RUN_TIME"),
+    p.add_argument("-t", "--run-time",
                    help="stop after this long: 300s, 20m, 3h, 1h30m")
     p.add_argument("--headless", action="store_true", help="no web UI (squall always runs headless for now)")
     p.add_argument("--autostart", action="store_true", help="accepted for compatibility")
-    p.add_argument("--csv", metavar="PREFIX", default=os.environ.get("LOCUST_CSV"), help="write Locust's CSV files")
+    p.add_argument("--csv", metavar="PREFIX", help="write Locust's CSV files")
     p.add_argument("--csv-full-history", action="store_true", help="per-endpoint rows in the history CSV")
+    p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report ({u}, {r}, {t} are replaced)")
     p.add_argument("--json", action="store_true", help="print the final stats as JSON instead of tables")
     p.add_argument("--json-file", metavar="FILE", help="write the full result as JSON")
     p.add_argument("--only-summary", action="store_true", help="only the final tables, not every 2 s")
@@ -51,6 +52,7 @@ def add_arguments(p):
     p.add_argument("-T", "--tags", nargs="*", metavar="TAG", help="only tasks with one of these tags")
     p.add_argument("-E", "--exclude-tags", nargs="*", metavar="TAG", help="no tasks with these tags")
     p.add_argument("--insecure", action="store_true", help="accept any TLS certificate")
+    p.add_argument("--config", metavar="FILE", help="a config file (key = value lines, or TOML [tool.locust])")
     p.add_argument("user_classes", nargs="*", metavar="UserClass", help="run only these User classes")
 
 
@@ -183,11 +185,7 @@ def run(args) -> int:
         stop_timeout = parse_duration(args.stop_timeout) if args.stop_timeout not in ("0", "0s") else 0.0
     except ValueError as e:
         raise UsageError(str(e)) from None
-    try:
-        classes, shape_class = load_locustfile(args.locustfile)
-    except ScriptError as e:
-        sys.stderr.write(f"squall: error: {e}\n")
-        return exitcodes.USAGE
+    classes, shape_class = args.loaded  # loaded by the command line, before its final parse
     if args.list:
         print("\n".join(c.__name__ for c in classes))
         return exitcodes.OK
@@ -341,8 +339,15 @@ def _final_output(result, args):
         if result["exceptions"]:
             out.write("\n" + locust_console.exceptions_report(result["exceptions"]))
     sys.stdout.flush()
-    for path in report.write_files(result, json_path=args.json_file, csv_prefix=args.csv,
-                                   full_history=args.csv_full_history):
+    written = report.write_files(result, json_path=args.json_file, csv_prefix=args.csv,
+                                 full_history=args.csv_full_history)
+    if args.html:
+        from squall.report import html
+
+        path = args.html.replace("{u}", str(args.users)).replace("{r}", str(args.spawn_rate)) \
+            .replace("{t}", str(args.run_time or ""))
+        written.append(html.write(result, path, title=f"squall: {os.path.basename(args.locustfile)}"))
+    for path in written:
         sys.stderr.write(f"wrote {path}\n")
 
 

@@ -1,0 +1,96 @@
+"""Locust's configuration sources, lowest precedence first: ~/.locust.conf, `[tool.locust]` in
+./pyproject.toml, ./locust.conf, `--config FILE`, then `LOCUST_*` environment variables; the command
+line beats them all. They become the run parser's defaults.
+
+Config files hold `key = value` lines (Locust's long option names: `users = 10`, `spawn-rate = 2`,
+`headless = true`); `[tool.locust]` holds the same keys in TOML."""
+
+import os
+import sys
+from pathlib import Path
+
+TRUE = {"1", "true", "yes", "on"}
+FALSE = {"0", "false", "no", "off", ""}
+
+
+class ConfigError(Exception):
+    pass
+
+
+def _read_conf(path):
+    values = {}
+    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith(("#", ";", "[")):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise ConfigError(f"{path}:{n}: expected 'key = value'")
+        values[key.strip()] = value.strip().strip('"').strip("'")
+    return values
+
+
+def _read_pyproject(path):
+    try:
+        import tomllib
+    except ImportError:  # Python < 3.11
+        return {}
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise ConfigError(f"{path}: {e}") from None
+    return data.get("tool", {}).get("locust", {})
+
+
+def _config_arg(argv):
+    for i, a in enumerate(argv):
+        if a == "--config" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--config="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def gather(argv, environ=None, home=None, cwd="."):
+    """(key -> raw value) from every source but the command line, later sources winning."""
+    environ = os.environ if environ is None else environ
+    merged = {}
+    home_conf = Path(home or Path.home()) / ".locust.conf"
+    for source in (home_conf, Path(cwd) / "pyproject.toml", Path(cwd) / "locust.conf"):
+        if source.is_file():
+            merged.update(_read_pyproject(source) if source.name == "pyproject.toml" else _read_conf(source))
+    explicit = _config_arg(argv)
+    if explicit:
+        if not Path(explicit).is_file():
+            raise ConfigError(f"config file '{explicit}' not found")
+        merged.update(_read_pyproject(explicit) if explicit.endswith(".toml") else _read_conf(explicit))
+    for name, value in environ.items():
+        if name.startswith("LOCUST_"):
+            merged[name[len("LOCUST_"):].lower()] = value
+    return {k.replace("-", "_").lower(): v for k, v in merged.items()}
+
+
+def apply(parser, argv, environ=None):
+    """Sets the parser's defaults from the config sources. Unknown keys get one warning line."""
+    actions = {a.dest: a for a in parser._actions}
+    defaults = {}
+    for key, value in gather(argv, environ).items():
+        if key in ("config", "locustfile_path"):
+            continue
+        action = actions.get(key)
+        if action is None:
+            sys.stderr.write(f"squall: warning: ignoring unknown setting '{key}'\n")
+            continue
+        defaults[key] = _convert(action, value, key)
+    parser.set_defaults(**defaults)
+
+
+def _convert(action, value, key):
+    if isinstance(value, bool) or action.nargs == 0:  # store_true flags
+        text = str(value).lower()
+        if text not in TRUE | FALSE:
+            raise ConfigError(f"setting '{key}' must be true or false, not '{value}'")
+        return text in TRUE
+    if action.nargs in ("*", "+"):
+        return value if isinstance(value, list) else [v for v in str(value).replace(",", " ").split() if v]
+    return str(value) if action.type is None else action.type(value)
