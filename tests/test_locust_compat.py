@@ -209,3 +209,16 @@ def test_html_report(odd_server, tmp_path):
 def test_locustfile_adds_its_own_options(odd_server, tmp_path):
     run_file("custom_args.py", odd_server, tmp_path, "--greeting", "bonjour", run_time="1s")
     assert json.loads((tmp_path / "seen.json").read_text()) == {"greeting": "bonjour"}
+
+
+def test_processes_merge_losslessly(odd_server, tmp_path):
+    p, prefix = run_file("weights.py", odd_server, tmp_path, "--processes", "2", users=5, run_time="2s")
+    s = stats(prefix)
+    heavy, light = int(s["heavy"]["Request Count"]), int(s["light"]["Request Count"])
+    assert int(s["Aggregated"]["Request Count"]) == heavy + light > 1000
+    assert 2.6 < heavy / light < 3.4
+    counts = json.loads(__import__("urllib.request").request.urlopen(odd_server.url + "/__counts").read())
+    assert counts["/ok"] == heavy + light  # every request the server saw is in the merged stats
+    history = list(csv.DictReader(open(f"{prefix}_stats_history.csv")))
+    assert max(int(h["User Count"]) for h in history) == 5
+    assert "Response time percentiles (exact)" in p.stdout

@@ -46,7 +46,7 @@ def main(argv=None) -> int:
             if isinstance(loaded, int):
                 return loaded
         args = parser.parse_args(argv)
-        args.loaded = loaded
+        args.loaded, args.argv = loaded, argv
         if not args.command:
             parser.print_help(sys.stderr)
             return exitcodes.USAGE

@@ -51,6 +51,8 @@ def add_arguments(p):
     p.add_argument("-l", "--list", action="store_true", help="list the User classes and exit")
     p.add_argument("-T", "--tags", nargs="*", metavar="TAG", help="only tasks with one of these tags")
     p.add_argument("-E", "--exclude-tags", nargs="*", metavar="TAG", help="no tasks with these tags")
+    p.add_argument("--processes", type=int, default=1,
+                   help="worker processes, one engine each, statistics merged losslessly (-1: one per core)")
     p.add_argument("--insecure", action="store_true", help="accept any TLS certificate")
     p.add_argument("--config", metavar="FILE", help="a config file (key = value lines, or TOML [tool.locust])")
     p.add_argument("user_classes", nargs="*", metavar="UserClass", help="run only these User classes")
@@ -172,6 +174,23 @@ def _number(text, what, cast=int, minimum=0):
     return value
 
 
+def _worker():
+    """(index, count) when this process is one of `--processes` workers, else None."""
+    spec = os.environ.get("SQUALL_WORKER")
+    if not spec:
+        return None
+    i, n = spec.split("/")
+    return int(i), int(n)
+
+
+def share(total, worker):
+    """This worker's part of `total` users: the counts differ by one at most and add up to `total`."""
+    if worker is None:
+        return total
+    i, n = worker
+    return total // n + (1 if i < total % n else 0)
+
+
 def run(args) -> int:
     from squall.environment import Environment
     from squall.event import events
@@ -180,6 +199,11 @@ def run(args) -> int:
 
     users = _number(args.users, "number of users")
     spawn_rate = _number(args.spawn_rate, "spawn rate", float, 0.001)
+    worker = _worker()
+    if worker is None and args.processes != 1:
+        return _run_processes(args, users)
+    if worker is not None:
+        users, spawn_rate = share(users, worker), spawn_rate / worker[1]
     try:
         run_time = parse_duration(args.run_time) if args.run_time else None
         stop_timeout = parse_duration(args.stop_timeout) if args.stop_timeout not in ("0", "0s") else 0.0
@@ -239,9 +263,14 @@ def run(args) -> int:
             signal.signal(s, h)
     if received:
         reason = "interrupted"
-    result = json.loads(session.finish(reason, args.host or "", env.users_per_second))
+    result_json = session.finish(reason, args.host or "", env.users_per_second)
+    result = json.loads(result_json)
     result["exceptions"] = [dict(x, nodes="local") for x in env.exceptions.values()]
-    _final_output(result, args)
+    if worker is not None:
+        with open(os.environ["SQUALL_WORKER_RESULT"], "w") as f:
+            json.dump(result, f)
+    else:
+        _final_output(result, args)
     events.quitting.fire(environment=env, reason=reason)
     if received:
         return exitcodes.INTERRUPTED if received[0] == signal.SIGINT else exitcodes.TERMINATED
@@ -285,7 +314,9 @@ def _drive(env, classes, shape, users, spawn_rate, run_time, stop_timeout, args)
             tick = shape.tick()
             if tick is None:
                 break
-            spawner.set_target(tick[0], tick[1], tick[2] if len(tick) > 2 else None)
+            worker = _worker()
+            rate = tick[1] / worker[1] if worker else tick[1]
+            spawner.set_target(share(int(tick[0]), worker), rate, tick[2] if len(tick) > 2 else None)
         spawner.step()
         if len(spawner.spawned) >= spawner.target and runner.state == "spawning":
             runner.state = "running"
@@ -304,6 +335,51 @@ def _drive(env, classes, shape, users, spawn_rate, run_time, stop_timeout, args)
     runner.state = "stopped"
     events.test_stop.fire(environment=env)
     return reason
+
+
+def _run_processes(args, users):
+    """`--processes N`: N copies of this command as workers, each with its share of the users and one
+    engine; their results are merged losslessly (histograms added) and reported as one run."""
+    import subprocess
+    import tempfile
+
+    n = (os.cpu_count() or 1) if args.processes == -1 else args.processes
+    if n < 1:
+        raise UsageError(f"invalid number of processes '{args.processes}'")
+    sys.stderr.write(f"squall: {n} worker processes, {users} users in all; the tables come at the end\n")
+    with tempfile.TemporaryDirectory(prefix="squall-workers-") as tmp:
+        paths = [os.path.join(tmp, f"worker{i}.json") for i in range(n)]
+        procs = [subprocess.Popen([sys.executable, "-m", "squall", *args.argv], stdout=subprocess.DEVNULL,
+                                  env=dict(os.environ, SQUALL_WORKER=f"{i}/{n}", SQUALL_WORKER_RESULT=paths[i]))
+                 for i in range(n)]
+        received = []
+
+        def forward(signum, _frame):
+            received.append(signum)
+            for p in procs:
+                p.send_signal(signum)
+
+        previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            codes = [p.wait() for p in procs]
+        finally:
+            for s, h in previous.items():
+                signal.signal(s, h)
+        docs = [open(p).read() for p in paths if os.path.exists(p)]
+    if not docs:
+        sys.stderr.write("squall: error: no worker process produced a result\n")
+        return max(codes) or exitcodes.CANNOT_START
+    result = json.loads(_engine.merge_results_json(docs))
+    exceptions = {}
+    for doc in docs:
+        for x in json.loads(doc).get("exceptions", []):
+            entry = exceptions.setdefault((x["message"], x["traceback"]), dict(x, count=0))
+            entry["count"] += x["count"]
+    result["exceptions"] = list(exceptions.values())
+    _final_output(result, args)
+    if received:
+        return exitcodes.INTERRUPTED if received[0] == signal.SIGINT else exitcodes.TERMINATED
+    return max(codes)
 
 
 def _print_live(env, last):

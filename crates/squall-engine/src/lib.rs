@@ -8,6 +8,7 @@ pub mod config;
 pub mod dispatch;
 pub mod h2client;
 pub mod http1;
+pub mod merge;
 pub mod net;
 pub mod pacer;
 pub mod result;

@@ -46,7 +46,7 @@ pub fn summarize(hist: &Histogram<u64>, requests: u64, failures: u64, body_bytes
     }
 }
 
-fn summarize_stats(s: &EndpointStats) -> Summary {
+pub fn summarize_stats(s: &EndpointStats) -> Summary {
     summarize(&s.hist, s.requests, s.failures, s.body_bytes, s.wire_bytes)
 }
 
@@ -107,7 +107,7 @@ pub struct Bucket {
 }
 
 /// Ten log-spaced buckets from the fastest to the slowest request: tails stay visible.
-fn buckets(h: &Histogram<u64>) -> Vec<Bucket> {
+pub fn buckets(h: &Histogram<u64>) -> Vec<Bucket> {
     let mut out: Vec<Bucket> = Vec::new();
     if h.is_empty() {
         return out;
@@ -132,6 +132,7 @@ pub struct SecondEndpoint {
     pub name: String,
     #[serde(flatten)]
     pub summary: Summary,
+    pub histogram: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -206,7 +207,7 @@ pub struct Inputs<'a> {
     pub abandoned: u64,
 }
 
-fn merged(stats: &[EndpointStats]) -> EndpointStats {
+pub fn merged(stats: &[EndpointStats]) -> EndpointStats {
     let mut all = EndpointStats::default();
     for s in stats {
         all.merge(s);
@@ -214,7 +215,7 @@ fn merged(stats: &[EndpointStats]) -> EndpointStats {
     all
 }
 
-fn endpoint_report(method: &str, name: &str, s: &EndpointStats) -> EndpointReport {
+pub fn endpoint_report(method: &str, name: &str, s: &EndpointStats) -> EndpointReport {
     let mut status: Vec<_> = s.status.clone();
     status.sort();
     EndpointReport {
@@ -283,7 +284,12 @@ pub fn build(inp: Inputs) -> RunResult {
                     .iter()
                     .zip(names.iter())
                     .filter(|(s, _)| s.requests > 0)
-                    .map(|(s, (m, n))| SecondEndpoint { method: m.clone(), name: n.clone(), summary: summarize_stats(s) })
+                    .map(|(s, (m, n))| SecondEndpoint {
+                        method: m.clone(),
+                        name: n.clone(),
+                        summary: summarize_stats(s),
+                        histogram: stats::histogram_to_base64(&s.hist),
+                    })
                     .collect(),
                 cumulative,
                 histogram: stats::histogram_to_base64(&all.hist),

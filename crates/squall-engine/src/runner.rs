@@ -62,6 +62,16 @@ impl StopReason {
         }
     }
 
+    /// The inverse of `as_str` (for merging result documents).
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "duration" => StopReason::Deadline,
+            "interrupted" => StopReason::Interrupted,
+            "drain_timeout" => StopReason::DrainTimeout,
+            _ => StopReason::Completed,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             StopReason::Running => "running",

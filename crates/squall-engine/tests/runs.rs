@@ -90,3 +90,22 @@ fn dead_targets_fail_before_the_run() {
     let cfg = config(r#"{"url": "nope", "requests": 1}"#);
     assert!(matches!(Run::start(cfg, vec![]), Err(StartError::Usage(_))));
 }
+
+#[test]
+fn merged_results_equal_the_sum_of_their_histograms() {
+    use squall_engine::stats::histogram_from_base64;
+    let (port, _) = counting_server();
+    let run = |n: u64| {
+        let cfg = config(&format!(r#"{{"url": "http://127.0.0.1:{port}/m", "requests": {n}, "connections": 3}}"#));
+        serde_json::to_value(Run::start(cfg, vec![]).ok().unwrap().wait()).unwrap()
+    };
+    let (a, b) = (run(700), run(300));
+    let merged = squall_engine::merge::merge_results(&[a.clone(), b.clone()]).unwrap();
+    assert_eq!(merged.aggregate.summary.requests, 1000);
+    let mut expected = histogram_from_base64(a["aggregate"]["histogram"].as_str().unwrap()).unwrap();
+    expected.add(histogram_from_base64(b["aggregate"]["histogram"].as_str().unwrap()).unwrap()).unwrap();
+    assert_eq!(histogram_from_base64(&merged.aggregate.histogram).unwrap(), expected);
+    assert_eq!(merged.endpoints.len(), 1);
+    assert_eq!(merged.timeseries.iter().map(|s| s.summary.requests).sum::<u64>(), 1000);
+    assert_eq!(merged.endpoints[0].status_codes["200"], 1000);
+}

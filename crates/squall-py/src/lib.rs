@@ -213,6 +213,18 @@ impl DemoTarget {
     }
 }
 
+/// Merges result documents (JSON) of several runs into one, losslessly; returns JSON.
+#[pyfunction]
+fn merge_results_json(docs: Vec<String>) -> PyResult<String> {
+    let values = docs
+        .iter()
+        .map(|d| serde_json::from_str(d))
+        .collect::<Result<Vec<serde_json::Value>, _>>()
+        .map_err(|e| UsageError::new_err(format!("not a squall result: {e}")))?;
+    let merged = squall_engine::merge::merge_results(&values).map_err(UsageError::new_err)?;
+    serde_json::to_string(&merged).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+}
+
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", squall_engine::VERSION)?;
@@ -222,5 +234,6 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<BenchRun>()?;
     m.add_class::<DemoTarget>()?;
     m.add_class::<ScriptSession>()?;
+    m.add_function(wrap_pyfunction!(merge_results_json, m)?)?;
     Ok(())
 }
