@@ -222,3 +222,45 @@ def test_processes_merge_losslessly(odd_server, tmp_path):
     history = list(csv.DictReader(open(f"{prefix}_stats_history.csv")))
     assert max(int(h["User Count"]) for h in history) == 5
     assert "Response time percentiles (exact)" in p.stdout
+
+
+def _mix(prefix):
+    s = stats(prefix)
+    total = int(s.pop("Aggregated")["Request Count"])
+    return {name: int(row["Request Count"]) / total for name, row in s.items()}, total
+
+
+def test_request_mix_matches_locust(odd_server, tmp_path):
+    """The same locustfile under Locust and under squall: each endpoint's share agrees within 5%."""
+    pytest.importorskip("locust")
+    import subprocess
+    import sys
+
+    locust_prefix = tmp_path / "locust"
+    cmd = [sys.executable, "-m", "locust", "-f", FILES / "mix.py", "--headless", "-u", 4, "-r", 100, "-t", "4s",
+           "-H", odd_server.url, "--csv", locust_prefix, "--only-summary", "--loglevel", "ERROR"]
+    p = subprocess.run(list(map(str, cmd)), capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr[-2000:]
+    _, squall_prefix = run_file("mix.py", odd_server, tmp_path, users=4, run_time="4s")
+    theirs, n_theirs = _mix(locust_prefix)
+    ours, n_ours = _mix(squall_prefix)
+    assert n_theirs > 400 and n_ours > 400
+    assert set(theirs) == set(ours)
+    for name in theirs:
+        assert abs(theirs[name] - ours[name]) < 0.05, (name, theirs, ours)
+
+
+def test_user_class_weights_and_fixed_count(odd_server, tmp_path):
+    run_file("classes.py", odd_server, tmp_path, users=9, run_time="2s")
+    started = json.loads((tmp_path / "seen.json").read_text())
+    assert started == {"Admin": 1, "Heavy": 6, "Light": 2}, started
+
+
+def test_run_single_user(odd_server):
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, str(FILES / "single_user.py"), odd_server.url], capture_output=True,
+                       text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["status", "200"] * 3
