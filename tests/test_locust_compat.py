@@ -264,3 +264,11 @@ def test_run_single_user(odd_server):
                        text=True, timeout=30)
     assert p.returncode == 0, p.stderr
     assert p.stdout.split() == ["status", "200"] * 3
+
+
+@pytest.mark.parametrize("stop_timeout, finish", [("0", False), ("5s", True)])
+def test_stop_timeout_lets_tasks_finish(odd_server, tmp_path, stop_timeout, finish):
+    # -t 2s: each user is 0.5 s into its second 1.5 s task when the run ends
+    run_file("slow_task.py", odd_server, tmp_path, "-s", stop_timeout, users=2, run_time="2s")
+    finished = json.loads((tmp_path / "seen.json").read_text())["finished"]
+    assert finished == (4 if finish else 2), finished

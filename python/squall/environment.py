@@ -13,6 +13,8 @@ class Runner:
         self.users = {}  # user -> greenlet
         self.state = "ready"
         self.quitting = False
+        # Set at the end of a run with --stop-timeout: users stop at their next wait, after their task.
+        self.stopping = False
         self.target_user_count = 0
 
     @property

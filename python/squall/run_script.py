@@ -327,6 +327,11 @@ def _drive(env, classes, shape, users, spawn_rate, run_time, stop_timeout, args)
         hub.run_until(min(t for t in (now + 0.1, deadline) if t is not None))
     runner.state = "stopping"
     events.test_stopping.fire(environment=env)
+    if stop_timeout > 0:  # users finish the task they are in, up to --stop-timeout
+        runner.stopping = True
+        stop_by = time.monotonic() + stop_timeout
+        while runner.users and time.monotonic() < stop_by:
+            hub.run_until(min(stop_by, time.monotonic() + 0.1))
     for g in list(runner.users.values()):
         hub.kill(g)
     grace_end = time.monotonic() + max(stop_timeout, 10.0)

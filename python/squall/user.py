@@ -135,6 +135,8 @@ class TaskSet(metaclass=_TaskHolderMeta):
         return owner.wait_time()
 
     def wait(self):
+        if self.user.environment.runner.stopping:
+            raise StopUser()  # the test is ending: the task is done, so stop here (--stop-timeout)
         self.user.hub.sleep(self.wait_time_value())
 
     def execute_task(self, t):
