@@ -84,3 +84,37 @@ class PinnedNginx:
         self.proc.terminate()
         self.proc.wait(10)
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def cli(doc):
+    """The flags every benchmark takes; installs the peers unless --skip-install."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--skip-install", action="store_true")
+    args = ap.parse_args()
+    if not args.skip_install:
+        subprocess.run([BENCH / "peers.sh"], check=True)
+    return args
+
+
+TITLE = "# Benchmark results"
+
+
+def write_section(lines):
+    """Replaces one `## ` section of RESULTS.md (its first line), keeping the others and their order."""
+    path = BENCH / "RESULTS.md"
+    heading, body = lines[0], "\n".join(lines).rstrip() + "\n"
+    sections, order = {}, []
+    text = path.read_text() if path.exists() else ""
+    for chunk in ("\n" + text).split("\n## ")[1:]:
+        name = "## " + chunk.splitlines()[0]
+        sections[name] = "## " + chunk.rstrip() + "\n"
+        order.append(name)
+    if heading not in sections:
+        order.append(heading)
+    sections[heading] = body
+    path.write_text(TITLE + "\n\n" + "\n".join(sections[h] for h in order))
+    print(path.read_text())

@@ -10,17 +10,15 @@ concurrent keep-alive connections. Writes RESULTS.md.
 usage: python bench/http_bench.py [--rounds 5] [--seconds 10] [--skip-install]
 """
 
-import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
-from common import BENCH, PinnedNginx, median, run_measured
+from common import BENCH, PinnedNginx, cli, median, run_measured, write_section
 
 SQUALL = [sys.executable, "-m", "squall"]
 LOCUST = BENCH / ".venv-locust" / "bin" / "locust"
@@ -128,7 +126,7 @@ def fmt_ratio(r):
 def write_results(results, memory, rounds, secs):
     squall = results["squall"]
     lines = [
-        "# HTTP benchmark results",
+        "## HTTP: `squall bench` against wrk, oha, hey, ab and Locust",
         "",
         f"Measured {datetime.now(timezone.utc):%Y-%m-%d} by `make bench` (bench/http_bench.py) on this project's",
         f"machine ({os.cpu_count()} cores, shared). nginx 1 worker `return 200` pinned to core 0; each generator",
@@ -155,28 +153,21 @@ def write_results(results, memory, rounds, secs):
         "Locust runs the same task in both flavours: one `GET /` with `wait_time = constant(0)`,",
         "50 users in one process (bench/locustfiles/).",
         "",
-        "## Memory: concurrent keep-alive connections",
+        "### Memory: concurrent keep-alive connections",
         "",
         f"`squall bench -c {memory['connections']:,} -t 10s` against the same nginx: "
         f"**{memory['rss_mb']:.0f} MB** max RSS (target: under 300 MB), "
         f"{memory['opened']:,} connections opened, {memory['requests']:,} requests, {memory['failures']} failed.",
         "",
     ]
-    (BENCH / "RESULTS.md").write_text("\n".join(lines))
+    write_section(lines)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--seconds", type=int, default=10)
-    ap.add_argument("--skip-install", action="store_true")
-    args = ap.parse_args()
-    if not args.skip_install:
-        subprocess.run([BENCH / "peers.sh"], check=True)
+    args = cli(__doc__)
     results = bench_throughput(args.rounds, args.seconds)
     memory = bench_memory()
     write_results(results, memory, args.rounds, args.seconds)
-    print((BENCH / "RESULTS.md").read_text())
 
 
 if __name__ == "__main__":

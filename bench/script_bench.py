@@ -9,18 +9,16 @@ Appends its section to RESULTS.md.
 usage: python bench/script_bench.py [--rounds 5] [--seconds 10] [--skip-install]
 """
 
-import argparse
 import csv
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from common import BENCH, PinnedNginx, median, run_measured
+from common import BENCH, PinnedNginx, cli, median, run_measured, write_section
 
 SQUALL = [sys.executable, "-m", "squall"]
 LOCUST = BENCH / ".venv-locust" / "bin" / "locust"
-MARK = "## Scripted users"
+MARK = "## Scripted users: `squall -f` against Locust"
 
 
 def aggregated_requests(prefix):
@@ -82,7 +80,7 @@ def write(results, many, rounds, secs):
     lines = [
         MARK,
         "",
-        f"`make bench` (bench/script_bench.py): the same locustfile (one task, one `GET /`, `wait_time = constant(0)`)",
+        "`make bench` (bench/script_bench.py): the same locustfile (one task, one `GET /`, `wait_time = constant(0)`)",
         f"run by `squall -f` and by Locust {LOCUST_VERSION}, one process each, 50 users, {secs} s, generator on core 1,",
         f"nginx on core 0, {rounds} rounds. Ratios: median of the per-round ratios (range in brackets).",
         "",
@@ -103,28 +101,17 @@ def write(results, many, rounds, secs):
         f"{100 * many['rate'] / many['theory']:.1f}% of the theoretical {many['theory']:,.0f} req/s.",
         "",
     ]
-    path = BENCH / "RESULTS.md"
-    text = path.read_text() if path.exists() else ""
-    if MARK in text:
-        text = text[:text.index(MARK)]
-    path.write_text(text.rstrip() + "\n\n" + "\n".join(lines))
+    write_section(lines)
 
 
 LOCUST_VERSION = (BENCH / "requirements-locust.txt").read_text().split("locust==")[1].split()[0]
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--seconds", type=int, default=10)
-    ap.add_argument("--skip-install", action="store_true")
-    args = ap.parse_args()
-    if not args.skip_install:
-        subprocess.run([BENCH / "peers.sh"], check=True)
+    args = cli(__doc__)
     results = throughput(args.rounds, args.seconds)
     many = many_users()
     write(results, many, args.rounds, args.seconds)
-    print((BENCH / "RESULTS.md").read_text())
 
 
 if __name__ == "__main__":

@@ -1,5 +1,3 @@
-import os
-
 from locust import HttpUser, between, constant_pacing, constant_throughput, task
 
 
