@@ -12,11 +12,12 @@ import traceback
 
 from greenlet import getcurrent
 
-from squall import _engine, exitcodes, report
+from squall import _engine, exitcodes, processes, report
 from squall.exception import UserHung
 from squall.cli import UsageError
 from squall.durations import parse_duration
 from squall.report import locust_console
+from squall.spawner import Spawner
 
 STATS_INTERVAL = 2.0
 # A task holding the hub this long without a request, wait or sleep stops every other user: it is ended.
@@ -109,61 +110,6 @@ def load_locustfile(path):
     return users, (shapes[0] if shapes else None)
 
 
-class Spawner:
-    """Starts and stops users toward a target count at a spawn rate, keeping the classes' weights.
-    A user that stops by itself (StopUser, or an exception in on_start) still counts as spawned and
-    is not replaced, as in Locust."""
-
-    def __init__(self, env, classes):
-        self.env = env
-        self.classes = classes
-        self.counts = {c: 0 for c in classes}
-        self.spawned = []  # (user, greenlet), in order
-        self.target = 0
-        self.rate = 1.0
-        self.credit = 0.0
-        self.last = time.monotonic()
-
-    def set_target(self, users, rate, classes=None):
-        self.target, self.rate = int(users), float(rate)
-        if classes:
-            self.classes = classes
-            for c in classes:
-                self.counts.setdefault(c, 0)
-
-    def _next_class(self):
-        fixed = [c for c in self.classes if c.fixed_count and self.counts[c] < c.fixed_count]
-        if fixed:
-            return fixed[0]
-        weighted = [c for c in self.classes if not c.fixed_count]
-        total_weight = sum(c.weight for c in weighted) or 1
-        n = sum(self.counts[c] for c in weighted) + 1
-        return max(weighted, key=lambda c: c.weight / total_weight * n - self.counts[c])
-
-    def step(self):
-        now = time.monotonic()
-        self.credit = min(self.credit + (now - self.last) * self.rate, max(self.rate, 1.0))
-        self.last = now
-        runner = self.env.runner
-        while len(self.spawned) < self.target and self.credit >= 1.0:
-            cls = self._next_class()
-            u = cls(self.env)
-            g = self.env.hub.spawn(u.run)
-            runner.users[u] = g
-            self.spawned.append((u, g))
-            self.counts[cls] += 1
-            self.credit -= 1.0
-        while len(self.spawned) > self.target:
-            u, g = self.spawned.pop()
-            runner.users.pop(u, None)
-            self.counts[type(u)] -= 1
-            self.env.hub.kill(g)
-
-    def done(self):
-        """Every user was started and all have stopped by themselves."""
-        return len(self.spawned) >= self.target > 0 and not self.env.runner.users
-
-
 def _number(text, what, cast=int, minimum=0):
     try:
         value = cast(text)
@@ -174,23 +120,6 @@ def _number(text, what, cast=int, minimum=0):
     return value
 
 
-def _worker():
-    """(index, count) when this process is one of `--processes` workers, else None."""
-    spec = os.environ.get("SQUALL_WORKER")
-    if not spec:
-        return None
-    i, n = spec.split("/")
-    return int(i), int(n)
-
-
-def share(total, worker):
-    """This worker's part of `total` users: the counts differ by one at most and add up to `total`."""
-    if worker is None:
-        return total
-    i, n = worker
-    return total // n + (1 if i < total % n else 0)
-
-
 def run(args) -> int:
     from squall.environment import Environment
     from squall.event import events
@@ -199,11 +128,11 @@ def run(args) -> int:
 
     users = _number(args.users, "number of users")
     spawn_rate = _number(args.spawn_rate, "spawn rate", float, 0.001)
-    worker = _worker()
+    worker = processes.worker()
     if worker is None and args.processes != 1:
-        return _run_processes(args, users)
+        return processes.run_processes(args, users, _final_output)
     if worker is not None:
-        users, spawn_rate = share(users, worker), spawn_rate / worker[1]
+        users, spawn_rate = processes.share(users, worker), spawn_rate / worker[1]
     try:
         run_time = parse_duration(args.run_time) if args.run_time else None
         stop_timeout = parse_duration(args.stop_timeout) if args.stop_timeout not in ("0", "0s") else 0.0
@@ -314,9 +243,9 @@ def _drive(env, classes, shape, users, spawn_rate, run_time, stop_timeout, args)
             tick = shape.tick()
             if tick is None:
                 break
-            worker = _worker()
+            worker = processes.worker()
             rate = tick[1] / worker[1] if worker else tick[1]
-            spawner.set_target(share(int(tick[0]), worker), rate, tick[2] if len(tick) > 2 else None)
+            spawner.set_target(processes.share(int(tick[0]), worker), rate, tick[2] if len(tick) > 2 else None)
         spawner.step()
         if len(spawner.spawned) >= spawner.target and runner.state == "spawning":
             runner.state = "running"
@@ -340,51 +269,6 @@ def _drive(env, classes, shape, users, spawn_rate, run_time, stop_timeout, args)
     runner.state = "stopped"
     events.test_stop.fire(environment=env)
     return reason
-
-
-def _run_processes(args, users):
-    """`--processes N`: N copies of this command as workers, each with its share of the users and one
-    engine; their results are merged losslessly (histograms added) and reported as one run."""
-    import subprocess
-    import tempfile
-
-    n = (os.cpu_count() or 1) if args.processes == -1 else args.processes
-    if n < 1:
-        raise UsageError(f"invalid number of processes '{args.processes}'")
-    sys.stderr.write(f"squall: {n} worker processes, {users} users in all; the tables come at the end\n")
-    with tempfile.TemporaryDirectory(prefix="squall-workers-") as tmp:
-        paths = [os.path.join(tmp, f"worker{i}.json") for i in range(n)]
-        procs = [subprocess.Popen([sys.executable, "-m", "squall", *args.argv], stdout=subprocess.DEVNULL,
-                                  env=dict(os.environ, SQUALL_WORKER=f"{i}/{n}", SQUALL_WORKER_RESULT=paths[i]))
-                 for i in range(n)]
-        received = []
-
-        def forward(signum, _frame):
-            received.append(signum)
-            for p in procs:
-                p.send_signal(signum)
-
-        previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            codes = [p.wait() for p in procs]
-        finally:
-            for s, h in previous.items():
-                signal.signal(s, h)
-        docs = [open(p).read() for p in paths if os.path.exists(p)]
-    if not docs:
-        sys.stderr.write("squall: error: no worker process produced a result\n")
-        return max(codes) or exitcodes.CANNOT_START
-    result = json.loads(_engine.merge_results_json(docs))
-    exceptions = {}
-    for doc in docs:
-        for x in json.loads(doc).get("exceptions", []):
-            entry = exceptions.setdefault((x["message"], x["traceback"]), dict(x, count=0))
-            entry["count"] += x["count"]
-    result["exceptions"] = list(exceptions.values())
-    _final_output(result, args)
-    if received:
-        return exitcodes.INTERRUPTED if received[0] == signal.SIGINT else exitcodes.TERMINATED
-    return max(codes)
 
 
 def _print_live(env, last):

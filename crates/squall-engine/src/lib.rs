@@ -17,6 +17,7 @@ pub mod session;
 pub mod stats;
 pub mod request;
 pub mod tls;
+pub mod worker;
 
 pub use config::{Arrival, BenchConfig};
 pub use result::RunResult;

@@ -4,19 +4,15 @@
 //! the run, condenses old seconds, and merges what the threads measured.
 
 use crate::config::BenchConfig;
-use crate::dispatch::{Dispatch, Slot};
-use crate::h2client::{request_template, H2Conn};
-use crate::http1::H1Conn;
+use crate::h2client::request_template;
 use crate::net::Connector;
 use crate::pacer::{self, Schedule};
 use crate::request::RequestSpec;
 use crate::result::{self, RunResult};
-use crate::stats::{self, LiveCounters, Outcome, Recorder, Timeline};
+use crate::stats::{self, LiveCounters, Timeline};
 use crate::tls;
-use bytes::Bytes;
-use std::cell::{Cell, RefCell};
+use crate::worker;
 use std::collections::HashMap;
-use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -100,17 +96,25 @@ pub struct Shared {
     pub start: Instant,
     pub start_unix: f64,
     pub threads: usize,
-    stop_tx: watch::Sender<bool>,
+    pub(crate) stop_tx: watch::Sender<bool>,
     stopping: AtomicBool,
     reason: AtomicU8,
     pub live: Vec<Arc<LiveCounters>>,
     pub timeline: Arc<Timeline>,
     /// Closed model with a request count: requests claimed so far.
-    issued: AtomicU64,
+    pub(crate) issued: AtomicU64,
     pub open: Option<OpenState>,
 }
 
 impl Shared {
+    /// The end of a closed-model run with a duration: completions after it are not counted.
+    pub(crate) fn closed_deadline(&self) -> Option<Instant> {
+        match (&self.open, self.cfg.duration()) {
+            (None, Some(d)) => Some(self.start + d),
+            _ => None,
+        }
+    }
+
     fn stop(&self, reason: StopReason) {
         if !self.stopping.swap(true, Ordering::SeqCst) {
             self.reason.store(reason as u8, Ordering::SeqCst);
@@ -121,14 +125,6 @@ impl Shared {
     pub fn reason(&self) -> StopReason {
         StopReason::from_u8(self.reason.load(Ordering::SeqCst))
     }
-}
-
-/// What one worker thread hands back.
-pub struct ThreadOutput {
-    pub recorder: Recorder,
-    /// Requests still in flight when the run ended: neither counted nor lost silently.
-    pub abandoned: u64,
-    pub last_completion: Option<Instant>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -202,7 +198,7 @@ impl Run {
             let (shared, connector, template) = (shared.clone(), connector.clone(), h2_template.clone());
             let handle = std::thread::Builder::new()
                 .name(format!("squall-worker-{t}"))
-                .spawn(move || worker_thread(shared, connector, template, t))
+                .spawn(move || worker::worker_thread(shared, connector, template, t))
                 .map_err(|e| StartError::Target(format!("cannot start a worker thread: {e}")))?;
             workers.push(handle);
         }
@@ -279,284 +275,10 @@ fn preflight(connector: &Connector, spec: &RequestSpec, timeout: Duration, insec
     }
 }
 
-struct ThreadCtx {
-    shared: Arc<Shared>,
-    connector: Connector,
-    recorder: RefCell<Recorder>,
-    in_flight: Cell<u64>,
-    last_completion: Cell<Option<Instant>>,
-    /// This thread's workers, so the watchdog can time them out and start replacements.
-    workers: RefCell<Vec<WorkerSpec>>,
-    /// Workers that have not finished of their own accord; `done` fires when none are left.
-    live: Cell<usize>,
-    done: tokio::sync::Notify,
-    h2_template: Option<http::Request<()>>,
-    /// Open model: hands intended send times to this thread's idle workers.
-    dispatch: Dispatch,
-    body: Bytes,
-    head: bool,
-    timeout: Duration,
-    /// Closed model with a duration: completions after it are not counted.
-    deadline: Option<Instant>,
-    /// Workers across all threads (for the closed-model ramp).
-    total_workers: usize,
-}
-
-fn worker_thread(shared: Arc<Shared>, connector: Connector, h2_template: Option<http::Request<()>>, t: usize) -> ThreadOutput {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
-    let local = tokio::task::LocalSet::new();
-    let recorder = Recorder::new(shared.start, shared.timeline.clone(), shared.live[t].clone());
-    let cfg = &shared.cfg;
-    let streams = if cfg.http2 { cfg.h2_streams } else { 1 };
-    let ctx = Rc::new(ThreadCtx {
-        connector,
-        recorder: RefCell::new(recorder),
-        in_flight: Cell::new(0),
-        last_completion: Cell::new(None),
-        workers: RefCell::new(Vec::new()),
-        live: Cell::new(0),
-        done: tokio::sync::Notify::new(),
-        h2_template,
-        dispatch: Dispatch::default(),
-        body: Bytes::from(shared.spec.body.clone()),
-        head: shared.spec.method == "HEAD",
-        timeout: cfg.timeout(),
-        deadline: closed_deadline(&shared),
-        total_workers: cfg.connections * streams,
-        shared: shared.clone(),
-    });
-    let mut stop_rx = shared.stop_tx.subscribe();
-    local.block_on(&rt, async {
-        // Connections are dealt round-robin: thread t takes connections t, t+threads, ...
-        for conn in (t..cfg.connections).step_by(shared.threads) {
-            let h2 = cfg.http2.then(|| Rc::new(H2Conn::new(conn)));
-            for s in 0..streams {
-                let spec = WorkerSpec { index: conn * streams + s, conn, h2: h2.clone(), watch: Rc::default() };
-                ctx.workers.borrow_mut().push(spec);
-            }
-        }
-        let count = ctx.workers.borrow().len();
-        ctx.live.set(count);
-        for i in 0..count {
-            spawn_worker(&ctx, i, true);
-        }
-        if shared.open.is_some() {
-            let ctx = ctx.clone();
-            tokio::task::spawn_local(async move { ctx.dispatch.run(&open_rx(&ctx)).await });
-        }
-        let watchdog = tokio::task::spawn_local(watchdog(ctx.clone()));
-        let deadline = async {
-            match ctx.deadline {
-                Some(d) => tokio::time::sleep_until(d.into()).await,
-                None => std::future::pending().await,
-            }
-        };
-        let all_done = async {
-            while ctx.live.get() > 0 {
-                ctx.done.notified().await;
-            }
-        };
-        tokio::select! {
-            _ = all_done => {}
-            _ = stop_rx.wait_for(|stop| *stop) => {}
-            _ = deadline => {}
-        }
-        watchdog.abort();
-        for w in ctx.workers.borrow().iter() {
-            if let Some(h) = w.watch.task.borrow().as_ref() {
-                h.abort();
-            }
-        }
-    });
-    drop(local); // drops the aborted tasks, and with them their connections
-    let abandoned = ctx.in_flight.get();
-    let last_completion = ctx.last_completion.get();
-    let ctx = Rc::try_unwrap(ctx).ok().expect("all tasks are gone");
-    let mut recorder = ctx.recorder.into_inner();
-    recorder.flush();
-    ThreadOutput { recorder, abandoned, last_completion }
-}
-
-fn open_rx(ctx: &ThreadCtx) -> async_channel::Receiver<Instant> {
-    ctx.shared.open.as_ref().expect("open model").rx.clone()
-}
-
-/// Waits for this worker's next send: now (closed model) or the next intended time (open model).
-/// `now` is the previous completion's timestamp, when there was one: in the closed model the next
-/// request starts right then, so the clock need not be read twice.
-async fn next_send(ctx: &ThreadCtx, slot: &Rc<Slot>, now: Option<Instant>) -> Option<Instant> {
-    let shared = &ctx.shared;
-    match &shared.open {
-        None => {
-            if let Some(n) = shared.cfg.requests {
-                if shared.issued.fetch_add(1, Ordering::Relaxed) >= n {
-                    return None;
-                }
-            }
-            Some(now.unwrap_or_else(Instant::now))
-        }
-        Some(open) => {
-            let intended = ctx.dispatch.next(slot, &open.rx).await?;
-            let lag = Instant::now().saturating_duration_since(intended);
-            let lag_us = lag.as_micros() as u64;
-            open.sent.fetch_add(1, Ordering::Relaxed);
-            open.lag_sum_us.fetch_add(lag_us, Ordering::Relaxed);
-            open.lag_max_us.fetch_max(lag_us, Ordering::Relaxed);
-            if lag > LATE_AFTER {
-                open.late.fetch_add(1, Ordering::Relaxed);
-            }
-            Some(intended)
-        }
-    }
-}
-
-/// One worker: a connection (or an HTTP/2 stream slot) sending requests one after another.
-struct WorkerSpec {
-    index: usize,
-    conn: usize,
-    h2: Option<Rc<H2Conn>>,
-    watch: Rc<Watch>,
-}
-
-/// What the watchdog sees of a worker's request in flight.
-#[derive(Default)]
-struct Watch {
-    /// When the request began: the intended send time in the open model.
-    begin: Cell<Option<Instant>>,
-    /// When it really started; the timeout counts from here. None when idle.
-    started: Cell<Option<Instant>>,
-    connecting: Cell<bool>,
-    task: RefCell<Option<tokio::task::AbortHandle>>,
-}
-
-fn spawn_worker(ctx: &Rc<ThreadCtx>, i: usize, first: bool) {
-    let workers = ctx.workers.borrow();
-    let w = &workers[i];
-    let task = worker(ctx.clone(), w.index, w.conn, w.h2.clone(), w.watch.clone(), first);
-    *w.watch.task.borrow_mut() = Some(tokio::task::spawn_local(task).abort_handle());
-}
-
-async fn worker(ctx: Rc<ThreadCtx>, index: usize, conn_index: usize, h2: Option<Rc<H2Conn>>, watch: Rc<Watch>, first: bool) {
-    let ramp = ctx.shared.cfg.ramp();
-    if first && ctx.shared.open.is_none() && !ramp.is_zero() {
-        let offset = ramp.mul_f64(index as f64 / ctx.total_workers as f64);
-        tokio::time::sleep_until((ctx.shared.start + offset).into()).await;
-    }
-    let mut h1: Option<H1Conn> = None;
-    let slot = Rc::new(Slot::default());
-    let open = ctx.shared.open.is_some();
-    let mut last_completion = None;
-    while let Some(begin) = next_send(&ctx, &slot, last_completion).await {
-        watch.begin.set(Some(begin));
-        watch.started.set(Some(if open { Instant::now() } else { begin }));
-        ctx.in_flight.set(ctx.in_flight.get() + 1);
-        let result = match &h2 {
-            Some(conn) => h2_request(&ctx, conn).await,
-            None => h1_request(&ctx, &mut h1, conn_index, &watch).await,
-        };
-        watch.started.set(None);
-        let now = Instant::now();
-        if ctx.deadline.is_some_and(|d| now > d) {
-            break; // finished after the run's end: left in flight, like the requests still running
-        }
-        ctx.in_flight.set(ctx.in_flight.get() - 1);
-        let outcome = match result {
-            Ok((status, body_bytes, wire_bytes)) => Outcome::Response { status, body_bytes, wire_bytes },
-            Err(f) => Outcome::Failed(f),
-        };
-        ctx.last_completion.set(Some(now));
-        ctx.recorder.borrow_mut().record(now, 0, now.saturating_duration_since(begin), &outcome);
-        last_completion = Some(now);
-    }
-    ctx.live.set(ctx.live.get() - 1);
-    if ctx.live.get() == 0 {
-        ctx.done.notify_one();
-    }
-}
-
-type Exchanged = Result<(u16, u64, u64), stats::Failure>;
-
-async fn h1_request(ctx: &ThreadCtx, conn: &mut Option<H1Conn>, conn_index: usize, watch: &Watch) -> Exchanged {
-    // A second attempt only when a reused keep-alive connection turns out to be closed.
-    for _attempt in 0..2 {
-        if conn.is_none() {
-            watch.connecting.set(true);
-            let t0 = Instant::now();
-            let stream = ctx.connector.connect(conn_index).await;
-            watch.connecting.set(false);
-            ctx.recorder.borrow_mut().record_connect(t0.elapsed());
-            *conn = Some(H1Conn::new(stream?));
-        }
-        let c = conn.as_mut().unwrap();
-        match c.exchange(&ctx.shared.spec.h1_bytes, ctx.head, false).await {
-            Ok(resp) => {
-                if resp.close || !ctx.shared.spec.keepalive {
-                    *conn = None;
-                }
-                return Ok((resp.status, resp.body_bytes, resp.wire_bytes));
-            }
-            Err(e) => {
-                *conn = None;
-                if !e.retryable {
-                    return Err(e.failure);
-                }
-            }
-        }
-    }
-    Err(stats::Failure::new(stats::FailureKind::Closed, "before responding"))
-}
-
-async fn h2_request(ctx: &ThreadCtx, conn: &H2Conn) -> Exchanged {
-    let template = ctx.h2_template.as_ref().expect("HTTP/2 runs have a template");
-    let on_connect = |t| ctx.recorder.borrow_mut().record_connect(t);
-    let r = conn.exchange(&ctx.connector, template, &ctx.body, false, on_connect).await?;
-    Ok((r.status, r.body_bytes, r.wire_bytes))
-}
-
-/// Per thread: times out requests (no timer per request: one scan a few times a second) and hands
-/// finished seconds to the timeline even when the thread is idle. A timed-out worker is aborted, which
-/// drops its connection, and a fresh worker takes its place.
-async fn watchdog(ctx: Rc<ThreadCtx>) {
-    let tick = (ctx.timeout / 20).clamp(Duration::from_millis(1), Duration::from_millis(100));
-    let mut interval = tokio::time::interval(tick);
-    loop {
-        interval.tick().await;
-        let now = Instant::now();
-        ctx.recorder.borrow_mut().roll(now);
-        let count = ctx.workers.borrow().len();
-        for i in 0..count {
-            let watch = ctx.workers.borrow()[i].watch.clone();
-            let Some(started) = watch.started.get() else { continue };
-            if now.saturating_duration_since(started) < ctx.timeout {
-                continue;
-            }
-            if let Some(task) = watch.task.borrow_mut().take() {
-                task.abort();
-            }
-            let kind = if watch.connecting.get() { stats::FailureKind::ConnectTimeout } else { stats::FailureKind::Timeout };
-            watch.started.set(None);
-            watch.connecting.set(false);
-            ctx.in_flight.set(ctx.in_flight.get() - 1);
-            let begin = watch.begin.get().unwrap_or(started);
-            let outcome = Outcome::Failed(stats::Failure::new(kind, ""));
-            ctx.last_completion.set(Some(now));
-            ctx.recorder.borrow_mut().record(now, 0, now.saturating_duration_since(begin), &outcome);
-            spawn_worker(&ctx, i, false);
-        }
-    }
-}
-
 /// Ends the run when its duration is up (or the open model has drained), condenses finished seconds
 /// as it goes, then merges the threads' statistics into the result.
-fn closed_deadline(shared: &Shared) -> Option<Instant> {
-    match (&shared.open, shared.cfg.duration()) {
-        (None, Some(d)) => Some(shared.start + d),
-        _ => None,
-    }
-}
-
-fn coordinate(shared: Arc<Shared>, workers: Vec<JoinHandle<ThreadOutput>>, pacer: Option<JoinHandle<()>>) -> RunResult {
-    let closed_deadline = closed_deadline(&shared);
+fn coordinate(shared: Arc<Shared>, workers: Vec<JoinHandle<worker::ThreadOutput>>, pacer: Option<JoinHandle<()>>) -> RunResult {
+    let closed_deadline = shared.closed_deadline();
     let mut drain_since: Option<Instant> = None;
     let mut stopped_at: Option<Instant> = None;
     while !workers.iter().all(|w| w.is_finished()) {
@@ -590,7 +312,7 @@ fn coordinate(shared: Arc<Shared>, workers: Vec<JoinHandle<ThreadOutput>>, pacer
         let reason = if ran_out { StopReason::Deadline } else { StopReason::Completed };
         shared.reason.store(reason as u8, Ordering::SeqCst);
     }
-    let outputs: Vec<ThreadOutput> = workers.into_iter().map(|w| w.join().expect("worker threads do not panic")).collect();
+    let outputs: Vec<worker::ThreadOutput> = workers.into_iter().map(|w| w.join().expect("worker threads do not panic")).collect();
     let reason = shared.reason();
     let end = match reason {
         StopReason::Deadline => closed_deadline.unwrap(),

@@ -1,0 +1,71 @@
+"""`--processes N`: N copies of the command as workers, each with its share of the users and one engine;
+their results are merged losslessly by the engine and reported as one run."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+
+from squall import _engine, exitcodes
+from squall.cli import UsageError
+
+
+def worker():
+    """(index, count) when this process is one of `--processes` workers, else None."""
+    spec = os.environ.get("SQUALL_WORKER")
+    if not spec:
+        return None
+    i, n = spec.split("/")
+    return int(i), int(n)
+
+
+def share(total, worker):
+    """This worker's part of `total` users: the counts differ by one at most and add up to `total`."""
+    if worker is None:
+        return total
+    i, n = worker
+    return total // n + (1 if i < total % n else 0)
+
+
+def run_processes(args, users, final_output):
+    """`--processes N`: N copies of this command as workers, each with its share of the users and one
+    engine; their results are merged losslessly (histograms added) and reported as one run."""
+    n = (os.cpu_count() or 1) if args.processes == -1 else args.processes
+    if n < 1:
+        raise UsageError(f"invalid number of processes '{args.processes}'")
+    sys.stderr.write(f"squall: {n} worker processes, {users} users in all; the tables come at the end\n")
+    with tempfile.TemporaryDirectory(prefix="squall-workers-") as tmp:
+        paths = [os.path.join(tmp, f"worker{i}.json") for i in range(n)]
+        procs = [subprocess.Popen([sys.executable, "-m", "squall", *args.argv], stdout=subprocess.DEVNULL,
+                                  env=dict(os.environ, SQUALL_WORKER=f"{i}/{n}", SQUALL_WORKER_RESULT=paths[i]))
+                 for i in range(n)]
+        received = []
+
+        def forward(signum, _frame):
+            received.append(signum)
+            for p in procs:
+                p.send_signal(signum)
+
+        previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            codes = [p.wait() for p in procs]
+        finally:
+            for s, h in previous.items():
+                signal.signal(s, h)
+        docs = [open(p).read() for p in paths if os.path.exists(p)]
+    if not docs:
+        sys.stderr.write("squall: error: no worker process produced a result\n")
+        return max(codes) or exitcodes.CANNOT_START
+    result = json.loads(_engine.merge_results_json(docs))
+    exceptions = {}
+    for doc in docs:
+        for x in json.loads(doc).get("exceptions", []):
+            entry = exceptions.setdefault((x["message"], x["traceback"]), dict(x, count=0))
+            entry["count"] += x["count"]
+    result["exceptions"] = list(exceptions.values())
+    final_output(result, args)
+    if received:
+        return exitcodes.INTERRUPTED if received[0] == signal.SIGINT else exitcodes.TERMINATED
+    return max(codes)
