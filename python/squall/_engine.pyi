@@ -30,3 +30,29 @@ class DemoTarget:
     @staticmethod
     def endpoints() -> list[tuple[str, str]]: ...
     def stop(self) -> None: ...
+
+# (id, user, method, url, headers, body, timeout seconds, stats name, engine records it, follow redirects)
+RequestTuple = tuple[int, int, str, str, list[tuple[str, str]], bytes, float, str, bool, bool]
+# (id, status or 0, raw header lines, Set-Cookie values, body, elapsed µs, error or None, final URL if redirected)
+CompletionTuple = tuple[int, int, bytes, list[str], bytes, int, str | None, str | None]
+
+class ScriptSession:
+    """The engine side of scripted users: requests go in, completions come back in batches."""
+
+    def __init__(self, insecure: bool = False) -> None: ...
+    def submit(self, batch: list[RequestTuple]) -> None: ...
+    def poll(self, timeout: float) -> list[CompletionTuple]:
+        """Completions so far, waiting up to `timeout` seconds for the first (GIL released)."""
+    def record(self, method: str, name: str, elapsed_us: int, status: int, body_bytes: int,
+               failure: str | None = None) -> None:
+        """A verdict the script reached itself (catch_response)."""
+    def close_user(self, user: int) -> None: ...
+    def counts(self) -> tuple[int, int]:
+        """(completed, failed) so far."""
+    def snapshot_json(self) -> str:
+        """Live totals per endpoint, then the aggregate, as JSON."""
+    def finish(self, reason: str, url: str, users: list[int]) -> str:
+        """Ends the session; the result document as JSON. `users[t]` is the user count at second t."""
+
+def merge_results_json(docs: list[str]) -> str:
+    """Merges result documents of several runs into one, losslessly (histograms added)."""
