@@ -29,6 +29,12 @@ class Flow(SequentialTaskSet):
         assert "session=abc123" in r.text, r.text  # the session keeps the cookie
 
     @task
+    def login_redirect_keeps_its_cookie(self):
+        r = self.client.post("/login", data={"user": "u"}, cookies={"pre": "1"})
+        assert r.url.endswith("/headers") and "auth=token1" in r.text and "pre=1" in r.text, r.text
+        assert self.client.cookies["auth"] == "token1"
+
+    @task
     def redirects(self):
         r = self.client.get("/redirect")
         assert r.status_code == 200 and r.url.endswith("/ok")

@@ -422,14 +422,35 @@ async fn run_request(engine: Rc<Engine>, r: ScriptRequest) {
 async fn follow(engine: &Engine, r: &ScriptRequest) -> Result<(crate::http1::Response, Option<String>), Failure> {
     let mut url = engine.known_url(&r.url)?.url;
     let (mut method, mut body) = (r.method.clone(), r.body.clone());
+    let mut headers = std::borrow::Cow::Borrowed(&r.headers);
+    let mut set_cookies: Vec<String> = Vec::new();
     let mut hops = 0;
     loop {
-        let resp = exchange(engine, r.user, &method, &url, &r.headers, &body).await?;
+        let mut resp = exchange(engine, r.user, &method, &url, &headers, &body).await?;
         let redirect = matches!(resp.status, 301 | 302 | 303 | 307 | 308);
         let (Some(location), true, true) = (resp.location.clone(), redirect && r.follow_redirects, hops < MAX_REDIRECTS)
         else {
+            if !set_cookies.is_empty() {
+                set_cookies.append(&mut resp.set_cookies);
+                resp.set_cookies = set_cookies; // every cookie the chain set reaches the user's jar
+            }
             return Ok((resp, (hops > 0).then(|| url.to_string())));
         };
+        // Cookies a redirect sets go with the following hops, as a browser or requests' Session does.
+        if !resp.set_cookies.is_empty() {
+            let headers = headers.to_mut();
+            let mut jar: Vec<(String, String)> = cookie_pairs(headers);
+            for c in &resp.set_cookies {
+                if let Some((name, value)) = c.split(';').next().and_then(|p| p.trim().split_once('=')) {
+                    jar.retain(|(n, _)| n != name);
+                    jar.push((name.to_string(), value.to_string()));
+                }
+            }
+            headers.retain(|(k, _)| !k.eq_ignore_ascii_case("cookie"));
+            let cookie = jar.iter().map(|(n, v)| format!("{n}={v}")).collect::<Vec<_>>().join("; ");
+            headers.push(("Cookie".into(), cookie));
+            set_cookies.append(&mut resp.set_cookies);
+        }
         url = url
             .join(&location)
             .map_err(|_| Failure::new(FailureKind::Protocol, format!("bad redirect location '{location}'")))?;
@@ -440,6 +461,16 @@ async fn follow(engine: &Engine, r: &ScriptRequest) -> Result<(crate::http1::Res
         }
         hops += 1;
     }
+}
+
+/// The name=value pairs of a request's Cookie header(s).
+fn cookie_pairs(headers: &[(String, String)]) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .filter(|(k, _)| k.eq_ignore_ascii_case("cookie"))
+        .flat_map(|(_, v)| v.split(';'))
+        .filter_map(|p| p.trim().split_once('=').map(|(n, v)| (n.to_string(), v.to_string())))
+        .collect()
 }
 
 async fn exchange(
