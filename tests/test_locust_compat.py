@@ -272,3 +272,9 @@ def test_stop_timeout_lets_tasks_finish(odd_server, tmp_path, stop_timeout, fini
     run_file("slow_task.py", odd_server, tmp_path, "-s", stop_timeout, users=2, run_time="2s")
     finished = json.loads((tmp_path / "seen.json").read_text())["finished"]
     assert finished == (4 if finish else 2), finished
+
+
+def test_first_user_starts_at_once(odd_server, tmp_path):
+    # spawn rate 1: the first user must not wait a second for its turn (the run is only 1 s)
+    _, prefix = run_file("weights.py", odd_server, tmp_path, users=1, rate=1, run_time="1s")
+    assert int(stats(prefix)["Aggregated"]["Request Count"]) > 100

@@ -1,8 +1,22 @@
 """The environment a locustfile sees (`self.environment`): host, events, the runner, options."""
 
 import itertools
+import os
+import traceback
 
 from squall.event import events as default_events
+
+_SQUALL_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def user_traceback(exc):
+    """The traceback of an exception from a locustfile, without squall's own frames before the
+    user's code (the scheduler and task loop are noise to the reader)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    first_user = next((i for i, f in enumerate(frames) if not f.filename.startswith(_SQUALL_DIR)), 0)
+    lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames[first_user:]),
+             *traceback.format_exception_only(type(exc), exc)]
+    return "".join(lines)
 
 
 class Runner:

@@ -15,7 +15,7 @@ class Spawner:
         self.spawned = []  # (user, greenlet), in order
         self.target = 0
         self.rate = 1.0
-        self.credit = 0.0
+        self.credit = 1.0  # the first user starts at once, as in Locust; then `rate` a second
         self.last = time.monotonic()
 
     def set_target(self, users, rate, classes=None):

@@ -2,12 +2,12 @@
 `SequentialTaskSet`, `@task`, `@tag`. Each user runs in its own greenlet on the hub."""
 
 import random
-import traceback
 
 from greenlet import GreenletExit
 
 from squall.exception import (InterruptTaskSet, MissingWaitTimeError, RescheduleTask, RescheduleTaskImmediately,
                               StopUser, UserHung)
+from squall.environment import user_traceback
 from squall.wait_time import constant
 
 
@@ -172,7 +172,7 @@ class TaskSet(metaclass=_TaskHolderMeta):
                 self.on_stop()
                 raise
             except Exception as e:
-                self.user.environment.report_exception(self.user, e, traceback.format_exc())
+                self.user.environment.report_exception(self.user, e, user_traceback(e))
             self.wait()
 
 
@@ -253,16 +253,16 @@ class User(metaclass=_TaskHolderMeta):
             except (StopUser, GreenletExit):
                 raise
             except Exception as e:
-                self.environment.report_exception(self, e, traceback.format_exc())
+                self.environment.report_exception(self, e, user_traceback(e))
                 return
             DefaultTaskSet(self).run()
         except (StopUser, GreenletExit):
             try:
                 self.on_stop()
             except Exception as e:
-                self.environment.report_exception(self, e, traceback.format_exc())
+                self.environment.report_exception(self, e, user_traceback(e))
         except UserHung as e:
-            self.environment.report_exception(self, e, traceback.format_exc())
+            self.environment.report_exception(self, e, user_traceback(e))
         finally:
             self.environment.user_stopped(self)
 
