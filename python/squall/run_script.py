@@ -231,8 +231,7 @@ def _drive(env, classes, shape, users, spawn_rate, run_time, stop_timeout, args)
         while len(env.users_per_second) <= int(now - start):
             env.users_per_second.append(runner.user_count)
         if runner.quitting:
-            reason = "interrupted"
-            break
+            break  # runner.quit() from the script, or a signal (run() marks that one interrupted)
         if spawner.done() and not shape:
             break  # every user stopped by itself: nothing is left to run
         if deadline is not None and now >= deadline:
