@@ -2,6 +2,7 @@
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+DEV    := $(VENV)/.dev-installed
 SOURCES := $(shell find crates python -type f -not -path '*/__pycache__/*') Cargo.toml Cargo.lock pyproject.toml
 
 .PHONY: demo test install dev test-rust test-python bench bench-http bench-script clean
@@ -11,28 +12,31 @@ demo: $(STAMP)
 	$(VENV)/bin/squall demo
 
 ## test: install what the tests need (apt packages included), then cargo test and pytest
-test: $(STAMP)
+test: $(DEV) $(STAMP)
 	./scripts/install-system-deps.sh
 	$(MAKE) test-rust test-python
 
 test-rust:
 	cargo test --workspace --exclude squall-py --locked
 
-test-python: $(STAMP)
+test-python: $(DEV) $(STAMP)
 	$(PY) -m pytest
 
 $(PY):
 	python3 -m venv $(VENV)
 
 ## install: build squall (release) and install it into .venv, as `pip install .` does
-install $(STAMP): $(PY) requirements/dev.txt $(SOURCES)
-	$(PY) -m pip install -q --disable-pip-version-check -r requirements/dev.txt
+install $(STAMP): $(PY) $(SOURCES)
 	$(PY) -m pip install -q --disable-pip-version-check .
 	@touch $(STAMP)
 
-## dev: editable install for iterating (Python edits apply at once; rerun after Rust edits)
-dev: $(PY)
+# The pinned tools the tests use (pytest, maturin, and Locust to compare against).
+$(DEV): $(PY) requirements/dev.txt
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements/dev.txt
+	@touch $(DEV)
+
+## dev: editable install for iterating (Python edits apply at once; rerun after Rust edits)
+dev: $(DEV)
 	$(VENV)/bin/maturin develop --release
 
 ## bench: the benchmarks against peers (installs wrk, ab, hey, oha, Locust, nginx); writes bench/RESULTS.md
