@@ -76,8 +76,8 @@ class Hub:
                 return
             if deadline is None and not self.pending and not self.timers:
                 return
-            wake = min(t for t in (deadline, self.timers[0][0] if self.timers else None) if t is not None) \
-                if (deadline is not None or self.timers) else now + 0.1
+            due = [t for t in (deadline, self.timers[0][0] if self.timers else None) if t is not None]
+            wake = min(due, default=now + 0.1)
             for c in self.session.poll(max(0.0, wake - now)):
                 g = self.pending.pop(c[0], None)
                 if g is not None:

@@ -10,6 +10,7 @@ import tempfile
 
 from squall import _engine, exitcodes
 from squall.cli import UsageError
+from squall.signals import on_stop_signals
 
 
 def worker():
@@ -43,17 +44,13 @@ def run_processes(args, users, final_output):
                  for i in range(n)]
         received = []
 
-        def forward(signum, _frame):
+        def forward(signum):
             received.append(signum)
             for p in procs:
                 p.send_signal(signum)
 
-        previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
-        try:
+        with on_stop_signals(forward):
             codes = [p.wait() for p in procs]
-        finally:
-            for s, h in previous.items():
-                signal.signal(s, h)
         docs = [open(p).read() for p in paths if os.path.exists(p)]
     if not docs:
         sys.stderr.write("squall: error: no worker process produced a result\n")

@@ -17,6 +17,7 @@ from squall.exception import UserHung
 from squall.cli import UsageError
 from squall.durations import parse_duration
 from squall.report import locust_console
+from squall.signals import on_stop_signals
 from squall.spawner import Spawner
 
 STATS_INTERVAL = 2.0
@@ -172,7 +173,7 @@ def run(args) -> int:
 
     received = []
 
-    def on_signal(signum, _frame):
+    def on_signal(signum):
         received.append(signum)
         env.runner.quit()
 
@@ -181,15 +182,14 @@ def run(args) -> int:
         if held > HANG_LIMIT:
             raise UserHung(f"a task ran {held:.0f} s without yielding (no request, wait or sleep)")
 
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    previous[signal.SIGALRM] = signal.signal(signal.SIGALRM, watchdog)
+    previous_alarm = signal.signal(signal.SIGALRM, watchdog)
     signal.setitimer(signal.ITIMER_REAL, 1.0, 1.0)
     try:
-        reason = _drive(env, classes, shape, users, spawn_rate, run_time, stop_timeout, args)
+        with on_stop_signals(on_signal):
+            reason = _drive(env, classes, shape, users, spawn_rate, run_time, stop_timeout, args)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        for s, h in previous.items():
-            signal.signal(s, h)
+        signal.signal(signal.SIGALRM, previous_alarm)
     if received:
         reason = "interrupted"
     result_json = session.finish(reason, args.host or "", env.users_per_second)

@@ -1,9 +1,9 @@
 """Drives an engine run from Python: the live progress line, Ctrl-C and SIGTERM."""
 
 import json
-import signal
 
 from squall.progress import ProgressLine
+from squall.signals import on_stop_signals
 
 
 def drive(engine_run, config, show_progress=True):
@@ -13,19 +13,17 @@ def drive(engine_run, config, show_progress=True):
     """
     received = []
 
-    def on_signal(signum, _frame):
+    def on_signal(signum):
         received.append(signum)
         engine_run.stop()
 
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     line = ProgressLine(config) if show_progress else None
-    try:
-        while not engine_run.wait(0.25):
+    with on_stop_signals(on_signal):
+        try:
+            while not engine_run.wait(0.25):
+                if line:
+                    line.update(*engine_run.progress()[:3])
+        finally:
             if line:
-                line.update(*engine_run.progress()[:3])
-    finally:
-        if line:
-            line.clear()
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+                line.clear()
     return json.loads(engine_run.result_json()), (received[0] if received else None)

@@ -274,10 +274,6 @@ impl Engine {
         Ok(known)
     }
 
-    fn origin_of(&self, url: &url::Url) -> usize {
-        self.known_url(url.as_str()).map(|k| k.origin).unwrap_or(0)
-    }
-
     async fn connector(&self, index: usize) -> Result<Connector, Failure> {
         if let Some(c) = self.connectors.borrow().get(&index) {
             return Ok(c.clone());
@@ -420,13 +416,13 @@ async fn run_request(engine: Rc<Engine>, r: ScriptRequest) {
 /// The request, and the redirects it leads to when asked to follow them. Returns the final response
 /// and, when redirects moved it, its URL.
 async fn follow(engine: &Engine, r: &ScriptRequest) -> Result<(crate::http1::Response, Option<String>), Failure> {
-    let mut url = engine.known_url(&r.url)?.url;
+    let KnownUrl { mut url, mut origin } = engine.known_url(&r.url)?;
     let (mut method, mut body) = (r.method.clone(), r.body.clone());
     let mut headers = std::borrow::Cow::Borrowed(&r.headers);
     let mut set_cookies: Vec<String> = Vec::new();
     let mut hops = 0;
     loop {
-        let mut resp = exchange(engine, r.user, &method, &url, &headers, &body).await?;
+        let mut resp = exchange(engine, r.user, origin, &method, &url, &headers, &body).await?;
         let redirect = matches!(resp.status, 301 | 302 | 303 | 307 | 308);
         let (Some(location), true, true) = (resp.location.clone(), redirect && r.follow_redirects, hops < MAX_REDIRECTS)
         else {
@@ -451,9 +447,10 @@ async fn follow(engine: &Engine, r: &ScriptRequest) -> Result<(crate::http1::Res
             headers.push(("Cookie".into(), cookie));
             set_cookies.append(&mut resp.set_cookies);
         }
-        url = url
+        let next = url
             .join(&location)
             .map_err(|_| Failure::new(FailureKind::Protocol, format!("bad redirect location '{location}'")))?;
+        KnownUrl { url, origin } = engine.known_url(next.as_str())?;
         // As browsers and python-requests do: 303 always, and 301/302 after a POST, become a GET.
         if resp.status == 303 || (matches!(resp.status, 301 | 302) && method == "POST") {
             method = "GET".into();
@@ -476,12 +473,12 @@ fn cookie_pairs(headers: &[(String, String)]) -> Vec<(String, String)> {
 async fn exchange(
     engine: &Engine,
     user: u64,
+    origin: usize,
     method: &str,
     url: &url::Url,
     headers: &[(String, String)],
     body: &[u8],
 ) -> Result<crate::http1::Response, Failure> {
-    let origin = engine.origin_of(url);
     let bytes = serialize_h1(method, url, headers, body, true);
     let key = (user, origin);
     // A second attempt only when a pooled keep-alive connection turns out to be closed.

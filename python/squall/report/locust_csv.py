@@ -74,7 +74,8 @@ def write(result, prefix, full_history=False):
             w.writerow([e["method"], e["name"], e["message"], e["count"],
                         round(start + e["first_seen_s"], 3), round(start + e["last_seen_s"], 3)])
     with open(paths["exceptions"], "w", newline="") as f:
-        csv.writer(f).writerow(EXCEPTIONS_HEADER)
+        w = csv.writer(f)
+        w.writerow(EXCEPTIONS_HEADER)
         for x in result.get("exceptions", []):
-            csv.writer(f).writerow([x["count"], x["message"], x["traceback"], x.get("nodes", "local")])
+            w.writerow([x["count"], x["message"], x["traceback"], x.get("nodes", "local")])
     return list(paths.values())
