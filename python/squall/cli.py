@@ -1,4 +1,4 @@
-"""The `squall` command line: `squall bench URL`, `squall demo`."""
+"""The `squall` command line: `squall bench URL`, `squall mqtt`, `squall demo`, `squall -f FILE`."""
 
 import argparse
 import sys
@@ -19,12 +19,13 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> Parser:
-    from squall import __version__, bench, demo, run_script
+    from squall import __version__, bench, demo, mqtt, run_script
 
     parser = Parser(prog="squall", description="Load testing scripted like Locust, fast like wrk.")
     parser.add_argument("-V", "--version", action="version", version=f"squall {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     bench.add_parser(commands)
+    mqtt.add_parser(commands)
     demo.add_parser(commands)
     run = commands.add_parser("run", help="run a locustfile (also: squall -f FILE ...)",
                               description="Run a locustfile unchanged: Locust's flags, tables and CSV files.")

@@ -4,5 +4,6 @@ OK = 0  # the run completed and at least one request succeeded
 ALL_FAILED = 1  # the run completed but every request failed
 USAGE = 2  # bad command line: unknown flag, invalid value or URL, unreadable input file
 CANNOT_START = 3  # the run could not start: host unresolvable, connection refused, TLS failure, file limit
+LOST = 4  # squall mqtt --verify: messages were published but never delivered
 INTERRUPTED = 130  # stopped by Ctrl-C (SIGINT); results so far are still printed and written
 TERMINATED = 143  # stopped by SIGTERM; likewise

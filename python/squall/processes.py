@@ -30,13 +30,13 @@ def share(total, worker):
     return total // n + (1 if i < total % n else 0)
 
 
-def run_processes(args, users, final_output):
+def run_processes(args, users, final_output, merge_extra=None, what="users"):
     """`--processes N`: N copies of this command as workers, each with its share of the users and one
     engine; their results are merged losslessly (histograms added) and reported as one run."""
     n = (os.cpu_count() or 1) if args.processes == -1 else args.processes
     if n < 1:
         raise UsageError(f"invalid number of processes '{args.processes}'")
-    sys.stderr.write(f"squall: {n} worker processes, {users} users in all; the tables come at the end\n")
+    sys.stderr.write(f"squall: {n} worker processes, {users} {what} in all; the tables come at the end\n")
     with tempfile.TemporaryDirectory(prefix="squall-workers-") as tmp:
         paths = [os.path.join(tmp, f"worker{i}.json") for i in range(n)]
         procs = [subprocess.Popen([sys.executable, "-m", "squall", *args.argv], stdout=subprocess.DEVNULL,
@@ -62,6 +62,8 @@ def run_processes(args, users, final_output):
             entry = exceptions.setdefault((x["message"], x["traceback"]), dict(x, count=0))
             entry["count"] += x["count"]
     result["exceptions"] = list(exceptions.values())
+    if merge_extra:
+        merge_extra(result, [json.loads(d) for d in docs])
     final_output(result, args)
     if received:
         return exitcodes.INTERRUPTED if received[0] == signal.SIGINT else exitcodes.TERMINATED

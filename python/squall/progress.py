@@ -35,3 +35,29 @@ class ProgressLine:
     def clear(self):
         self.stream.write("\r\x1b[K")
         self.stream.flush()
+
+
+class MqttProgressLine(ProgressLine):
+    """The same line for `squall mqtt`: connections, then messages published and delivered."""
+
+    def __init__(self, config, stream=sys.stderr):
+        super().__init__({"duration": config["duration"],
+                          "requests": (config["messages"] or 0) * config["clients"] or None}, stream)
+        self.clients = config["clients"]
+        self.verify = config["verify"] or config["subscribe_only"]
+
+    def update(self, elapsed, phase, connected, sent, published, failed, delivered, finished):
+        if phase == "connecting":
+            self.stream.write(f"\r\x1b[K  connecting: {connected:,} / {self.clients:,} clients")
+            self.stream.flush()
+            return
+        count = delivered if self.total is None and self.verify and not published else published
+        now = time.monotonic()
+        t0, c0 = self.last
+        if now - t0 >= 1.0:
+            self.rate = (count - c0) / (now - t0)
+            self.last = (now, count)
+        extra = f"  {delivered:,} delivered" if self.verify else ""
+        self.stream.write(f"\r\x1b[K  {phase}: {format_duration(elapsed)}  {connected:,} connected  "
+                          f"{published:,} published  {self.rate:,.0f} msg/s  {failed:,} failed{extra}")
+        self.stream.flush()

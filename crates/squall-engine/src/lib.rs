@@ -9,6 +9,7 @@ pub mod dispatch;
 pub mod h2client;
 pub mod http1;
 pub mod merge;
+pub mod mqtt;
 pub mod net;
 pub mod pacer;
 pub mod result;

@@ -72,14 +72,7 @@ impl RequestSpec {
 
     /// Resolves the host once, before the run, so that a bad name fails fast and clearly.
     pub fn resolve(&mut self) -> Result<(), String> {
-        let addrs: Vec<SocketAddr> = (self.host.as_str(), self.port)
-            .to_socket_addrs()
-            .map_err(|_| format!("cannot resolve host '{}'", self.host))?
-            .collect();
-        if addrs.is_empty() {
-            return Err(format!("cannot resolve host '{}'", self.host));
-        }
-        self.addrs = addrs;
+        self.addrs = resolve(&self.host, self.port)?;
         Ok(())
     }
 
@@ -89,6 +82,16 @@ impl RequestSpec {
 }
 
 /// The Host header value: the port only when it is not the scheme's default.
+/// The addresses of `host`, or a one-line reason.
+pub fn resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>, String> {
+    let addrs: Vec<SocketAddr> =
+        (host, port).to_socket_addrs().map_err(|_| format!("cannot resolve host '{host}'"))?.collect();
+    if addrs.is_empty() {
+        return Err(format!("cannot resolve host '{host}'"));
+    }
+    Ok(addrs)
+}
+
 pub fn authority(url: &Url) -> String {
     let host = match url.host() {
         Some(url::Host::Ipv6(a)) => format!("[{a}]"),

@@ -185,6 +185,9 @@ pub struct RunResult {
     pub abandoned: u64,
     pub latency_histogram: Vec<Bucket>,
     pub timeseries: Vec<SecondReport>,
+    /// MQTT runs: rates, per-client counts and delivery.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mqtt: Option<crate::mqtt::report::MqttReport>,
 }
 
 pub struct Inputs<'a> {
@@ -315,5 +318,6 @@ pub fn build(inp: Inputs) -> RunResult {
         abandoned: inp.abandoned,
         latency_histogram: buckets(&all.hist),
         timeseries,
+        mqtt: None,
     }
 }

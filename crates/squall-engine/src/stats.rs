@@ -49,6 +49,12 @@ pub enum FailureKind {
     Io,
     /// A script's own verdict (`response.failure("...")`).
     Script,
+    /// An MQTT broker said no (CONNACK, PUBACK or SUBACK with a failure reason).
+    Refused,
+    /// An MQTT message not acknowledged within the timeout.
+    AckTimeout,
+    /// An MQTT message the broker took but no subscriber saw.
+    Lost,
 }
 
 impl FailureKind {
@@ -64,6 +70,9 @@ impl FailureKind {
             FailureKind::Protocol => "protocol",
             FailureKind::Io => "io",
             FailureKind::Script => "script",
+            FailureKind::Refused => "refused",
+            FailureKind::AckTimeout => "ack_timeout",
+            FailureKind::Lost => "lost",
         }
     }
 }
@@ -97,7 +106,9 @@ impl Failure {
             FailureKind::Closed => format!("server closed the connection {}", self.detail),
             FailureKind::Tls => format!("TLS error: {}", self.detail),
             FailureKind::Protocol => format!("invalid HTTP response: {}", self.detail),
-            FailureKind::Io | FailureKind::Script => self.detail.clone(),
+            FailureKind::AckTimeout => "no acknowledgement within the timeout".into(),
+            FailureKind::Lost => "published but never delivered to the subscriber".into(),
+            FailureKind::Io | FailureKind::Script | FailureKind::Refused => self.detail.clone(),
         }
     }
 }
@@ -335,6 +346,43 @@ impl Recorder {
                 })
                 .or_insert(ErrorEntry { count: 1, first_us: at, last_us: at });
         }
+    }
+
+    /// Counts a success that has no latency to measure (a message without a timestamp).
+    pub fn count(&mut self, now: Instant, endpoint: EndpointId, body_bytes: u64) {
+        self.roll(now);
+        for stats in [&mut self.totals, &mut self.second] {
+            if stats.len() <= endpoint {
+                stats.resize_with(endpoint + 1, EndpointStats::default);
+            }
+            stats[endpoint].requests += 1;
+            stats[endpoint].body_bytes += body_bytes;
+        }
+        self.live.completed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts `n` failures that have no latency (a message never sent, or never delivered).
+    pub fn fail_untimed(&mut self, now: Instant, endpoint: EndpointId, failure: Failure, n: u64) {
+        if n == 0 {
+            return;
+        }
+        self.roll(now);
+        for stats in [&mut self.totals, &mut self.second] {
+            if stats.len() <= endpoint {
+                stats.resize_with(endpoint + 1, EndpointStats::default);
+            }
+            stats[endpoint].requests += n;
+            stats[endpoint].failures += n;
+        }
+        self.live.failed.fetch_add(n, Ordering::Relaxed);
+        let at = self.since_start(now).as_micros() as u64;
+        self.errors
+            .entry(ErrorKey { endpoint, failure })
+            .and_modify(|e| {
+                e.count += n;
+                e.last_us = at;
+            })
+            .or_insert(ErrorEntry { count: n, first_us: at, last_us: at });
     }
 
     pub fn timeline(&self) -> &Arc<Timeline> {

@@ -26,15 +26,7 @@ impl BenchRun {
     #[new]
     fn new(py: Python<'_>, config_json: &str, body: Vec<u8>) -> PyResult<Self> {
         let cfg = BenchConfig::from_json(config_json).map_err(UsageError::new_err)?;
-        let starting = std::thread::spawn(move || Run::start(cfg, body));
-        while !starting.is_finished() {
-            py.detach(|| std::thread::sleep(Duration::from_millis(20)));
-            py.check_signals()?;
-        }
-        let run = starting.join().expect("starting a run does not panic").map_err(|e| match e {
-            StartError::Usage(m) => UsageError::new_err(m),
-            StartError::Target(m) => TargetError::new_err(m),
-        })?;
+        let run = start_checking_signals(py, move || Run::start(cfg, body))?;
         Ok(BenchRun { run: Mutex::new(Some(run)) })
     }
 
@@ -55,17 +47,78 @@ impl BenchRun {
 
     /// Waits up to `timeout` seconds for the end; True once finished.
     fn wait(&self, py: Python<'_>, timeout: f64) -> bool {
-        let deadline = std::time::Instant::now() + Duration::from_secs_f64(timeout.max(0.0));
-        py.detach(|| loop {
-            let done = self.run.lock().unwrap().as_ref().is_none_or(|r| r.is_finished());
-            if done || std::time::Instant::now() >= deadline {
-                return done;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        })
+        wait_until(py, timeout, || self.run.lock().unwrap().as_ref().is_none_or(|r| r.is_finished()))
     }
 
     /// The result document as JSON (waits for the end of the run).
+    fn result_json(&self, py: Python<'_>) -> PyResult<String> {
+        let run = self.run.lock().unwrap().take().ok_or_else(|| PyRuntimeError::new_err("the result was already taken"))?;
+        let result = py.detach(|| run.wait());
+        serde_json::to_string(&result).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+    }
+}
+
+/// Starts a run on its own thread (resolving and connecting can take up to the timeout) while this
+/// one keeps Ctrl-C live.
+fn start_checking_signals<R: Send + 'static>(py: Python<'_>, start: impl FnOnce() -> Result<R, StartError> + Send + 'static) -> PyResult<R> {
+    let starting = std::thread::spawn(start);
+    while !starting.is_finished() {
+        py.detach(|| std::thread::sleep(Duration::from_millis(20)));
+        py.check_signals()?;
+    }
+    starting.join().expect("starting a run does not panic").map_err(|e| match e {
+        StartError::Usage(m) => UsageError::new_err(m),
+        StartError::Target(m) => TargetError::new_err(m),
+    })
+}
+
+/// Waits without the GIL until `done` or `timeout` seconds; returns `done`.
+fn wait_until(py: Python<'_>, timeout: f64, done: impl Fn() -> bool + Sync) -> bool {
+    let deadline = std::time::Instant::now() + Duration::from_secs_f64(timeout.max(0.0));
+    py.detach(|| loop {
+        if done() {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    })
+}
+
+/// A running `squall mqtt` load. Starts at construction (after one preflight connection).
+#[pyclass(module = "squall._engine")]
+struct MqttRun {
+    run: Mutex<Option<squall_engine::mqtt::MqttRun>>,
+}
+
+#[pymethods]
+impl MqttRun {
+    #[new]
+    fn new(py: Python<'_>, config_json: &str) -> PyResult<Self> {
+        let cfg = squall_engine::mqtt::MqttConfig::from_json(config_json).map_err(UsageError::new_err)?;
+        let run = start_checking_signals(py, move || squall_engine::mqtt::MqttRun::start(cfg))?;
+        Ok(MqttRun { run: Mutex::new(Some(run)) })
+    }
+
+    /// (elapsed seconds, phase, connected, sent, published, failed, delivered, finished)
+    fn progress(&self) -> PyResult<(f64, &'static str, u64, u64, u64, u64, u64, bool)> {
+        let guard = self.run.lock().unwrap();
+        let run = guard.as_ref().ok_or_else(|| PyRuntimeError::new_err("the run's result was taken"))?;
+        let p = run.progress();
+        Ok((p.elapsed, p.phase.as_str(), p.connected, p.sent, p.published, p.failed, p.delivered, p.finished))
+    }
+
+    fn stop(&self) {
+        if let Some(run) = self.run.lock().unwrap().as_ref() {
+            run.stop();
+        }
+    }
+
+    fn wait(&self, py: Python<'_>, timeout: f64) -> bool {
+        wait_until(py, timeout, || self.run.lock().unwrap().as_ref().is_none_or(|r| r.is_finished()))
+    }
+
     fn result_json(&self, py: Python<'_>) -> PyResult<String> {
         let run = self.run.lock().unwrap().take().ok_or_else(|| PyRuntimeError::new_err("the result was already taken"))?;
         let result = py.detach(|| run.wait());
@@ -232,6 +285,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("UsageError", m.py().get_type::<UsageError>())?;
     m.add("TargetError", m.py().get_type::<TargetError>())?;
     m.add_class::<BenchRun>()?;
+    m.add_class::<MqttRun>()?;
     m.add_class::<DemoTarget>()?;
     m.add_class::<ScriptSession>()?;
     m.add_function(wrap_pyfunction!(merge_results_json, m)?)?;

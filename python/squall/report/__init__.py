@@ -2,12 +2,15 @@
 
 import json
 
-from squall.report import console, locust_csv
+from squall.report import console, html, locust_csv
 
 
-def write_files(result, json_path=None, csv_prefix=None, full_history=False):
+def write_files(result, json_path=None, csv_prefix=None, full_history=False, html_path=None):
     """Writes the requested files; returns their paths."""
     written = []
+    if html_path:
+        html.write(result, html_path)
+        written.append(html_path)
     if json_path:
         with open(json_path, "w") as f:
             json.dump(result, f, indent=1)

@@ -1,0 +1,453 @@
+//! The simulated devices: one tokio task per client on its thread's runtime. Each connects (at the
+//! connect rate, reconnecting after a failure), waits for the load to start, then publishes on its own
+//! schedule (or as fast as its in-flight window allows) and counts a message published only when it
+//! is acknowledged (QoS 1: PUBACK, QoS 2: PUBCOMP) or, at QoS 0, written to the socket.
+
+use super::codec::Hello;
+use super::conn::Conn;
+use super::message::{unix_us, Header};
+use super::run::{MqttShared, Phase, CONNECT, PUBLISH};
+use crate::runner::LATE_AFTER;
+use crate::stats::{Failure, FailureKind, Outcome, Recorder};
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+
+/// Messages encoded into one write when several are due at once.
+const BATCH: usize = 64;
+/// Connections handshaking at once per thread: a burst of thousands would overflow the broker's
+/// listen backlog and turn into one-second SYN retries.
+const CONNECTING_AT_ONCE: usize = 16;
+
+/// One simulated device, as its thread's watchdog and the final report see it.
+pub struct Client {
+    pub index: usize,
+    pub id: String,
+    /// The topic when it doesn't change per message.
+    topic: Option<String>,
+    wake: Notify,
+    /// Set by the watchdog: a message has waited longer than the timeout for its acknowledgement.
+    timed_out: Cell<bool>,
+    ping_due: Cell<bool>,
+    last_write: Cell<Instant>,
+    /// Send times of unacknowledged messages by slot (packet id - 1), with their QoS 2 stage.
+    window: RefCell<Vec<Option<Slot>>>,
+    pub sent: Cell<u64>,
+    pub published: Cell<u64>,
+    pub failed: Cell<u64>,
+    /// Due while the client was not connected, so never sent.
+    pub unsent: Cell<u64>,
+}
+
+#[derive(Clone, Copy)]
+struct Slot {
+    sent_at: Instant,
+    /// QoS 2: PUBREC came, PUBCOMP awaited.
+    released: bool,
+    bytes: u32,
+}
+
+/// What one worker thread keeps: its clients, its recorder, and how the schedule was kept.
+pub struct ThreadCtx {
+    pub shared: Arc<MqttShared>,
+    pub recorder: RefCell<Recorder>,
+    pub clients: RefCell<Vec<Rc<Client>>>,
+    connecting: tokio::sync::Semaphore,
+    pub late: Cell<u64>,
+    pub lag_sum_us: Cell<u64>,
+    pub lag_max_us: Cell<u64>,
+    pub on_schedule: Cell<u64>,
+    /// When the last message was published (acknowledged, or written at QoS 0).
+    pub last_publish: Cell<Option<Instant>>,
+}
+
+impl ThreadCtx {
+    pub fn new(shared: Arc<MqttShared>, recorder: Recorder) -> Self {
+        ThreadCtx {
+            shared,
+            recorder: RefCell::new(recorder),
+            clients: RefCell::new(Vec::new()),
+            connecting: tokio::sync::Semaphore::new(CONNECTING_AT_ONCE),
+            late: Cell::new(0),
+            lag_sum_us: Cell::new(0),
+            lag_max_us: Cell::new(0),
+            on_schedule: Cell::new(0),
+            last_publish: Cell::new(None),
+        }
+    }
+
+    pub fn add_client(&self, index: usize) -> Rc<Client> {
+        let s = &self.shared;
+        let id = format!("{}{}", s.cfg.client_id_prefix, index);
+        let topic = (!s.topic.has_seq()).then(|| s.topic.render(index, &id, 0));
+        let c = Rc::new(Client {
+            index,
+            id,
+            topic,
+            wake: Notify::new(),
+            timed_out: Cell::new(false),
+            ping_due: Cell::new(false),
+            last_write: Cell::new(Instant::now()),
+            window: RefCell::new(Vec::new()),
+            sent: Cell::new(0),
+            published: Cell::new(0),
+            failed: Cell::new(0),
+            unsent: Cell::new(0),
+        });
+        self.clients.borrow_mut().push(c.clone());
+        c
+    }
+
+    fn record(&self, endpoint: usize, latency: Duration, outcome: &Outcome) {
+        let now = Instant::now();
+        if endpoint == PUBLISH {
+            self.last_publish.set(Some(now));
+        }
+        self.recorder.borrow_mut().record(now, endpoint, latency, outcome);
+    }
+
+    /// Wakes every client so it sees a new phase.
+    pub fn wake_all(&self) {
+        for c in self.clients.borrow().iter() {
+            c.wake.notify_one();
+        }
+    }
+
+    /// Every 100 ms: flags clients whose oldest message is past the timeout, or that owe a PINGREQ.
+    pub async fn watchdog(self: Rc<Self>) {
+        let timeout = self.shared.cfg.timeout();
+        let keepalive = Duration::from_secs(self.shared.cfg.keepalive as u64);
+        let mut tick = tokio::time::interval(Duration::from_millis(100));
+        loop {
+            tick.tick().await;
+            if self.shared.phase() == Phase::Closed {
+                return;
+            }
+            let now = Instant::now();
+            for c in self.clients.borrow().iter() {
+                let late = c.window.borrow().iter().flatten().any(|s| now.duration_since(s.sent_at) > timeout);
+                let idle = !keepalive.is_zero() && now.duration_since(c.last_write.get()) > keepalive / 2;
+                if late || idle {
+                    c.timed_out.set(c.timed_out.get() | late);
+                    c.ping_due.set(c.ping_due.get() | idle);
+                    c.wake.notify_one();
+                }
+            }
+        }
+    }
+}
+
+/// Why a connected session ended.
+enum End {
+    /// Nothing more to send, nothing in flight.
+    Done,
+    Broken(Failure),
+}
+
+/// A client's publishing schedule and sequence.
+struct Plan {
+    /// Next intended send time (paced runs).
+    due: Option<Instant>,
+    interval: Duration,
+    /// Paced runs with a duration: nothing is due at or after this.
+    until: Option<Instant>,
+}
+
+pub async fn run_client(ctx: Rc<ThreadCtx>, c: Rc<Client>) {
+    let s = ctx.shared.clone();
+    let cfg = &s.cfg;
+    if let Some(rate) = cfg.connect_rate {
+        let local = c.index - cfg.first_client;
+        tokio::time::sleep_until((s.start + Duration::from_secs_f64(local as f64 / rate)).into()).await;
+    }
+    let mut conn = connect(&ctx, &c).await;
+    s.first_attempt_done.fetch_add(1, Ordering::SeqCst);
+    let load_start = s.wait_for_load(&c.wake).await;
+    let Some(load_start) = load_start else { return close(conn).await };
+
+    let mut plan = Plan { due: None, interval: Duration::ZERO, until: None };
+    if let Some(rate) = cfg.rate {
+        // Clients are spread evenly over one interval so that they don't all publish in the same instant.
+        plan.interval = Duration::from_secs_f64(1.0 / rate);
+        let local = (c.index - cfg.first_client) as f64 / cfg.clients as f64;
+        let begin = if cfg.connect_rate.is_some() { Instant::now().max(load_start) } else { load_start };
+        plan.due = Some(begin + plan.interval.mul_f64(local));
+        plan.until = cfg.duration().map(|d| load_start + d);
+    }
+    let window = cfg.inflight.min(65_535);
+    loop {
+        if let Some(mut live) = conn.take() {
+            let w = live.receive_max.map_or(window, |m| window.min(m as usize).max(1));
+            *c.window.borrow_mut() = vec![None; if cfg.qos == 0 { 0 } else { w }];
+            match publish(&ctx, &c, &mut live, &mut plan).await {
+                End::Done => return close(Some(live)).await,
+                End::Broken(f) => fail_in_flight(&ctx, &c, f),
+            }
+        }
+        if s.phase() >= Phase::Draining || finished_sending(&ctx, &c, &plan) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        conn = connect(&ctx, &c).await;
+        skip_missed(&ctx, &c, &mut plan);
+    }
+}
+
+async fn close(conn: Option<Conn>) {
+    if let Some(conn) = conn {
+        conn.close().await;
+    }
+}
+
+/// One connection attempt, recorded as a CONNECT request.
+async fn connect(ctx: &ThreadCtx, c: &Client) -> Option<Conn> {
+    let s = &ctx.shared;
+    let cfg = &s.cfg;
+    let _permit = ctx.connecting.acquire().await.ok()?;
+    if s.phase() >= Phase::Draining {
+        return None;
+    }
+    let login = cfg.username.as_deref().map(|u| (u, cfg.password.as_deref().unwrap_or("")));
+    let hello = Hello { client_id: &c.id, keepalive: cfg.keepalive, clean: cfg.clean_session, login };
+    let t0 = Instant::now();
+    let r = Conn::open(&s.connector, c.index, s.version, &hello, cfg.timeout()).await;
+    let took = t0.elapsed();
+    match r {
+        Ok(conn) => {
+            ctx.recorder.borrow_mut().record_connect(took);
+            ctx.record(CONNECT, took, &Outcome::Judged { status: 0, body_bytes: 0, failure: None });
+            s.connected.fetch_add(1, Ordering::Relaxed);
+            c.last_write.set(Instant::now());
+            Some(conn)
+        }
+        Err(f) => {
+            ctx.record(CONNECT, took, &Outcome::Failed(f));
+            None
+        }
+    }
+}
+
+fn finished_sending(ctx: &ThreadCtx, c: &Client, plan: &Plan) -> bool {
+    let s = &ctx.shared;
+    s.cfg.messages.is_some_and(|n| c.sent.get() >= n)
+        || s.phase() >= Phase::Draining
+        || matches!((plan.due, plan.until), (Some(d), Some(u)) if d >= u)
+}
+
+/// After an outage: the messages that fell due meanwhile were never sent; count them and move on.
+fn skip_missed(ctx: &ThreadCtx, c: &Client, plan: &mut Plan) {
+    let Some(mut due) = plan.due else { return };
+    let now = Instant::now();
+    let mut missed = 0;
+    while due < now && plan.until.is_none_or(|u| due < u) && ctx.shared.cfg.messages.is_none_or(|n| c.sent.get() + missed < n) {
+        due += plan.interval;
+        missed += 1;
+    }
+    plan.due = Some(due);
+    if missed > 0 {
+        c.unsent.set(c.unsent.get() + missed);
+        c.failed.set(c.failed.get() + missed);
+        c.sent.set(c.sent.get() + missed); // their sequence numbers are used up: a gap, not a loss
+        ctx.shared.unsent.fetch_add(missed, Ordering::Relaxed);
+        let f = Failure::new(FailureKind::Closed, "before the message could be sent");
+        ctx.recorder.borrow_mut().fail_untimed(now, PUBLISH, f, missed);
+    }
+}
+
+/// The connection broke (or timed out): what was in flight failed with it.
+fn fail_in_flight(ctx: &ThreadCtx, c: &Client, f: Failure) {
+    let now = Instant::now();
+    let slots: Vec<Slot> = c.window.borrow_mut().iter_mut().filter_map(Option::take).collect();
+    if slots.is_empty() {
+        // Nothing was in flight: the break itself is what failed.
+        ctx.recorder.borrow_mut().fail_untimed(now, CONNECT, f, 1);
+        return;
+    }
+    for slot in slots {
+        ctx.record(PUBLISH, now.duration_since(slot.sent_at), &Outcome::Failed(f.clone()));
+        c.failed.set(c.failed.get() + 1);
+        ctx.shared.failed.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+fn acknowledged(ctx: &ThreadCtx, c: &Client, slot: Slot, refused: Option<String>) {
+    let took = Instant::now().duration_since(slot.sent_at);
+    let failure = refused.map(|r| Failure::new(FailureKind::Refused, format!("publish refused: {r}")));
+    if failure.is_some() {
+        c.failed.set(c.failed.get() + 1);
+        ctx.shared.failed.fetch_add(1, Ordering::Relaxed);
+    } else {
+        c.published.set(c.published.get() + 1);
+        ctx.shared.published.fetch_add(1, Ordering::Relaxed);
+    }
+    ctx.record(PUBLISH, took, &Outcome::Judged { status: 0, body_bytes: slot.bytes as u64, failure });
+}
+
+/// Publishes on one live connection until there is nothing left to send and nothing in flight.
+async fn publish(ctx: &ThreadCtx, c: &Client, conn: &mut Conn, plan: &mut Plan) -> End {
+    let s = &ctx.shared;
+    let cfg = &s.cfg;
+    let qos = cfg.qos;
+    let sleep = tokio::time::sleep_until(plan.due.unwrap_or_else(Instant::now).into());
+    tokio::pin!(sleep);
+    let mut armed_for = plan.due;
+    let mut free: Vec<u16> = (1..=c.window.borrow().len() as u16).rev().collect();
+    let mut written: Vec<(Instant, u32)> = Vec::new(); // QoS 0 messages of the current write
+    loop {
+        if c.timed_out.take() {
+            let timeout = cfg.timeout();
+            let now = Instant::now();
+            if c.window.borrow().iter().flatten().any(|s| now.duration_since(s.sent_at) > timeout) {
+                return End::Broken(Failure::new(FailureKind::AckTimeout, ""));
+            }
+        }
+        if c.ping_due.take() {
+            conn.version.pingreq(&mut conn.wbuf);
+        }
+        if s.phase() == Phase::Closed {
+            return End::Broken(Failure::new(FailureKind::Closed, "when the run ended"));
+        }
+        // Encode whatever is due.
+        let now = Instant::now();
+        let mut batch = 0;
+        while batch < BATCH && !finished_sending(ctx, c, plan) && (qos == 0 || !free.is_empty()) {
+            if let Some(due) = plan.due {
+                if due > now {
+                    break;
+                }
+                let lag = now.duration_since(due);
+                let lag_us = lag.as_micros() as u64;
+                ctx.lag_sum_us.set(ctx.lag_sum_us.get() + lag_us);
+                ctx.lag_max_us.set(ctx.lag_max_us.get().max(lag_us));
+                if lag > LATE_AFTER {
+                    ctx.late.set(ctx.late.get() + 1);
+                }
+                ctx.on_schedule.set(ctx.on_schedule.get() + 1);
+                plan.due = Some(due + plan.interval);
+            }
+            let seq = c.sent.get();
+            c.sent.set(seq + 1);
+            s.sent.fetch_add(1, Ordering::Relaxed);
+            let value = s.payloads.value(c.index, seq);
+            let payload = if cfg.verify {
+                Header { run_tag: cfg.run_tag, client: c.index as u32, seq, sent_unix_us: unix_us() }.prepend(value)
+            } else {
+                value.clone()
+            };
+            let bytes = payload.len() as u32;
+            let pkid = if qos == 0 { 0 } else { free.pop().unwrap() };
+            let rendered;
+            let topic = match &c.topic {
+                Some(t) => t.as_str(),
+                None => {
+                    rendered = s.topic.render(c.index, &c.id, seq);
+                    rendered.as_str()
+                }
+            };
+            conn.version.publish(&mut conn.wbuf, topic, qos, cfg.retain, pkid, payload);
+            if qos == 0 {
+                written.push((now, bytes));
+            } else {
+                c.window.borrow_mut()[pkid as usize - 1] = Some(Slot { sent_at: now, released: false, bytes });
+            }
+            batch += 1;
+        }
+        if !conn.wbuf.is_empty() {
+            if let Err(f) = conn.flush().await {
+                for (at, _) in written.drain(..) {
+                    c.failed.set(c.failed.get() + 1);
+                    s.failed.fetch_add(1, Ordering::Relaxed);
+                    ctx.record(PUBLISH, at.elapsed(), &Outcome::Failed(f.clone()));
+                }
+                return End::Broken(f);
+            }
+            c.last_write.set(Instant::now());
+            // At QoS 0 a message is published once it is on the wire: there is no acknowledgement.
+            for (at, bytes) in written.drain(..) {
+                c.published.set(c.published.get() + 1);
+                s.published.fetch_add(1, Ordering::Relaxed);
+                let outcome = Outcome::Judged { status: 0, body_bytes: bytes as u64, failure: None };
+                ctx.record(PUBLISH, at.elapsed(), &outcome);
+            }
+        }
+        let sending = !finished_sending(ctx, c, plan);
+        if !sending && free.len() == c.window.borrow().len() {
+            return End::Done;
+        }
+        let can_send = sending && (qos == 0 || !free.is_empty());
+        if can_send && plan.due != armed_for {
+            if let Some(due) = plan.due {
+                sleep.as_mut().reset(due.into());
+            }
+            armed_for = plan.due;
+        }
+        tokio::select! {
+            biased;
+            r = conn.fill() => {
+                if let Err(f) = r {
+                    return End::Broken(f);
+                }
+                loop {
+                    let packet = match conn.decoded() {
+                        Ok(Some(p)) => p,
+                        Ok(None) => break,
+                        Err(f) => return End::Broken(f),
+                    };
+                    if let Some(end) = on_packet(ctx, c, conn, &mut free, packet) {
+                        return end;
+                    }
+                }
+            }
+            _ = c.wake.notified() => {}
+            _ = &mut sleep, if can_send && plan.due.is_some() => {}
+            _ = std::future::ready(()), if can_send && plan.due.is_none() => {}
+        }
+    }
+}
+
+fn on_packet(ctx: &ThreadCtx, c: &Client, conn: &mut Conn, free: &mut Vec<u16>, packet: super::codec::Incoming) -> Option<End> {
+    use super::codec::Incoming::*;
+    let qos = ctx.shared.cfg.qos;
+    let take = |pkid: u16, want_released: bool| -> Option<Slot> {
+        let mut w = c.window.borrow_mut();
+        let slot = w.get_mut((pkid as usize).checked_sub(1)?)?;
+        match slot {
+            Some(s) if s.released == want_released => slot.take(),
+            _ => None,
+        }
+    };
+    match packet {
+        PubAck { pkid, refused } if qos == 1 => {
+            if let Some(slot) = take(pkid, false) {
+                free.push(pkid);
+                acknowledged(ctx, c, slot, refused);
+            }
+        }
+        PubRec { pkid, refused } if qos == 2 => {
+            if let Some(mut slot) = take(pkid, false) {
+                if refused.is_some() {
+                    free.push(pkid);
+                    acknowledged(ctx, c, slot, refused);
+                } else {
+                    slot.released = true;
+                    c.window.borrow_mut()[pkid as usize - 1] = Some(slot);
+                    conn.version.pubrel(&mut conn.wbuf, pkid);
+                }
+            }
+        }
+        PubComp(pkid) if qos == 2 => {
+            if let Some(slot) = take(pkid, true) {
+                free.push(pkid);
+                acknowledged(ctx, c, slot, None);
+            }
+        }
+        Disconnect(reason) => {
+            return Some(End::Broken(Failure::new(FailureKind::Closed, format!("with reason: {reason}"))));
+        }
+        _ => {}
+    }
+    None
+}

@@ -1,0 +1,193 @@
+//! Delivery verification: subscriber connections on the published topics read each message's header
+//! (run tag, client, sequence number, send time) and keep, per client, which sequence numbers arrived,
+//! how many twice and how many after a later one. Lost is then exact: sent, and never seen.
+
+use super::codec::{Hello, Incoming};
+use super::conn::Conn;
+use super::message::{unix_us, Header};
+use super::run::{MqttShared, Phase, DELIVER};
+use crate::stats::{Failure, FailureKind, Outcome, Recorder};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Which sequence numbers of one client arrived.
+#[derive(Default, Clone)]
+pub struct Seen {
+    bits: Vec<u64>,
+    pub unique: u64,
+    pub duplicated: u64,
+    pub out_of_order: u64,
+    highest: Option<u64>,
+}
+
+impl Seen {
+    pub fn observe(&mut self, seq: u64) {
+        let (word, bit) = ((seq / 64) as usize, seq % 64);
+        if self.bits.len() <= word {
+            self.bits.resize(word + 1, 0);
+        }
+        if self.bits[word] & (1 << bit) != 0 {
+            self.duplicated += 1;
+            return;
+        }
+        self.bits[word] |= 1 << bit;
+        self.unique += 1;
+        if self.highest.is_some_and(|h| seq < h) {
+            self.out_of_order += 1;
+        }
+        self.highest = Some(self.highest.map_or(seq, |h| h.max(seq)));
+    }
+
+    pub fn highest(&self) -> Option<u64> {
+        self.highest
+    }
+
+    /// Distinct sequence numbers below `n` that arrived.
+    pub fn delivered_below(&self, n: u64) -> u64 {
+        let full = (n / 64) as usize;
+        let mut count: u64 = self.bits.iter().take(full).map(|w| w.count_ones() as u64).sum();
+        if !n.is_multiple_of(64) {
+            if let Some(w) = self.bits.get(full) {
+                count += (w & ((1u64 << (n % 64)) - 1)).count_ones() as u64;
+            }
+        }
+        count
+    }
+}
+
+/// Everything the subscribers saw.
+#[derive(Default)]
+pub struct Tracker {
+    /// Verification: this run's clients, by index from `first_client`.
+    pub clients: Vec<Seen>,
+    /// Subscribe-only: any sender's messages, by (run tag, client).
+    pub senders: HashMap<(u32, u32), Seen>,
+    /// Messages without this run's header (other publishers on the same topics).
+    pub foreign: u64,
+    pub received: u64,
+}
+
+pub struct SubCtx {
+    pub shared: Arc<MqttShared>,
+    pub recorder: RefCell<Recorder>,
+    pub tracker: RefCell<Tracker>,
+}
+
+impl SubCtx {
+    fn on_message(&self, payload: &[u8]) {
+        let s = &self.shared;
+        let now = Instant::now();
+        let mut t = self.tracker.borrow_mut();
+        t.received += 1;
+        let header = Header::parse(payload);
+        let local = header.map(|h| (h.client as usize).wrapping_sub(s.cfg.first_client));
+        let seen = match header {
+            Some(h) if s.cfg.subscribe_only.is_some() => Some(t.senders.entry((h.run_tag, h.client)).or_default()),
+            // Another process of this run (`--processes`) publishes these clients: its own subscriber counts them.
+            Some(h) if h.run_tag == s.cfg.run_tag && local >= Some(s.cfg.clients) => return,
+            Some(h) if h.run_tag == s.cfg.run_tag => t.clients.get_mut(local.unwrap()),
+            _ => None,
+        };
+        let mut rec = self.recorder.borrow_mut();
+        match (header, seen) {
+            (Some(h), Some(seen)) => {
+                s.delivered.fetch_add(1, Ordering::Relaxed);
+                seen.observe(h.seq);
+                let e2e = Duration::from_micros(unix_us().saturating_sub(h.sent_unix_us));
+                rec.record(now, DELIVER, e2e, &Outcome::Judged { status: 0, body_bytes: payload.len() as u64, failure: None });
+            }
+            _ if s.cfg.subscribe_only.is_some() => {
+                s.delivered.fetch_add(1, Ordering::Relaxed);
+                rec.count(now, DELIVER, payload.len() as u64)
+            }
+            _ => t.foreign += 1,
+        }
+    }
+}
+
+/// One subscriber connection, reconnecting after a failure, until the run is closed.
+pub async fn subscriber(ctx: Rc<SubCtx>, k: usize, filter: String) {
+    let s = ctx.shared.clone();
+    let cfg = &s.cfg;
+    let id = format!("{}verify-{:08x}-{k}", cfg.client_id_prefix, cfg.run_tag);
+    let login = cfg.username.as_deref().map(|u| (u, cfg.password.as_deref().unwrap_or("")));
+    let hello = Hello { client_id: &id, keepalive: cfg.keepalive, clean: true, login };
+    let mut first = true;
+    while s.phase() != Phase::Closed {
+        if !first {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        first = false;
+        let mut conn = match Conn::open(&s.connector, k, s.version, &hello, cfg.timeout()).await {
+            Ok(c) => c,
+            Err(f) => {
+                s.note_subscriber_error(&f);
+                continue;
+            }
+        };
+        conn.version.subscribe(&mut conn.wbuf, 1, std::slice::from_ref(&filter), cfg.qos);
+        match receive(&ctx, &mut conn).await {
+            Ok(()) => return conn.close().await,
+            Err(f) => s.note_subscriber_error(&f),
+        }
+    }
+}
+
+async fn receive(ctx: &SubCtx, conn: &mut Conn) -> Result<(), Failure> {
+    let s = &ctx.shared;
+    let mut closed = s.phase_rx();
+    loop {
+        conn.flush().await?;
+        tokio::select! {
+            biased;
+            r = conn.fill() => r?,
+            _ = closed.wait_for(|p| *p == Phase::Closed) => return Ok(()),
+        }
+        while let Some(packet) = conn.decoded()? {
+            match packet {
+                Incoming::SubAck(granted) => {
+                    if granted.first().copied().flatten().is_none() {
+                        let f = Failure::new(FailureKind::Refused, "the broker refused the verification subscription");
+                        s.note_subscriber_error(&f);
+                        return Err(f);
+                    }
+                    s.subscribed.fetch_add(1, Ordering::SeqCst);
+                }
+                Incoming::Publish { qos, pkid, payload } => {
+                    ctx.on_message(&payload);
+                    match qos {
+                        1 => conn.version.puback(&mut conn.wbuf, pkid),
+                        2 => conn.version.pubrec(&mut conn.wbuf, pkid),
+                        _ => {}
+                    }
+                }
+                Incoming::PubRel(pkid) => conn.version.pubcomp(&mut conn.wbuf, pkid),
+                Incoming::Disconnect(reason) => return Err(Failure::new(FailureKind::Closed, format!("with reason: {reason}"))),
+                _ => {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seen_counts_duplicates_gaps_and_reordering() {
+        let mut s = Seen::default();
+        for seq in [0, 1, 2, 5, 3, 3, 70, 64] {
+            s.observe(seq);
+        }
+        assert_eq!(s.unique, 7);
+        assert_eq!(s.duplicated, 1);
+        assert_eq!(s.out_of_order, 2); // 3 after 5, 64 after 70
+        assert_eq!(s.delivered_below(6), 5); // 0 1 2 3 5; 4 is lost
+        assert_eq!(s.delivered_below(200), 7);
+        assert_eq!(s.delivered_below(0), 0);
+    }
+}

@@ -1,0 +1,274 @@
+"""`squall mqtt`: simulated devices publishing to an MQTT broker, with delivery proven by subscribers.
+
+The Pepeunit load test's environment variables (PU_TEST_LOAD_MQTT_*) are honoured as defaults, so its
+users switch with no new knobs; flags win over them."""
+
+import argparse
+import json
+import os
+import random
+import signal
+import sys
+
+from squall import _engine, exitcodes, limits, processes, report
+from squall.bench import _duration, _positive_int, _rate
+from squall.cli import UsageError
+from squall.progress import MqttProgressLine
+from squall.report import mqtt_console
+from squall.signals import on_stop_signals
+
+# The seed's variables and the flag each one sets (documented in the README).
+ENV = {
+    "PU_TEST_LOAD_MQTT_DURATION": "duration",
+    "PU_TEST_LOAD_MQTT_UNIT_COUNT": "clients",
+    "PU_TEST_LOAD_MQTT_RPS": "rate",
+    "PU_TEST_LOAD_MQTT_VALUE_TYPE": "payload",
+    "PU_TEST_LOAD_MQTT_DUPLICATE_COUNT": "duplicates",
+    "PU_TEST_LOAD_MQTT_MESSAGE_SIZE": "size",
+    "PU_TEST_LOAD_MQTT_WORKERS": "processes",
+}
+
+
+def add_parser(commands):
+    p = commands.add_parser(
+        "mqtt",
+        help="simulate MQTT devices publishing to a broker, and verify delivery",
+        description="Simulated devices, one connection each, publish on a schedule (--rate) or as fast as "
+                    "their in-flight window allows; --verify proves every message arrived.",
+    )
+    p.add_argument("--broker", default="mqtt://127.0.0.1:1883", help="mqtt://host:port or mqtts://host:port "
+                   "(default mqtt://127.0.0.1:1883)")
+    load = p.add_argument_group("load")
+    load.add_argument("-u", "--clients", help="simulated devices, one connection each (default 1)")
+    rates = load.add_mutually_exclusive_group()
+    rates.add_argument("--rate", help="messages per second per client (default: as fast as possible)")
+    rates.add_argument("--total-rate", help="messages per second over all clients")
+    load.add_argument("-t", "--duration", help="publish for this long: 30s, 2m (the measured time)")
+    load.add_argument("-n", "--messages", help="messages per client")
+    load.add_argument("--connect-rate", help="new connections per second; they publish as they connect "
+                      "(default: all connect first, then the measured time starts)")
+    load.add_argument("--inflight", default="10", help="unacknowledged QoS 1/2 messages per client (default 10)")
+    load.add_argument("--processes", help="worker processes sharing the clients (default 1)")
+    load.add_argument("--threads", help="engine threads per process (default: one per core)")
+    msg = p.add_argument_group("messages")
+    msg.add_argument("--qos", type=int, choices=[0, 1, 2], default=0, help="quality of service (default 0)")
+    msg.add_argument("--topic", default="squall/{client}",
+                     help="topic template with {client} (index), {id} (client id) and {seq} (default squall/{client})")
+    msg.add_argument("--payload", help="text or number (generated values), @FILE, or a literal payload (default text)")
+    msg.add_argument("--size", help="characters per generated value (default 16)")
+    msg.add_argument("--duplicates", help="send each generated value K times in a row (default 1)")
+    msg.add_argument("--retain", action="store_true", help="set the retain flag")
+    conn = p.add_argument_group("connection")
+    conn.add_argument("--mqtt-version", choices=["3.1.1", "5"], default="3.1.1", help="protocol version (default 3.1.1)")
+    conn.add_argument("--username")
+    conn.add_argument("--password")
+    conn.add_argument("--client-id-prefix", help="client ids are PREFIX + index (default squall-RANDOM-)")
+    conn.add_argument("--keepalive", default="60", help="keepalive in seconds (default 60)")
+    conn.add_argument("--clean-session", action=argparse.BooleanOptionalAction, default=True,
+                      help="start with a clean session (default yes; --no-clean-session to keep one)")
+    conn.add_argument("--timeout", default="10s", help="connect and acknowledgement timeout (default 10s)")
+    conn.add_argument("--insecure", action="store_true", help="do not verify the broker's TLS certificate")
+    ver = p.add_argument_group("delivery")
+    ver.add_argument("--verify", action="store_true", help="subscribe to the published topics and prove delivery: "
+                     "published, delivered, lost, duplicated, out of order, end-to-end latency")
+    ver.add_argument("--subscribers", default="1", help="verification subscriber connections, sharing the "
+                     "messages through a shared subscription (default 1)")
+    ver.add_argument("--verify-wait", default="5s", help="how long to wait for deliveries after publishing ends")
+    ver.add_argument("--subscribe-only", metavar="FILTER", help="publish nothing: measure what a running system "
+                     "delivers on FILTER (for -t, or until -n messages)")
+    out = p.add_argument_group("output")
+    out.add_argument("--json", metavar="FILE", help="write the full result (summary, time series, histograms)")
+    out.add_argument("--csv", metavar="PREFIX", help="write Locust-format CSV files")
+    out.add_argument("--csv-full-history", action="store_true", help="per-endpoint rows in the history CSV too")
+    out.add_argument("--html", metavar="FILE", help="write a single-file HTML report")
+    out.add_argument("-q", "--quiet", action="store_true", help="no live progress line")
+    p.set_defaults(func=run)
+    return p
+
+
+def _from_env(args):
+    """Fills flags not given on the command line from the seed's environment variables."""
+    for var, dest in ENV.items():
+        value = os.environ.get(var)
+        if value is None or getattr(args, dest) is not None:
+            continue
+        if dest == "payload":
+            kinds = {"text": "text", "number": "number"}
+            if value.lower() not in kinds:
+                raise UsageError(f"{var}='{value}' must be Text or Number")
+            value = kinds[value.lower()]
+        setattr(args, dest, value)
+
+
+def _payload(args):
+    """(value kind, fixed payload bytes or None)."""
+    spec = args.payload or "text"
+    if spec in ("text", "number"):
+        return spec, None
+    if spec.startswith("@"):
+        path = spec[1:]
+        try:
+            with open(path, "rb") as f:
+                return "text", f.read()
+        except OSError as e:
+            raise UsageError(f"cannot read payload file '{path}': {e.strerror}") from None
+    return "text", spec.encode()
+
+
+def engine_config(args):
+    _from_env(args)
+    clients = _positive_int(args.clients) if args.clients else 1
+    duration = _duration(args.duration) if args.duration else None
+    messages = _positive_int(args.messages) if args.messages else None
+    if duration is None and messages is None:
+        raise UsageError("give a duration (-t) or a number of messages per client (-n)")
+    rate = _rate(args.rate) if args.rate else None
+    if args.total_rate:
+        rate = _rate(args.total_rate) / clients
+    kind, fixed = _payload(args)
+    if args.subscribe_only is not None and args.verify:
+        raise UsageError("--subscribe-only and --verify don't go together: --verify subscribes to what it publishes")
+    run_tag = int(os.environ.get("SQUALL_MQTT_RUN_TAG") or random.getrandbits(32))
+    prefix = args.client_id_prefix if args.client_id_prefix is not None else f"squall-{run_tag:08x}-"
+    return {
+        "broker": args.broker,
+        "clients": clients,
+        "rate": rate,
+        "messages": messages,
+        "duration": duration,
+        "qos": args.qos,
+        "topic": args.topic,
+        "value": kind,
+        "payload": list(fixed) if fixed is not None else None,
+        "size": _positive_int(args.size) if args.size else 16,
+        "duplicates": _positive_int(args.duplicates) if args.duplicates else 1,
+        "username": args.username,
+        "password": args.password,
+        "client_id_prefix": prefix,
+        "keepalive": _whole(args.keepalive, "--keepalive", 65535),
+        "clean_session": args.clean_session,
+        "mqtt_version": args.mqtt_version,
+        "connect_rate": _rate(args.connect_rate) if args.connect_rate else None,
+        "retain": args.retain,
+        "inflight": _positive_int(args.inflight),
+        "timeout": _duration(args.timeout),
+        "insecure": args.insecure,
+        "verify": args.verify,
+        "subscribers": _positive_int(args.subscribers),
+        "subscribe_only": args.subscribe_only,
+        "verify_wait": _duration(args.verify_wait),
+        "run_tag": run_tag,
+        "threads": _positive_int(args.threads) if args.threads else None,
+    }
+
+
+def _whole(text, flag, most):
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(f"{flag} '{text}' is not a whole number") from None
+    if not 0 <= value <= most:
+        raise UsageError(f"{flag} must be between 0 and {most}")
+    return value
+
+
+def run(args) -> int:
+    config = engine_config(args)
+    n = _positive_int(args.processes) if args.processes else 1
+    worker = processes.worker()
+    if n > 1 and worker is None and not args.subscribe_only:
+        os.environ["SQUALL_MQTT_RUN_TAG"] = str(config["run_tag"])
+        return processes.run_processes(args, config["clients"], _final_output, merge_extra=merge_mqtt,
+                                       what="clients")
+    if worker is not None:
+        config["first_client"] = sum(processes.share(config["clients"], (i, worker[1])) for i in range(worker[0]))
+        config["clients"] = processes.share(config["clients"], worker)
+    limits.ensure_open_files(config["clients"] + config["subscribers"])
+    try:
+        engine_run = _engine.MqttRun(json.dumps(config))
+    except _engine.UsageError as e:
+        raise UsageError(str(e)) from None
+    except _engine.TargetError as e:
+        sys.stderr.write(f"squall mqtt: error: {e}\n")
+        return exitcodes.CANNOT_START
+    result, signum = _drive(engine_run, config, show=not args.quiet and worker is None and sys.stderr.isatty())
+    if worker is not None:
+        with open(os.environ["SQUALL_WORKER_RESULT"], "w") as f:
+            json.dump(result, f)
+    else:
+        _final_output(result, args)
+    if signum is not None:
+        return exitcodes.INTERRUPTED if signum == signal.SIGINT else exitcodes.TERMINATED
+    return exit_code(result)
+
+
+def exit_code(result):
+    m = result["mqtt"]
+    delivery = m.get("delivery")
+    if m["subscribe_only"]:
+        return exitcodes.OK if delivery and delivery["received"] else exitcodes.ALL_FAILED
+    if m["published"] == 0:
+        return exitcodes.ALL_FAILED
+    if m["verify"] and delivery and delivery["lost"]:
+        return exitcodes.LOST
+    return exitcodes.OK
+
+
+def _drive(engine_run, config, show):
+    received = []
+
+    def on_signal(signum):
+        received.append(signum)
+        engine_run.stop()
+
+    line = MqttProgressLine(config) if show else None
+    with on_stop_signals(on_signal):
+        try:
+            while not engine_run.wait(0.25):
+                if line:
+                    line.update(*engine_run.progress())
+        finally:
+            if line:
+                line.clear()
+    return json.loads(engine_run.result_json()), (received[0] if received else None)
+
+
+def _final_output(result, args):
+    sys.stdout.write(mqtt_console.summary(result))
+    sys.stdout.flush()
+    written = report.write_files(result, json_path=args.json, csv_prefix=args.csv,
+                                 full_history=args.csv_full_history, html_path=args.html)
+    for path in written:
+        sys.stderr.write(f"wrote {path}\n")
+    m = result["mqtt"]
+    if not m["subscribe_only"] and m["published"] == 0:
+        top = result["errors"][0]["message"] if result["errors"] else "nothing was acknowledged"
+        sys.stderr.write(f"squall mqtt: error: no message was published (most often: {top})\n")
+    elif m["verify"] and m["delivery"]["lost"]:
+        sys.stderr.write(f"squall mqtt: {m['delivery']['lost']:,} messages lost\n")
+
+
+def merge_mqtt(result, docs):
+    """The MQTT sections of the worker processes' results, as one."""
+    parts = [d["mqtt"] for d in docs if d.get("mqtt")]
+    m = dict(parts[0])
+    for key in ("sent", "published", "failed", "unsent", "clients"):
+        m[key] = sum(p[key] for p in parts)
+    m["first_client"] = min(p["first_client"] for p in parts)
+    m["measured_s"] = max(p["measured_s"] for p in parts)
+    m["connect_phase_s"] = max(p["connect_phase_s"] for p in parts)
+    m["per_client"] = sorted((c for p in parts for c in p["per_client"]), key=lambda c: c["index"])
+    for c in m["per_client"]:
+        c["rate"] = c["published"] / m["measured_s"] if m["measured_s"] else 0.0
+    m["publish_rate"] = m["published"] / m["measured_s"] if m["measured_s"] else 0.0
+    rates = sorted(c["rate"] for c in m["per_client"]) or [0.0]
+    m["client_rate"] = {"min": rates[0], "median": rates[len(rates) // 2], "max": rates[-1]}
+    if m.get("schedule"):
+        paced = sum(p["schedule"]["paced"] for p in parts)
+        m["schedule"] = dict(m["schedule"], paced=paced, late=sum(p["schedule"]["late"] for p in parts),
+                             max_lag_us=max(p["schedule"]["max_lag_us"] for p in parts),
+                             mean_lag_us=sum(p["schedule"]["mean_lag_us"] * p["schedule"]["paced"] for p in parts)
+                             / paced if paced else 0.0)
+    if m.get("delivery"):
+        m["delivery"] = {k: sum(p["delivery"][k] for p in parts) for k in m["delivery"]}
+    result["mqtt"] = m
