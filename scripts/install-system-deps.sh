@@ -4,11 +4,14 @@ set -euo pipefail
 need=()
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
+command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ] || need+=(mosquitto)
 [ ${#need[@]} -eq 0 ] && exit 0
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 echo "installing ${need[*]} with apt-get" >&2
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-# The package starts a system nginx on port 80; the tests run their own.
-$SUDO systemctl disable --now nginx >/dev/null 2>&1 || $SUDO service nginx stop >/dev/null 2>&1 || true
+# The packages start a system nginx on port 80 and mosquitto on 1883; the tests run their own.
+for svc in nginx mosquitto; do
+    $SUDO systemctl disable --now $svc >/dev/null 2>&1 || $SUDO service $svc stop >/dev/null 2>&1 || true
+done

@@ -1,5 +1,6 @@
 """Real servers on 127.0.0.1 for the tests, and a way to run the squall command."""
 
+import getpass
 import shutil
 import socket
 import subprocess
@@ -119,3 +120,35 @@ class OddServer:
             self.proc.kill()
             self.proc.wait(10)
 
+
+
+class Mosquitto:
+    """mosquitto from apt on a free loopback port, with its own config (and a password file when asked).
+
+    The config is the package default but for the listener, so its limits (max_queued_messages 1000
+    per subscriber) are those users meet."""
+
+    def __init__(self, workdir: Path, users=None, port=None):
+        self.dir = workdir
+        self.port = port or free_port()
+        self.url = f"mqtt://127.0.0.1:{self.port}"
+        # As root, mosquitto would switch to its own user, who cannot read the test's private directory.
+        lines = [f"listener {self.port} 127.0.0.1", "persistence false", f"user {getpass.getuser()}",
+                 f"log_dest file {workdir / 'mosquitto.log'}"]
+        if users:
+            pw = workdir / "passwords"
+            pw.write_text("")
+            for user, password in users.items():
+                subprocess.run(["mosquitto_passwd", "-b", pw, user, password], check=True, capture_output=True)
+            lines += ["allow_anonymous false", f"password_file {pw}"]
+        else:
+            lines.append("allow_anonymous true")
+        (workdir / "mosquitto.conf").write_text("\n".join(lines) + "\n")
+        binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+        self.proc = subprocess.Popen([binary, "-c", str(workdir / "mosquitto.conf")], stderr=subprocess.DEVNULL)
+        wait_for_port(self.port)
+
+    def stop(self, kill=False):
+        if self.proc.poll() is None:
+            self.proc.kill() if kill else self.proc.terminate()
+        self.proc.wait(10)

@@ -178,6 +178,7 @@ def run(args) -> int:
     worker = processes.worker()
     if n > 1 and worker is None and not args.subscribe_only:
         os.environ["SQUALL_MQTT_RUN_TAG"] = str(config["run_tag"])
+        args.processes = n
         return processes.run_processes(args, config["clients"], _final_output, merge_extra=merge_mqtt,
                                        what="clients")
     if worker is not None:

@@ -284,7 +284,7 @@ pub fn broker_address(raw: &str) -> Result<(bool, String, u16), String> {
 /// One connection before the run, so an unreachable broker or bad credentials give one clear error.
 fn preflight(connector: &Connector, version: Version, cfg: &MqttConfig, host: &str, port: u16) -> Result<(), StartError> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
-    let id = format!("{}preflight-{:08x}", cfg.client_id_prefix, cfg.run_tag);
+    let id = format!("{}preflight-{}", cfg.client_id_prefix, cfg.first_client);
     let login = cfg.username.as_deref().map(|u| (u, cfg.password.as_deref().unwrap_or("")));
     let hello = Hello { client_id: &id, keepalive: cfg.keepalive, clean: true, login };
     rt.block_on(async {
@@ -352,7 +352,7 @@ fn subscriber_thread(shared: Arc<MqttShared>) -> (Recorder, Tracker) {
     let tracker = Tracker { clients: vec![Seen::default(); if cfg.verify { cfg.clients } else { 0 }], ..Tracker::default() };
     let ctx = Rc::new(SubCtx { shared: shared.clone(), recorder: RefCell::new(recorder), tracker: RefCell::new(tracker) });
     let filter = cfg.subscribe_only.clone().unwrap_or_else(|| shared.topic.filter());
-    let filter = if cfg.subscribers > 1 { format!("$share/squall-{:08x}/{filter}", cfg.run_tag) } else { filter };
+    let filter = if cfg.subscribers > 1 { format!("$share/squall-{:08x}-{}/{filter}", cfg.run_tag, cfg.first_client) } else { filter };
     local.block_on(&rt, async {
         let subs: Vec<_> = (0..cfg.subscribers).map(|k| tokio::task::spawn_local(verify::subscriber(ctx.clone(), k, filter.clone()))).collect();
         for s in subs {
@@ -385,7 +385,10 @@ fn coordinate(shared: Arc<MqttShared>, workers: Vec<JoinHandle<ThreadOutput>>, s
                 }
             }
             Phase::Running => {
-                if cfg.duration().is_some_and(|d| now >= load_start + d) {
+                // Paced clients stop by themselves after their last message due before the end (which the
+                // timer may send a moment late); the coordinator only stops unpaced ones, or stragglers.
+                let grace = if cfg.rate.is_some() { Duration::from_secs(1) } else { Duration::ZERO };
+                if cfg.duration().is_some_and(|d| now >= load_start + d + grace) {
                     shared.stop_with(StopReason::Deadline, Phase::Draining);
                 }
                 if !publishing && cfg.messages.is_some_and(|n| shared.delivered.load(Ordering::Relaxed) >= n) {
@@ -426,8 +429,9 @@ fn coordinate(shared: Arc<MqttShared>, workers: Vec<JoinHandle<ThreadOutput>>, s
         Some((r, t)) => (Some(r), Some(t)),
         None => (None, None),
     };
+    let ran_out = cfg.duration().is_some_and(|d| end >= load_start + d);
     let reason = match shared.reason() {
-        StopReason::Running => StopReason::Completed,
+        StopReason::Completed if ran_out && publishing => StopReason::Deadline,
         r => r,
     };
     let measured = match (reason, cfg.duration()) {

@@ -113,7 +113,8 @@ impl SubCtx {
 pub async fn subscriber(ctx: Rc<SubCtx>, k: usize, filter: String) {
     let s = ctx.shared.clone();
     let cfg = &s.cfg;
-    let id = format!("{}verify-{:08x}-{k}", cfg.client_id_prefix, cfg.run_tag);
+    // Unique per process too: `--processes` workers share the prefix and each verifies its own clients.
+    let id = format!("{}verify-{}-{k}", cfg.client_id_prefix, cfg.first_client);
     let login = cfg.username.as_deref().map(|u| (u, cfg.password.as_deref().unwrap_or("")));
     let hello = Hello { client_id: &id, keepalive: cfg.keepalive, clean: true, login };
     let mut first = true;

@@ -1,0 +1,188 @@
+"""`squall mqtt` against a real mosquitto on loopback: rates, delivery proven by subscribers, a broker
+that dies mid-run, the seed's environment variables, and bad input."""
+
+import json
+import os
+import signal
+import time
+
+import pytest
+
+from support import Mosquitto, free_port, squall, squall_process
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    b = Mosquitto(tmp_path_factory.mktemp("mosquitto"))
+    yield b
+    b.stop()
+
+
+def run_json(tmp_path, *args, timeout=90, env=None):
+    out = tmp_path / "result.json"
+    p = squall("mqtt", *args, "--json", out, "-q", timeout=timeout, env=env)
+    assert "Traceback" not in p.stderr, p.stderr
+    return p, (json.loads(out.read_text()) if out.exists() else None)
+
+
+def endpoint(result, method):
+    return next(e for e in result["endpoints"] if e["method"] == method)
+
+
+def test_paced_qos1_hits_the_rate_and_every_message_arrives(broker, tmp_path):
+    # The issue's acceptance run: 200 clients x 50 msg/s for 10 s = 100,000 QoS 1 messages.
+    p, r = run_json(tmp_path, "--broker", broker.url, "-u", 200, "--rate", 50, "-t", "10s", "--qos", 1,
+                    "--verify", "--topic", "example.com/{client}/pepeunit")
+    assert p.returncode == 0, p.stderr
+    m = r["mqtt"]
+    assert m["sent"] == 100_000
+    assert m["published"] == 100_000 and m["failed"] == 0
+    assert abs(m["publish_rate"] - 10_000) <= 100, m["publish_rate"]  # within 1%
+    assert all(c["published"] == 500 for c in m["per_client"])
+    d = m["delivery"]
+    assert (d["delivered"], d["lost"], d["duplicated"]) == (100_000, 0, 0)
+    assert endpoint(r, "PUBLISH")["requests"] == 100_000
+    deliver = endpoint(r, "DELIVER")
+    assert deliver["name"] == "example.com/+/pepeunit" and deliver["requests"] == 100_000
+    assert 0 < deliver["percentiles_us"]["50"] < 50_000
+    assert m["schedule"]["paced"] == 100_000
+    assert "Delivery     100,000 of 100,000 delivered, 0 lost" in p.stdout
+
+
+def test_qos2_over_mqtt5_and_qos0_as_fast_as_possible(broker, tmp_path):
+    p, r = run_json(tmp_path, "--broker", broker.url, "-u", 5, "--rate", 200, "-n", 400, "--qos", 2, "--mqtt-version", 5,
+                    "--verify", "--topic", "v5/{id}/{seq}")
+    assert p.returncode == 0, p.stderr
+    assert r["mqtt"]["published"] == 2000 and r["mqtt"]["delivery"]["lost"] == 0
+    assert r["mqtt"]["mqtt_version"] == "5"
+
+    p, r = run_json(tmp_path, "--broker", broker.url, "-u", 4, "-n", 5000, "--qos", 0, "--size", 100)
+    assert p.returncode == 0, p.stderr
+    assert r["mqtt"]["published"] == 20_000
+    assert endpoint(r, "CONNECT")["requests"] == 4
+
+
+def test_a_flood_past_the_brokers_queue_is_reported_as_lost(broker, tmp_path):
+    # mosquitto drops QoS 1 messages for a subscriber with more than 1000 queued: --verify must see it.
+    p, r = run_json(tmp_path, "--broker", broker.url, "-u", 50, "-n", 2000, "--qos", 1, "--verify",
+                    "--verify-wait", "2s")
+    d = r["mqtt"]["delivery"]
+    assert r["mqtt"]["published"] == 100_000
+    assert d["delivered"] + d["lost"] == 100_000
+    if d["lost"]:
+        assert p.returncode == 4, p.stderr
+        assert "messages lost" in p.stderr
+        assert any(e["kind"] == "lost" and e["count"] == d["lost"] for e in r["errors"])
+    else:
+        assert p.returncode == 0
+
+
+def test_broker_killed_mid_run_gives_failures_and_a_clean_summary(tmp_path):
+    b = Mosquitto(tmp_path)
+    out = tmp_path / "r.json"
+    proc = squall_process("mqtt", "--broker", b.url, "-u", 20, "--rate", 100, "-t", "5s", "--qos", 1, "--verify",
+                          "--timeout", "1s", "--verify-wait", "1s", "--json", out, "-q")
+    time.sleep(2.0)
+    b.stop(kill=True)
+    stdout, stderr = proc.communicate(timeout=30)
+    assert "Traceback" not in stderr
+    assert proc.returncode == 4, stderr
+    m = json.loads(out.read_text())["mqtt"]
+    assert m["failed"] > 0 and m["delivery"]["lost"] > 0
+    assert 0 < m["published"] < m["sent"]
+    assert "Published" in stdout and "lost" in stdout
+
+
+def test_subscribe_only_measures_what_others_publish(broker, tmp_path):
+    out = tmp_path / "sub.json"
+    sub = squall_process("mqtt", "--broker", broker.url, "--subscribe-only", "watched/+", "-t", "4s",
+                         "--json", out, "-q")
+    time.sleep(1.0)
+    p = squall("mqtt", "--broker", broker.url, "-u", 3, "--rate", 100, "-n", 100, "--qos", 1, "--verify",
+               "--topic", "watched/{client}", "-q")
+    assert p.returncode == 0, p.stderr
+    stdout, stderr = sub.communicate(timeout=30)
+    assert sub.returncode == 0, stderr
+    r = json.loads(out.read_text())
+    d = r["mqtt"]["delivery"]
+    assert d["received"] == 300 and d["senders"] == 3 and d["lost"] == 0
+    assert endpoint(r, "RECEIVE")["requests"] == 300
+    assert "Received     300 messages" in stdout
+
+
+def test_the_seeds_environment_variables_are_defaults(broker, tmp_path):
+    env = dict(os.environ, PU_TEST_LOAD_MQTT_DURATION="2", PU_TEST_LOAD_MQTT_UNIT_COUNT="4",
+               PU_TEST_LOAD_MQTT_RPS="20", PU_TEST_LOAD_MQTT_VALUE_TYPE="Number",
+               PU_TEST_LOAD_MQTT_DUPLICATE_COUNT="3", PU_TEST_LOAD_MQTT_MESSAGE_SIZE="10",
+               PU_TEST_LOAD_MQTT_WORKERS="2")
+    p, r = run_json(tmp_path, "--broker", broker.url, "--qos", 1, "--verify", env=env)
+    assert p.returncode == 0, p.stderr
+    m = r["mqtt"]
+    assert m["clients"] == 4 and m["rate_per_client"] == 20
+    assert m["published"] == 160 and m["delivery"]["lost"] == 0  # 4 clients x 20/s x 2 s, over 2 processes
+    assert [c["index"] for c in m["per_client"]] == [0, 1, 2, 3]
+    assert endpoint(r, "PUBLISH")["body_bytes"] == 160 * (26 + 10)  # verification header + the value
+    # A flag wins over the variable.
+    p, r = run_json(tmp_path, "--broker", broker.url, "-u", 1, "-n", 5, env=env)
+    assert r["mqtt"]["clients"] == 1 and r["mqtt"]["published"] == 5
+
+
+def test_csv_and_html_reports(broker, tmp_path):
+    p = squall("mqtt", "--broker", broker.url, "-u", 2, "-n", 50, "--qos", 1, "--csv", tmp_path / "run",
+               "--html", tmp_path / "run.html", "-q")
+    assert p.returncode == 0, p.stderr
+    stats = (tmp_path / "run_stats.csv").read_text().splitlines()
+    assert stats[0].startswith('Type,Name,Request Count')
+    assert any(line.startswith("PUBLISH,squall/{client},100,0") for line in stats)
+    assert "PUBLISH" in (tmp_path / "run.html").read_text()
+
+
+@pytest.mark.parametrize("args, code, message", [
+    (["--broker", "mqtt://127.0.0.1:{closed}", "-n", "1"], 3, "cannot connect to the broker at 127.0.0.1:{closed}: "
+                                                                 "connection refused"),
+    (["--broker", "mqtt://no-such-host.invalid", "-n", "1"], 3, "cannot resolve host 'no-such-host.invalid'"),
+    (["--broker", "http://127.0.0.1:1", "-n", "1"], 2, "unsupported scheme 'http'"),
+    (["--topic", "a/{{nope}}", "-n", "1"], 2, "unknown placeholder {{nope}}"),
+    (["--topic", "a/+/b", "-n", "1"], 2, "wildcards"),
+    (["--payload", "@/no/such/file", "-n", "1"], 2, "cannot read payload file '/no/such/file': No such file"),
+    (["--qos", "3", "-n", "1"], 2, "invalid choice: 3 (choose from 0, 1, 2)"),
+    (["-u", "0", "-n", "1"], 2, "'0' must be at least 1"),
+    (["-u", "2"], 2, "give a duration (-t) or a number of messages per client (-n)"),
+])
+def test_bad_input_is_one_line_and_a_documented_code(broker, args, code, message):
+    closed = free_port()
+    args = [a.format(closed=closed) for a in args]
+    if "--broker" not in args:
+        args = ["--broker", broker.url, *args]
+    p = squall("mqtt", *args, "-q", timeout=60)
+    assert p.returncode == code, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and message.format(closed=closed) in lines[0], p.stderr
+
+
+def test_bad_credentials_print_the_connack_reason(tmp_path):
+    b = Mosquitto(tmp_path, users={"device": "secret"})
+    try:
+        p = squall("mqtt", "--broker", b.url, "--username", "device", "--password", "wrong", "-n", "1", "-q")
+        assert p.returncode == 3
+        assert p.stderr.strip().splitlines() == [
+            f"squall mqtt: error: cannot connect to the broker at 127.0.0.1:{b.port}: "
+            "CONNACK refused: not authorized (code 5)"]
+        p = squall("mqtt", "--broker", b.url, "--username", "device", "--password", "secret", "-n", "3",
+                   "--qos", 1, "-q")
+        assert p.returncode == 0, p.stderr
+    finally:
+        b.stop()
+
+
+def test_interrupt_still_writes_the_result(broker, tmp_path):
+    out = tmp_path / "r.json"
+    proc = squall_process("mqtt", "--broker", broker.url, "-u", 10, "--rate", 50, "-t", "60s", "--qos", 1,
+                          "--json", out, "-q")
+    time.sleep(2.0)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr
+    r = json.loads(out.read_text())
+    assert r["stop_reason"] == "interrupted" and r["mqtt"]["published"] > 0
+    assert "Traceback" not in stderr
