@@ -5,7 +5,7 @@ STAMP  := $(VENV)/.installed
 DEV    := $(VENV)/.dev-installed
 SOURCES := $(shell find crates python -type f -not -path '*/__pycache__/*') Cargo.toml Cargo.lock pyproject.toml
 
-.PHONY: demo test install dev test-rust test-python bench bench-http bench-script clean
+.PHONY: demo test install dev test-rust test-python bench bench-http bench-script bench-mqtt clean
 
 ## demo: create .venv, build and install squall, run the demo against the built-in target
 demo: $(STAMP)
@@ -39,14 +39,17 @@ $(DEV): $(PY) requirements/dev.txt
 dev: $(DEV)
 	$(VENV)/bin/maturin develop --release
 
-## bench: the benchmarks against peers (installs wrk, ab, hey, oha, Locust, nginx); writes bench/RESULTS.md
-bench: bench-http bench-script
+## bench: the benchmarks against peers (installs wrk, ab, hey, oha, Locust, paho-mqtt, nginx, mosquitto); writes bench/RESULTS.md
+bench: bench-http bench-script bench-mqtt
 
 bench-http: $(STAMP)
 	$(PY) bench/http_bench.py
 
 bench-script: $(STAMP)
 	$(PY) bench/script_bench.py --skip-install
+
+bench-mqtt: $(STAMP)
+	$(PY) bench/mqtt_bench.py --skip-install
 
 clean:
 	rm -rf $(VENV) target dist

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the benchmark peers by package name: wrk, ab, hey and nginx from apt, oha from crates.io,
-# Locust from PyPI into its own venv. Safe to rerun: only what is missing is installed.
+# Locust and paho-mqtt from PyPI into their own venv. Safe to rerun: only what is missing is installed.
 set -euo pipefail
 cd "$(dirname "$0")"
 SUDO=""
@@ -10,11 +10,12 @@ command -v wrk >/dev/null || need+=(wrk)
 command -v ab >/dev/null || need+=(apache2-utils)
 command -v hey >/dev/null || need+=(hey)
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
+command -v mosquitto >/dev/null || [ -x /usr/sbin/mosquitto ] || need+=(mosquitto)
 command -v taskset >/dev/null || need+=(util-linux)
 if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-  $SUDO systemctl disable --now nginx >/dev/null 2>&1 || true
+  $SUDO systemctl disable --now nginx mosquitto >/dev/null 2>&1 || true
 fi
 command -v oha >/dev/null || cargo install oha --version 1.16.0 --locked   # about 9 minutes to compile
 if [ ! -x .venv-locust/bin/locust ]; then

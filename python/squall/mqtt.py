@@ -47,7 +47,8 @@ def add_parser(commands):
     load.add_argument("-n", "--messages", help="messages per client")
     load.add_argument("--connect-rate", help="new connections per second; they publish as they connect "
                       "(default: all connect first, then the measured time starts)")
-    load.add_argument("--inflight", default="10", help="unacknowledged QoS 1/2 messages per client (default 10)")
+    load.add_argument("--inflight", default="10", help="unacknowledged messages per client (default 10); at QoS 0 a "
+                      "message is acknowledged by the PINGRESP to a PINGREQ sent after it")
     load.add_argument("--processes", help="worker processes sharing the clients (default 1)")
     load.add_argument("--threads", help="engine threads per process (default: one per core)")
     msg = p.add_argument_group("messages")

@@ -13,7 +13,7 @@ def summary(r) -> str:
     m = r["mqtt"]
     out = []
     w = out.append
-    qos = {0: "QoS 0 (counted when written)", 1: "QoS 1 (counted at PUBACK)", 2: "QoS 2 (counted at PUBCOMP)"}[m["qos"]]
+    qos = {0: "QoS 0 (counted at the PINGRESP that follows)", 1: "QoS 1 (counted at PUBACK)", 2: "QoS 2 (counted at PUBCOMP)"}[m["qos"]]
     w(f"Broker       {m['broker']}  MQTT {m['mqtt_version']}\n")
     stopped = "" if r["stop_reason"] in ("completed", "duration") else f", stopped: {r['stop_reason'].replace('_', ' ')}"
     if m["subscribe_only"]:
@@ -52,7 +52,7 @@ def summary(r) -> str:
     w(locust_console.stats_table(r["endpoints"], r["aggregate"], r["duration_s"], rates=rates))
     w("\n")
     w(locust_console.percentiles_table(r["endpoints"], r["aggregate"]))
-    w("  CONNECT: connection and CONNACK; PUBLISH: until acknowledged (QoS 0: until written); "
+    w("  CONNECT: connection and CONNACK; PUBLISH: until acknowledged (QoS 0: by the PINGRESP that follows); "
       "DELIVER: send to arrival at the subscriber\n")
     if r["errors"]:
         w("\n" + locust_console.error_report(r["errors"]))

@@ -35,6 +35,7 @@ pub enum Incoming {
     Publish { qos: u8, pkid: u16, payload: Bytes },
     /// The granted QoS per filter, or None where the broker refused it.
     SubAck(Vec<Option<u8>>),
+    PingResp,
     /// The broker is closing the connection (MQTT 5), with its reason.
     Disconnect(String),
     Other,
@@ -215,6 +216,7 @@ fn from_v4(p: v4::Packet) -> Incoming {
                 })
                 .collect(),
         ),
+        v4::Packet::PingResp => Incoming::PingResp,
         _ => Incoming::Other,
     }
 }
@@ -247,6 +249,7 @@ fn from_v5(p: v5::Packet) -> Incoming {
                 })
                 .collect(),
         ),
+        v5::Packet::PingResp(_) => Incoming::PingResp,
         v5::Packet::Disconnect(d) => Incoming::Disconnect(v5_reason(d.reason_code)),
         _ => Incoming::Other,
     }

@@ -1,7 +1,9 @@
 //! The simulated devices: one tokio task per client on its thread's runtime. Each connects (at the
 //! connect rate, reconnecting after a failure), waits for the load to start, then publishes on its own
 //! schedule (or as fast as its in-flight window allows) and counts a message published only when it
-//! is acknowledged (QoS 1: PUBACK, QoS 2: PUBCOMP) or, at QoS 0, written to the socket.
+//! is acknowledged: QoS 1 by PUBACK, QoS 2 by PUBCOMP, and QoS 0 by the PINGRESP to a PINGREQ sent
+//! right after it. A broker answers a connection's packets in order, so that PINGRESP proves the broker
+//! has read the messages before it, where counting them as written would count kernel buffers.
 
 use super::codec::Hello;
 use super::conn::Conn;
@@ -10,6 +12,7 @@ use super::run::{MqttShared, Phase, CONNECT, PUBLISH};
 use crate::runner::LATE_AFTER;
 use crate::stats::{Failure, FailureKind, Outcome, Recorder};
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -35,11 +38,19 @@ pub struct Client {
     last_write: Cell<Instant>,
     /// Send times of unacknowledged messages by slot (packet id - 1), with their QoS 2 stage.
     window: RefCell<Vec<Option<Slot>>>,
+    /// PINGREQs awaiting their PINGRESP, oldest first, each with the QoS 0 messages it confirms.
+    pings: RefCell<VecDeque<Ping>>,
     pub sent: Cell<u64>,
     pub published: Cell<u64>,
     pub failed: Cell<u64>,
     /// Due while the client was not connected, so never sent.
     pub unsent: Cell<u64>,
+}
+
+struct Ping {
+    sent_at: Instant,
+    /// (send time, payload bytes) of each QoS 0 message written before this PINGREQ.
+    messages: Vec<(Instant, u32)>,
 }
 
 #[derive(Clone, Copy)]
@@ -92,6 +103,7 @@ impl ThreadCtx {
             ping_due: Cell::new(false),
             last_write: Cell::new(Instant::now()),
             window: RefCell::new(Vec::new()),
+            pings: RefCell::new(VecDeque::new()),
             sent: Cell::new(0),
             published: Cell::new(0),
             failed: Cell::new(0),
@@ -128,7 +140,8 @@ impl ThreadCtx {
             }
             let now = Instant::now();
             for c in self.clients.borrow().iter() {
-                let late = c.window.borrow().iter().flatten().any(|s| now.duration_since(s.sent_at) > timeout);
+                let late = c.window.borrow().iter().flatten().any(|s| now.duration_since(s.sent_at) > timeout)
+                    || c.pings.borrow().front().is_some_and(|p| now.duration_since(p.sent_at) > timeout);
                 let idle = !keepalive.is_zero() && now.duration_since(c.last_write.get()) > keepalive / 2;
                 if late || idle {
                     c.timed_out.set(c.timed_out.get() | late);
@@ -260,21 +273,22 @@ fn skip_missed(ctx: &ThreadCtx, c: &Client, plan: &mut Plan) {
 /// The connection broke (or timed out): what was in flight failed with it.
 fn fail_in_flight(ctx: &ThreadCtx, c: &Client, f: Failure) {
     let now = Instant::now();
-    let slots: Vec<Slot> = c.window.borrow_mut().iter_mut().filter_map(Option::take).collect();
+    let mut slots: Vec<(Instant, u32)> = c.window.borrow_mut().iter_mut().filter_map(Option::take).map(|s| (s.sent_at, s.bytes)).collect();
+    slots.extend(c.pings.borrow_mut().drain(..).flat_map(|p| p.messages));
     if slots.is_empty() {
         // Nothing was in flight: the break itself is what failed.
         ctx.recorder.borrow_mut().fail_untimed(now, CONNECT, f, 1);
         return;
     }
-    for slot in slots {
-        ctx.record(PUBLISH, now.duration_since(slot.sent_at), &Outcome::Failed(f.clone()));
+    for (sent_at, _) in slots {
+        ctx.record(PUBLISH, now.duration_since(sent_at), &Outcome::Failed(f.clone()));
         c.failed.set(c.failed.get() + 1);
         ctx.shared.failed.fetch_add(1, Ordering::Relaxed);
     }
 }
 
-fn acknowledged(ctx: &ThreadCtx, c: &Client, slot: Slot, refused: Option<String>) {
-    let took = Instant::now().duration_since(slot.sent_at);
+fn acknowledged(ctx: &ThreadCtx, c: &Client, sent_at: Instant, bytes: u32, refused: Option<String>) {
+    let took = Instant::now().duration_since(sent_at);
     let failure = refused.map(|r| Failure::new(FailureKind::Refused, format!("publish refused: {r}")));
     if failure.is_some() {
         c.failed.set(c.failed.get() + 1);
@@ -283,7 +297,7 @@ fn acknowledged(ctx: &ThreadCtx, c: &Client, slot: Slot, refused: Option<String>
         c.published.set(c.published.get() + 1);
         ctx.shared.published.fetch_add(1, Ordering::Relaxed);
     }
-    ctx.record(PUBLISH, took, &Outcome::Judged { status: 0, body_bytes: slot.bytes as u64, failure });
+    ctx.record(PUBLISH, took, &Outcome::Judged { status: 0, body_bytes: bytes as u64, failure });
 }
 
 /// Publishes on one live connection until there is nothing left to send and nothing in flight.
@@ -295,7 +309,10 @@ async fn publish(ctx: &ThreadCtx, c: &Client, conn: &mut Conn, plan: &mut Plan) 
     tokio::pin!(sleep);
     let mut armed_for = plan.due;
     let mut free: Vec<u16> = (1..=c.window.borrow().len() as u16).rev().collect();
-    let mut written: Vec<(Instant, u32)> = Vec::new(); // QoS 0 messages of the current write
+    // QoS 0: messages written but not yet confirmed by a PINGRESP, and those of the current write.
+    let mut unconfirmed = 0usize;
+    let mut written: Vec<(Instant, u32)> = Vec::new();
+    let window_free = |free: &Vec<u16>, unconfirmed: usize| if qos == 0 { unconfirmed < cfg.inflight } else { !free.is_empty() };
     loop {
         if c.timed_out.take() {
             let timeout = cfg.timeout();
@@ -306,6 +323,7 @@ async fn publish(ctx: &ThreadCtx, c: &Client, conn: &mut Conn, plan: &mut Plan) 
         }
         if c.ping_due.take() {
             conn.version.pingreq(&mut conn.wbuf);
+            c.pings.borrow_mut().push_back(Ping { sent_at: Instant::now(), messages: Vec::new() });
         }
         if s.phase() == Phase::Closed {
             return End::Broken(Failure::new(FailureKind::Closed, "when the run ended"));
@@ -313,7 +331,7 @@ async fn publish(ctx: &ThreadCtx, c: &Client, conn: &mut Conn, plan: &mut Plan) 
         // Encode whatever is due.
         let now = Instant::now();
         let mut batch = 0;
-        while batch < BATCH && !finished_sending(ctx, c, plan) && (qos == 0 || !free.is_empty()) {
+        while batch < BATCH && !finished_sending(ctx, c, plan) && window_free(&free, unconfirmed + written.len()) {
             if let Some(due) = plan.due {
                 if due > now {
                     break;
@@ -355,29 +373,23 @@ async fn publish(ctx: &ThreadCtx, c: &Client, conn: &mut Conn, plan: &mut Plan) 
             }
             batch += 1;
         }
+        if !written.is_empty() {
+            // The PINGRESP to this PINGREQ will confirm the broker read the messages before it.
+            conn.version.pingreq(&mut conn.wbuf);
+            unconfirmed += written.len();
+            c.pings.borrow_mut().push_back(Ping { sent_at: now, messages: std::mem::take(&mut written) });
+        }
         if !conn.wbuf.is_empty() {
             if let Err(f) = conn.flush().await {
-                for (at, _) in written.drain(..) {
-                    c.failed.set(c.failed.get() + 1);
-                    s.failed.fetch_add(1, Ordering::Relaxed);
-                    ctx.record(PUBLISH, at.elapsed(), &Outcome::Failed(f.clone()));
-                }
                 return End::Broken(f);
             }
             c.last_write.set(Instant::now());
-            // At QoS 0 a message is published once it is on the wire: there is no acknowledgement.
-            for (at, bytes) in written.drain(..) {
-                c.published.set(c.published.get() + 1);
-                s.published.fetch_add(1, Ordering::Relaxed);
-                let outcome = Outcome::Judged { status: 0, body_bytes: bytes as u64, failure: None };
-                ctx.record(PUBLISH, at.elapsed(), &outcome);
-            }
         }
         let sending = !finished_sending(ctx, c, plan);
-        if !sending && free.len() == c.window.borrow().len() {
+        if !sending && free.len() == c.window.borrow().len() && c.pings.borrow().is_empty() {
             return End::Done;
         }
-        let can_send = sending && (qos == 0 || !free.is_empty());
+        let can_send = sending && window_free(&free, unconfirmed);
         if can_send && plan.due != armed_for {
             if let Some(due) = plan.due {
                 sleep.as_mut().reset(due.into());
@@ -396,7 +408,9 @@ async fn publish(ctx: &ThreadCtx, c: &Client, conn: &mut Conn, plan: &mut Plan) 
                         Ok(None) => break,
                         Err(f) => return End::Broken(f),
                     };
-                    if let Some(end) = on_packet(ctx, c, conn, &mut free, packet) {
+                    if let super::codec::Incoming::PingResp = packet {
+                        unconfirmed -= confirm(ctx, c);
+                    } else if let Some(end) = on_packet(ctx, c, conn, &mut free, packet) {
                         return end;
                     }
                 }
@@ -406,6 +420,15 @@ async fn publish(ctx: &ThreadCtx, c: &Client, conn: &mut Conn, plan: &mut Plan) 
             _ = std::future::ready(()), if can_send && plan.due.is_none() => {}
         }
     }
+}
+
+/// A PINGRESP: the QoS 0 messages written before its PINGREQ are published. Returns how many.
+fn confirm(ctx: &ThreadCtx, c: &Client) -> usize {
+    let Some(ping) = c.pings.borrow_mut().pop_front() else { return 0 };
+    for &(sent_at, bytes) in &ping.messages {
+        acknowledged(ctx, c, sent_at, bytes, None);
+    }
+    ping.messages.len()
 }
 
 fn on_packet(ctx: &ThreadCtx, c: &Client, conn: &mut Conn, free: &mut Vec<u16>, packet: super::codec::Incoming) -> Option<End> {
@@ -423,14 +446,14 @@ fn on_packet(ctx: &ThreadCtx, c: &Client, conn: &mut Conn, free: &mut Vec<u16>, 
         PubAck { pkid, refused } if qos == 1 => {
             if let Some(slot) = take(pkid, false) {
                 free.push(pkid);
-                acknowledged(ctx, c, slot, refused);
+                acknowledged(ctx, c, slot.sent_at, slot.bytes, refused);
             }
         }
         PubRec { pkid, refused } if qos == 2 => {
             if let Some(mut slot) = take(pkid, false) {
                 if refused.is_some() {
                     free.push(pkid);
-                    acknowledged(ctx, c, slot, refused);
+                    acknowledged(ctx, c, slot.sent_at, slot.bytes, refused);
                 } else {
                     slot.released = true;
                     c.window.borrow_mut()[pkid as usize - 1] = Some(slot);
@@ -441,7 +464,7 @@ fn on_packet(ctx: &ThreadCtx, c: &Client, conn: &mut Conn, free: &mut Vec<u16>, 
         PubComp(pkid) if qos == 2 => {
             if let Some(slot) = take(pkid, true) {
                 free.push(pkid);
-                acknowledged(ctx, c, slot, None);
+                acknowledged(ctx, c, slot.sent_at, slot.bytes, None);
             }
         }
         Disconnect(reason) => {

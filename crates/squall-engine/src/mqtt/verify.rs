@@ -141,12 +141,19 @@ pub async fn subscriber(ctx: Rc<SubCtx>, k: usize, filter: String) {
 async fn receive(ctx: &SubCtx, conn: &mut Conn) -> Result<(), Failure> {
     let s = &ctx.shared;
     let mut closed = s.phase_rx();
+    // A subscriber mostly listens, so it owes the broker a PINGREQ within each keepalive.
+    let every = Duration::from_secs(s.cfg.keepalive.max(2) as u64 / 2);
+    let mut keepalive = tokio::time::interval_at((Instant::now() + every).into(), every);
     loop {
         conn.flush().await?;
         tokio::select! {
             biased;
             r = conn.fill() => r?,
             _ = closed.wait_for(|p| *p == Phase::Closed) => return Ok(()),
+            _ = keepalive.tick(), if s.cfg.keepalive > 0 => {
+                conn.version.pingreq(&mut conn.wbuf);
+                continue;
+            }
         }
         while let Some(packet) = conn.decoded()? {
             match packet {
