@@ -166,11 +166,14 @@ def test_tls_verification_insecure_and_http2(nginx, tmp_path):
 
 
 def test_demo_runs_with_nothing_installed(tmp_path):
-    p = squall("demo", "-t", "2s", "--json", tmp_path / "demo.json")
+    p = squall("demo", "-t", "2s", "--mqtt-duration", "2s", "--json", tmp_path / "demo.json")
     assert p.returncode == 0, p.stderr
     assert "Response time percentiles (ms)" in p.stdout and "Status codes" in p.stdout
     r = json.loads((tmp_path / "demo.json").read_text())
     assert r["aggregate"]["requests"] > 100 and r["aggregate"]["failures"] > 0  # /demo fails 3% of the time
+    # Then MQTT devices against the embedded broker, every message checked.
+    assert "Demo MQTT broker (rumqttd)" in p.stderr
+    assert "Delivery     2,000 of 2,000 delivered, 0 lost" in p.stdout
 
 
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])

@@ -4,6 +4,7 @@ Locust's API is importable from here too: `from squall import HttpUser, task, be
 
 from squall._engine import __version__
 from squall.event import events
+from squall.mqtt_user import MqttUser
 from squall.exception import InterruptTaskSet, RescheduleTask, RescheduleTaskImmediately, StopUser
 from squall.shape import LoadTestShape
 from squall.user import FastHttpUser, HttpUser, SequentialTaskSet, TaskSet, User, tag, task
@@ -16,6 +17,6 @@ def run_single_user(user_class, host=None, **kwargs):
 
     return run(user_class, host=host, **kwargs)
 
-__all__ = ["__version__", "events", "User", "HttpUser", "FastHttpUser", "TaskSet", "SequentialTaskSet", "task",
+__all__ = ["__version__", "events", "User", "HttpUser", "FastHttpUser", "MqttUser", "TaskSet", "SequentialTaskSet", "task",
            "tag", "between", "constant", "constant_pacing", "constant_throughput", "LoadTestShape", "StopUser",
            "RescheduleTask", "RescheduleTaskImmediately", "InterruptTaskSet", "run_single_user"]

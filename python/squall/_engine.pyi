@@ -22,6 +22,19 @@ class BenchRun:
     def result_json(self) -> str:
         """The result document as JSON; waits for the end of the run. Once only."""
 
+class MqttRun:
+    """A running `squall mqtt` load; starts at construction, after one preflight connection."""
+
+    def __init__(self, config_json: str) -> None: ...
+    def progress(self) -> tuple[float, str, int, int, int, int, int, bool]:
+        """(elapsed seconds, phase, connected, sent, published, failed, delivered, finished)."""
+    def stop(self) -> None: ...
+    def wait(self, timeout: float) -> bool: ...
+    def result_json(self) -> str: ...
+
+def start_demo_broker(port: int = 0) -> int:
+    """Starts the demo's embedded MQTT broker (rumqttd) on 127.0.0.1; returns its port."""
+
 class DemoTarget:
     """The built-in demo HTTP server on 127.0.0.1."""
 
@@ -36,6 +49,10 @@ RequestTuple = tuple[int, int, str, str, list[tuple[str, str]], bytes, float, st
 # (id, status or 0, raw header lines, Set-Cookie values, body, elapsed µs, error or None, final URL if redirected)
 CompletionTuple = tuple[int, int, bytes, list[str], bytes, int, str | None, str | None]
 
+# (user, id, operation: connect|publish|subscribe|disconnect, broker URL or topic, payload, qos, retain,
+#  connect options JSON)
+MqttOpTuple = tuple[int, int, str, str, bytes, int, bool, str]
+
 class ScriptSession:
     """The engine side of scripted users: requests go in, completions come back in batches."""
 
@@ -43,6 +60,10 @@ class ScriptSession:
     def submit(self, batch: list[RequestTuple]) -> None: ...
     def poll(self, timeout: float) -> list[CompletionTuple]:
         """Completions so far, waiting up to `timeout` seconds for the first (GIL released)."""
+    def submit_mqtt(self, batch: list[MqttOpTuple]) -> None:
+        """MQTT operations, each run on its user's connection in order; completions come from poll()."""
+    def messages(self) -> list[tuple[int, str, bytes, int]]:
+        """(user, topic, payload, qos) of messages that arrived on users' subscriptions."""
     def record(self, method: str, name: str, elapsed_us: int, status: int, body_bytes: int,
                failure: str | None = None) -> None:
         """A verdict the script reached itself (catch_response)."""

@@ -1,10 +1,11 @@
-"""`squall demo`: the built-in target on 127.0.0.1 and a short bench against it."""
+"""`squall demo`: the built-in target on 127.0.0.1 and a short bench against it, then MQTT devices
+publishing to the embedded broker with every message's delivery checked."""
 
 import signal
 import sys
 import threading
 
-from squall import _engine, bench, exitcodes
+from squall import _engine, bench, exitcodes, mqtt
 
 
 def add_parser(commands):
@@ -13,7 +14,9 @@ def add_parser(commands):
     p.add_argument("--port", type=int, default=0, help="the target's port (default: a free one)")
     p.add_argument("-t", "--duration", default="10s", help="how long the demo bench runs (default 10s)")
     p.add_argument("-c", "--connections", default="20", help="connections (default 20)")
-    p.add_argument("--serve", action="store_true", help="only serve the target until Ctrl-C")
+    p.add_argument("--mqtt-duration", default="5s", help="how long the MQTT part publishes (default 5s)")
+    p.add_argument("--no-mqtt", action="store_true", help="skip the MQTT part")
+    p.add_argument("--serve", action="store_true", help="only serve the target (and the MQTT broker) until Ctrl-C")
     p.add_argument("--json", metavar="FILE", help="also write the JSON result")
     p.add_argument("--csv", metavar="PREFIX", help="also write the Locust-format CSV files")
     p.set_defaults(func=run)
@@ -37,15 +40,32 @@ def run(args) -> int:
         from squall.cli import build_parser
 
         bench_args = build_parser().parse_args(["bench", *argv])
-        return bench.run(bench_args)
+        code = bench.run(bench_args)
+        if code not in (exitcodes.OK, exitcodes.ALL_FAILED) or args.no_mqtt:
+            return code
+        return _mqtt(args, build_parser()) or code
     finally:
         target.stop()
+
+
+def _mqtt(args, parser):
+    """50 devices at 20 msg/s each, QoS 1, delivery verified, against the embedded broker."""
+    try:
+        port = _engine.start_demo_broker()
+    except _engine.TargetError as e:
+        sys.stderr.write(f"squall demo: error: {e}\n")
+        return exitcodes.CANNOT_START
+    argv = ["--broker", f"mqtt://127.0.0.1:{port}", "-u", "50", "--rate", "20", "-t", args.mqtt_duration,
+            "--qos", "1", "--verify", "--topic", "demo/{client}/telemetry"]
+    sys.stderr.write(f"\nDemo MQTT broker (rumqttd) on 127.0.0.1:{port}\nRunning: squall mqtt {' '.join(argv)}\n\n")
+    return mqtt.run(parser.parse_args(["mqtt", *argv]))
 
 
 def _serve(base) -> int:
     print(f"Serving the demo target on {base} until Ctrl-C. Endpoints:")
     for path, what in _engine.DemoTarget.endpoints():
         print(f"  {base}{path:<16} {what}")
+    print(f"MQTT broker (rumqttd) on mqtt://127.0.0.1:{_engine.start_demo_broker()}")
     sys.stdout.flush()
     done = threading.Event()
     for s in (signal.SIGINT, signal.SIGTERM):

@@ -18,6 +18,9 @@ class Hub:
         self.timers = []  # heap of (when, seq, greenlet)
         self.pending = {}  # request id -> waiting greenlet
         self.outbox = []
+        self.watchers = {}  # MQTT operation id -> callback with its completion
+        self.mqtt_outbox = []
+        self.mqtt_clients = {}  # user id -> MqttClient, for messages on its subscriptions
         self.ids = itertools.count(1)
         self.seq = itertools.count()
         self.entered = None  # when the running greenlet got control; None while the hub itself runs
@@ -42,6 +45,12 @@ class Hub:
         self.pending[rid] = getcurrent()
         return self.main.switch()
 
+    def mqtt(self, op_id, op, on_done=None):
+        """Queues an MQTT operation (the engine's tuple) without suspending; `on_done` gets its completion."""
+        self.mqtt_outbox.append(op)
+        if on_done is not None:
+            self.watchers[op_id] = on_done
+
     def running_for(self):
         """How long the greenlet now running has held control (0 while the hub runs)."""
         return 0.0 if self.entered is None else time.monotonic() - self.entered
@@ -54,7 +63,9 @@ class Hub:
     def run_until(self, deadline):
         """Runs everything that is due until the monotonic `deadline` (None: until nothing is left)."""
         while True:
-            while self.ready:
+            # One pass over the greenlets ready now: one that only yields (an MQTT publisher with no
+            # wait) runs again on the next pass, after the engine has had its operations.
+            for _ in range(len(self.ready)):
                 g, value = self.ready.popleft()
                 if g.dead:
                     continue
@@ -67,21 +78,33 @@ class Hub:
             if self.outbox:
                 self.session.submit(self.outbox)
                 self.outbox = []
+            if self.mqtt_outbox:
+                self.session.submit_mqtt(self.mqtt_outbox)
+                self.mqtt_outbox = []
             now = time.monotonic()
             while self.timers and self.timers[0][0] <= now:
                 self.ready.append((heapq.heappop(self.timers)[2], None))
-            if self.ready:
-                continue
             if deadline is not None and now >= deadline:
                 return
-            if deadline is None and not self.pending and not self.timers:
+            if not self.ready and deadline is None and not self.pending and not self.timers and not self.watchers:
                 return
             due = [t for t in (deadline, self.timers[0][0] if self.timers else None) if t is not None]
-            wake = min(due, default=now + 0.1)
-            for c in self.session.poll(max(0.0, wake - now)):
-                g = self.pending.pop(c[0], None)
-                if g is not None:
-                    self.ready.append((g, c))
+            wake = 0.0 if self.ready else max(0.0, min(due, default=now + 0.1) - now)
+            self._dispatch(self.session.poll(wake))
+
+    def _dispatch(self, completions):
+        for c in completions:
+            g = self.pending.pop(c[0], None)
+            if g is not None:
+                self.ready.append((g, c))
+            callback = self.watchers.pop(c[0], None)
+            if callback is not None:
+                callback(c)
+        if self.mqtt_clients:
+            for user, topic, payload, qos in self.session.messages():
+                client = self.mqtt_clients.get(user)
+                if client is not None:
+                    client._deliver(topic, payload, qos)
 
 
 class _Kill:

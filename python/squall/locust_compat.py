@@ -4,7 +4,7 @@ own compatible API, whether or not Locust is installed."""
 import sys
 import types
 
-from squall import environment, event, exception, http, shape, user, wait_time
+from squall import environment, event, exception, http, mqtt_user, shape, user, wait_time
 
 
 class _Stub:
@@ -34,6 +34,8 @@ def install():
         "locust.contrib.fasthttp": _module("locust.contrib.fasthttp", FastHttpUser=user.FastHttpUser,
                                            FastHttpSession=http.HttpSession,
                                            ResponseContextManager=http.ResponseContextManager),
+        "locust.contrib.mqtt": _module("locust.contrib.mqtt", MqttUser=mqtt_user.MqttUser,
+                                       MqttClient=mqtt_user.MqttClient),
         "locust.clients": _module("locust.clients", HttpSession=http.HttpSession,
                                   ResponseContextManager=http.ResponseContextManager, Response=http.Response),
         "locust.exception": exception,

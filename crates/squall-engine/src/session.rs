@@ -73,20 +73,44 @@ enum Command {
     Requests(Vec<ScriptRequest>),
     Record(Verdict),
     CloseUser(u64),
+    Mqtt(Vec<(u64, crate::mqtt::script::Op)>),
     Snapshot(std_mpsc::Sender<Vec<EndpointSnapshot>>),
 }
 
-/// Completions waiting for the script; the engine only signals when the script is waiting.
+/// An MQTT message that arrived for a scripted user's subscription.
+pub struct Message {
+    pub user: u64,
+    pub topic: String,
+    pub payload: Vec<u8>,
+    pub qos: u8,
+}
+
+#[derive(Default)]
+struct Queued {
+    done: Vec<Completion>,
+    messages: Vec<Message>,
+}
+
+/// Completions and messages waiting for the script; the engine only signals when the script is waiting.
 #[derive(Default)]
 struct Inbox {
-    queue: Mutex<Vec<Completion>>,
+    queue: Mutex<Queued>,
     ready: Condvar,
     waiting: AtomicBool,
 }
 
 impl Inbox {
     fn push(&self, c: Completion) {
-        self.queue.lock().unwrap().push(c);
+        self.queue.lock().unwrap().done.push(c);
+        self.wake();
+    }
+
+    fn push_message(&self, m: Message) {
+        self.queue.lock().unwrap().messages.push(m);
+        self.wake();
+    }
+
+    fn wake(&self) {
         if self.waiting.load(Ordering::SeqCst) {
             self.ready.notify_one();
         }
@@ -142,12 +166,23 @@ impl Session {
     pub fn poll(&self, timeout: Duration) -> Vec<Completion> {
         let inbox = &self.inbox;
         let mut queue = inbox.queue.lock().unwrap();
-        if queue.is_empty() && !timeout.is_zero() {
+        let idle = |q: &mut Queued| q.done.is_empty() && q.messages.is_empty();
+        if idle(&mut queue) && !timeout.is_zero() {
             inbox.waiting.store(true, Ordering::SeqCst);
-            queue = inbox.ready.wait_timeout_while(queue, timeout, |q| q.is_empty()).unwrap().0;
+            queue = inbox.ready.wait_timeout_while(queue, timeout, idle).unwrap().0;
             inbox.waiting.store(false, Ordering::SeqCst);
         }
-        std::mem::take(&mut *queue)
+        std::mem::take(&mut queue.done)
+    }
+
+    /// MQTT messages that arrived for scripted users since the last call.
+    pub fn messages(&self) -> Vec<Message> {
+        std::mem::take(&mut self.inbox.queue.lock().unwrap().messages)
+    }
+
+    /// MQTT operations of scripted users, each run on that user's connection in order.
+    pub fn submit_mqtt(&self, ops: Vec<(u64, crate::mqtt::script::Op)>) {
+        let _ = self.tx.send(Command::Mqtt(ops));
     }
 
     pub fn snapshot(&self) -> Vec<EndpointSnapshot> {
@@ -230,6 +265,32 @@ struct Engine {
     connectors: RefCell<HashMap<usize, Connector>>,
     tls: Arc<rustls::ClientConfig>,
     inbox: Arc<Inbox>,
+    /// Each MQTT user's connection task.
+    mqtt: RefCell<HashMap<u64, crate::mqtt::script::UserTx>>,
+}
+
+impl crate::mqtt::script::Sink for Engine {
+    fn record(&self, method: &str, name: &str, latency: Duration, outcome: &Outcome) {
+        let id = self.endpoint(method, name);
+        self.recorder.borrow_mut().record(Instant::now(), id, latency, outcome);
+    }
+
+    fn event(&self, e: crate::mqtt::script::Event) {
+        use crate::mqtt::script::Event;
+        match e {
+            Event::Done { id, elapsed_us, error } => self.inbox.push(Completion {
+                id,
+                status: 0,
+                head: Vec::new(),
+                set_cookies: Vec::new(),
+                body: Vec::new(),
+                elapsed_us,
+                error,
+                url: None,
+            }),
+            Event::Message { user, topic, payload, qos } => self.inbox.push_message(Message { user, topic, payload, qos }),
+        }
+    }
 }
 
 impl Engine {
@@ -313,6 +374,7 @@ fn engine_thread(
         connectors: RefCell::default(),
         tls: tls::client_config(insecure, &[b"http/1.1"]),
         inbox,
+        mqtt: RefCell::default(),
     });
     local.block_on(&rt, async {
         let mut tick = tokio::time::interval(Duration::from_millis(250));
@@ -325,7 +387,20 @@ fn engine_thread(
                         }
                     }
                     Some(Command::Record(v)) => record_verdict(&engine, v),
-                    Some(Command::CloseUser(user)) => engine.pool.borrow_mut().retain(|&(u, _), _| u != user),
+                    Some(Command::CloseUser(user)) => {
+                        engine.pool.borrow_mut().retain(|&(u, _), _| u != user);
+                        engine.mqtt.borrow_mut().remove(&user); // its task says goodbye and ends
+                    }
+                    Some(Command::Mqtt(ops)) => {
+                        for (user, op) in ops {
+                            let tx = engine.mqtt.borrow_mut().entry(user).or_insert_with(|| {
+                                let (tx, rx) = mpsc::unbounded_channel();
+                                tokio::task::spawn_local(crate::mqtt::script::user_task(engine.clone(), user, rx));
+                                tx
+                            }).clone();
+                            let _ = tx.send(op);
+                        }
+                    }
                     Some(Command::Snapshot(reply)) => {
                         let _ = reply.send(snapshot(&engine));
                     }

@@ -126,6 +126,8 @@ impl MqttRun {
     }
 }
 
+/// (user, id, operation, target, payload, qos, retain, options JSON)
+type MqttOpTuple = (u64, u64, String, String, Vec<u8>, u8, bool, String);
 /// (id, user, method, url, headers, body, timeout seconds, stats name, engine records it, follow redirects)
 type RequestTuple = (u64, u64, String, String, Vec<(String, String)>, Vec<u8>, f64, String, bool, bool);
 /// (id, status or 0, raw header lines, Set-Cookie values, body, elapsed microseconds, error or None,
@@ -188,6 +190,52 @@ impl ScriptSession {
                 (c.id, c.status, head, c.set_cookies, PyBytes::new(py, &c.body), c.elapsed_us, c.error, c.url)
             })
             .collect())
+    }
+
+    /// MQTT operations: (user, id, op, target, payload, qos, retain, options JSON). `op` is connect
+    /// (target: the broker URL; options: client_id, username, password, keepalive, clean_session,
+    /// mqtt_version, timeout, insecure), publish (target: the topic), subscribe (target: the filter)
+    /// or disconnect.
+    fn submit_mqtt(&self, batch: Vec<MqttOpTuple>) -> PyResult<()> {
+        use squall_engine::mqtt::script::{Op, OwnedHello};
+        let mut ops = Vec::with_capacity(batch.len());
+        for (user, id, op, target, payload, qos, retain, options) in batch {
+            let op = match op.as_str() {
+                "connect" => {
+                    let o: serde_json::Value = serde_json::from_str(&options).map_err(|e| UsageError::new_err(e.to_string()))?;
+                    let text = |k: &str| o[k].as_str().map(str::to_string);
+                    let version = match o["mqtt_version"].as_str().unwrap_or("3.1.1") {
+                        "5" | "5.0" => squall_engine::mqtt::codec::Version::V5,
+                        _ => squall_engine::mqtt::codec::Version::V311,
+                    };
+                    Op::Connect {
+                        id,
+                        broker: target,
+                        hello: OwnedHello {
+                            client_id: text("client_id").unwrap_or_default(),
+                            keepalive: o["keepalive"].as_u64().unwrap_or(60).min(65_535) as u16,
+                            clean: o["clean_session"].as_bool().unwrap_or(true),
+                            login: text("username").map(|u| (u, text("password").unwrap_or_default())),
+                        },
+                        version,
+                        timeout: Duration::from_secs_f64(o["timeout"].as_f64().unwrap_or(10.0).max(0.001)),
+                        insecure: o["insecure"].as_bool().unwrap_or(false),
+                    }
+                }
+                "publish" => Op::Publish { id, topic: target, payload: payload.into(), qos: qos.min(2), retain },
+                "subscribe" => Op::Subscribe { id, filter: target, qos: qos.min(2) },
+                "disconnect" => Op::Disconnect { id },
+                other => return Err(UsageError::new_err(format!("unknown MQTT operation '{other}'"))),
+            };
+            ops.push((user, op));
+        }
+        self.with(|s| s.submit_mqtt(ops))
+    }
+
+    /// MQTT messages that arrived for users' subscriptions: (user, topic, payload, qos).
+    fn messages<'py>(&self, py: Python<'py>) -> PyResult<Vec<(u64, String, Bound<'py, PyBytes>, u8)>> {
+        let messages = self.with(|s| s.messages())?;
+        Ok(messages.into_iter().map(|m| (m.user, m.topic, PyBytes::new(py, &m.payload), m.qos)).collect())
     }
 
     #[pyo3(signature = (method, name, elapsed_us, status, body_bytes, failure=None))]
@@ -266,6 +314,14 @@ impl DemoTarget {
     }
 }
 
+/// Starts the demo's embedded MQTT broker on 127.0.0.1 (port 0: a free one); returns its port.
+/// It runs until the process ends.
+#[pyfunction]
+#[pyo3(signature = (port=0))]
+fn start_demo_broker(py: Python<'_>, port: u16) -> PyResult<u16> {
+    py.detach(|| squall_target::broker::start(port)).map_err(|e| TargetError::new_err(format!("cannot start the demo MQTT broker: {e}")))
+}
+
 /// Merges result documents (JSON) of several runs into one, losslessly; returns JSON.
 #[pyfunction]
 fn merge_results_json(docs: Vec<String>) -> PyResult<String> {
@@ -289,5 +345,6 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<DemoTarget>()?;
     m.add_class::<ScriptSession>()?;
     m.add_function(wrap_pyfunction!(merge_results_json, m)?)?;
+    m.add_function(wrap_pyfunction!(start_demo_broker, m)?)?;
     Ok(())
 }

@@ -1,5 +1,6 @@
 //! The built-in demo target: a small HTTP/1.1 server (hyper) on 127.0.0.1 with endpoints that behave
-//! the ways real services do, so `squall demo` shows real output with nothing installed.
+//! the ways real services do, so `squall demo` shows real output with nothing installed, and an
+//! embedded MQTT broker (`broker`).
 //!
 //! | path            | behaviour                                                        |
 //! |-----------------|------------------------------------------------------------------|
@@ -11,6 +12,8 @@
 //! | `/bytes?n=N`    | 200 with an N-byte body                                          |
 //! | `/echo`         | 200 with the request body                                        |
 //! | `/demo`         | what the demo loads: mostly a few ms, 1% slow (80 ms), 3% 500s   |
+
+pub mod broker;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};

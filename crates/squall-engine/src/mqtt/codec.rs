@@ -32,9 +32,9 @@ pub enum Incoming {
     PubRec { pkid: u16, refused: Option<String> },
     PubRel(u16),
     PubComp(u16),
-    Publish { qos: u8, pkid: u16, payload: Bytes },
+    Publish { qos: u8, pkid: u16, topic: String, payload: Bytes },
     /// The granted QoS per filter, or None where the broker refused it.
-    SubAck(Vec<Option<u8>>),
+    SubAck { pkid: u16, granted: Vec<Option<u8>> },
     PingResp,
     /// The broker is closing the connection (MQTT 5), with its reason.
     Disconnect(String),
@@ -206,16 +206,17 @@ fn from_v4(p: v4::Packet) -> Incoming {
         v4::Packet::PubRec(a) => Incoming::PubRec { pkid: a.pkid, refused: None },
         v4::Packet::PubRel(a) => Incoming::PubRel(a.pkid),
         v4::Packet::PubComp(a) => Incoming::PubComp(a.pkid),
-        v4::Packet::Publish(p) => Incoming::Publish { qos: p.qos as u8, pkid: p.pkid, payload: p.payload },
-        v4::Packet::SubAck(s) => Incoming::SubAck(
-            s.return_codes
+        v4::Packet::Publish(p) => Incoming::Publish { qos: p.qos as u8, pkid: p.pkid, topic: p.topic, payload: p.payload },
+        v4::Packet::SubAck(s) => Incoming::SubAck {
+            pkid: s.pkid,
+            granted: s.return_codes
                 .iter()
                 .map(|c| match c {
                     v4::SubscribeReasonCode::Success(q) => Some(*q as u8),
                     v4::SubscribeReasonCode::Failure => None,
                 })
                 .collect(),
-        ),
+        },
         v4::Packet::PingResp => Incoming::PingResp,
         _ => Incoming::Other,
     }
@@ -239,16 +240,22 @@ fn from_v5(p: v5::Packet) -> Incoming {
         }
         v5::Packet::PubRel(a) => Incoming::PubRel(a.pkid),
         v5::Packet::PubComp(a) => Incoming::PubComp(a.pkid),
-        v5::Packet::Publish(p) => Incoming::Publish { qos: p.qos as u8, pkid: p.pkid, payload: p.payload },
-        v5::Packet::SubAck(s) => Incoming::SubAck(
-            s.return_codes
+        v5::Packet::Publish(p) => Incoming::Publish {
+            qos: p.qos as u8,
+            pkid: p.pkid,
+            topic: String::from_utf8_lossy(&p.topic).into_owned(),
+            payload: p.payload,
+        },
+        v5::Packet::SubAck(s) => Incoming::SubAck {
+            pkid: s.pkid,
+            granted: s.return_codes
                 .iter()
                 .map(|c| match c {
                     v5::SubscribeReasonCode::Success(q) => Some(*q as u8),
                     _ => None,
                 })
                 .collect(),
-        ),
+        },
         v5::Packet::PingResp(_) => Incoming::PingResp,
         v5::Packet::Disconnect(d) => Incoming::Disconnect(v5_reason(d.reason_code)),
         _ => Incoming::Other,
@@ -265,7 +272,7 @@ mod tests {
             let mut buf = BytesMut::new();
             v.publish(&mut buf, "a/b", 1, false, 7, Bytes::from_static(b"hello"));
             match v.read(&mut buf).unwrap() {
-                Some(Incoming::Publish { qos, pkid, payload }) => {
+                Some(Incoming::Publish { qos, pkid, payload, .. }) => {
                     assert_eq!((qos, pkid, &payload[..]), (1, 7, &b"hello"[..]));
                 }
                 other => panic!("{other:?}"),

@@ -9,6 +9,7 @@ pub mod message;
 pub mod publisher;
 pub mod report;
 pub mod run;
+pub mod script;
 pub mod verify;
 
 pub use config::MqttConfig;

@@ -201,6 +201,7 @@ pub async fn run_client(ctx: Rc<ThreadCtx>, c: Rc<Client>) {
             }
         }
         if s.phase() >= Phase::Draining || finished_sending(&ctx, &c, &plan) {
+            skip_missed(&ctx, &c, &mut plan); // what fell due while disconnected, up to the end
             return;
         }
         tokio::time::sleep(Duration::from_millis(250)).await;

@@ -157,7 +157,7 @@ async fn receive(ctx: &SubCtx, conn: &mut Conn) -> Result<(), Failure> {
         }
         while let Some(packet) = conn.decoded()? {
             match packet {
-                Incoming::SubAck(granted) => {
+                Incoming::SubAck { granted, .. } => {
                     if granted.first().copied().flatten().is_none() {
                         let f = Failure::new(FailureKind::Refused, "the broker refused the verification subscription");
                         s.note_subscriber_error(&f);
@@ -165,7 +165,7 @@ async fn receive(ctx: &SubCtx, conn: &mut Conn) -> Result<(), Failure> {
                     }
                     s.subscribed.fetch_add(1, Ordering::SeqCst);
                 }
-                Incoming::Publish { qos, pkid, payload } => {
+                Incoming::Publish { qos, pkid, payload, .. } => {
                     ctx.on_message(&payload);
                     match qos {
                         1 => conn.version.puback(&mut conn.wbuf, pkid),
