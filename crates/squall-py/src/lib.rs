@@ -102,7 +102,7 @@ impl MqttRun {
     }
 
     /// (elapsed seconds, phase, connected, sent, published, failed, delivered, finished)
-    fn progress(&self) -> PyResult<(f64, &'static str, u64, u64, u64, u64, u64, bool)> {
+    fn progress(&self) -> PyResult<MqttProgressTuple> {
         let guard = self.run.lock().unwrap();
         let run = guard.as_ref().ok_or_else(|| PyRuntimeError::new_err("the run's result was taken"))?;
         let p = run.progress();
@@ -126,6 +126,10 @@ impl MqttRun {
     }
 }
 
+/// (elapsed seconds, phase, connected, sent, published, failed, delivered, finished)
+type MqttProgressTuple = (f64, &'static str, u64, u64, u64, u64, u64, bool);
+/// (user, topic, payload, qos) of a message that arrived for a scripted user.
+type MessageTuple<'py> = (u64, String, Bound<'py, PyBytes>, u8);
 /// (user, id, operation, target, payload, qos, retain, options JSON)
 type MqttOpTuple = (u64, u64, String, String, Vec<u8>, u8, bool, String);
 /// (id, user, method, url, headers, body, timeout seconds, stats name, engine records it, follow redirects)
@@ -233,7 +237,7 @@ impl ScriptSession {
     }
 
     /// MQTT messages that arrived for users' subscriptions: (user, topic, payload, qos).
-    fn messages<'py>(&self, py: Python<'py>) -> PyResult<Vec<(u64, String, Bound<'py, PyBytes>, u8)>> {
+    fn messages<'py>(&self, py: Python<'py>) -> PyResult<Vec<MessageTuple<'py>>> {
         let messages = self.with(|s| s.messages())?;
         Ok(messages.into_iter().map(|m| (m.user, m.topic, PyBytes::new(py, &m.payload), m.qos)).collect())
     }

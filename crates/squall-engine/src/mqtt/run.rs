@@ -449,3 +449,17 @@ fn coordinate(shared: Arc<MqttShared>, workers: Vec<JoinHandle<ThreadOutput>>, s
         tracker,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::broker_address;
+
+    #[test]
+    fn broker_urls() {
+        assert_eq!(broker_address("mqtt://127.0.0.1:1884").unwrap(), (false, "127.0.0.1".into(), 1884));
+        assert_eq!(broker_address("mqtts://broker.test").unwrap(), (true, "broker.test".into(), 8883));
+        assert_eq!(broker_address("localhost").unwrap(), (false, "localhost".into(), 1883));
+        assert_eq!(broker_address("mqtt://[::1]:1883").unwrap(), (false, "::1".into(), 1883));
+        assert!(broker_address("http://x").unwrap_err().contains("unsupported scheme 'http'"));
+    }
+}
