@@ -6,6 +6,7 @@ import sys
 from squall import _engine, exitcodes, limits, report
 from squall.cli import UsageError
 from squall.durations import parse_duration
+from squall.progress import ProgressLine
 from squall.runner import drive
 
 
@@ -139,7 +140,8 @@ def run(args) -> int:
     except _engine.TargetError as e:
         sys.stderr.write(f"squall bench: error: {e}\n")
         return exitcodes.CANNOT_START
-    result, signum = drive(engine_run, config, show_progress=not args.quiet and sys.stderr.isatty())
+    line = ProgressLine(config) if not args.quiet and sys.stderr.isatty() else None
+    result, signum = drive(engine_run, line)
     return finish(result, signum, args)
 
 

@@ -15,7 +15,7 @@ from squall.bench import _duration, _positive_int, _rate
 from squall.cli import UsageError
 from squall.progress import MqttProgressLine
 from squall.report import mqtt_console
-from squall.signals import on_stop_signals
+from squall.runner import drive
 
 # The seed's variables and the flag each one sets (documented in the README).
 ENV = {
@@ -193,7 +193,8 @@ def run(args) -> int:
     except _engine.TargetError as e:
         sys.stderr.write(f"squall mqtt: error: {e}\n")
         return exitcodes.CANNOT_START
-    result, signum = _drive(engine_run, config, show=not args.quiet and worker is None and sys.stderr.isatty())
+    show = not args.quiet and worker is None and sys.stderr.isatty()
+    result, signum = drive(engine_run, MqttProgressLine(config) if show else None)
     if worker is not None:
         with open(os.environ["SQUALL_WORKER_RESULT"], "w") as f:
             json.dump(result, f)
@@ -214,25 +215,6 @@ def exit_code(result):
     if m["verify"] and delivery and delivery["lost"]:
         return exitcodes.LOST
     return exitcodes.OK
-
-
-def _drive(engine_run, config, show):
-    received = []
-
-    def on_signal(signum):
-        received.append(signum)
-        engine_run.stop()
-
-    line = MqttProgressLine(config) if show else None
-    with on_stop_signals(on_signal):
-        try:
-            while not engine_run.wait(0.25):
-                if line:
-                    line.update(*engine_run.progress())
-        finally:
-            if line:
-                line.clear()
-    return json.loads(engine_run.result_json()), (received[0] if received else None)
 
 
 def _final_output(result, args):

@@ -14,6 +14,10 @@ class ProgressLine:
         self.last = (time.monotonic(), 0)
         self.rate = 0.0
 
+    def show(self, progress):
+        """`progress`: the engine run's (elapsed, completed, failed, finished)."""
+        self.update(*progress[:3])
+
     def update(self, elapsed, completed, failed):
         now = time.monotonic()
         t0, c0 = self.last
@@ -45,6 +49,9 @@ class MqttProgressLine(ProgressLine):
                           "requests": (config["messages"] or 0) * config["clients"] or None}, stream)
         self.clients = config["clients"]
         self.verify = config["verify"] or config["subscribe_only"]
+
+    def show(self, progress):
+        self.update(*progress)
 
     def update(self, elapsed, phase, connected, sent, published, failed, delivered, finished):
         if phase == "connecting":

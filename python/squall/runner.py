@@ -2,14 +2,13 @@
 
 import json
 
-from squall.progress import ProgressLine
 from squall.signals import on_stop_signals
 
 
-def drive(engine_run, config, show_progress=True):
-    """Waits for the run to end; returns (result dict, the signal that stopped it or None).
-
-    A signal stops the run, and the result still holds everything measured until then.
+def drive(engine_run, line=None):
+    """Waits for the run to end, showing its progress on `line` if given; returns (result dict, the
+    signal that stopped it or None). A signal stops the run, and the result still holds everything
+    measured until then.
     """
     received = []
 
@@ -17,12 +16,11 @@ def drive(engine_run, config, show_progress=True):
         received.append(signum)
         engine_run.stop()
 
-    line = ProgressLine(config) if show_progress else None
     with on_stop_signals(on_signal):
         try:
             while not engine_run.wait(0.25):
                 if line:
-                    line.update(*engine_run.progress()[:3])
+                    line.show(engine_run.progress())
         finally:
             if line:
                 line.clear()

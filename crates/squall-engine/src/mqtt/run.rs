@@ -429,7 +429,12 @@ fn coordinate(shared: Arc<MqttShared>, workers: Vec<JoinHandle<ThreadOutput>>, s
         Some((r, t)) => (Some(r), Some(t)),
         None => (None, None),
     };
-    let ran_out = cfg.duration().is_some_and(|d| end >= load_start + d);
+    // A paced schedule spans the whole duration even though its clients finish a moment before the end.
+    let paced_to_end = match (cfg.rate, cfg.duration) {
+        (Some(rate), Some(d)) => cfg.messages.is_none_or(|n| n as f64 / rate >= d),
+        _ => false,
+    };
+    let ran_out = paced_to_end || cfg.duration().is_some_and(|d| end >= load_start + d);
     let reason = match shared.reason() {
         StopReason::Completed if ran_out && publishing => StopReason::Deadline,
         r => r,
