@@ -231,11 +231,16 @@ def _mix(prefix):
 
 
 def test_request_mix_matches_locust(odd_server, tmp_path):
-    """The same locustfile under Locust and under squall: each endpoint's share agrees within 5%."""
+    """The same locustfile under Locust and under squall: both follow the mix Locust's scheduling
+    implies. Per top-level pick: browse 5/10, cart 3/10, or the Reports TaskSet 2/10, which runs
+    until `detail` (1 pick in 4) interrupts it: 3 summaries and 1 detail on average. So per 1.6
+    requests: browse 0.5, cart 0.3, summary 0.6, detail 0.2. Two short random runs may differ by
+    more than either differs from that, so each is compared with it."""
     pytest.importorskip("locust")
     import subprocess
     import sys
 
+    expected = {"browse": 0.5 / 1.6, "cart": 0.3 / 1.6, "report summary": 0.6 / 1.6, "report detail": 0.2 / 1.6}
     locust_prefix = tmp_path / "locust"
     cmd = [sys.executable, "-m", "locust", "-f", FILES / "mix.py", "--headless", "-u", 4, "-r", 100, "-t", "4s",
            "-H", odd_server.url, "--csv", locust_prefix, "--only-summary", "--loglevel", "ERROR"]
@@ -244,10 +249,11 @@ def test_request_mix_matches_locust(odd_server, tmp_path):
     _, squall_prefix = run_file("mix.py", odd_server, tmp_path, users=4, run_time="4s")
     theirs, n_theirs = _mix(locust_prefix)
     ours, n_ours = _mix(squall_prefix)
-    assert n_theirs > 400 and n_ours > 400
-    assert set(theirs) == set(ours)
-    for name in theirs:
-        assert abs(theirs[name] - ours[name]) < 0.05, (name, theirs, ours)
+    assert n_theirs > 400 and n_ours > 2000
+    assert set(theirs) == set(ours) == set(expected)
+    for name, share in expected.items():
+        assert abs(ours[name] - share) < 0.04, (name, ours, n_ours)
+        assert abs(theirs[name] - share) < 0.08, (name, theirs, n_theirs)
 
 
 def test_user_class_weights_and_fixed_count(odd_server, tmp_path):
