@@ -18,6 +18,8 @@ if [ ${#need[@]} -gt 0 ]; then
   $SUDO systemctl disable --now nginx mosquitto >/dev/null 2>&1 || true
 fi
 command -v oha >/dev/null || cargo install oha --version 1.16.0 --locked   # about 9 minutes to compile
+# rumqttc's own client, the alternative measured against squall's use of its codec alone.
+cargo build -q --release --locked --manifest-path mqtt_client_choice/Cargo.toml
 if [ ! -x .venv-locust/bin/locust ]; then
   python3 -m venv .venv-locust
   .venv-locust/bin/pip install -q --disable-pip-version-check -r requirements-locust.txt

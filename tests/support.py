@@ -128,13 +128,18 @@ class Mosquitto:
     The config is the package default but for the listener, so its limits (max_queued_messages 1000
     per subscriber) are those users meet."""
 
-    def __init__(self, workdir: Path, users=None, port=None):
+    def __init__(self, workdir: Path, users=None, port=None, tls=False):
         self.dir = workdir
         self.port = port or free_port()
-        self.url = f"mqtt://127.0.0.1:{self.port}"
+        self.url = f"{'mqtts' if tls else 'mqtt'}://127.0.0.1:{self.port}"
         # As root, mosquitto would switch to its own user, who cannot read the test's private directory.
         lines = [f"listener {self.port} 127.0.0.1", "persistence false", f"user {getpass.getuser()}",
                  f"log_dest file {workdir / 'mosquitto.log'}"]
+        if tls:
+            subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
+                            "/CN=localhost", "-keyout", workdir / "key.pem", "-out", workdir / "cert.pem"],
+                           check=True, capture_output=True)
+            lines += [f"certfile {workdir / 'cert.pem'}", f"keyfile {workdir / 'key.pem'}"]
         if users:
             pw = workdir / "passwords"
             pw.write_text("")

@@ -183,6 +183,19 @@ def test_bad_credentials_print_the_connack_reason(tmp_path):
         b.stop()
 
 
+def test_mqtts_over_rustls(tmp_path):
+    b = Mosquitto(tmp_path, tls=True)
+    try:
+        p = squall("mqtt", "--broker", b.url, "-n", "1", "-q")
+        assert p.returncode == 3
+        assert "(use --insecure to skip certificate verification)" in p.stderr.strip().splitlines()[0]
+        p = squall("mqtt", "--broker", b.url, "--insecure", "-u", 3, "-n", 100, "--qos", 1, "--verify", "-q")
+        assert p.returncode == 0, p.stderr
+        assert "Delivery     300 of 300 delivered, 0 lost" in p.stdout
+    finally:
+        b.stop()
+
+
 def test_interrupt_still_writes_the_result(broker, tmp_path):
     out = tmp_path / "r.json"
     proc = squall_process("mqtt", "--broker", broker.url, "-u", 10, "--rate", 50, "-t", "60s", "--qos", 1,

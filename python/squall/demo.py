@@ -9,8 +9,9 @@ from squall import _engine, bench, exitcodes, mqtt
 
 
 def add_parser(commands):
-    p = commands.add_parser("demo", help="run a 10 s bench against the built-in target",
-                            description="Start the built-in target on 127.0.0.1 and bench it for 10 s.")
+    p = commands.add_parser("demo", help="bench the built-in target, then an MQTT run against its broker",
+                            description="Start the built-in target on 127.0.0.1 and bench it for 10 s, then "
+                                        "publish to the embedded MQTT broker with delivery verified.")
     p.add_argument("--port", type=int, default=0, help="the target's port (default: a free one)")
     p.add_argument("-t", "--duration", default="10s", help="how long the demo bench runs (default 10s)")
     p.add_argument("-c", "--connections", default="20", help="connections (default 20)")
