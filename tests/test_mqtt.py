@@ -237,3 +237,25 @@ def test_locusts_own_mqtt_locustfile_runs_unchanged(broker, tmp_path):
     assert len(rows) == 5  # one topic per client id, as in Locust
     assert sum(int(r["Request Count"]) for r in rows) > 1000
     assert all(r["Failure Count"] == "0" for r in rows)
+
+
+def test_connect_rate_retain_payload_file_and_client_ids(broker, tmp_path):
+    payload = tmp_path / "reading.json"
+    payload.write_bytes(b'{"t": 21.5, "unit": "C"}')  # 24 bytes
+    p, r = run_json(tmp_path, "--broker", broker.url, "-u", 10, "--connect-rate", 20, "--rate", 10, "-t", "2s",
+                    "--qos", 1, "--retain", "--payload", f"@{payload}", "--client-id-prefix", "unit-",
+                    "--topic", "plant/{id}/temp")
+    assert p.returncode == 0, p.stderr
+    m = r["mqtt"]
+    assert m["connect_phase_s"] == 0  # with a connect rate, clients publish as they connect
+    assert [c["id"] for c in m["per_client"]] == [f"unit-{i}" for i in range(10)]
+    assert endpoint(r, "CONNECT")["requests"] == 10
+    # The last client connects at 0.45 s, so it publishes for about 1.5 s of the 2.
+    assert 10 <= m["per_client"][-1]["published"] <= 16 and m["per_client"][0]["published"] == 20
+    assert endpoint(r, "PUBLISH")["body_bytes"] == 24 * m["published"]
+    # Retained: a late subscriber gets each client's last message at once.
+    out = tmp_path / "sub.json"
+    p = squall("mqtt", "--broker", broker.url, "--subscribe-only", "plant/+/temp", "-n", 10, "-t", "5s",
+               "--json", out, "-q")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(out.read_text())["mqtt"]["delivery"]["received"] == 10

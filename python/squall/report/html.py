@@ -30,7 +30,7 @@ def render(result, title="squall report"):
     stats = [[e["method"], e["name"], e["requests"], e["failures"], ms(e["mean_us"]), ms(e["min_us"]),
               ms(e["max_us"]), ms(e["percentiles_us"].get("50", 0)) if e["requests"] else "N/A",
               f"{e['requests'] / dur:.2f}", f"{e['failures'] / dur:.2f}"] for e in rows]
-    pcts = [[e["method"], e["name"]] + [ms(e["percentiles_us"][k]) if e["requests"] else "N/A"
+    pcts = [[e["method"], e["name"]] + [ms(e["percentiles_us"][k]) if e["percentiles_us"] else "N/A"
                                         for k in PERCENTILE_KEYS] + [e["requests"]] for e in rows]
     start = datetime.fromtimestamp(result["start_unix"], timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     parts = [

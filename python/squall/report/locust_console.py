@@ -50,7 +50,7 @@ def percentiles_table(endpoints, aggregate):
     sep = f"{'-' * 8}|{'-' * (width + 1)}|" + "|".join("-" * 7 for _ in cols) + "|" + "-" * 8
 
     def line(r):
-        vals = [(_ms(r["percentiles_us"][k]) if r["requests"] else "N/A") for k in PERCENTILE_KEYS]
+        vals = [(_ms(r["percentiles_us"][k]) if r["percentiles_us"] else "N/A") for k in PERCENTILE_KEYS]
         return f"{r['method']:<8} {r['name']:<{width}} " + " ".join(f"{v:>7}" for v in vals) + f" {r['requests']:>7}"
 
     out = ["Response time percentiles (exact)", head, sep] + [line(r) for r in rows] + [sep, line(agg)]

@@ -20,7 +20,7 @@ EXCEPTIONS_HEADER = ["Count", "Message", "Traceback", "Nodes"]
 
 
 def _percentiles(s):
-    if not s["requests"]:
+    if not s["percentiles_us"]:  # nothing timed (or, with MQTT, messages without a send time)
         return ["N/A"] * len(PERCENTILE_KEYS)
     return [ms_exact(s["percentiles_us"][k]) for k in PERCENTILE_KEYS]
 
@@ -32,7 +32,7 @@ def _avg_size(s):
 def stats_row(type_, name, s, duration):
     n = s["requests"]
     return [type_, name, n, s["failures"],
-            ms_exact(s["percentiles_us"]["50"]) if n else 0,
+            ms_exact(s["percentiles_us"]["50"]) if s["percentiles_us"] else 0,
             s["mean_us"] / 1000.0, ms_exact(s["min_us"]), ms_exact(s["max_us"]),
             _avg_size(s),
             n / duration if duration > 0 else 0, s["failures"] / duration if duration > 0 else 0,
