@@ -64,7 +64,9 @@ def test_tasksets_interrupts_exceptions_and_events(odd_server, tmp_path):
     assert seen["steps_start"] >= 1 and seen["steps_stop"] >= 1 and seen["inner"] >= 1
     assert seen["reschedule"] >= 1 and seen["broken"] >= 1
     assert order and all(steps[:3] == [1, 2, 3] for steps in order), order
-    assert seen["request"] == int(stats(prefix)["Aggregated"]["Request Count"])
+    # Every request event is in the stats. A request still in flight when the run ends is measured by
+    # the engine, but its user is gone before the event fires: at most one per user.
+    assert 0 <= int(stats(prefix)["Aggregated"]["Request Count"]) - seen["request"] <= 2
     errors = exceptions(prefix)
     assert len(errors) == 1 and "a task bug" in errors[0]["Message"] and "flow.py" in errors[0]["Traceback"]
     assert int(errors[0]["Count"]) == seen["broken"]

@@ -259,3 +259,27 @@ def test_connect_rate_retain_payload_file_and_client_ids(broker, tmp_path):
                "--json", out, "-q")
     assert p.returncode == 0, p.stderr
     assert json.loads(out.read_text())["mqtt"]["delivery"]["received"] == 10
+
+
+def test_a_stalled_broker_cannot_hide_behind_the_window(tmp_path):
+    # mosquitto stopped for 0.5 s mid-run: messages due meanwhile wait (the in-flight window is full
+    # within 0.1 s), and their latency counts from the intended send time, so the tail shows the stall.
+    b = Mosquitto(tmp_path)
+    out = tmp_path / "r.json"
+    try:
+        proc = squall_process("mqtt", "--broker", b.url, "-u", 10, "--rate", 100, "-t", "4s", "--qos", 1,
+                              "--json", out, "-q")
+        time.sleep(2.0)
+        b.proc.send_signal(signal.SIGSTOP)
+        time.sleep(0.5)
+        b.proc.send_signal(signal.SIGCONT)
+        proc.communicate(timeout=30)
+        assert proc.returncode == 0
+    finally:
+        b.stop()
+    r = json.loads(out.read_text())
+    publish = endpoint(r, "PUBLISH")
+    assert publish["requests"] == 4000 and publish["failures"] == 0
+    assert publish["percentiles_us"]["50"] < 50_000
+    assert publish["percentiles_us"]["99"] >= 400_000 and publish["max_us"] >= 450_000
+    assert r["mqtt"]["schedule"]["late"] > 0

@@ -6,6 +6,7 @@ pub mod codec;
 pub mod config;
 pub mod conn;
 pub mod message;
+pub mod pace;
 pub mod publisher;
 pub mod report;
 pub mod run;

@@ -8,6 +8,7 @@
 use super::codec::Hello;
 use super::conn::Conn;
 use super::message::{unix_us, Header};
+use super::pace::Pacer;
 use super::run::{MqttShared, Phase, CONNECT, PUBLISH};
 use crate::runner::LATE_AFTER;
 use crate::stats::{Failure, FailureKind, Outcome, Recorder};
@@ -32,6 +33,8 @@ pub struct Client {
     /// The topic when it doesn't change per message.
     topic: Option<String>,
     wake: Notify,
+    /// Woken by the thread's pacer when the next message is due.
+    pace: Rc<Notify>,
     /// Set by the watchdog: a message has waited longer than the timeout for its acknowledgement.
     timed_out: Cell<bool>,
     ping_due: Cell<bool>,
@@ -64,6 +67,8 @@ struct Slot {
 /// What one worker thread keeps: its clients, its recorder, and how the schedule was kept.
 pub struct ThreadCtx {
     pub shared: Arc<MqttShared>,
+    /// Paced runs: precise wake-ups at intended send times.
+    pub pacer: Option<Rc<Pacer>>,
     pub recorder: RefCell<Recorder>,
     pub clients: RefCell<Vec<Rc<Client>>>,
     connecting: tokio::sync::Semaphore,
@@ -76,9 +81,10 @@ pub struct ThreadCtx {
 }
 
 impl ThreadCtx {
-    pub fn new(shared: Arc<MqttShared>, recorder: Recorder) -> Self {
+    pub fn new(shared: Arc<MqttShared>, recorder: Recorder, pacer: Option<Rc<Pacer>>) -> Self {
         ThreadCtx {
             shared,
+            pacer,
             recorder: RefCell::new(recorder),
             clients: RefCell::new(Vec::new()),
             connecting: tokio::sync::Semaphore::new(CONNECTING_AT_ONCE),
@@ -99,6 +105,7 @@ impl ThreadCtx {
             id,
             topic,
             wake: Notify::new(),
+            pace: Rc::new(Notify::new()),
             timed_out: Cell::new(false),
             ping_due: Cell::new(false),
             last_write: Cell::new(Instant::now()),
@@ -306,9 +313,7 @@ async fn publish(ctx: &ThreadCtx, c: &Client, conn: &mut Conn, plan: &mut Plan) 
     let s = &ctx.shared;
     let cfg = &s.cfg;
     let qos = cfg.qos;
-    let sleep = tokio::time::sleep_until(plan.due.unwrap_or_else(Instant::now).into());
-    tokio::pin!(sleep);
-    let mut armed_for = plan.due;
+    let mut armed_for = None;
     let mut free: Vec<u16> = (1..=c.window.borrow().len() as u16).rev().collect();
     // QoS 0: messages written but not yet confirmed by a PINGRESP, and those of the current write.
     let mut unconfirmed = 0usize;
@@ -333,10 +338,14 @@ async fn publish(ctx: &ThreadCtx, c: &Client, conn: &mut Conn, plan: &mut Plan) 
         let now = Instant::now();
         let mut batch = 0;
         while batch < BATCH && !finished_sending(ctx, c, plan) && window_free(&free, unconfirmed + written.len()) {
+            // Latency counts from the intended send time when paced, so a message held back by a full
+            // window or a busy generator carries its wait: a stalled broker can't hide (coordinated omission).
+            let mut sent_at = now;
             if let Some(due) = plan.due {
                 if due > now {
                     break;
                 }
+                sent_at = due;
                 let lag = now.duration_since(due);
                 let lag_us = lag.as_micros() as u64;
                 ctx.lag_sum_us.set(ctx.lag_sum_us.get() + lag_us);
@@ -352,7 +361,8 @@ async fn publish(ctx: &ThreadCtx, c: &Client, conn: &mut Conn, plan: &mut Plan) 
             s.sent.fetch_add(1, Ordering::Relaxed);
             let value = s.payloads.value(c.index, seq);
             let payload = if cfg.verify {
-                Header { run_tag: cfg.run_tag, client: c.index as u32, seq, sent_unix_us: unix_us() }.prepend(value)
+                let sent_unix_us = unix_us().saturating_sub(now.duration_since(sent_at).as_micros() as u64);
+                Header { run_tag: cfg.run_tag, client: c.index as u32, seq, sent_unix_us }.prepend(value)
             } else {
                 value.clone()
             };
@@ -368,9 +378,9 @@ async fn publish(ctx: &ThreadCtx, c: &Client, conn: &mut Conn, plan: &mut Plan) 
             };
             conn.version.publish(&mut conn.wbuf, topic, qos, cfg.retain, pkid, payload);
             if qos == 0 {
-                written.push((now, bytes));
+                written.push((sent_at, bytes));
             } else {
-                c.window.borrow_mut()[pkid as usize - 1] = Some(Slot { sent_at: now, released: false, bytes });
+                c.window.borrow_mut()[pkid as usize - 1] = Some(Slot { sent_at, released: false, bytes });
             }
             batch += 1;
         }
@@ -392,8 +402,8 @@ async fn publish(ctx: &ThreadCtx, c: &Client, conn: &mut Conn, plan: &mut Plan) 
         }
         let can_send = sending && window_free(&free, unconfirmed);
         if can_send && plan.due != armed_for {
-            if let Some(due) = plan.due {
-                sleep.as_mut().reset(due.into());
+            if let (Some(due), Some(pacer)) = (plan.due, &ctx.pacer) {
+                pacer.wake_at(due, &c.pace);
             }
             armed_for = plan.due;
         }
@@ -417,7 +427,7 @@ async fn publish(ctx: &ThreadCtx, c: &Client, conn: &mut Conn, plan: &mut Plan) 
                 }
             }
             _ = c.wake.notified() => {}
-            _ = &mut sleep, if can_send && plan.due.is_some() => {}
+            _ = c.pace.notified(), if can_send && plan.due.is_some() => {}
             _ = std::future::ready(()), if can_send && plan.due.is_none() => {}
         }
     }

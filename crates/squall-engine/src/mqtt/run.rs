@@ -309,9 +309,16 @@ fn worker_thread(shared: Arc<MqttShared>, t: usize) -> ThreadOutput {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
     let local = tokio::task::LocalSet::new();
     let recorder = Recorder::new(shared.start, shared.timeline.clone(), Arc::new(LiveCounters::default()));
-    let ctx = Rc::new(ThreadCtx::new(shared.clone(), recorder));
+    let pacer = shared.cfg.rate.map(|_| {
+        let _in_runtime = rt.enter();
+        Rc::new(super::pace::Pacer::new().expect("a timerfd for the pacer"))
+    });
+    let ctx = Rc::new(ThreadCtx::new(shared.clone(), recorder, pacer.clone()));
     local.block_on(&rt, async {
         let cfg = &shared.cfg;
+        if let Some(p) = pacer {
+            tokio::task::spawn_local(p.run());
+        }
         let clients: Vec<_> = (t..cfg.clients).step_by(shared.threads).map(|i| ctx.add_client(cfg.first_client + i)).collect();
         tokio::task::spawn_local(ctx.clone().watchdog());
         let mut rx = shared.phase_rx();
