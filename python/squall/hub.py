@@ -88,6 +88,8 @@ class Hub:
                 return
             if not self.ready and deadline is None and not self.pending and not self.timers and not self.watchers:
                 return
+            if self.ready and not self.mqtt_clients:
+                continue  # HTTP users' completions wait for the next idle moment: fewer polls
             due = [t for t in (deadline, self.timers[0][0] if self.timers else None) if t is not None]
             wake = 0.0 if self.ready else max(0.0, min(due, default=now + 0.1) - now)
             self._dispatch(self.session.poll(wake))
