@@ -48,7 +48,7 @@ pub enum StopReason {
 }
 
 impl StopReason {
-    fn from_u8(v: u8) -> Self {
+    pub(crate) fn from_u8(v: u8) -> Self {
         match v {
             1 => StopReason::Completed,
             2 => StopReason::Deadline,

@@ -52,9 +52,7 @@ impl BenchRun {
 
     /// The result document as JSON (waits for the end of the run).
     fn result_json(&self, py: Python<'_>) -> PyResult<String> {
-        let run = self.run.lock().unwrap().take().ok_or_else(|| PyRuntimeError::new_err("the result was already taken"))?;
-        let result = py.detach(|| run.wait());
-        serde_json::to_string(&result).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+        result_json(py, &self.run, Run::wait)
     }
 }
 
@@ -84,6 +82,13 @@ fn wait_until(py: Python<'_>, timeout: f64, done: impl Fn() -> bool + Sync) -> b
         }
         std::thread::sleep(Duration::from_millis(10));
     })
+}
+
+/// Takes a run out of its slot, waits for its end without the GIL, and returns its result as JSON.
+fn result_json<R: Send>(py: Python<'_>, slot: &Mutex<Option<R>>, wait: impl FnOnce(R) -> squall_engine::RunResult + Send) -> PyResult<String> {
+    let run = slot.lock().unwrap().take().ok_or_else(|| PyRuntimeError::new_err("the result was already taken"))?;
+    let result = py.detach(|| wait(run));
+    serde_json::to_string(&result).map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
 
 /// A running `squall mqtt` load. Starts at construction (after one preflight connection).
@@ -120,9 +125,7 @@ impl MqttRun {
     }
 
     fn result_json(&self, py: Python<'_>) -> PyResult<String> {
-        let run = self.run.lock().unwrap().take().ok_or_else(|| PyRuntimeError::new_err("the result was already taken"))?;
-        let result = py.detach(|| run.wait());
-        serde_json::to_string(&result).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+        result_json(py, &self.run, squall_engine::mqtt::MqttRun::wait)
     }
 }
 

@@ -104,13 +104,9 @@ impl MqttShared {
         self.set_phase(phase);
     }
 
+    /// Why the run is stopping; `Running` until something stops it.
     pub fn reason(&self) -> StopReason {
-        StopReason::parse(match self.reason.load(Ordering::SeqCst) {
-            2 => "duration",
-            3 => "interrupted",
-            4 => "drain_timeout",
-            _ => "completed",
-        })
+        StopReason::from_u8(self.reason.load(Ordering::SeqCst))
     }
 
     /// When the measured time began, once clients may publish; None if the run closed first.
@@ -443,7 +439,8 @@ fn coordinate(shared: Arc<MqttShared>, workers: Vec<JoinHandle<ThreadOutput>>, s
     };
     let ran_out = paced_to_end || cfg.duration().is_some_and(|d| end >= load_start + d);
     let reason = match shared.reason() {
-        StopReason::Completed if ran_out && publishing => StopReason::Deadline,
+        StopReason::Running if ran_out && publishing => StopReason::Deadline,
+        StopReason::Running => StopReason::Completed,
         r => r,
     };
     let measured = match (reason, cfg.duration()) {
