@@ -5,6 +5,8 @@ import csv
 import json
 import math
 import signal
+import subprocess
+import sys
 import time
 import zlib
 
@@ -91,6 +93,15 @@ def test_stalled_server_shows_in_open_model_percentiles(pinned_odd_server, tmp_p
 
     closed, _ = run_json(tmp_path, odd_server.url + "/stall", "-c", 10, "-t", "4s")
     assert closed["aggregate"]["percentiles_us"]["99"] < 20_000  # the stall is hidden
+
+
+def test_descriptor_table_is_sized_before_the_run():
+    """Growing the descriptor table mid-run stalls a multithreaded process in socket() for an RCU grace
+    period (10-30 ms, seen as late sends); squall grows it once, before starting."""
+    code = ("import re, squall.limits as l; l.ensure_open_files(3000); "
+            "print(re.search(r'FDSize:\\s+(\\d+)', open('/proc/self/status').read())[1])")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert int(p.stdout) >= 3000
 
 
 def squall_get(url):
