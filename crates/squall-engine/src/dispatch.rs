@@ -1,7 +1,8 @@
 //! Open-model dispatch inside one worker thread: intended send times go to the most recently idle
 //! worker (LIFO), as a connection pool would, so a low rate keeps reusing a few warm connections
-//! instead of cycling through all of them. A thread takes a token from the shared queue only when one
-//! of its workers is idle, so tokens flow to whichever thread has capacity.
+//! instead of cycling through all of them. Workers are started only when none is idle, so a low rate
+//! never starts most of them. A thread takes a token from the shared queue only when it has an idle
+//! or unstarted worker, so tokens flow to whichever thread has capacity.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -46,16 +47,26 @@ impl Dispatch {
         }
     }
 
-    /// Hands tokens from the shared queue to idle workers until the queue closes and is empty.
-    pub async fn run(&self, rx: &async_channel::Receiver<Instant>) {
+    /// Hands tokens from the shared queue to idle workers, or to `start_worker` while fewer than
+    /// `workers` are started and none is idle, until the queue closes and is empty.
+    pub async fn run(&self, rx: &async_channel::Receiver<Instant>, workers: usize, mut start_worker: impl FnMut(Instant)) {
+        let mut unstarted = workers;
         loop {
-            while self.idle.borrow().is_empty() {
+            while self.idle.borrow().is_empty() && unstarted == 0 {
                 self.has_idle.notified().await;
             }
             let Ok(token) = rx.recv().await else { break };
-            let slot = self.idle.borrow_mut().pop().expect("only this task takes idle workers");
-            slot.token.set(Some(token));
-            slot.wake.notify_one();
+            let idle = self.idle.borrow_mut().pop();
+            match idle {
+                Some(slot) => {
+                    slot.token.set(Some(token));
+                    slot.wake.notify_one();
+                }
+                None => {
+                    unstarted -= 1;
+                    start_worker(token);
+                }
+            }
         }
         self.closed.set(true);
         for slot in self.idle.borrow_mut().drain(..) {

@@ -80,13 +80,26 @@ pub(crate) fn worker_thread(shared: Arc<Shared>, connector: Connector, h2_templa
             }
         }
         let count = ctx.workers.borrow().len();
-        ctx.live.set(count);
-        for i in 0..count {
-            spawn_worker(&ctx, i, true);
-        }
         if shared.open.is_some() {
+            // Workers start as the rate needs them: spawning thousands up front takes milliseconds
+            // (20 ms for 10,000), which the run's first sends would spend waiting.
+            ctx.live.set(1); // the dispatcher, until its queue is finished
             let ctx = ctx.clone();
-            tokio::task::spawn_local(async move { ctx.dispatch.run(&open_rx(&ctx)).await });
+            tokio::task::spawn_local(async move {
+                let mut started = 0;
+                let start_worker = |token| {
+                    ctx.live.set(ctx.live.get() + 1);
+                    spawn_worker(&ctx, started, Begin::WithSend(token));
+                    started += 1;
+                };
+                ctx.dispatch.run(&open_rx(&ctx), count, start_worker).await;
+                worker_finished(&ctx);
+            });
+        } else {
+            ctx.live.set(count);
+            for i in 0..count {
+                spawn_worker(&ctx, i, Begin::Initial);
+            }
         }
         let watchdog = tokio::task::spawn_local(watchdog(ctx.clone()));
         let deadline = async {
@@ -125,10 +138,11 @@ fn open_rx(ctx: &ThreadCtx) -> async_channel::Receiver<Instant> {
     ctx.shared.open.as_ref().expect("open model").rx.clone()
 }
 
-/// Waits for this worker's next send: now (closed model) or the next intended time (open model).
-/// `now` is the previous completion's timestamp, when there was one: in the closed model the next
-/// request starts right then, so the clock need not be read twice.
-async fn next_send(ctx: &ThreadCtx, slot: &Rc<Slot>, now: Option<Instant>) -> Option<Instant> {
+/// Waits for this worker's next send: now (closed model) or the next intended time (open model;
+/// `given` is one the dispatcher started this worker with). `now` is the previous completion's
+/// timestamp, when there was one: in the closed model the next request starts right then, so the
+/// clock need not be read twice.
+async fn next_send(ctx: &ThreadCtx, slot: &Rc<Slot>, given: &mut Option<Instant>, now: Option<Instant>) -> Option<Instant> {
     let shared = &ctx.shared;
     match &shared.open {
         None => {
@@ -140,7 +154,10 @@ async fn next_send(ctx: &ThreadCtx, slot: &Rc<Slot>, now: Option<Instant>) -> Op
             Some(now.unwrap_or_else(Instant::now))
         }
         Some(open) => {
-            let intended = ctx.dispatch.next(slot, &open.rx).await?;
+            let intended = match given.take() {
+                Some(t) => t,
+                None => ctx.dispatch.next(slot, &open.rx).await?,
+            };
             let lag = Instant::now().saturating_duration_since(intended);
             let lag_us = lag.as_micros() as u64;
             open.sent.fetch_add(1, Ordering::Relaxed);
@@ -173,24 +190,46 @@ struct Watch {
     task: RefCell<Option<tokio::task::AbortHandle>>,
 }
 
-fn spawn_worker(ctx: &Rc<ThreadCtx>, i: usize, first: bool) {
+/// How a worker task begins.
+#[derive(Clone, Copy)]
+enum Begin {
+    /// At the start of a closed-model run (after its place in the ramp).
+    Initial,
+    /// Open model: started by the dispatcher to make this intended send.
+    WithSend(Instant),
+    /// In place of a worker the watchdog timed out.
+    Replacement,
+}
+
+fn spawn_worker(ctx: &Rc<ThreadCtx>, i: usize, begin: Begin) {
     let workers = ctx.workers.borrow();
     let w = &workers[i];
-    let task = worker(ctx.clone(), w.index, w.conn, w.h2.clone(), w.watch.clone(), first);
+    let task = worker(ctx.clone(), w.index, w.conn, w.h2.clone(), w.watch.clone(), begin);
     *w.watch.task.borrow_mut() = Some(tokio::task::spawn_local(task).abort_handle());
 }
 
-async fn worker(ctx: Rc<ThreadCtx>, index: usize, conn_index: usize, h2: Option<Rc<H2Conn>>, watch: Rc<Watch>, first: bool) {
+fn worker_finished(ctx: &ThreadCtx) {
+    ctx.live.set(ctx.live.get() - 1);
+    if ctx.live.get() == 0 {
+        ctx.done.notify_one();
+    }
+}
+
+async fn worker(ctx: Rc<ThreadCtx>, index: usize, conn_index: usize, h2: Option<Rc<H2Conn>>, watch: Rc<Watch>, begin: Begin) {
     let ramp = ctx.shared.cfg.ramp();
-    if first && ctx.shared.open.is_none() && !ramp.is_zero() {
+    if matches!(begin, Begin::Initial) && !ramp.is_zero() {
         let offset = ramp.mul_f64(index as f64 / ctx.total_workers as f64);
         tokio::time::sleep_until((ctx.shared.start + offset).into()).await;
     }
+    let mut given = match begin {
+        Begin::WithSend(t) => Some(t),
+        _ => None,
+    };
     let mut h1: Option<H1Conn> = None;
     let slot = Rc::new(Slot::default());
     let open = ctx.shared.open.is_some();
     let mut last_completion = None;
-    while let Some(begin) = next_send(&ctx, &slot, last_completion).await {
+    while let Some(begin) = next_send(&ctx, &slot, &mut given, last_completion).await {
         watch.begin.set(Some(begin));
         watch.started.set(Some(if open { Instant::now() } else { begin }));
         ctx.in_flight.set(ctx.in_flight.get() + 1);
@@ -212,10 +251,7 @@ async fn worker(ctx: Rc<ThreadCtx>, index: usize, conn_index: usize, h2: Option<
         ctx.recorder.borrow_mut().record(now, 0, now.saturating_duration_since(begin), &outcome);
         last_completion = Some(now);
     }
-    ctx.live.set(ctx.live.get() - 1);
-    if ctx.live.get() == 0 {
-        ctx.done.notify_one();
-    }
+    worker_finished(&ctx);
 }
 
 type Exchanged = Result<(u16, u64, u64), stats::Failure>;
@@ -285,7 +321,7 @@ async fn watchdog(ctx: Rc<ThreadCtx>) {
             let outcome = Outcome::Failed(stats::Failure::new(kind, ""));
             ctx.last_completion.set(Some(now));
             ctx.recorder.borrow_mut().record(now, 0, now.saturating_duration_since(begin), &outcome);
-            spawn_worker(&ctx, i, false);
+            spawn_worker(&ctx, i, Begin::Replacement);
         }
     }
 }
