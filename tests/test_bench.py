@@ -73,19 +73,24 @@ def pinned_odd_server():
 
 def test_stalled_server_shows_in_open_model_percentiles(pinned_odd_server, tmp_path):
     """The server stalls 500 ms once a second. Measured from intended send times, squall's percentiles
-    match the server's ground truth (kernel receive timestamp to response written) within 1 ms; a
-    closed-model run hides the stall (coordinated omission), as wrk-style measurement does.
+    match the server's ground truth (kernel receive timestamp to response written) within 1 ms beyond
+    the lag of its own sends, which it reports; a closed-model run hides the stall (coordinated
+    omission), as wrk-style measurement does.
     Server and squall each get a core of their own, as in the benchmarks, so that neither waits for
-    the other's CPU during the release of a stall's 1,000 held responses."""
+    the other's CPU during the release of a stall's 1,000 held responses. The send lag is a few
+    milliseconds at most on a quiet machine; on this shared virtual machine the host sometimes takes
+    the CPU away for tens of milliseconds or more, and then squall's numbers include that delay and
+    say so (late sends, max lag), as an open-model generator must: its schedule does not wait."""
     odd_server = pinned_odd_server
     r, _ = run_json(tmp_path, odd_server.url + "/stall", "--rate", 2000, "-t", "10s", "-c", 1500, "--threads", 1,
                     timeout=60, core=1)
     truth = sorted(json.loads(squall_get(odd_server.url + "/__truth")))
     assert len(truth) == r["aggregate"]["requests"] == 20000
+    lag_us = r["open_model"]["max_lag_us"]
     for pct in ("50", "99"):
         true_us = truth[math.ceil(len(truth) * float(pct) / 100) - 1]  # HDR's rank: the smallest v with >= p% <= v
         got_us = r["aggregate"]["percentiles_us"][pct]
-        assert abs(got_us - true_us) <= 1000, (pct, got_us, true_us)
+        assert -1000 <= got_us - true_us <= 1000 + lag_us, (pct, got_us, true_us, r["open_model"])
     # Half of every second is stalled, so the true p99 is 490 ms plus service time (p99.9: 499.5 ms).
     assert r["aggregate"]["percentiles_us"]["99"] >= 485_000
     assert r["aggregate"]["percentiles_us"]["99.9"] >= 495_000
