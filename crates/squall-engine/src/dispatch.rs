@@ -74,3 +74,41 @@ impl Dispatch {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workers_start_only_when_none_is_idle() {
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        tokio::task::LocalSet::new().block_on(&rt, async {
+            let dispatch = Rc::new(Dispatch::default());
+            let (tx, rx) = async_channel::unbounded();
+            let t0 = Instant::now();
+            let tokens: Vec<Instant> = (0..4).map(|i| t0 + std::time::Duration::from_millis(i)).collect();
+            for t in &tokens[..3] {
+                tx.send(*t).await.unwrap();
+            }
+            let started = Rc::new(RefCell::new(Vec::new()));
+            let run = {
+                let (dispatch, rx, started) = (dispatch.clone(), rx.clone(), started.clone());
+                tokio::task::spawn_local(async move { dispatch.run(&rx, 2, |t| started.borrow_mut().push(t)).await })
+            };
+            tokio::task::yield_now().await;
+            // Two tokens started the two workers; the third waits for one of them to be idle.
+            assert_eq!(*started.borrow(), tokens[..2]);
+            let slot = Rc::new(Slot::default());
+            assert_eq!(dispatch.next(&slot, &rx).await, Some(tokens[2])); // already due: taken at once
+            let last = tokens[3];
+            tokio::task::spawn_local(async move {
+                tokio::task::yield_now().await;
+                tx.send(last).await.unwrap();
+            });
+            assert_eq!(dispatch.next(&slot, &rx).await, Some(last)); // handed to the idle worker
+            assert_eq!(dispatch.next(&slot, &rx).await, None); // the sender is gone: the queue is finished
+            run.await.unwrap();
+            assert_eq!(started.borrow().len(), 2);
+        });
+    }
+}
