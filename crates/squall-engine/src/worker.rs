@@ -31,7 +31,8 @@ struct ThreadCtx {
     last_completion: Cell<Option<Instant>>,
     /// This thread's workers, so the watchdog can time them out and start replacements.
     workers: RefCell<Vec<WorkerSpec>>,
-    /// Workers that have not finished of their own accord; `done` fires when none are left.
+    /// Workers (and the open model's dispatcher) that have not finished of their own accord; `done`
+    /// fires when none are left.
     live: Cell<usize>,
     done: tokio::sync::Notify,
     h2_template: Option<http::Request<()>>,
@@ -201,10 +202,10 @@ enum Begin {
     Replacement,
 }
 
-fn spawn_worker(ctx: &Rc<ThreadCtx>, i: usize, begin: Begin) {
+fn spawn_worker(ctx: &Rc<ThreadCtx>, i: usize, how: Begin) {
     let workers = ctx.workers.borrow();
     let w = &workers[i];
-    let task = worker(ctx.clone(), w.index, w.conn, w.h2.clone(), w.watch.clone(), begin);
+    let task = worker(ctx.clone(), w.index, w.conn, w.h2.clone(), w.watch.clone(), how);
     *w.watch.task.borrow_mut() = Some(tokio::task::spawn_local(task).abort_handle());
 }
 
@@ -215,13 +216,13 @@ fn worker_finished(ctx: &ThreadCtx) {
     }
 }
 
-async fn worker(ctx: Rc<ThreadCtx>, index: usize, conn_index: usize, h2: Option<Rc<H2Conn>>, watch: Rc<Watch>, begin: Begin) {
+async fn worker(ctx: Rc<ThreadCtx>, index: usize, conn_index: usize, h2: Option<Rc<H2Conn>>, watch: Rc<Watch>, how: Begin) {
     let ramp = ctx.shared.cfg.ramp();
-    if matches!(begin, Begin::Initial) && !ramp.is_zero() {
+    if matches!(how, Begin::Initial) && !ramp.is_zero() {
         let offset = ramp.mul_f64(index as f64 / ctx.total_workers as f64);
         tokio::time::sleep_until((ctx.shared.start + offset).into()).await;
     }
-    let mut given = match begin {
+    let mut given = match how {
         Begin::WithSend(t) => Some(t),
         _ => None,
     };
