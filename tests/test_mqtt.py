@@ -289,3 +289,32 @@ def test_a_stalled_broker_cannot_hide_behind_the_window(tmp_path):
     assert publish["percentiles_us"]["50"] < 50_000
     assert publish["percentiles_us"]["99"] >= 400_000 and publish["max_us"] >= 450_000
     assert r["mqtt"]["schedule"]["late"] > 0
+
+
+def test_deliveries_after_a_broker_stall_are_waited_for(tmp_path):
+    """mosquitto stopped from near the end of the run until after it: acknowledgements time out, the
+    clients drop their connections, and messages falling due meanwhile go unsent. squall must still
+    wait (--verify-wait) for the deliveries of what it wrote, and count as lost only messages it wrote
+    and never saw delivered: at most those never acknowledged."""
+    b = Mosquitto(tmp_path)
+    out = tmp_path / "r.json"
+    try:
+        t0 = time.monotonic()
+        proc = squall_process("mqtt", "--broker", b.url, "-u", 10, "--rate", 100, "-t", "3s", "--qos", 1, "--verify",
+                              "--timeout", "1s", "--verify-wait", "2s", "--json", out, "-q")
+        time.sleep(2.5)
+        b.proc.send_signal(signal.SIGSTOP)
+        time.sleep(3)
+        resumed = time.monotonic() - t0
+        b.proc.send_signal(signal.SIGCONT)
+        proc.communicate(timeout=60)
+    finally:
+        b.stop()
+    r = json.loads(out.read_text())
+    m, d = r["mqtt"], r["mqtt"]["delivery"]
+    assert m["unsent"] > 0 and m["sent"] == 3000
+    assert d["sent"] == m["sent"] - m["unsent"] and d["delivered"] + d["lost"] == d["sent"]
+    assert d["delivered"] >= m["published"]
+    unacknowledged = sum(e["count"] for e in r["errors"] if e["kind"] == "ack_timeout")
+    assert d["lost"] <= unacknowledged
+    assert r["duration_s"] > resumed  # still waiting for deliveries when the broker resumed

@@ -74,7 +74,7 @@ def add_parser(commands):
                      "published, delivered, lost, duplicated, out of order, end-to-end latency")
     ver.add_argument("--subscribers", default="1", help="verification subscriber connections, sharing the "
                      "messages through a shared subscription (default 1)")
-    ver.add_argument("--verify-wait", default="5s", help="how long to wait for deliveries after publishing ends")
+    ver.add_argument("--verify-wait", default="5s", help="after publishing ends, how long to wait without a delivery before the rest count as lost (default 5s)")
     ver.add_argument("--subscribe-only", metavar="FILTER", help="publish nothing: measure what a running system "
                      "delivers on FILTER (for -t, or until -n messages)")
     out = p.add_argument_group("output")
