@@ -267,23 +267,31 @@ def test_connect_rate_retain_payload_file_and_client_ids(broker, tmp_path):
     assert json.loads(out.read_text())["mqtt"]["delivery"]["received"] == 10
 
 
-def test_a_stalled_broker_cannot_hide_behind_the_window(tmp_path):
-    # mosquitto stopped for 0.5 s mid-run: messages due meanwhile wait (the in-flight window is full
-    # within 0.1 s), and their latency counts from the intended send time, so the tail shows the stall.
+def run_with_broker_stopped(tmp_path, at, stopped_for, *args):
+    """10 clients x 100 msg/s at QoS 1 against a mosquitto that is SIGSTOPped `at` seconds after squall
+    starts, for `stopped_for` seconds. Returns (process, result, seconds from start to the resume)."""
     b = Mosquitto(tmp_path)
     out = tmp_path / "r.json"
     try:
-        proc = squall_process("mqtt", "--broker", b.url, "-u", 10, "--rate", 100, "-t", "4s", "--qos", 1,
+        t0 = time.monotonic()
+        proc = squall_process("mqtt", "--broker", b.url, "-u", 10, "--rate", 100, "--qos", 1, *args,
                               "--json", out, "-q")
-        time.sleep(2.0)
+        time.sleep(at)
         b.proc.send_signal(signal.SIGSTOP)
-        time.sleep(0.5)
+        time.sleep(stopped_for)
+        resumed = time.monotonic() - t0
         b.proc.send_signal(signal.SIGCONT)
-        proc.communicate(timeout=30)
-        assert proc.returncode == 0
+        proc.communicate(timeout=60)
     finally:
         b.stop()
-    r = json.loads(out.read_text())
+    return proc, json.loads(out.read_text()), resumed
+
+
+def test_a_stalled_broker_cannot_hide_behind_the_window(tmp_path):
+    # mosquitto stopped for 0.5 s mid-run: messages due meanwhile wait (the in-flight window is full
+    # within 0.1 s), and their latency counts from the intended send time, so the tail shows the stall.
+    proc, r, _ = run_with_broker_stopped(tmp_path, 2.0, 0.5, "-t", "4s")
+    assert proc.returncode == 0
     publish = endpoint(r, "PUBLISH")
     assert publish["requests"] == 4000 and publish["failures"] == 0
     assert publish["percentiles_us"]["50"] < 50_000
@@ -296,21 +304,8 @@ def test_deliveries_after_a_broker_stall_are_waited_for(tmp_path):
     clients drop their connections, and messages falling due meanwhile go unsent. squall must still
     wait (--verify-wait) for the deliveries of what it wrote, and count as lost only messages it wrote
     and never saw delivered: at most those never acknowledged."""
-    b = Mosquitto(tmp_path)
-    out = tmp_path / "r.json"
-    try:
-        t0 = time.monotonic()
-        proc = squall_process("mqtt", "--broker", b.url, "-u", 10, "--rate", 100, "-t", "3s", "--qos", 1, "--verify",
-                              "--timeout", "1s", "--verify-wait", "2s", "--json", out, "-q")
-        time.sleep(2.5)
-        b.proc.send_signal(signal.SIGSTOP)
-        time.sleep(3)
-        resumed = time.monotonic() - t0
-        b.proc.send_signal(signal.SIGCONT)
-        proc.communicate(timeout=60)
-    finally:
-        b.stop()
-    r = json.loads(out.read_text())
+    _, r, resumed = run_with_broker_stopped(tmp_path, 2.5, 3, "-t", "3s", "--verify", "--timeout", "1s",
+                                            "--verify-wait", "2s")
     m, d = r["mqtt"], r["mqtt"]["delivery"]
     assert m["unsent"] > 0 and m["sent"] == 3000
     assert d["sent"] == m["sent"] - m["unsent"] and d["delivered"] + d["lost"] == d["sent"]

@@ -47,12 +47,12 @@ impl Dispatch {
         }
     }
 
-    /// Hands tokens from the shared queue to idle workers, or to `start_worker` while fewer than
-    /// `workers` are started and none is idle, until the queue closes and is empty.
-    pub async fn run(&self, rx: &async_channel::Receiver<Instant>, workers: usize, mut start_worker: impl FnMut(Instant)) {
-        let mut unstarted = workers;
+    /// Hands tokens from the shared queue to idle workers, or, while none is idle, starts worker
+    /// 0, 1, ... `workers - 1` with one (`start_worker(index, token)`), until the queue closes and is empty.
+    pub async fn run(&self, rx: &async_channel::Receiver<Instant>, workers: usize, mut start_worker: impl FnMut(usize, Instant)) {
+        let mut started = 0;
         loop {
-            while self.idle.borrow().is_empty() && unstarted == 0 {
+            while self.idle.borrow().is_empty() && started == workers {
                 self.has_idle.notified().await;
             }
             let Ok(token) = rx.recv().await else { break };
@@ -63,8 +63,8 @@ impl Dispatch {
                     slot.wake.notify_one();
                 }
                 None => {
-                    unstarted -= 1;
-                    start_worker(token);
+                    start_worker(started, token);
+                    started += 1;
                 }
             }
         }
@@ -93,11 +93,11 @@ mod tests {
             let started = Rc::new(RefCell::new(Vec::new()));
             let run = {
                 let (dispatch, rx, started) = (dispatch.clone(), rx.clone(), started.clone());
-                tokio::task::spawn_local(async move { dispatch.run(&rx, 2, |t| started.borrow_mut().push(t)).await })
+                tokio::task::spawn_local(async move { dispatch.run(&rx, 2, |i, t| started.borrow_mut().push((i, t))).await })
             };
             tokio::task::yield_now().await;
             // Two tokens started the two workers; the third waits for one of them to be idle.
-            assert_eq!(*started.borrow(), tokens[..2]);
+            assert_eq!(*started.borrow(), [(0, tokens[0]), (1, tokens[1])]);
             let slot = Rc::new(Slot::default());
             assert_eq!(dispatch.next(&slot, &rx).await, Some(tokens[2])); // already due: taken at once
             let last = tokens[3];

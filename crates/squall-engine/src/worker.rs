@@ -87,11 +87,9 @@ pub(crate) fn worker_thread(shared: Arc<Shared>, connector: Connector, h2_templa
             ctx.live.set(1); // the dispatcher, until its queue is finished
             let ctx = ctx.clone();
             tokio::task::spawn_local(async move {
-                let mut started = 0;
-                let start_worker = |token| {
+                let start_worker = |i, token| {
                     ctx.live.set(ctx.live.get() + 1);
-                    spawn_worker(&ctx, started, Begin::WithSend(token));
-                    started += 1;
+                    spawn_worker(&ctx, i, Begin::WithSend(token));
                 };
                 ctx.dispatch.run(&open_rx(&ctx), count, start_worker).await;
                 worker_finished(&ctx);
