@@ -1,3 +1,4 @@
+import stop_after  # noqa: F401  (ends the run after a set number of requests)
 from locust import HttpUser, TaskSet, between, task
 
 
