@@ -55,6 +55,8 @@ pub enum FailureKind {
     AckTimeout,
     /// An MQTT message the broker took but no subscriber saw.
     Lost,
+    /// An MQTT message that fell due but was never written (no connection, or the run ended first).
+    Unsent,
 }
 
 impl FailureKind {
@@ -73,6 +75,7 @@ impl FailureKind {
             FailureKind::Refused => "refused",
             FailureKind::AckTimeout => "ack_timeout",
             FailureKind::Lost => "lost",
+            FailureKind::Unsent => "unsent",
         }
     }
 }
@@ -108,7 +111,7 @@ impl Failure {
             FailureKind::Protocol => format!("invalid HTTP response: {}", self.detail),
             FailureKind::AckTimeout => "no acknowledgement within the timeout".into(),
             FailureKind::Lost => "published but never delivered to the subscriber".into(),
-            FailureKind::Io | FailureKind::Script | FailureKind::Refused => self.detail.clone(),
+            FailureKind::Io | FailureKind::Script | FailureKind::Refused | FailureKind::Unsent => self.detail.clone(),
         }
     }
 }

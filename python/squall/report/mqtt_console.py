@@ -26,7 +26,7 @@ def summary(r) -> str:
           f"per client min {m['client_rate']['min']:,.1f}, median {m['client_rate']['median']:,.1f}, "
           f"max {m['client_rate']['max']:,.1f}\n")
         if m["failed"]:
-            w(f"Failed       {_n(m['failed'])}" + (f" ({_n(m['unsent'])} due while disconnected, never sent)"
+            w(f"Failed       {_n(m['failed'])}" + (f" ({_n(m['unsent'])} due but never sent)"
                                                     if m["unsent"] else "") + "\n")
         s = m.get("schedule")
         if s:

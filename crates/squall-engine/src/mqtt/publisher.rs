@@ -46,8 +46,16 @@ pub struct Client {
     pub sent: Cell<u64>,
     pub published: Cell<u64>,
     pub failed: Cell<u64>,
-    /// Due while the client was not connected, so never sent.
+    /// Due but never sent: the client had no connection, or the run ended first.
     pub unsent: Cell<u64>,
+}
+
+impl Client {
+    /// An acknowledgement (or a PINGRESP) has been awaited longer than the timeout.
+    fn overdue(&self, now: Instant, timeout: Duration) -> bool {
+        self.window.borrow().iter().flatten().any(|s| now.duration_since(s.written_at) > timeout)
+            || self.pings.borrow().front().is_some_and(|p| now.duration_since(p.sent_at) > timeout)
+    }
 }
 
 struct Ping {
@@ -58,7 +66,10 @@ struct Ping {
 
 #[derive(Clone, Copy)]
 struct Slot {
+    /// Intended send time when paced (latency counts from it), else the write time.
     sent_at: Instant,
+    /// When it was written: the acknowledgement timeout counts from here, not from a schedule it was late for.
+    written_at: Instant,
     /// QoS 2: PUBREC came, PUBCOMP awaited.
     released: bool,
     bytes: u32,
@@ -78,6 +89,8 @@ pub struct ThreadCtx {
     pub on_schedule: Cell<u64>,
     /// When the last message was published (acknowledged, or written at QoS 0).
     pub last_publish: Cell<Option<Instant>>,
+    /// When the last paced message was written: after the end if the generator fell behind.
+    pub last_paced_send: Cell<Option<Instant>>,
 }
 
 impl ThreadCtx {
@@ -93,6 +106,7 @@ impl ThreadCtx {
             lag_max_us: Cell::new(0),
             on_schedule: Cell::new(0),
             last_publish: Cell::new(None),
+            last_paced_send: Cell::new(None),
         }
     }
 
@@ -147,8 +161,7 @@ impl ThreadCtx {
             }
             let now = Instant::now();
             for c in self.clients.borrow().iter() {
-                let late = c.window.borrow().iter().flatten().any(|s| now.duration_since(s.sent_at) > timeout)
-                    || c.pings.borrow().front().is_some_and(|p| now.duration_since(p.sent_at) > timeout);
+                let late = c.overdue(now, timeout);
                 let idle = !keepalive.is_zero() && now.duration_since(c.last_write.get()) > keepalive / 2;
                 if late || idle {
                     c.timed_out.set(c.timed_out.get() | late);
@@ -203,17 +216,22 @@ pub async fn run_client(ctx: Rc<ThreadCtx>, c: Rc<Client>) {
             let w = live.receive_max.map_or(window, |m| window.min(m as usize).max(1));
             *c.window.borrow_mut() = vec![None; if cfg.qos == 0 { 0 } else { w }];
             match publish(&ctx, &c, &mut live, &mut plan).await {
-                End::Done => return close(Some(live)).await,
+                End::Done => {
+                    // Stopped while behind schedule (the generator was starved past the end's grace, or Ctrl-C):
+                    // what was due is counted, not silently left out.
+                    skip_missed(&ctx, &c, &mut plan, BEHIND);
+                    return close(Some(live)).await;
+                }
                 End::Broken(f) => fail_in_flight(&ctx, &c, f),
             }
         }
         if s.phase() >= Phase::Draining || finished_sending(&ctx, &c, &plan) {
-            skip_missed(&ctx, &c, &mut plan); // what fell due while disconnected, up to the end
+            skip_missed(&ctx, &c, &mut plan, DISCONNECTED); // what fell due while disconnected, up to the end
             return;
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
         conn = connect(&ctx, &c).await;
-        skip_missed(&ctx, &c, &mut plan);
+        skip_missed(&ctx, &c, &mut plan, DISCONNECTED);
     }
 }
 
@@ -258,8 +276,11 @@ fn finished_sending(ctx: &ThreadCtx, c: &Client, plan: &Plan) -> bool {
         || matches!((plan.due, plan.until), (Some(d), Some(u)) if d >= u)
 }
 
-/// After an outage: the messages that fell due meanwhile were never sent; count them and move on.
-fn skip_missed(ctx: &ThreadCtx, c: &Client, plan: &mut Plan) {
+const DISCONNECTED: &str = "not sent: no connection when it fell due";
+const BEHIND: &str = "not sent: the run ended with the generator behind schedule";
+
+/// Messages that fell due but were never sent (an outage, or the run's end): counted as unsent failures.
+fn skip_missed(ctx: &ThreadCtx, c: &Client, plan: &mut Plan, why: &'static str) {
     let Some(mut due) = plan.due else { return };
     let now = Instant::now();
     let mut missed = 0;
@@ -273,7 +294,7 @@ fn skip_missed(ctx: &ThreadCtx, c: &Client, plan: &mut Plan) {
         c.failed.set(c.failed.get() + missed);
         c.sent.set(c.sent.get() + missed); // their sequence numbers are used up: a gap, not a loss
         ctx.shared.unsent.fetch_add(missed, Ordering::Relaxed);
-        let f = Failure::new(FailureKind::Closed, "before the message could be sent");
+        let f = Failure::new(FailureKind::Unsent, why);
         ctx.recorder.borrow_mut().fail_untimed(now, PUBLISH, f, missed);
     }
 }
@@ -323,7 +344,7 @@ async fn publish(ctx: &ThreadCtx, c: &Client, conn: &mut Conn, plan: &mut Plan) 
         if c.timed_out.take() {
             let timeout = cfg.timeout();
             let now = Instant::now();
-            if c.window.borrow().iter().flatten().any(|s| now.duration_since(s.sent_at) > timeout) {
+            if c.overdue(now, timeout) {  // the watchdog's flag is checked again: the answer may have come since
                 return End::Broken(Failure::new(FailureKind::AckTimeout, ""));
             }
         }
@@ -354,6 +375,7 @@ async fn publish(ctx: &ThreadCtx, c: &Client, conn: &mut Conn, plan: &mut Plan) 
                     ctx.late.set(ctx.late.get() + 1);
                 }
                 ctx.on_schedule.set(ctx.on_schedule.get() + 1);
+                ctx.last_paced_send.set(Some(now));
                 plan.due = Some(due + plan.interval);
             }
             let seq = c.sent.get();
@@ -380,7 +402,7 @@ async fn publish(ctx: &ThreadCtx, c: &Client, conn: &mut Conn, plan: &mut Plan) 
             if qos == 0 {
                 written.push((sent_at, bytes));
             } else {
-                c.window.borrow_mut()[pkid as usize - 1] = Some(Slot { sent_at, released: false, bytes });
+                c.window.borrow_mut()[pkid as usize - 1] = Some(Slot { sent_at, written_at: now, released: false, bytes });
             }
             batch += 1;
         }

@@ -117,7 +117,7 @@ pub struct MqttReport {
     /// The measured time: from the start of publishing to its end (the duration, or the last
     /// acknowledgement of a run with a message count).
     pub measured_s: f64,
-    /// Messages given sequence numbers: sent, or due while disconnected (`unsent`).
+    /// Messages given sequence numbers: sent, or due but never sent (`unsent`).
     pub sent: u64,
     /// Acknowledged (QoS 1 and 2) or written (QoS 0).
     pub published: u64,

@@ -149,6 +149,7 @@ struct ThreadOutput {
     clients: Vec<ClientCounts>,
     schedule: ThreadSchedule,
     last_publish: Option<Instant>,
+    last_paced_send: Option<Instant>,
 }
 
 impl MqttRun {
@@ -346,6 +347,7 @@ fn worker_thread(shared: Arc<MqttShared>, t: usize) -> ThreadOutput {
             lag_max_us: ctx.lag_max_us.get(),
         },
         last_publish: ctx.last_publish.get(),
+        last_paced_send: ctx.last_paced_send.get(),
     }
 }
 
@@ -390,9 +392,9 @@ fn coordinate(shared: Arc<MqttShared>, workers: Vec<JoinHandle<ThreadOutput>>, s
                 }
             }
             Phase::Running => {
-                // Paced clients stop by themselves after their last message due before the end (which the
-                // timer may send a moment late); the coordinator only stops unpaced ones, or stragglers.
-                let grace = if cfg.rate.is_some() { Duration::from_secs(1) } else { Duration::ZERO };
+                // Paced clients stop by themselves after their last message due before the end, late if the
+                // generator was starved; the coordinator only stops unpaced ones, or stragglers one timeout on.
+                let grace = if cfg.rate.is_some() { cfg.timeout() } else { Duration::ZERO };
                 if cfg.duration().is_some_and(|d| now >= load_start + d + grace) {
                     shared.stop_with(StopReason::Deadline, Phase::Draining);
                 }
@@ -420,6 +422,7 @@ fn coordinate(shared: Arc<MqttShared>, workers: Vec<JoinHandle<ThreadOutput>>, s
     }
     let outputs: Vec<ThreadOutput> = workers.into_iter().map(|w| w.join().expect("worker threads do not panic")).collect();
     let published_until = outputs.iter().filter_map(|o| o.last_publish).max();
+    let paced_until = outputs.iter().filter_map(|o| o.last_paced_send).max();
     // Deliveries still on their way may arrive until `verify_wait` passes without one: a broker
     // working through a backlog is slow, not losing messages.
     if publishing && subscriber.is_some() {
@@ -452,7 +455,11 @@ fn coordinate(shared: Arc<MqttShared>, workers: Vec<JoinHandle<ThreadOutput>>, s
         r => r,
     };
     let measured = match (reason, cfg.duration()) {
-        (StopReason::Deadline, Some(d)) => d,
+        // A generator that fell behind sent the schedule's last messages late, after the end: rates count that time.
+        (StopReason::Deadline, Some(d)) => match paced_until.map(|t| t.saturating_duration_since(load_start)) {
+            Some(sent_for) if sent_for > d + crate::runner::LATE_AFTER => sent_for,
+            _ => d,
+        },
         _ => published_until.unwrap_or(end).saturating_duration_since(load_start),
     };
     report::build(report::Inputs {
