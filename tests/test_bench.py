@@ -96,8 +96,14 @@ def test_stalled_server_shows_in_open_model_percentiles(pinned_odd_server, tmp_p
     assert r["aggregate"]["percentiles_us"]["99.9"] >= 495_000
     assert r["open_model"]["dropped"] == 0
 
+    # Closed model: each of the 10 connections meets each stall (or host freeze) at most once, so a few
+    # dozen requests are slow where the open model found a quarter of them slow, and p99 hides it.
     closed, _ = run_json(tmp_path, odd_server.url + "/stall", "-c", 10, "-t", "4s")
-    assert closed["aggregate"]["percentiles_us"]["99"] < 20_000  # the stall is hidden
+    slow = sum(b["count"] for b in closed["latency_histogram"] if b["upper_us"] >= 100_000)
+    assert 0 < slow <= 2 * 10 * (math.ceil(closed["duration_s"]) + 1), closed["latency_histogram"]
+    assert sum(1 for t in truth if t >= 100_000) > len(truth) / 5
+    if closed["aggregate"]["requests"] > 100 * slow:
+        assert closed["aggregate"]["percentiles_us"]["99"] < 20_000  # the stall is hidden
 
 
 def test_descriptor_table_is_sized_before_the_run():
@@ -107,6 +113,10 @@ def test_descriptor_table_is_sized_before_the_run():
             "print(re.search(r'FDSize:\\s+(\\d+)', open('/proc/self/status').read())[1])")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert int(p.stdout) >= 3000
+
+
+def served(server):
+    return json.loads(squall_get(server.url + "/__counts")).get("/ok", 0)
 
 
 def squall_get(url):
@@ -209,7 +219,9 @@ def test_signals_stop_the_run_and_still_report(nginx, tmp_path, sig, code):
 def test_server_dying_mid_run_counts_failures(odd_server, tmp_path):
     out = tmp_path / "r.json"
     proc = squall_process("bench", odd_server.url + "/ok", "-t", "3s", "-c", 4, "--json", out)
-    time.sleep(1.2)
+    while served(odd_server) < 10:  # squall is running (its start-up can take a while on a busy host)
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
     odd_server.stop()
     stdout, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 0, stderr
@@ -227,5 +239,7 @@ def test_timeouts_are_failures_and_the_run_goes_on(odd_server, tmp_path):
     # about 4 times per stall; about 3 stalls in 3 s.
     assert 4 * 2 <= timeouts[0]["count"] <= 4 * 4 * 5
     assert r["aggregate"]["requests"] > timeouts[0]["count"] * 10  # fresh connections carry on between stalls
-    assert r["aggregate"]["max_us"] < 250_000  # 100 ms timeout, checked every 5 ms
+    # Cut at 100 ms (checked every 5 ms) where the stall would hold a request up to 500 ms; the margin
+    # is for this shared machine's host, which can take the CPU away for a hundred milliseconds or more.
+    assert r["aggregate"]["max_us"] < 400_000
     assert "request timed out" in p.stdout
