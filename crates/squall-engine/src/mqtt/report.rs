@@ -115,7 +115,8 @@ pub struct MqttReport {
     /// Seconds spent connecting before the measured time began.
     pub connect_phase_s: f64,
     /// The measured time: from the start of publishing to its end (the duration, or the last
-    /// acknowledgement of a run with a message count).
+    /// acknowledgement of a run with a message count; a paced run whose generator fell behind runs
+    /// to its last late send).
     pub measured_s: f64,
     /// Messages given sequence numbers: sent, or due but never sent (`unsent`).
     pub sent: u64,
