@@ -1,6 +1,7 @@
 """Real servers on 127.0.0.1 for the tests, and a way to run the squall command."""
 
 import getpass
+import re
 import shutil
 import socket
 import subprocess
@@ -32,6 +33,16 @@ def squall(*args, timeout=120, core=None, **kw):
     """Runs `squall ARGS` to completion (on one core if given); returns the CompletedProcess (text mode)."""
     return subprocess.run([*pinned(core), sys.executable, "-m", "squall", *map(str, args)], capture_output=True,
                           text=True, timeout=timeout, **kw)
+
+
+def wait_until(condition, what, proc=None, timeout=30):
+    """Polls `condition` until true: a test's sync point (squall has started, the server has seen
+    requests) that holds however slowly a starved host runs. Fails early if `proc` exits."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert proc is None or proc.poll() is None, (f"exited before {what}", proc.communicate())
+        assert time.monotonic() < deadline, f"no {what} within {timeout} s"
+        time.sleep(0.05)
 
 
 def squall_process(*args, **kw):
@@ -115,6 +126,14 @@ class OddServer:
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
         assert self.proc.stdout.readline().strip() == "ready"
 
+    def served(self, path="/ok"):
+        """Requests served for `path` so far."""
+        import json
+        import urllib.request
+
+        with urllib.request.urlopen(self.url + "/__counts", timeout=10) as resp:
+            return json.loads(resp.read()).get(path, 0)
+
     def stop(self):
         if self.proc.poll() is None:
             self.proc.kill()
@@ -134,8 +153,10 @@ class Mosquitto:
         self.port = port or free_port()
         self.url = f"{'mqtts' if tls else 'mqtt'}://127.0.0.1:{self.port}"
         # As root, mosquitto would switch to its own user, who cannot read the test's private directory.
+        # The default log types plus subscriptions, which tests wait for (`wait_for_log`).
         lines = [f"listener {self.port} 127.0.0.1", "persistence false", f"user {getpass.getuser()}",
-                 f"log_dest file {workdir / 'mosquitto.log'}"]
+                 f"log_dest file {workdir / 'mosquitto.log'}",
+                 *(f"log_type {t}" for t in ("error", "warning", "notice", "information", "subscribe"))]
         if max_queued is not None:
             lines.append(f"max_queued_messages {max_queued}")
         if tls:
@@ -155,6 +176,17 @@ class Mosquitto:
         binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
         self.proc = subprocess.Popen([binary, "-c", str(workdir / "mosquitto.conf")], stderr=subprocess.DEVNULL)
         wait_for_port(self.port)
+
+    def wait_for_log(self, pattern, count=1, timeout=30):
+        """Until the broker's log has `count` lines matching the regex `pattern` (a client connected
+        as ..., a subscription ...): a test's sync point that holds however slowly the host runs."""
+        deadline = time.monotonic() + timeout
+        while True:
+            log = (self.dir / "mosquitto.log").read_text()
+            if sum(1 for line in log.splitlines() if re.search(pattern, line)) >= count:
+                return
+            assert time.monotonic() < deadline, f"no {count} log lines like {pattern!r}:\n{log[-2000:]}"
+            time.sleep(0.02)
 
     def stop(self, kill=False):
         if self.proc.poll() is None:

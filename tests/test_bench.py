@@ -12,7 +12,7 @@ import zlib
 
 import pytest
 
-from support import OddServer, squall, squall_process
+from support import OddServer, squall, squall_process, wait_until
 
 PCTS = ["50", "66", "75", "80", "90", "95", "98", "99", "99.9", "99.99", "100"]
 
@@ -42,7 +42,7 @@ def test_open_model_sends_the_rate_times_the_duration(nginx, tmp_path):
     om = r["open_model"]
     assert om["intended"] == 20000 and om["sent"] == 20000 and om["dropped"] == 0
     assert r["aggregate"]["requests"] == seen
-    assert 9.9 < r["duration_s"] < 10.5
+    assert 9.9 < r["duration_s"] < 11  # the last responses come a moment after the last send
 
 
 def test_open_model_poisson_and_ramp(nginx, tmp_path):
@@ -57,7 +57,7 @@ def test_open_model_poisson_and_ramp(nginx, tmp_path):
 def test_closed_model_duration_and_ramp(nginx, tmp_path):
     t0 = time.monotonic()
     r, _ = run_json(tmp_path, nginx.url + "/", "-c", 10, "-t", "3s", "--ramp", "2s")
-    assert time.monotonic() - t0 < 8
+    assert time.monotonic() - t0 < 20  # no hang after the run (start-up and exit take seconds on a starved host)
     assert 2.9 < r["duration_s"] < 3.2 and r["stop_reason"] == "duration"
     users = [s["users"] for s in r["timeseries"]]
     assert users[0] < 10 and users[-1] == 10, users
@@ -113,10 +113,6 @@ def test_descriptor_table_is_sized_before_the_run():
             "print(re.search(r'FDSize:\\s+(\\d+)', open('/proc/self/status').read())[1])")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert int(p.stdout) >= 3000
-
-
-def served(server):
-    return json.loads(squall_get(server.url + "/__counts")).get("/ok", 0)
 
 
 def squall_get(url):
@@ -205,8 +201,10 @@ def test_demo_runs_with_nothing_installed(tmp_path):
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_signals_stop_the_run_and_still_report(nginx, tmp_path, sig, code):
     out = tmp_path / "r.json"
+    nginx.reset_log()
     proc = squall_process("bench", nginx.url + "/", "-t", "60s", "-c", 4, "--json", out, "--csv", tmp_path / "c")
-    time.sleep(2.5)
+    wait_until(lambda: nginx.requests_logged() > 0, "requests", proc)
+    time.sleep(1.0)
     proc.send_signal(sig)
     stdout, stderr = proc.communicate(timeout=20)
     assert proc.returncode == code, stderr
@@ -219,9 +217,7 @@ def test_signals_stop_the_run_and_still_report(nginx, tmp_path, sig, code):
 def test_server_dying_mid_run_counts_failures(odd_server, tmp_path):
     out = tmp_path / "r.json"
     proc = squall_process("bench", odd_server.url + "/ok", "-t", "3s", "-c", 4, "--json", out)
-    while served(odd_server) < 10:  # squall is running (its start-up can take a while on a busy host)
-        assert proc.poll() is None, proc.communicate()
-        time.sleep(0.05)
+    wait_until(lambda: odd_server.served() >= 10, "requests", proc)
     odd_server.stop()
     stdout, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 0, stderr

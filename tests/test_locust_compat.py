@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from support import squall, squall_process
+from support import squall, squall_process, wait_until
 
 FILES = Path(__file__).parent / "locustfiles"
 
@@ -160,7 +160,8 @@ def test_ctrl_c_still_writes_csv(odd_server, tmp_path):
     prefix = tmp_path / "c"
     proc = squall_process("-f", FILES / "weights.py", "-H", odd_server.url, "--headless", "-u", 2, "-t", "60s",
                           "--csv", prefix)
-    time.sleep(2.5)
+    wait_until(lambda: odd_server.served() > 0, "requests", proc)
+    time.sleep(1.0)
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=20)
     assert proc.returncode == 130, stderr

@@ -49,7 +49,7 @@ def test_paced_qos1_hits_the_rate_and_every_message_arrives(broker, tmp_path):
     assert endpoint(r, "PUBLISH")["requests"] == 100_000
     deliver = endpoint(r, "DELIVER")
     assert deliver["name"] == "example.com/+/pepeunit" and deliver["requests"] == 100_000
-    assert 0 < deliver["percentiles_us"]["50"] < 50_000
+    assert 0 < deliver["percentiles_us"]["50"] < 500_000  # plausible (a few ms here unless the host is starved)
     assert m["schedule"]["paced"] == 100_000
     assert "Delivery     100,000 of 100,000 delivered, 0 lost" in p.stdout
 
@@ -92,7 +92,8 @@ def test_broker_killed_mid_run_gives_failures_and_a_clean_summary(tmp_path):
     out = tmp_path / "r.json"
     proc = squall_process("mqtt", "--broker", b.url, "-u", 20, "--rate", 100, "-t", "5s", "--qos", 1, "--verify",
                           "--timeout", "1s", "--verify-wait", "1s", "--json", out, "-q")
-    time.sleep(2.0)
+    b.wait_for_log(r"connected .* as squall-[0-9a-f]+-\d+ ", count=20)
+    time.sleep(1.0)  # publishing
     b.stop(kill=True)
     stdout, stderr = proc.communicate(timeout=30)
     assert "Traceback" not in stderr
@@ -126,9 +127,9 @@ def test_a_schedule_the_generator_cannot_keep_is_accounted_for(broker, tmp_path)
 
 def test_subscribe_only_measures_what_others_publish(broker, tmp_path):
     out = tmp_path / "sub.json"
-    sub = squall_process("mqtt", "--broker", broker.url, "--subscribe-only", "watched/+", "-t", "4s",
+    sub = squall_process("mqtt", "--broker", broker.url, "--subscribe-only", "watched/+", "-n", 300, "-t", "30s",
                          "--json", out, "-q")
-    time.sleep(1.0)
+    broker.wait_for_log(r"-verify-\S+ \d watched/\+$")  # subscribed
     p = squall("mqtt", "--broker", broker.url, "-u", 3, "--rate", 100, "-n", 100, "--qos", 1, "--verify",
                "--topic", "watched/{client}", "-q")
     assert p.returncode == 0, p.stderr
@@ -222,8 +223,9 @@ def test_mqtts_over_rustls(tmp_path):
 def test_interrupt_still_writes_the_result(broker, tmp_path):
     out = tmp_path / "r.json"
     proc = squall_process("mqtt", "--broker", broker.url, "-u", 10, "--rate", 50, "-t", "60s", "--qos", 1,
-                          "--json", out, "-q")
-    time.sleep(2.0)
+                          "--client-id-prefix", "interrupted-", "--json", out, "-q")
+    broker.wait_for_log(r"as interrupted-9 ")  # every client connected
+    time.sleep(1.0)  # publishing
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130, stderr
@@ -286,18 +288,18 @@ def test_connect_rate_retain_payload_file_and_client_ids(broker, tmp_path):
 
 
 def run_with_broker_stopped(tmp_path, at, stopped_for, *args):
-    """10 clients x 100 msg/s at QoS 1 against a mosquitto that is SIGSTOPped `at` seconds after squall
-    starts, for `stopped_for` seconds. Returns (process, result, seconds from start to the resume)."""
+    """10 clients x 100 msg/s at QoS 1 against a mosquitto that is SIGSTOPped `at` seconds after squall's
+    clients have connected, for `stopped_for` seconds. Returns (process, result, wall-clock time of the resume)."""
     b = Mosquitto(tmp_path)
     out = tmp_path / "r.json"
     try:
-        t0 = time.monotonic()
         proc = squall_process("mqtt", "--broker", b.url, "-u", 10, "--rate", 100, "--qos", 1, *args,
                               "--json", out, "-q")
+        b.wait_for_log(r"connected .* as squall-[0-9a-f]+-\d+ ", count=10)  # the clients, so publishing starts
         time.sleep(at)
         b.proc.send_signal(signal.SIGSTOP)
         time.sleep(stopped_for)
-        resumed = time.monotonic() - t0
+        resumed = time.time()
         b.proc.send_signal(signal.SIGCONT)
         proc.communicate(timeout=60)
     finally:
@@ -312,8 +314,8 @@ def test_a_stalled_broker_cannot_hide_behind_the_window(tmp_path):
     assert proc.returncode == 0
     publish = endpoint(r, "PUBLISH")
     assert publish["requests"] == 4000 and publish["failures"] == 0
-    assert publish["percentiles_us"]["50"] < 50_000
     assert publish["percentiles_us"]["99"] >= 400_000 and publish["max_us"] >= 450_000
+    assert publish["percentiles_us"]["50"] * 4 < publish["percentiles_us"]["99"]  # in the tail, not the body
     assert r["mqtt"]["schedule"]["late"] > 0
 
 
@@ -330,4 +332,4 @@ def test_deliveries_after_a_broker_stall_are_waited_for(tmp_path):
     assert d["delivered"] >= m["published"]
     unacknowledged = sum(e["count"] for e in r["errors"] if e["kind"] == "ack_timeout")
     assert d["lost"] <= unacknowledged
-    assert r["duration_s"] > resumed  # still waiting for deliveries when the broker resumed
+    assert (tmp_path / "r.json").stat().st_mtime > resumed  # still waiting for deliveries when the broker resumed
