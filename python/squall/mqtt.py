@@ -67,7 +67,8 @@ def add_parser(commands):
     conn.add_argument("--keepalive", default="60", help="keepalive in seconds (default 60)")
     conn.add_argument("--clean-session", action=argparse.BooleanOptionalAction, default=True,
                       help="start with a clean session (default yes; --no-clean-session to keep one)")
-    conn.add_argument("--timeout", default="10s", help="connect and acknowledgement timeout (default 10s)")
+    conn.add_argument("--timeout", default="10s", help="connect and acknowledgement timeout, and how long a paced run "
+                      "that fell behind may send past its end (default 10s)")
     conn.add_argument("--insecure", action="store_true", help="do not verify the broker's TLS certificate")
     ver = p.add_argument_group("delivery")
     ver.add_argument("--verify", action="store_true", help="subscribe to the published topics and prove delivery: "
