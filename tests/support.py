@@ -180,13 +180,9 @@ class Mosquitto:
     def wait_for_log(self, pattern, count=1, timeout=30):
         """Until the broker's log has `count` lines matching the regex `pattern` (a client connected
         as ..., a subscription ...): a test's sync point that holds however slowly the host runs."""
-        deadline = time.monotonic() + timeout
-        while True:
-            log = (self.dir / "mosquitto.log").read_text()
-            if sum(1 for line in log.splitlines() if re.search(pattern, line)) >= count:
-                return
-            assert time.monotonic() < deadline, f"no {count} log lines like {pattern!r}:\n{log[-2000:]}"
-            time.sleep(0.02)
+        log = self.dir / "mosquitto.log"
+        wait_until(lambda: sum(1 for line in log.read_text().splitlines() if re.search(pattern, line)) >= count,
+                   f"{count} mosquitto log lines like {pattern!r}", timeout=timeout)
 
     def stop(self, kill=False):
         if self.proc.poll() is None:
