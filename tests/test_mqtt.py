@@ -13,6 +13,8 @@ import pytest
 from support import Mosquitto, free_port, squall, squall_process
 
 FILES = Path(__file__).parent / "locustfiles"
+# mosquitto's log line for a publishing client of a run (not its preflight or verify connections)
+CLIENT_CONNECTED = r"connected .* as squall-[0-9a-f]+-\d+ "
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +94,7 @@ def test_broker_killed_mid_run_gives_failures_and_a_clean_summary(tmp_path):
     out = tmp_path / "r.json"
     proc = squall_process("mqtt", "--broker", b.url, "-u", 20, "--rate", 100, "-t", "5s", "--qos", 1, "--verify",
                           "--timeout", "1s", "--verify-wait", "1s", "--json", out, "-q")
-    b.wait_for_log(r"connected .* as squall-[0-9a-f]+-\d+ ", count=20)
+    b.wait_for_log(CLIENT_CONNECTED, count=20)
     time.sleep(1.0)  # publishing
     b.stop(kill=True)
     stdout, stderr = proc.communicate(timeout=30)
@@ -295,7 +297,7 @@ def run_with_broker_stopped(tmp_path, at, stopped_for, *args):
     try:
         proc = squall_process("mqtt", "--broker", b.url, "-u", 10, "--rate", 100, "--qos", 1, *args,
                               "--json", out, "-q")
-        b.wait_for_log(r"connected .* as squall-[0-9a-f]+-\d+ ", count=10)  # the clients, so publishing starts
+        b.wait_for_log(CLIENT_CONNECTED, count=10)  # the clients, so publishing starts
         time.sleep(at)
         b.proc.send_signal(signal.SIGSTOP)
         time.sleep(stopped_for)

@@ -78,7 +78,7 @@ pub struct MqttShared {
     pub sent: AtomicU64,
     pub published: AtomicU64,
     pub failed: AtomicU64,
-    /// Messages that fell due while their client could not send (not part of `sent`).
+    /// Messages that fell due but were never written: no connection, or the run ended first (not part of `sent`).
     pub unsent: AtomicU64,
     pub delivered: AtomicU64,
     pub subscribed: AtomicUsize,
