@@ -128,11 +128,18 @@ class OddServer:
 
     def served(self, path="/ok"):
         """Requests served for `path` so far."""
+        return self._ask("/__counts").get(path, 0)
+
+    def open_connections(self):
+        """Client connections open now (besides the one asking)."""
+        return self._ask("/__open")
+
+    def _ask(self, path):
         import json
         import urllib.request
 
-        with urllib.request.urlopen(self.url + "/__counts", timeout=10) as resp:
-            return json.loads(resp.read()).get(path, 0)
+        with urllib.request.urlopen(self.url + path, timeout=10) as resp:
+            return json.loads(resp.read())
 
     def stop(self):
         if self.proc.poll() is None:

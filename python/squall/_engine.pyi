@@ -67,7 +67,8 @@ class ScriptSession:
     def record(self, method: str, name: str, elapsed_us: int, status: int, body_bytes: int,
                failure: str | None = None) -> None:
         """A verdict the script reached itself (catch_response)."""
-    def close_user(self, user: int) -> None: ...
+    def close_user(self, user: int) -> None:
+        """The user stopped: closes its connections and cancels its requests in flight, unmeasured."""
     def counts(self) -> tuple[int, int]:
         """(completed, failed) so far."""
     def snapshot_json(self) -> str:

@@ -68,3 +68,5 @@ class Environment:
 
     def user_stopped(self, user):
         self.runner.users.pop(user, None)
+        if self.hub is not None:
+            self.hub.close_user(user.user_id)

@@ -21,6 +21,7 @@ class Hub:
         self.watchers = {}  # MQTT operation id -> callback with its completion
         self.mqtt_outbox = []
         self.mqtt_clients = {}  # user id -> MqttClient, for messages on its subscriptions
+        self.closing = []  # ids of users that stopped, for the engine to close after their last operations
         self.ids = itertools.count(1)
         self.seq = itertools.count()
         self.entered = None  # when the running greenlet got control; None while the hub itself runs
@@ -43,13 +44,21 @@ class Hub:
         rid = next(self.ids)
         self.outbox.append((rid, *fields))
         self.pending[rid] = getcurrent()
-        return self.main.switch()
+        try:
+            return self.main.switch()
+        finally:
+            self.pending.pop(rid, None)  # killed while waiting: its completion will never come
 
     def mqtt(self, op_id, op, on_done=None):
         """Queues an MQTT operation (the engine's tuple) without suspending; `on_done` gets its completion."""
         self.mqtt_outbox.append(op)
         if on_done is not None:
             self.watchers[op_id] = on_done
+
+    def close_user(self, user_id):
+        """The user stopped: the engine closes its connections and cancels what it still has in flight."""
+        self.closing.append(user_id)
+        self.mqtt_clients.pop(user_id, None)
 
     def running_for(self):
         """How long the greenlet now running has held control (0 while the hub runs)."""
@@ -81,6 +90,9 @@ class Hub:
             if self.mqtt_outbox:
                 self.session.submit_mqtt(self.mqtt_outbox)
                 self.mqtt_outbox = []
+            for user_id in self.closing:
+                self.session.close_user(user_id)
+            self.closing.clear()
             now = time.monotonic()
             while self.timers and self.timers[0][0] <= now:
                 self.ready.append((heapq.heappop(self.timers)[2], None))

@@ -303,6 +303,9 @@ def _final_output(result, args):
         if result["exceptions"]:
             out.write("\n" + locust_console.exceptions_report(result["exceptions"]))
     sys.stdout.flush()
+    if result["abandoned"]:  # on stderr: stdout keeps Locust's tables exactly
+        sys.stderr.write(f"squall: {result['abandoned']:,} requests were in flight when the run ended; "
+                         "they are not in the stats\n")
     written = report.write_files(result, json_path=args.json_file, csv_prefix=args.csv,
                                  full_history=args.csv_full_history)
     if args.html:

@@ -12,6 +12,7 @@
   /status/N    status N
   /graphql     POST a GraphQL JSON body: {"data": ...}, or {"errors": [...]} when the query says "broken"
   /__counts    JSON {path: requests served}
+  /__open      JSON number of client connections open, besides the one asking
   /__truth     JSON list of the /stall latencies in microseconds: from the kernel's receive timestamp
                of the request (SO_TIMESTAMPNS, so time spent queued in the socket counts) to the
                moment the response was handed to the kernel.
@@ -128,6 +129,10 @@ def main(port):
             send(conn, response(200, json.dumps(answer).encode(), "Content-Type: application/json\r\n"))
         elif path == "/__counts":
             send(conn, response(200, json.dumps(counts).encode(), "Connection: close\r\n"))
+            close(conn)
+            return False
+        elif path == "/__open":
+            send(conn, response(200, json.dumps(len(sel.get_map()) - 2).encode(), "Connection: close\r\n"))
             close(conn)
             return False
         elif path == "/__truth":

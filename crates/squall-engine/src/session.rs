@@ -120,6 +120,8 @@ impl Inbox {
 struct Output {
     recorder: Recorder,
     names: Vec<(String, String)>,
+    /// Requests that ended unmeasured: in flight when their user stopped or the session finished.
+    abandoned: u64,
 }
 
 pub struct Session {
@@ -157,7 +159,7 @@ impl Session {
         let _ = self.tx.send(Command::Record(verdict));
     }
 
-    /// Drops a user's connections (the user stopped).
+    /// The user stopped: drops its connections and cancels its requests in flight, unmeasured.
     pub fn close_user(&self, user: u64) {
         let _ = self.tx.send(Command::CloseUser(user));
     }
@@ -233,7 +235,7 @@ impl Session {
             errors: std::mem::take(&mut recorder.errors),
             connect: recorder.connect.clone(),
             timeline,
-            abandoned: 0,
+            abandoned: out.abandoned,
         })
     }
 }
@@ -267,6 +269,10 @@ struct Engine {
     inbox: Arc<Inbox>,
     /// Each MQTT user's connection task.
     mqtt: RefCell<HashMap<u64, crate::mqtt::script::UserTx>>,
+    /// Request tasks not yet completed: request id -> (user, handle to cancel it when its user stops).
+    running: RefCell<HashMap<u64, (u64, tokio::task::AbortHandle)>>,
+    /// Requests cancelled unmeasured because their user stopped.
+    cancelled: std::cell::Cell<u64>,
 }
 
 impl crate::mqtt::script::Sink for Engine {
@@ -375,6 +381,8 @@ fn engine_thread(
         tls: tls::client_config(insecure, &[b"http/1.1"]),
         inbox,
         mqtt: RefCell::default(),
+        running: RefCell::default(),
+        cancelled: Default::default(),
     });
     local.block_on(&rt, async {
         let mut tick = tokio::time::interval(Duration::from_millis(250));
@@ -383,11 +391,22 @@ fn engine_thread(
                 cmd = rx.recv() => match cmd {
                     Some(Command::Requests(batch)) => {
                         for r in batch {
-                            tokio::task::spawn_local(run_request(engine.clone(), r));
+                            let (id, user) = (r.id, r.user);
+                            let task = tokio::task::spawn_local(run_request(engine.clone(), r));
+                            engine.running.borrow_mut().insert(id, (user, task.abort_handle()));
                         }
                     }
                     Some(Command::Record(v)) => record_verdict(&engine, v),
                     Some(Command::CloseUser(user)) => {
+                        // As in Locust, a stopped user's request in flight ends unmeasured.
+                        engine.running.borrow_mut().retain(|_, (u, task)| {
+                            let theirs = *u == user;
+                            if theirs {
+                                task.abort();
+                                engine.cancelled.set(engine.cancelled.get() + 1);
+                            }
+                            !theirs
+                        });
                         engine.pool.borrow_mut().retain(|&(u, _), _| u != user);
                         engine.mqtt.borrow_mut().remove(&user); // its task says goodbye and ends
                     }
@@ -412,7 +431,8 @@ fn engine_thread(
     });
     drop(local);
     let engine = Rc::try_unwrap(engine).ok().expect("no request tasks are left");
-    Output { recorder: engine.recorder.into_inner(), names: engine.names.into_inner() }
+    let abandoned = engine.cancelled.get() + engine.running.borrow().len() as u64;
+    Output { recorder: engine.recorder.into_inner(), names: engine.names.into_inner(), abandoned }
 }
 
 fn record_verdict(engine: &Engine, v: Verdict) {
@@ -485,6 +505,7 @@ async fn run_request(engine: Rc<Engine>, r: ScriptRequest) {
             }
         }
     };
+    engine.running.borrow_mut().remove(&r.id);
     engine.inbox.push(completion);
 }
 
