@@ -40,6 +40,41 @@ pub struct ExchangeError {
     pub retryable: bool,
 }
 
+/// One request over HTTP/1.1 keep-alive: on the connection in `conn`, or on a new one from `open`.
+/// A reused connection the server had already closed is replaced and the request sent once more.
+/// Afterwards `conn` holds the connection when it may serve the next request (`reuse`, and the
+/// server did not close it).
+pub async fn exchange_keepalive(
+    conn: &mut Option<H1Conn>,
+    mut open: impl AsyncFnMut() -> Result<H1Conn, Failure>,
+    request: &[u8],
+    head_request: bool,
+    keep: bool,
+    reuse: bool,
+) -> Result<Response, Failure> {
+    for _attempt in 0..2 {
+        let c = match conn {
+            Some(c) => c,
+            None => conn.insert(open().await?),
+        };
+        match c.exchange(request, head_request, keep).await {
+            Ok(resp) => {
+                if resp.close || !reuse {
+                    *conn = None;
+                }
+                return Ok(resp);
+            }
+            Err(e) => {
+                *conn = None;
+                if !e.retryable {
+                    return Err(e.failure);
+                }
+            }
+        }
+    }
+    Err(Failure::new(FailureKind::Closed, "before responding"))
+}
+
 enum BodyKind {
     Empty,
     Length(u64),

@@ -81,17 +81,24 @@ impl RequestSpec {
     }
 }
 
-/// The Host header value: the port only when it is not the scheme's default.
 /// The addresses of `host`, or a one-line reason.
 pub fn resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>, String> {
-    let addrs: Vec<SocketAddr> =
-        (host, port).to_socket_addrs().map_err(|_| format!("cannot resolve host '{host}'"))?.collect();
-    if addrs.is_empty() {
-        return Err(format!("cannot resolve host '{host}'"));
-    }
-    Ok(addrs)
+    nonempty((host, port).to_socket_addrs().map(Iterator::collect), host)
 }
 
+/// `resolve` inside the engine's runtime, without blocking its thread.
+pub async fn resolve_async(host: &str, port: u16) -> Result<Vec<SocketAddr>, String> {
+    nonempty(tokio::net::lookup_host((host, port)).await.map(Iterator::collect), host)
+}
+
+fn nonempty(found: std::io::Result<Vec<SocketAddr>>, host: &str) -> Result<Vec<SocketAddr>, String> {
+    match found {
+        Ok(addrs) if !addrs.is_empty() => Ok(addrs),
+        _ => Err(format!("cannot resolve host '{host}'")),
+    }
+}
+
+/// The Host header value: the port only when it is not the scheme's default.
 pub fn authority(url: &Url) -> String {
     let host = match url.host() {
         Some(url::Host::Ipv6(a)) => format!("[{a}]"),

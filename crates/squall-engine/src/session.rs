@@ -347,13 +347,7 @@ impl Engine {
         }
         let origin = self.origins.borrow()[index].clone();
         let origin = &origin;
-        let addrs: Vec<_> = tokio::net::lookup_host((origin.host.as_str(), origin.port))
-            .await
-            .map_err(|_| Failure::new(FailureKind::Io, format!("cannot resolve host '{}'", origin.host)))?
-            .collect();
-        if addrs.is_empty() {
-            return Err(Failure::new(FailureKind::Io, format!("cannot resolve host '{}'", origin.host)));
-        }
+        let addrs = crate::request::resolve_async(&origin.host, origin.port).await.map_err(|m| Failure::new(FailureKind::Io, m))?;
         let tls = origin.https.then(|| (self.tls.clone(), origin.host.as_str()));
         let c = Connector::new(addrs, tls).map_err(|m| Failure::new(FailureKind::Tls, m))?;
         self.connectors.borrow_mut().insert(index, c.clone());
@@ -577,29 +571,17 @@ async fn exchange(
 ) -> Result<crate::http1::Response, Failure> {
     let bytes = serialize_h1(method, url, headers, body, true);
     let key = (user, origin);
-    // A second attempt only when a pooled keep-alive connection turns out to be closed.
-    for _ in 0..2 {
-        let pooled = engine.pool.borrow_mut().get_mut(&key).and_then(Vec::pop);
-        let mut conn = match pooled {
-            Some(c) => c,
-            None => {
-                let connector = engine.connector(key.1).await?;
-                let t0 = Instant::now();
-                let stream = connector.connect(user as usize).await?;
-                engine.recorder.borrow_mut().record_connect(t0.elapsed());
-                H1Conn::new(stream)
-            }
-        };
-        match conn.exchange(&bytes, method == "HEAD", true).await {
-            Ok(resp) => {
-                if !resp.close {
-                    engine.pool.borrow_mut().entry(key).or_default().push(conn);
-                }
-                return Ok(resp);
-            }
-            Err(e) if e.retryable => continue,
-            Err(e) => return Err(e.failure),
-        }
+    let mut conn = engine.pool.borrow_mut().get_mut(&key).and_then(Vec::pop);
+    let open = async || {
+        let connector = engine.connector(origin).await?;
+        let t0 = Instant::now();
+        let stream = connector.connect(user as usize).await?;
+        engine.recorder.borrow_mut().record_connect(t0.elapsed());
+        Ok(H1Conn::new(stream))
+    };
+    let resp = crate::http1::exchange_keepalive(&mut conn, open, &bytes, method == "HEAD", true, true).await?;
+    if let Some(c) = conn {
+        engine.pool.borrow_mut().entry(key).or_default().push(c);
     }
-    Err(Failure::new(FailureKind::Closed, "before responding"))
+    Ok(resp)
 }

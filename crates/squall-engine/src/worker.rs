@@ -256,33 +256,17 @@ async fn worker(ctx: Rc<ThreadCtx>, index: usize, conn_index: usize, h2: Option<
 type Exchanged = Result<(u16, u64, u64), stats::Failure>;
 
 async fn h1_request(ctx: &ThreadCtx, conn: &mut Option<H1Conn>, conn_index: usize, watch: &Watch) -> Exchanged {
-    // A second attempt only when a reused keep-alive connection turns out to be closed.
-    for _attempt in 0..2 {
-        if conn.is_none() {
-            watch.connecting.set(true);
-            let t0 = Instant::now();
-            let stream = ctx.connector.connect(conn_index).await;
-            watch.connecting.set(false);
-            ctx.recorder.borrow_mut().record_connect(t0.elapsed());
-            *conn = Some(H1Conn::new(stream?));
-        }
-        let c = conn.as_mut().unwrap();
-        match c.exchange(&ctx.shared.spec.h1_bytes, ctx.head, false).await {
-            Ok(resp) => {
-                if resp.close || !ctx.shared.spec.keepalive {
-                    *conn = None;
-                }
-                return Ok((resp.status, resp.body_bytes, resp.wire_bytes));
-            }
-            Err(e) => {
-                *conn = None;
-                if !e.retryable {
-                    return Err(e.failure);
-                }
-            }
-        }
-    }
-    Err(stats::Failure::new(stats::FailureKind::Closed, "before responding"))
+    let open = async || {
+        watch.connecting.set(true);
+        let t0 = Instant::now();
+        let stream = ctx.connector.connect(conn_index).await;
+        watch.connecting.set(false);
+        ctx.recorder.borrow_mut().record_connect(t0.elapsed());
+        Ok(H1Conn::new(stream?))
+    };
+    let spec = &ctx.shared.spec;
+    let resp = crate::http1::exchange_keepalive(conn, open, &spec.h1_bytes, ctx.head, false, spec.keepalive).await?;
+    Ok((resp.status, resp.body_bytes, resp.wire_bytes))
 }
 
 async fn h2_request(ctx: &ThreadCtx, conn: &H2Conn) -> Exchanged {

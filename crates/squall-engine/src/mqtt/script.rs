@@ -173,13 +173,7 @@ pub async fn user_task<S: Sink>(sink: std::rc::Rc<S>, user: u64, mut rx: mpsc::U
 async fn connect(broker: &str, hello: &OwnedHello, version: Version, timeout: Duration, insecure: bool) -> Result<Conn, Failure> {
     let io = |m: String| Failure::new(FailureKind::Io, m);
     let (tls_on, host, port) = super::run::broker_address(broker).map_err(io)?;
-    let addrs: Vec<_> = tokio::net::lookup_host((host.as_str(), port))
-        .await
-        .map_err(|_| io(format!("cannot resolve host '{host}'")))?
-        .collect();
-    if addrs.is_empty() {
-        return Err(io(format!("cannot resolve host '{host}'")));
-    }
+    let addrs = crate::request::resolve_async(&host, port).await.map_err(io)?;
     let tls = tls_on.then(|| (crate::tls::client_config(insecure, &[b"mqtt"]), host.as_str()));
     let connector = Connector::new(addrs, tls).map_err(io)?;
     let login = hello.login.as_ref().map(|(u, p)| (u.as_str(), p.as_str()));
