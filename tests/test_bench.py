@@ -181,7 +181,9 @@ def test_tls_verification_insecure_and_http2(nginx, tmp_path):
     assert r["aggregate"]["requests"] == 200 and r["aggregate"]["failures"] == 0
     nginx.reset_log()
     r, _ = run_json(tmp_path, nginx.tls_url + "/", "-n", 300, "-c", 2, "--h2-streams", 5, "--insecure", "--http2")
-    assert r["aggregate"]["status_codes"] == {"200": 300} and r["connect"]["requests"] == 2
+    # The streams share the 2 connections; on a starved host the first may serve all 300 before the
+    # second's handshake is done.
+    assert r["aggregate"]["status_codes"] == {"200": 300} and r["connect"]["requests"] in (1, 2)
     assert open(nginx.dir / "access.log").read().count("HTTP/2.0") == 300
     r, _ = run_json(tmp_path, nginx.h2c_url + "/", "-n", 100, "-c", 1, "--http2")  # prior knowledge, no TLS
     assert r["aggregate"]["status_codes"] == {"200": 100}

@@ -304,8 +304,8 @@ def _final_output(result, args):
             out.write("\n" + locust_console.exceptions_report(result["exceptions"]))
     sys.stdout.flush()
     if result["abandoned"]:  # on stderr: stdout keeps Locust's tables exactly
-        sys.stderr.write(f"squall: {result['abandoned']:,} requests were in flight when the run ended; "
-                         "they are not in the stats\n")
+        sys.stderr.write(f"squall: {result['abandoned']:,} requests in flight when their users stopped were "
+                         "cancelled; they are not in the stats\n")
     written = report.write_files(result, json_path=args.json_file, csv_prefix=args.csv,
                                  full_history=args.csv_full_history)
     if args.html:

@@ -1,6 +1,17 @@
+import json
+import os
 import time
 
-from locust import HttpUser, constant, task
+import stop_after  # noqa: F401  (ends the run after a set number of requests)
+from locust import HttpUser, constant, events, task
+
+naps = []  # (user, start, end) of each cooperative sleep
+
+
+@events.quitting.add_listener
+def report(environment, **kw):
+    with open(os.environ["SQUALL_TEST_OUT"], "w") as f:
+        json.dump({"naps": naps}, f)
 
 
 class Sleeper(HttpUser):
@@ -8,7 +19,9 @@ class Sleeper(HttpUser):
 
     @task
     def nap(self):
+        start = time.monotonic()
         time.sleep(0.2)  # cooperative while squall runs the file: the other users go on
+        naps.append((id(self), start, time.monotonic()))
         self.client.get("/ok", name="after nap")
 
 

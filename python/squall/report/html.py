@@ -32,7 +32,7 @@ def render(result, title="squall report"):
               f"{e['requests'] / dur:.2f}", f"{e['failures'] / dur:.2f}"] for e in rows]
     pcts = [[e["method"], e["name"]] + [ms(e["percentiles_us"][k]) if e["percentiles_us"] else "N/A"
                                         for k in PERCENTILE_KEYS] + [e["requests"]] for e in rows]
-    in_flight = f"; {result['abandoned']:,} requests in flight at the end are not counted" if result["abandoned"] else ""
+    in_flight = f"; {result['abandoned']:,} requests in flight when their users stopped are not counted" if result["abandoned"] else ""
     start = datetime.fromtimestamp(result["start_unix"], timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
