@@ -49,7 +49,12 @@ impl Dispatch {
 
     /// Hands tokens from the shared queue to idle workers, or, while none is idle, starts worker
     /// 0, 1, ... `workers - 1` with one (`start_worker(index, token)`), until the queue closes and is empty.
-    pub async fn run(&self, rx: &async_channel::Receiver<Instant>, workers: usize, mut start_worker: impl FnMut(usize, Instant)) {
+    pub async fn run(
+        &self,
+        rx: &async_channel::Receiver<Instant>,
+        workers: usize,
+        mut start_worker: impl FnMut(usize, Instant),
+    ) {
         let mut started = 0;
         loop {
             while self.idle.borrow().is_empty() && started == workers {
@@ -93,7 +98,9 @@ mod tests {
             let started = Rc::new(RefCell::new(Vec::new()));
             let run = {
                 let (dispatch, rx, started) = (dispatch.clone(), rx.clone(), started.clone());
-                tokio::task::spawn_local(async move { dispatch.run(&rx, 2, |i, t| started.borrow_mut().push((i, t))).await })
+                tokio::task::spawn_local(
+                    async move { dispatch.run(&rx, 2, |i, t| started.borrow_mut().push((i, t))).await },
+                )
             };
             tokio::task::yield_now().await;
             // Two tokens started the two workers; the third waits for one of them to be idle.

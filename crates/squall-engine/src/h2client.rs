@@ -11,7 +11,8 @@ use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
 /// Headers HTTP/2 forbids or carries as pseudo-headers.
-const CONNECTION_HEADERS: [&str; 6] = ["host", "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"];
+const CONNECTION_HEADERS: [&str; 6] =
+    ["host", "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"];
 
 pub fn request_template(spec: &RequestSpec) -> Result<http::Request<()>, String> {
     let mut b = http::Request::builder().method(spec.method.as_str()).uri(spec.url.as_str());

@@ -177,9 +177,7 @@ impl H1Conn {
             }
             let untouched = self.end == self.start;
             match self.fill().await {
-                Ok(0) if untouched => {
-                    return Err(fail(Failure::new(FailureKind::Closed, "before responding"), reused))
-                }
+                Ok(0) if untouched => return Err(fail(Failure::new(FailureKind::Closed, "before responding"), reused)),
                 Ok(0) => return Err(fail(Failure::new(FailureKind::Closed, "mid-response"), false)),
                 Ok(_) => {}
                 Err(e) => return Err(fail(classify_io(&e, "before responding"), reused && untouched)),
@@ -299,7 +297,13 @@ enum Head {
     /// A 1xx response of this many bytes, to skip.
     Interim(usize),
     /// `kept`: the raw header lines, Set-Cookie values and Location, when the caller keeps the response.
-    Complete { len: usize, status: u16, body: BodyKind, close: bool, kept: Option<Kept> },
+    Complete {
+        len: usize,
+        status: u16,
+        body: BodyKind,
+        close: bool,
+        kept: Option<Kept>,
+    },
 }
 
 type Kept = (Vec<u8>, Vec<String>, Option<String>);
@@ -330,9 +334,14 @@ fn parse_head_with<const N: usize>(
     Ok(head_facts(&parsed, head_request).map(|(body, close)| {
         let kept = keep.then(|| {
             let value = |v: &[u8]| String::from_utf8_lossy(v).into_owned();
-            let set_cookies =
-                parsed.headers.iter().filter(|h| h.name.eq_ignore_ascii_case("set-cookie")).map(|h| value(h.value)).collect();
-            let location = parsed.headers.iter().find(|h| h.name.eq_ignore_ascii_case("location")).map(|h| value(h.value));
+            let set_cookies = parsed
+                .headers
+                .iter()
+                .filter(|h| h.name.eq_ignore_ascii_case("set-cookie"))
+                .map(|h| value(h.value))
+                .collect();
+            let location =
+                parsed.headers.iter().find(|h| h.name.eq_ignore_ascii_case("location")).map(|h| value(h.value));
             let lines_start = buf.iter().position(|&b| b == b'\n').map_or(len, |i| i + 1);
             (buf[lines_start.min(len)..len].to_vec(), set_cookies, location)
         });

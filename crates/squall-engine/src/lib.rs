@@ -12,11 +12,11 @@ pub mod merge;
 pub mod mqtt;
 pub mod net;
 pub mod pacer;
+pub mod request;
 pub mod result;
 pub mod runner;
 pub mod session;
 pub mod stats;
-pub mod request;
 pub mod tls;
 pub mod worker;
 

@@ -88,7 +88,8 @@ pub fn merge_results(docs: &[Value]) -> Result<RunResult, String> {
             });
             entry["count"] = (num(entry, "count") + num(e, "count")).into();
             let shift = |f: &str| e[f].as_f64().unwrap_or(0.0) + offset as f64;
-            entry["first_seen_s"] = entry["first_seen_s"].as_f64().unwrap_or(f64::MAX).min(shift("first_seen_s")).into();
+            entry["first_seen_s"] =
+                entry["first_seen_s"].as_f64().unwrap_or(f64::MAX).min(shift("first_seen_s")).into();
             entry["last_seen_s"] = entry["last_seen_s"].as_f64().unwrap_or(0.0).max(shift("last_seen_s")).into();
         }
     }
@@ -114,7 +115,11 @@ pub fn merge_results(docs: &[Value]) -> Result<RunResult, String> {
         names,
         users_at: &users_at,
         open_model: None,
-        reason: if interrupted { StopReason::Interrupted } else { StopReason::parse(first["stop_reason"].as_str().unwrap_or("")) },
+        reason: if interrupted {
+            StopReason::Interrupted
+        } else {
+            StopReason::parse(first["stop_reason"].as_str().unwrap_or(""))
+        },
         duration: Duration::from_secs_f64(end.max(0.0)),
         totals,
         errors: HashMap::new(),

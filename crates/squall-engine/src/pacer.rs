@@ -74,7 +74,13 @@ impl Iterator for Schedule {
 }
 
 /// Issues each intended send time on `tx` when it falls due. Returns when the schedule ends or `stop`.
-pub fn run(schedule: Schedule, start: Instant, tx: async_channel::Sender<Instant>, stop: &AtomicBool, issued: &AtomicU64) {
+pub fn run(
+    schedule: Schedule,
+    start: Instant,
+    tx: async_channel::Sender<Instant>,
+    stop: &AtomicBool,
+    issued: &AtomicU64,
+) {
     // Ask the kernel for tight wake-ups on this thread only (default slack is 50 µs).
     unsafe {
         libc::prctl(libc::PR_SET_TIMERSLACK, 1, 0, 0, 0);

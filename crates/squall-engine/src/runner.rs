@@ -238,12 +238,7 @@ impl Run {
             completed += c.completed.load(Ordering::Relaxed);
             failed += c.failed.load(Ordering::Relaxed);
         }
-        Progress {
-            elapsed: self.shared.start.elapsed().as_secs_f64(),
-            completed,
-            failed,
-            finished: self.is_finished(),
-        }
+        Progress { elapsed: self.shared.start.elapsed().as_secs_f64(), completed, failed, finished: self.is_finished() }
     }
 
     pub fn is_finished(&self) -> bool {
@@ -277,7 +272,11 @@ fn preflight(connector: &Connector, spec: &RequestSpec, timeout: Duration, insec
 
 /// Ends the run when its duration is up (or the open model has drained), condenses finished seconds
 /// as it goes, then merges the threads' statistics into the result.
-fn coordinate(shared: Arc<Shared>, workers: Vec<JoinHandle<worker::ThreadOutput>>, pacer: Option<JoinHandle<()>>) -> RunResult {
+fn coordinate(
+    shared: Arc<Shared>,
+    workers: Vec<JoinHandle<worker::ThreadOutput>>,
+    pacer: Option<JoinHandle<()>>,
+) -> RunResult {
     let closed_deadline = shared.closed_deadline();
     let mut drain_since: Option<Instant> = None;
     let mut stopped_at: Option<Instant> = None;
@@ -312,7 +311,8 @@ fn coordinate(shared: Arc<Shared>, workers: Vec<JoinHandle<worker::ThreadOutput>
         let reason = if ran_out { StopReason::Deadline } else { StopReason::Completed };
         shared.reason.store(reason as u8, Ordering::SeqCst);
     }
-    let outputs: Vec<worker::ThreadOutput> = workers.into_iter().map(|w| w.join().expect("worker threads do not panic")).collect();
+    let outputs: Vec<worker::ThreadOutput> =
+        workers.into_iter().map(|w| w.join().expect("worker threads do not panic")).collect();
     let reason = shared.reason();
     let end = match reason {
         StopReason::Deadline => closed_deadline.unwrap(),
@@ -349,7 +349,11 @@ fn coordinate(shared: Arc<Shared>, workers: Vec<JoinHandle<worker::ThreadOutput>
     let ramped = shared.open.is_none() && ramp > 0.0;
     let users_at = |t: u64| {
         let c = cfg.connections as f64;
-        if ramped { (c * ((t as f64 + 1.0) / ramp).min(1.0)).ceil() as u64 } else { c as u64 }
+        if ramped {
+            (c * ((t as f64 + 1.0) / ramp).min(1.0)).ceil() as u64
+        } else {
+            c as u64
+        }
     };
     result::build(result::Inputs {
         kind: "http",

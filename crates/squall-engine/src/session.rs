@@ -9,8 +9,8 @@ use crate::result::{self, LoadReport, RunResult};
 use crate::runner::StopReason;
 use crate::stats::{self, EndpointId, Failure, FailureKind, LiveCounters, Outcome, Recorder, Timeline};
 use crate::tls;
-use std::cell::RefCell;
 use rustc_hash::FxHashMap as HashMap;
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc as std_mpsc, Arc, Condvar, Mutex};
@@ -294,7 +294,9 @@ impl crate::mqtt::script::Sink for Engine {
                 error,
                 url: None,
             }),
-            Event::Message { user, topic, payload, qos } => self.inbox.push_message(Message { user, topic, payload, qos }),
+            Event::Message { user, topic, payload, qos } => {
+                self.inbox.push_message(Message { user, topic, payload, qos })
+            }
         }
     }
 }
@@ -347,7 +349,9 @@ impl Engine {
         }
         let origin = self.origins.borrow()[index].clone();
         let origin = &origin;
-        let addrs = crate::request::resolve_async(&origin.host, origin.port).await.map_err(|m| Failure::new(FailureKind::Io, m))?;
+        let addrs = crate::request::resolve_async(&origin.host, origin.port)
+            .await
+            .map_err(|m| Failure::new(FailureKind::Io, m))?;
         let tls = origin.https.then(|| (self.tls.clone(), origin.host.as_str()));
         let c = Connector::new(addrs, tls).map_err(|m| Failure::new(FailureKind::Tls, m))?;
         self.connectors.borrow_mut().insert(index, c.clone());
@@ -439,7 +443,8 @@ fn record_verdict(engine: &Engine, v: Verdict) {
 /// Live totals per endpoint, then the aggregate (method "", name "Aggregated").
 fn snapshot(engine: &Engine) -> Vec<EndpointSnapshot> {
     let recorder = engine.recorder.borrow();
-    let summary = |s: &stats::EndpointStats| result::summarize(&s.hist, s.requests, s.failures, s.body_bytes, s.wire_bytes);
+    let summary =
+        |s: &stats::EndpointStats| result::summarize(&s.hist, s.requests, s.failures, s.body_bytes, s.wire_bytes);
     let mut all = stats::EndpointStats::default();
     let mut rows: Vec<EndpointSnapshot> = engine
         .names
@@ -466,7 +471,8 @@ async fn run_request(engine: Rc<Engine>, r: ScriptRequest) {
     let completion = match result {
         Ok((mut resp, url)) => {
             if r.record {
-                let outcome = Outcome::Response { status: resp.status, body_bytes: resp.body_bytes, wire_bytes: resp.wire_bytes };
+                let outcome =
+                    Outcome::Response { status: resp.status, body_bytes: resp.body_bytes, wire_bytes: resp.wire_bytes };
                 let id = engine.endpoint(&r.method, &r.name);
                 engine.recorder.borrow_mut().record(now, id, elapsed, &outcome);
             }
@@ -514,7 +520,8 @@ async fn follow(engine: &Engine, r: &ScriptRequest) -> Result<(crate::http1::Res
     loop {
         let mut resp = exchange(engine, r.user, origin, &method, &url, &headers, &body).await?;
         let redirect = matches!(resp.status, 301 | 302 | 303 | 307 | 308);
-        let (Some(location), true, true) = (resp.location.clone(), redirect && r.follow_redirects, hops < MAX_REDIRECTS)
+        let (Some(location), true, true) =
+            (resp.location.clone(), redirect && r.follow_redirects, hops < MAX_REDIRECTS)
         else {
             if !set_cookies.is_empty() {
                 set_cookies.append(&mut resp.set_cookies);

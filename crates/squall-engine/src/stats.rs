@@ -29,8 +29,7 @@ pub fn histogram_to_base64(h: &Histogram<u64>) -> String {
 pub fn histogram_from_base64(s: &str) -> Result<Histogram<u64>, String> {
     use base64::Engine;
     let bytes = base64::engine::general_purpose::STANDARD.decode(s).map_err(|e| e.to_string())?;
-    let mut h: Histogram<u64> =
-        Deserializer::new().deserialize(&mut &bytes[..]).map_err(|e| format!("{e:?}"))?;
+    let mut h: Histogram<u64> = Deserializer::new().deserialize(&mut &bytes[..]).map_err(|e| format!("{e:?}"))?;
     h.auto(true);
     Ok(h)
 }
@@ -119,11 +118,19 @@ impl Failure {
 /// What one request came to.
 pub enum Outcome {
     /// A response arrived; a 4xx or 5xx status counts as a failure.
-    Response { status: u16, body_bytes: u64, wire_bytes: u64 },
+    Response {
+        status: u16,
+        body_bytes: u64,
+        wire_bytes: u64,
+    },
     Failed(Failure),
     /// The script judged the response itself (`catch_response`): a success whatever its status
     /// unless `failure` is given.
-    Judged { status: u16, body_bytes: u64, failure: Option<Failure> },
+    Judged {
+        status: u16,
+        body_bytes: u64,
+        failure: Option<Failure>,
+    },
 }
 
 /// Counts and latency histogram of one endpoint over some time span.
@@ -471,7 +478,9 @@ mod tests {
     #[test]
     fn failure_messages_are_one_line() {
         assert_eq!(Failure::http(503).message(), "HTTP 503");
-        assert_eq!(Failure::new(FailureKind::Closed, "mid-response").message(),
-                   "server closed the connection mid-response");
+        assert_eq!(
+            Failure::new(FailureKind::Closed, "mid-response").message(),
+            "server closed the connection mid-response"
+        );
     }
 }

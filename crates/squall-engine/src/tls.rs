@@ -12,10 +12,7 @@ pub fn client_config(insecure: bool, alpn: &[&[u8]]) -> Arc<ClientConfig> {
         .with_safe_default_protocol_versions()
         .expect("ring supports the default protocol versions");
     let mut config = if insecure {
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AcceptAnyCert(provider)))
-            .with_no_client_auth()
+        builder.dangerous().with_custom_certificate_verifier(Arc::new(AcceptAnyCert(provider))).with_no_client_auth()
     } else {
         let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
         builder.with_root_certificates(roots).with_no_client_auth()

@@ -47,7 +47,12 @@ struct ThreadCtx {
     total_workers: usize,
 }
 
-pub(crate) fn worker_thread(shared: Arc<Shared>, connector: Connector, h2_template: Option<http::Request<()>>, t: usize) -> ThreadOutput {
+pub(crate) fn worker_thread(
+    shared: Arc<Shared>,
+    connector: Connector,
+    h2_template: Option<http::Request<()>>,
+    t: usize,
+) -> ThreadOutput {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
     let local = tokio::task::LocalSet::new();
     let recorder = Recorder::new(shared.start, shared.timeline.clone(), shared.live[t].clone());
@@ -141,7 +146,12 @@ fn open_rx(ctx: &ThreadCtx) -> async_channel::Receiver<Instant> {
 /// `given` is one the dispatcher started this worker with). `now` is the previous completion's
 /// timestamp, when there was one: in the closed model the next request starts right then, so the
 /// clock need not be read twice.
-async fn next_send(ctx: &ThreadCtx, slot: &Rc<Slot>, given: &mut Option<Instant>, now: Option<Instant>) -> Option<Instant> {
+async fn next_send(
+    ctx: &ThreadCtx,
+    slot: &Rc<Slot>,
+    given: &mut Option<Instant>,
+    now: Option<Instant>,
+) -> Option<Instant> {
     let shared = &ctx.shared;
     match &shared.open {
         None => {
@@ -214,7 +224,14 @@ fn worker_finished(ctx: &ThreadCtx) {
     }
 }
 
-async fn worker(ctx: Rc<ThreadCtx>, index: usize, conn_index: usize, h2: Option<Rc<H2Conn>>, watch: Rc<Watch>, how: Begin) {
+async fn worker(
+    ctx: Rc<ThreadCtx>,
+    index: usize,
+    conn_index: usize,
+    h2: Option<Rc<H2Conn>>,
+    watch: Rc<Watch>,
+    how: Begin,
+) {
     let ramp = ctx.shared.cfg.ramp();
     if matches!(how, Begin::Initial) && !ramp.is_zero() {
         let offset = ramp.mul_f64(index as f64 / ctx.total_workers as f64);
@@ -296,7 +313,8 @@ async fn watchdog(ctx: Rc<ThreadCtx>) {
             if let Some(task) = watch.task.borrow_mut().take() {
                 task.abort();
             }
-            let kind = if watch.connecting.get() { stats::FailureKind::ConnectTimeout } else { stats::FailureKind::Timeout };
+            let kind =
+                if watch.connecting.get() { stats::FailureKind::ConnectTimeout } else { stats::FailureKind::Timeout };
             watch.started.set(None);
             watch.connecting.set(false);
             ctx.in_flight.set(ctx.in_flight.get() - 1);

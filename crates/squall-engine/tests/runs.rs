@@ -45,7 +45,8 @@ fn config(json: &str) -> BenchConfig {
 #[test]
 fn closed_model_sends_exactly_n() {
     let (port, served) = counting_server();
-    let cfg = config(&format!(r#"{{"url": "http://127.0.0.1:{port}/x", "requests": 5003, "connections": 7, "threads": 2}}"#));
+    let cfg =
+        config(&format!(r#"{{"url": "http://127.0.0.1:{port}/x", "requests": 5003, "connections": 7, "threads": 2}}"#));
     let r = Run::start(cfg, vec![]).ok().unwrap().wait();
     assert_eq!(r.aggregate.summary.requests, 5003);
     assert_eq!(served.load(Ordering::SeqCst), 5003);
@@ -57,7 +58,8 @@ fn closed_model_sends_exactly_n() {
 #[test]
 fn open_model_sends_rate_times_duration() {
     let (port, served) = counting_server();
-    let cfg = config(&format!(r#"{{"url": "http://127.0.0.1:{port}/", "rate": 500, "duration": 2, "connections": 20}}"#));
+    let cfg =
+        config(&format!(r#"{{"url": "http://127.0.0.1:{port}/", "rate": 500, "duration": 2, "connections": 20}}"#));
     let r = Run::start(cfg, vec![]).ok().unwrap().wait();
     let om = r.open_model.unwrap();
     assert_eq!((om.intended, om.sent, om.dropped), (1000, 1000, 0));

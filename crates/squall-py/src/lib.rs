@@ -58,7 +58,10 @@ impl BenchRun {
 
 /// Starts a run on its own thread (resolving and connecting can take up to the timeout) while this
 /// one keeps Ctrl-C live.
-fn start_checking_signals<R: Send + 'static>(py: Python<'_>, start: impl FnOnce() -> Result<R, StartError> + Send + 'static) -> PyResult<R> {
+fn start_checking_signals<R: Send + 'static>(
+    py: Python<'_>,
+    start: impl FnOnce() -> Result<R, StartError> + Send + 'static,
+) -> PyResult<R> {
     let starting = std::thread::spawn(start);
     while !starting.is_finished() {
         py.detach(|| std::thread::sleep(Duration::from_millis(20)));
@@ -85,7 +88,11 @@ fn wait_until(py: Python<'_>, timeout: f64, done: impl Fn() -> bool + Sync) -> b
 }
 
 /// Takes a run out of its slot, waits for its end without the GIL, and returns its result as JSON.
-fn result_json<R: Send>(py: Python<'_>, slot: &Mutex<Option<R>>, wait: impl FnOnce(R) -> squall_engine::RunResult + Send) -> PyResult<String> {
+fn result_json<R: Send>(
+    py: Python<'_>,
+    slot: &Mutex<Option<R>>,
+    wait: impl FnOnce(R) -> squall_engine::RunResult + Send,
+) -> PyResult<String> {
     let run = slot.lock().unwrap().take().ok_or_else(|| PyRuntimeError::new_err("the result was already taken"))?;
     let result = py.detach(|| wait(run));
     serde_json::to_string(&result).map_err(|e| PyRuntimeError::new_err(e.to_string()))
@@ -209,7 +216,8 @@ impl ScriptSession {
         for (user, id, op, target, payload, qos, retain, options) in batch {
             let op = match op.as_str() {
                 "connect" => {
-                    let o: serde_json::Value = serde_json::from_str(&options).map_err(|e| UsageError::new_err(e.to_string()))?;
+                    let o: serde_json::Value =
+                        serde_json::from_str(&options).map_err(|e| UsageError::new_err(e.to_string()))?;
                     let text = |k: &str| o[k].as_str().map(str::to_string);
                     let version = match o["mqtt_version"].as_str().unwrap_or("3.1.1") {
                         "5" | "5.0" => squall_engine::mqtt::codec::Version::V5,
@@ -246,7 +254,15 @@ impl ScriptSession {
     }
 
     #[pyo3(signature = (method, name, elapsed_us, status, body_bytes, failure=None))]
-    fn record(&self, method: String, name: String, elapsed_us: u64, status: u16, body_bytes: u64, failure: Option<String>) -> PyResult<()> {
+    fn record(
+        &self,
+        method: String,
+        name: String,
+        elapsed_us: u64,
+        status: u16,
+        body_bytes: u64,
+        failure: Option<String>,
+    ) -> PyResult<()> {
         self.with(|s| s.record(Verdict { method, name, elapsed_us, status, body_bytes, failure }))
     }
 
@@ -326,7 +342,8 @@ impl DemoTarget {
 #[pyfunction]
 #[pyo3(signature = (port=0))]
 fn start_demo_broker(py: Python<'_>, port: u16) -> PyResult<u16> {
-    py.detach(|| squall_target::broker::start(port)).map_err(|e| TargetError::new_err(format!("cannot start the demo MQTT broker: {e}")))
+    py.detach(|| squall_target::broker::start(port))
+        .map_err(|e| TargetError::new_err(format!("cannot start the demo MQTT broker: {e}")))
 }
 
 /// Merges result documents (JSON) of several runs into one, losslessly; returns JSON.

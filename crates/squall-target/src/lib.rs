@@ -94,7 +94,11 @@ async fn serve(listener: TcpListener, mut shutdown: oneshot::Receiver<()>) {
 fn query_param<T: std::str::FromStr>(req: &Request<Incoming>, key: &str) -> Option<T> {
     req.uri().query()?.split('&').find_map(|kv| {
         let (k, v) = kv.split_once('=')?;
-        if k == key { v.parse().ok() } else { None }
+        if k == key {
+            v.parse().ok()
+        } else {
+            None
+        }
     })
 }
 

@@ -26,15 +26,32 @@ pub struct Hello<'a> {
 #[derive(Debug)]
 pub enum Incoming {
     /// `refused` carries the reason when the broker said no.
-    ConnAck { refused: Option<String>, receive_max: Option<u16> },
+    ConnAck {
+        refused: Option<String>,
+        receive_max: Option<u16>,
+    },
     /// A QoS 1 acknowledgement; `refused` when an MQTT 5 broker gave a failure reason code.
-    PubAck { pkid: u16, refused: Option<String> },
-    PubRec { pkid: u16, refused: Option<String> },
+    PubAck {
+        pkid: u16,
+        refused: Option<String>,
+    },
+    PubRec {
+        pkid: u16,
+        refused: Option<String>,
+    },
     PubRel(u16),
     PubComp(u16),
-    Publish { qos: u8, pkid: u16, topic: String, payload: Bytes },
+    Publish {
+        qos: u8,
+        pkid: u16,
+        topic: String,
+        payload: Bytes,
+    },
     /// The granted QoS per filter, or None where the broker refused it.
-    SubAck { pkid: u16, granted: Vec<Option<u8>> },
+    SubAck {
+        pkid: u16,
+        granted: Vec<Option<u8>>,
+    },
     PingResp,
     /// The broker is closing the connection (MQTT 5), with its reason.
     Disconnect(String),
@@ -129,7 +146,8 @@ impl Version {
     pub fn subscribe(self, buf: &mut BytesMut, pkid: u16, filters: &[String], q: u8) {
         match self {
             Version::V311 => {
-                let mut s = v4::Subscribe::new_many(filters.iter().map(|f| v4::SubscribeFilter::new(f.clone(), qos(q))));
+                let mut s =
+                    v4::Subscribe::new_many(filters.iter().map(|f| v4::SubscribeFilter::new(f.clone(), qos(q))));
                 s.pkid = pkid;
                 s.write(buf).expect("a SUBSCRIBE always encodes");
             }
@@ -206,10 +224,13 @@ fn from_v4(p: v4::Packet) -> Incoming {
         v4::Packet::PubRec(a) => Incoming::PubRec { pkid: a.pkid, refused: None },
         v4::Packet::PubRel(a) => Incoming::PubRel(a.pkid),
         v4::Packet::PubComp(a) => Incoming::PubComp(a.pkid),
-        v4::Packet::Publish(p) => Incoming::Publish { qos: p.qos as u8, pkid: p.pkid, topic: p.topic, payload: p.payload },
+        v4::Packet::Publish(p) => {
+            Incoming::Publish { qos: p.qos as u8, pkid: p.pkid, topic: p.topic, payload: p.payload }
+        }
         v4::Packet::SubAck(s) => Incoming::SubAck {
             pkid: s.pkid,
-            granted: s.return_codes
+            granted: s
+                .return_codes
                 .iter()
                 .map(|c| match c {
                     v4::SubscribeReasonCode::Success(q) => Some(*q as u8),
@@ -248,7 +269,8 @@ fn from_v5(p: v5::Packet) -> Incoming {
         },
         v5::Packet::SubAck(s) => Incoming::SubAck {
             pkid: s.pkid,
-            granted: s.return_codes
+            granted: s
+                .return_codes
                 .iter()
                 .map(|c| match c {
                     v5::SubscribeReasonCode::Success(q) => Some(*q as u8),

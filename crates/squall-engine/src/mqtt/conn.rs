@@ -24,10 +24,22 @@ fn closed(phase: &str) -> Failure {
 
 impl Conn {
     /// Connects and completes the MQTT handshake within `timeout`.
-    pub async fn open(connector: &Connector, which: usize, version: Version, hello: &Hello<'_>, timeout: Duration) -> Result<Conn, Failure> {
+    pub async fn open(
+        connector: &Connector,
+        which: usize,
+        version: Version,
+        hello: &Hello<'_>,
+        timeout: Duration,
+    ) -> Result<Conn, Failure> {
         let attempt = async {
             let stream = connector.connect(which).await?;
-            let mut conn = Conn { stream, version, rbuf: BytesMut::with_capacity(4096), wbuf: BytesMut::with_capacity(4096), receive_max: None };
+            let mut conn = Conn {
+                stream,
+                version,
+                rbuf: BytesMut::with_capacity(4096),
+                wbuf: BytesMut::with_capacity(4096),
+                receive_max: None,
+            };
             version.connect(&mut conn.wbuf, hello);
             conn.flush().await?;
             loop {
@@ -39,7 +51,9 @@ impl Conn {
                         conn.receive_max = receive_max;
                         return Ok(conn);
                     }
-                    Incoming::Disconnect(reason) => return Err(Failure::new(FailureKind::Refused, format!("disconnected: {reason}"))),
+                    Incoming::Disconnect(reason) => {
+                        return Err(Failure::new(FailureKind::Refused, format!("disconnected: {reason}")))
+                    }
                     _ => {}
                 }
             }

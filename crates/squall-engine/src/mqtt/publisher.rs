@@ -284,7 +284,10 @@ fn skip_missed(ctx: &ThreadCtx, c: &Client, plan: &mut Plan, why: &'static str) 
     let Some(mut due) = plan.due else { return };
     let now = Instant::now();
     let mut missed = 0;
-    while due < now && plan.until.is_none_or(|u| due < u) && ctx.shared.cfg.messages.is_none_or(|n| c.sent.get() + missed < n) {
+    while due < now
+        && plan.until.is_none_or(|u| due < u)
+        && ctx.shared.cfg.messages.is_none_or(|n| c.sent.get() + missed < n)
+    {
         due += plan.interval;
         missed += 1;
     }
@@ -302,7 +305,8 @@ fn skip_missed(ctx: &ThreadCtx, c: &Client, plan: &mut Plan, why: &'static str) 
 /// The connection broke (or timed out): what was in flight failed with it.
 fn fail_in_flight(ctx: &ThreadCtx, c: &Client, f: Failure) {
     let now = Instant::now();
-    let mut slots: Vec<(Instant, u32)> = c.window.borrow_mut().iter_mut().filter_map(Option::take).map(|s| (s.sent_at, s.bytes)).collect();
+    let mut slots: Vec<(Instant, u32)> =
+        c.window.borrow_mut().iter_mut().filter_map(Option::take).map(|s| (s.sent_at, s.bytes)).collect();
     slots.extend(c.pings.borrow_mut().drain(..).flat_map(|p| p.messages));
     if slots.is_empty() {
         // Nothing was in flight: the break itself is what failed.
@@ -339,12 +343,14 @@ async fn publish(ctx: &ThreadCtx, c: &Client, conn: &mut Conn, plan: &mut Plan) 
     // QoS 0: messages written but not yet confirmed by a PINGRESP, and those of the current write.
     let mut unconfirmed = 0usize;
     let mut written: Vec<(Instant, u32)> = Vec::new();
-    let window_free = |free: &Vec<u16>, unconfirmed: usize| if qos == 0 { unconfirmed < cfg.inflight } else { !free.is_empty() };
+    let window_free =
+        |free: &Vec<u16>, unconfirmed: usize| if qos == 0 { unconfirmed < cfg.inflight } else { !free.is_empty() };
     loop {
         if c.timed_out.take() {
             let timeout = cfg.timeout();
             let now = Instant::now();
-            if c.overdue(now, timeout) {  // the watchdog's flag is checked again: the answer may have come since
+            if c.overdue(now, timeout) {
+                // the watchdog's flag is checked again: the answer may have come since
                 return End::Broken(Failure::new(FailureKind::AckTimeout, ""));
             }
         }
@@ -402,7 +408,8 @@ async fn publish(ctx: &ThreadCtx, c: &Client, conn: &mut Conn, plan: &mut Plan) 
             if qos == 0 {
                 written.push((sent_at, bytes));
             } else {
-                c.window.borrow_mut()[pkid as usize - 1] = Some(Slot { sent_at, written_at: now, released: false, bytes });
+                c.window.borrow_mut()[pkid as usize - 1] =
+                    Some(Slot { sent_at, written_at: now, released: false, bytes });
             }
             batch += 1;
         }
@@ -464,7 +471,13 @@ fn confirm(ctx: &ThreadCtx, c: &Client) -> usize {
     ping.messages.len()
 }
 
-fn on_packet(ctx: &ThreadCtx, c: &Client, conn: &mut Conn, free: &mut Vec<u16>, packet: super::codec::Incoming) -> Option<End> {
+fn on_packet(
+    ctx: &ThreadCtx,
+    c: &Client,
+    conn: &mut Conn,
+    free: &mut Vec<u16>,
+    packet: super::codec::Incoming,
+) -> Option<End> {
     use super::codec::Incoming::*;
     let qos = ctx.shared.cfg.qos;
     let take = |pkid: u16, want_released: bool| -> Option<Slot> {

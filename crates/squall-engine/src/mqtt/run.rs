@@ -102,7 +102,8 @@ impl MqttShared {
     }
 
     fn stop_with(&self, reason: StopReason, phase: Phase) {
-        let _ = self.reason.compare_exchange(StopReason::Running as u8, reason as u8, Ordering::SeqCst, Ordering::SeqCst);
+        let _ =
+            self.reason.compare_exchange(StopReason::Running as u8, reason as u8, Ordering::SeqCst, Ordering::SeqCst);
         self.set_phase(phase);
     }
 
@@ -281,7 +282,13 @@ pub fn broker_address(raw: &str) -> Result<(bool, String, u16), String> {
 }
 
 /// One connection before the run, so an unreachable broker or bad credentials give one clear error.
-fn preflight(connector: &Connector, version: Version, cfg: &MqttConfig, host: &str, port: u16) -> Result<(), StartError> {
+fn preflight(
+    connector: &Connector,
+    version: Version,
+    cfg: &MqttConfig,
+    host: &str,
+    port: u16,
+) -> Result<(), StartError> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
     let id = format!("{}preflight-{}", cfg.client_id_prefix, cfg.first_client);
     let login = cfg.username.as_deref().map(|u| (u, cfg.password.as_deref().unwrap_or("")));
@@ -318,7 +325,8 @@ fn worker_thread(shared: Arc<MqttShared>, t: usize) -> ThreadOutput {
         if let Some(p) = pacer {
             tokio::task::spawn_local(p.run());
         }
-        let clients: Vec<_> = (t..cfg.clients).step_by(shared.threads).map(|i| ctx.add_client(cfg.first_client + i)).collect();
+        let clients: Vec<_> =
+            (t..cfg.clients).step_by(shared.threads).map(|i| ctx.add_client(cfg.first_client + i)).collect();
         tokio::task::spawn_local(ctx.clone().watchdog());
         let mut rx = shared.phase_rx();
         let control = ctx.clone();
@@ -327,7 +335,8 @@ fn worker_thread(shared: Arc<MqttShared>, t: usize) -> ThreadOutput {
                 control.wake_all();
             }
         });
-        let tasks: Vec<_> = clients.into_iter().map(|c| tokio::task::spawn_local(publisher::run_client(ctx.clone(), c))).collect();
+        let tasks: Vec<_> =
+            clients.into_iter().map(|c| tokio::task::spawn_local(publisher::run_client(ctx.clone(), c))).collect();
         for task in tasks {
             let _ = task.await;
         }
@@ -356,12 +365,20 @@ fn subscriber_thread(shared: Arc<MqttShared>) -> (Recorder, Tracker) {
     let local = tokio::task::LocalSet::new();
     let recorder = Recorder::new(shared.start, shared.timeline.clone(), Arc::new(LiveCounters::default()));
     let cfg = &shared.cfg;
-    let tracker = Tracker { clients: vec![Seen::default(); if cfg.verify { cfg.clients } else { 0 }], ..Tracker::default() };
-    let ctx = Rc::new(SubCtx { shared: shared.clone(), recorder: RefCell::new(recorder), tracker: RefCell::new(tracker) });
+    let tracker =
+        Tracker { clients: vec![Seen::default(); if cfg.verify { cfg.clients } else { 0 }], ..Tracker::default() };
+    let ctx =
+        Rc::new(SubCtx { shared: shared.clone(), recorder: RefCell::new(recorder), tracker: RefCell::new(tracker) });
     let filter = cfg.subscribe_only.clone().unwrap_or_else(|| shared.topic.filter());
-    let filter = if cfg.subscribers > 1 { format!("$share/squall-{:08x}-{}/{filter}", cfg.run_tag, cfg.first_client) } else { filter };
+    let filter = if cfg.subscribers > 1 {
+        format!("$share/squall-{:08x}-{}/{filter}", cfg.run_tag, cfg.first_client)
+    } else {
+        filter
+    };
     local.block_on(&rt, async {
-        let subs: Vec<_> = (0..cfg.subscribers).map(|k| tokio::task::spawn_local(verify::subscriber(ctx.clone(), k, filter.clone()))).collect();
+        let subs: Vec<_> = (0..cfg.subscribers)
+            .map(|k| tokio::task::spawn_local(verify::subscriber(ctx.clone(), k, filter.clone())))
+            .collect();
         for s in subs {
             let _ = s.await;
         }
@@ -371,7 +388,11 @@ fn subscriber_thread(shared: Arc<MqttShared>) -> (Recorder, Tracker) {
     (ctx.recorder.into_inner(), ctx.tracker.into_inner())
 }
 
-fn coordinate(shared: Arc<MqttShared>, workers: Vec<JoinHandle<ThreadOutput>>, subscriber: Option<JoinHandle<(Recorder, Tracker)>>) -> RunResult {
+fn coordinate(
+    shared: Arc<MqttShared>,
+    workers: Vec<JoinHandle<ThreadOutput>>,
+    subscriber: Option<JoinHandle<(Recorder, Tracker)>>,
+) -> RunResult {
     let cfg = &shared.cfg;
     let publishing = cfg.subscribe_only.is_none();
     let mut load_start = shared.start;
@@ -405,7 +426,11 @@ fn coordinate(shared: Arc<MqttShared>, workers: Vec<JoinHandle<ThreadOutput>>, s
             Phase::Draining => {
                 // In-flight acknowledgements get one timeout (a short one after Ctrl-C) to arrive.
                 let since = *drain_since.get_or_insert(now);
-                let grace = if shared.reason() == StopReason::Interrupted { cfg.timeout().min(Duration::from_secs(2)) } else { cfg.timeout() };
+                let grace = if shared.reason() == StopReason::Interrupted {
+                    cfg.timeout().min(Duration::from_secs(2))
+                } else {
+                    cfg.timeout()
+                };
                 if now.duration_since(since) > grace + Duration::from_millis(500) {
                     shared.stop_with(StopReason::DrainTimeout, Phase::Closed);
                 }
@@ -420,7 +445,8 @@ fn coordinate(shared: Arc<MqttShared>, workers: Vec<JoinHandle<ThreadOutput>>, s
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    let outputs: Vec<ThreadOutput> = workers.into_iter().map(|w| w.join().expect("worker threads do not panic")).collect();
+    let outputs: Vec<ThreadOutput> =
+        workers.into_iter().map(|w| w.join().expect("worker threads do not panic")).collect();
     let published_until = outputs.iter().filter_map(|o| o.last_publish).max();
     let paced_until = outputs.iter().filter_map(|o| o.last_paced_send).max();
     // Deliveries still on their way may arrive until `verify_wait` passes without one: a broker

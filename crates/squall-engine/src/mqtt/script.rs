@@ -125,7 +125,12 @@ pub async fn user_task<S: Sink>(sink: std::rc::Rc<S>, user: u64, mut rx: mpsc::U
                 if let Some(c) = conn.take() {
                     c.close().await;
                 }
-                fail_all(&*sink, Failure::new(FailureKind::Closed, "(the script disconnected)"), &mut waiting, &mut pings);
+                fail_all(
+                    &*sink,
+                    Failure::new(FailureKind::Closed, "(the script disconnected)"),
+                    &mut waiting,
+                    &mut pings,
+                );
                 sink.event(Event::Done { id, elapsed_us: 0, error: None });
             }
             Op::Publish { id, topic, payload, qos, retain } => {
@@ -170,7 +175,13 @@ pub async fn user_task<S: Sink>(sink: std::rc::Rc<S>, user: u64, mut rx: mpsc::U
     }
 }
 
-async fn connect(broker: &str, hello: &OwnedHello, version: Version, timeout: Duration, insecure: bool) -> Result<Conn, Failure> {
+async fn connect(
+    broker: &str,
+    hello: &OwnedHello,
+    version: Version,
+    timeout: Duration,
+    insecure: bool,
+) -> Result<Conn, Failure> {
     let io = |m: String| Failure::new(FailureKind::Io, m);
     let (tls_on, host, port) = super::run::broker_address(broker).map_err(io)?;
     let addrs = crate::request::resolve_async(&host, port).await.map_err(io)?;
@@ -194,7 +205,12 @@ fn done<S: Sink>(sink: &S, id: u64, name: &str, at: Instant, bytes: u64, failure
     sink.event(Event::Done { id, elapsed_us: took.as_micros() as u64, error });
 }
 
-fn fail_all<S: Sink>(sink: &S, f: Failure, waiting: &mut HashMap<u16, Waiting>, pings: &mut VecDeque<Vec<(u64, String, Instant, u64)>>) {
+fn fail_all<S: Sink>(
+    sink: &S,
+    f: Failure,
+    waiting: &mut HashMap<u16, Waiting>,
+    pings: &mut VecDeque<Vec<(u64, String, Instant, u64)>>,
+) {
     for (_, w) in waiting.drain() {
         match w {
             Waiting::Publish { id, name, at, bytes } => done(sink, id, &name, at, bytes, Some(f.clone())),
@@ -214,7 +230,8 @@ fn on_packet<S: Sink>(
     waiting: &mut HashMap<u16, Waiting>,
     pings: &mut VecDeque<Vec<(u64, String, Instant, u64)>>,
 ) {
-    let refused = |what: &str, r: Option<String>| r.map(|r| Failure::new(FailureKind::Refused, format!("{what} refused: {r}")));
+    let refused =
+        |what: &str, r: Option<String>| r.map(|r| Failure::new(FailureKind::Refused, format!("{what} refused: {r}")));
     match p {
         Incoming::PubAck { pkid, refused: r } | Incoming::PubRec { pkid, refused: r @ Some(_) } => {
             if let Some(Waiting::Publish { id, name, at, bytes }) = waiting.remove(&pkid) {
@@ -229,7 +246,12 @@ fn on_packet<S: Sink>(
         }
         Incoming::SubAck { pkid, granted } => {
             if let Some(Waiting::Subscribe { id, name, at }) = waiting.remove(&pkid) {
-                let f = granted.first().copied().flatten().is_none().then(|| Failure::new(FailureKind::Refused, "subscription refused"));
+                let f = granted
+                    .first()
+                    .copied()
+                    .flatten()
+                    .is_none()
+                    .then(|| Failure::new(FailureKind::Refused, "subscription refused"));
                 done(sink, id, &name, at, 0, f);
             }
         }

@@ -98,7 +98,12 @@ impl SubCtx {
                 s.delivered.fetch_add(1, Ordering::Relaxed);
                 seen.observe(h.seq);
                 let e2e = Duration::from_micros(unix_us().saturating_sub(h.sent_unix_us));
-                rec.record(now, DELIVER, e2e, &Outcome::Judged { status: 0, body_bytes: payload.len() as u64, failure: None });
+                rec.record(
+                    now,
+                    DELIVER,
+                    e2e,
+                    &Outcome::Judged { status: 0, body_bytes: payload.len() as u64, failure: None },
+                );
             }
             _ if s.cfg.subscribe_only.is_some() => {
                 s.delivered.fetch_add(1, Ordering::Relaxed);
@@ -174,7 +179,9 @@ async fn receive(ctx: &SubCtx, conn: &mut Conn) -> Result<(), Failure> {
                     }
                 }
                 Incoming::PubRel(pkid) => conn.version.pubcomp(&mut conn.wbuf, pkid),
-                Incoming::Disconnect(reason) => return Err(Failure::new(FailureKind::Closed, format!("with reason: {reason}"))),
+                Incoming::Disconnect(reason) => {
+                    return Err(Failure::new(FailureKind::Closed, format!("with reason: {reason}")))
+                }
                 _ => {}
             }
         }
