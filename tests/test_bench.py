@@ -39,7 +39,7 @@ def test_open_model_sends_the_rate_times_the_duration(nginx, tmp_path):
     r, _ = run_json(tmp_path, nginx.url + "/", "--rate", 2000, "-t", "10s", "-c", 50)
     seen = nginx.requests_logged()
     assert abs(seen - 20000) <= 200, seen
-    om = r["open_model"]
+    om = r["schedule"]
     assert om["intended"] == 20000 and om["sent"] == 20000 and om["dropped"] == 0
     assert r["aggregate"]["requests"] == seen
     assert 9.9 < r["duration_s"] < 11  # the last responses come a moment after the last send
@@ -86,15 +86,15 @@ def test_stalled_server_shows_in_open_model_percentiles(pinned_odd_server, tmp_p
                     timeout=60, core=1)
     truth = sorted(json.loads(squall_get(odd_server.url + "/__truth")))
     assert len(truth) == r["aggregate"]["requests"] == 20000
-    lag_us = r["open_model"]["max_lag_us"]
+    lag_us = r["schedule"]["max_lag_us"]
     for pct in ("50", "99"):
         true_us = truth[math.ceil(len(truth) * float(pct) / 100) - 1]  # HDR's rank: the smallest v with >= p% <= v
         got_us = r["aggregate"]["percentiles_us"][pct]
-        assert -1000 <= got_us - true_us <= 1000 + lag_us, (pct, got_us, true_us, r["open_model"])
+        assert -1000 <= got_us - true_us <= 1000 + lag_us, (pct, got_us, true_us, r["schedule"])
     # Half of every second is stalled, so the true p99 is 490 ms plus service time (p99.9: 499.5 ms).
     assert r["aggregate"]["percentiles_us"]["99"] >= 485_000
     assert r["aggregate"]["percentiles_us"]["99.9"] >= 495_000
-    assert r["open_model"]["dropped"] == 0
+    assert r["schedule"]["dropped"] == 0
 
     # Closed model: each of the 10 connections meets each stall (or host freeze) at most once, so a few
     # dozen requests are slow where the open model found a quarter of them slow, and p99 hides it.

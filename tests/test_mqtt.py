@@ -52,7 +52,7 @@ def test_paced_qos1_hits_the_rate_and_every_message_arrives(broker, tmp_path):
     deliver = endpoint(r, "DELIVER")
     assert deliver["name"] == "example.com/+/pepeunit" and deliver["requests"] == 100_000
     assert 0 < deliver["percentiles_us"]["50"] < 500_000  # plausible (a few ms here unless the host is starved)
-    assert m["schedule"]["paced"] == 100_000
+    assert r["schedule"]["sent"] == 100_000
     assert "Delivery     100,000 of 100,000 delivered, 0 lost" in p.stdout
 
 
@@ -124,7 +124,7 @@ def test_a_schedule_the_generator_cannot_keep_is_accounted_for(broker, tmp_path)
         ("unsent", "not sent: the run ended with the generator behind schedule")]
     assert 1.5 < m["measured_s"] < 3
     assert m["publish_rate"] == pytest.approx(m["published"] / m["measured_s"])
-    assert m["schedule"]["max_lag_us"] > 1_000_000  # sent more than the timeout late, and acknowledged
+    assert r["schedule"]["max_lag_us"] > 1_000_000  # sent more than the timeout late, and acknowledged
 
 
 def test_subscribe_only_measures_what_others_publish(broker, tmp_path):
@@ -318,7 +318,7 @@ def test_a_stalled_broker_cannot_hide_behind_the_window(tmp_path):
     assert publish["requests"] == 4000 and publish["failures"] == 0
     assert publish["percentiles_us"]["99"] >= 400_000 and publish["max_us"] >= 450_000
     assert publish["percentiles_us"]["50"] * 4 < publish["percentiles_us"]["99"]  # in the tail, not the body
-    assert r["mqtt"]["schedule"]["late"] > 0
+    assert r["schedule"]["late"] > 0
 
 
 def test_deliveries_after_a_broker_stall_are_waited_for(tmp_path):

@@ -181,7 +181,7 @@ def run(args) -> int:
     if n > 1 and worker is None and not args.subscribe_only:
         os.environ["SQUALL_MQTT_RUN_TAG"] = str(config["run_tag"])
         args.processes = n
-        return processes.run_processes(args, config["clients"], _final_output, merge_extra=merge_mqtt,
+        return processes.run_processes(args, config["clients"], _final_output,
                                        what="clients")
     if worker is not None:
         config["first_client"] = sum(processes.share(config["clients"], (i, worker[1])) for i in range(worker[0]))
@@ -231,29 +231,3 @@ def _final_output(result, args):
         sys.stderr.write(f"squall mqtt: error: no message was published (most often: {top})\n")
     elif m["verify"] and m["delivery"]["lost"]:
         sys.stderr.write(f"squall mqtt: {m['delivery']['lost']:,} messages lost\n")
-
-
-def merge_mqtt(result, docs):
-    """The MQTT sections of the worker processes' results, as one."""
-    parts = [d["mqtt"] for d in docs if d.get("mqtt")]
-    m = dict(parts[0])
-    for key in ("sent", "published", "failed", "unsent", "clients"):
-        m[key] = sum(p[key] for p in parts)
-    m["first_client"] = min(p["first_client"] for p in parts)
-    m["measured_s"] = max(p["measured_s"] for p in parts)
-    m["connect_phase_s"] = max(p["connect_phase_s"] for p in parts)
-    m["per_client"] = sorted((c for p in parts for c in p["per_client"]), key=lambda c: c["index"])
-    for c in m["per_client"]:
-        c["rate"] = c["published"] / m["measured_s"] if m["measured_s"] else 0.0
-    m["publish_rate"] = m["published"] / m["measured_s"] if m["measured_s"] else 0.0
-    rates = sorted(c["rate"] for c in m["per_client"]) or [0.0]
-    m["client_rate"] = {"min": rates[0], "median": rates[len(rates) // 2], "max": rates[-1]}
-    if m.get("schedule"):
-        paced = sum(p["schedule"]["paced"] for p in parts)
-        m["schedule"] = dict(m["schedule"], paced=paced, late=sum(p["schedule"]["late"] for p in parts),
-                             max_lag_us=max(p["schedule"]["max_lag_us"] for p in parts),
-                             mean_lag_us=sum(p["schedule"]["mean_lag_us"] * p["schedule"]["paced"] for p in parts)
-                             / paced if paced else 0.0)
-    if m.get("delivery"):
-        m["delivery"] = {k: sum(p["delivery"][k] for p in parts) for k in m["delivery"]}
-    result["mqtt"] = m

@@ -30,7 +30,7 @@ def share(total, worker):
     return total // n + (1 if i < total % n else 0)
 
 
-def run_processes(args, users, final_output, merge_extra=None, what="users"):
+def run_processes(args, users, final_output, what="users"):
     """`--processes N`: N copies of this command as workers, each with its share of the users and one
     engine; their results are merged losslessly (histograms added) and reported as one run."""
     n = (os.cpu_count() or 1) if args.processes == -1 else args.processes
@@ -62,8 +62,6 @@ def run_processes(args, users, final_output, merge_extra=None, what="users"):
             entry = exceptions.setdefault((x["message"], x["traceback"]), dict(x, count=0))
             entry["count"] += x["count"]
     result["exceptions"] = list(exceptions.values())
-    if merge_extra:
-        merge_extra(result, [json.loads(d) for d in docs])
     final_output(result, args)
     if received:
         return exitcodes.INTERRUPTED if received[0] == signal.SIGINT else exitcodes.TERMINATED

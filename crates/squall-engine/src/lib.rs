@@ -1,27 +1,27 @@
 //! Squall's load-generation engine. Plain Rust, no Python: the PyO3 crate wraps it.
 //!
-//! One tokio current-thread runtime per worker thread (like wrk's one event loop per thread), a lean
-//! HTTP/1.1 exchange over tokio with `httparse`, HTTP/2 through `h2`, TLS through rustls, and one HDR
-//! histogram per endpoint and per second.
+//! Folders by responsibility, each depending only on those listed before it:
+//! - `types`: the few types everything shares (stop reasons, start errors); a leaf.
+//! - `stats`: HDR recording per endpoint and per second, the live per-second stream, send lag, the
+//!   typed result document and its lossless merge.
+//! - `net`: name resolution, TCP and TLS connections.
+//! - `http`: requests prepared once, the HTTP/1.1 exchange, HTTP/2.
+//! - `run`: the run core: one lifecycle (start, progress, stop, result) for every kind of load, the
+//!   precise clock, the open model's schedule and dispatch.
+//! - the kinds of load on top of it: `bench` (one URL over N connections), `mqtt` (simulated
+//!   devices), `script` (requests and MQTT operations of Python users).
 
-pub mod config;
-pub mod dispatch;
-pub mod h2client;
-pub mod http1;
-pub mod merge;
+pub mod bench;
+pub mod http;
 pub mod mqtt;
 pub mod net;
-pub mod pacer;
-pub mod request;
-pub mod result;
-pub mod runner;
-pub mod session;
+pub mod run;
+pub mod script;
 pub mod stats;
-pub mod tls;
-pub mod worker;
+pub mod types;
 
-pub use config::{Arrival, BenchConfig};
-pub use result::RunResult;
-pub use runner::{Progress, Run, StartError};
+pub use bench::config::{Arrival, BenchConfig};
+pub use stats::result::RunResult;
+pub use types::{StartError, StopReason};
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

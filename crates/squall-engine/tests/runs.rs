@@ -1,6 +1,7 @@
 //! Whole runs of the engine against a tiny keep-alive server on loopback that counts what it serves.
 
-use squall_engine::{BenchConfig, Run, StartError};
+use squall_engine::bench::start;
+use squall_engine::{BenchConfig, StartError, StopReason};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,11 +48,11 @@ fn closed_model_sends_exactly_n() {
     let (port, served) = counting_server();
     let cfg =
         config(&format!(r#"{{"url": "http://127.0.0.1:{port}/x", "requests": 5003, "connections": 7, "threads": 2}}"#));
-    let r = Run::start(cfg, vec![]).ok().unwrap().wait();
+    let r = start(cfg, vec![]).ok().unwrap().wait();
     assert_eq!(r.aggregate.summary.requests, 5003);
     assert_eq!(served.load(Ordering::SeqCst), 5003);
     assert_eq!(r.endpoints[0].name, "/x");
-    assert_eq!(r.stop_reason, "completed");
+    assert_eq!(r.stop_reason, StopReason::Completed);
     assert_eq!(r.connect.requests, 7);
 }
 
@@ -60,8 +61,8 @@ fn open_model_sends_rate_times_duration() {
     let (port, served) = counting_server();
     let cfg =
         config(&format!(r#"{{"url": "http://127.0.0.1:{port}/", "rate": 500, "duration": 2, "connections": 20}}"#));
-    let r = Run::start(cfg, vec![]).ok().unwrap().wait();
-    let om = r.open_model.unwrap();
+    let r = start(cfg, vec![]).ok().unwrap().wait();
+    let om = r.schedule.unwrap();
     assert_eq!((om.intended, om.sent, om.dropped), (1000, 1000, 0));
     assert_eq!(served.load(Ordering::SeqCst), 1000);
 }
@@ -70,11 +71,11 @@ fn open_model_sends_rate_times_duration() {
 fn stop_ends_a_long_run_and_keeps_its_numbers() {
     let (port, _) = counting_server();
     let cfg = config(&format!(r#"{{"url": "http://127.0.0.1:{port}/", "duration": 3600, "connections": 2}}"#));
-    let run = Run::start(cfg, vec![]).ok().unwrap();
+    let run = start(cfg, vec![]).ok().unwrap();
     std::thread::sleep(Duration::from_millis(500));
     run.stop();
     let r = run.wait();
-    assert_eq!(r.stop_reason, "interrupted");
+    assert_eq!(r.stop_reason, StopReason::Interrupted);
     assert!(r.aggregate.summary.requests > 0);
     assert!(r.duration_s < 2.0);
 }
@@ -83,14 +84,14 @@ fn stop_ends_a_long_run_and_keeps_its_numbers() {
 fn dead_targets_fail_before_the_run() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let cfg = config(&format!(r#"{{"url": "http://127.0.0.1:{port}/", "requests": 1}}"#));
-    match Run::start(cfg, vec![]) {
+    match start(cfg, vec![]) {
         Err(StartError::Target(m)) => assert!(m.contains("connection refused"), "{m}"),
         _ => panic!("a refused connection must stop the start"),
     }
     let cfg = config(r#"{"url": "http://x.invalid/", "requests": 1}"#);
-    assert!(matches!(Run::start(cfg, vec![]), Err(StartError::Target(m)) if m.contains("cannot resolve")));
+    assert!(matches!(start(cfg, vec![]), Err(StartError::Target(m)) if m.contains("cannot resolve")));
     let cfg = config(r#"{"url": "nope", "requests": 1}"#);
-    assert!(matches!(Run::start(cfg, vec![]), Err(StartError::Usage(_))));
+    assert!(matches!(start(cfg, vec![]), Err(StartError::Usage(_))));
 }
 
 #[test]
@@ -99,10 +100,10 @@ fn merged_results_equal_the_sum_of_their_histograms() {
     let (port, _) = counting_server();
     let run = |n: u64| {
         let cfg = config(&format!(r#"{{"url": "http://127.0.0.1:{port}/m", "requests": {n}, "connections": 3}}"#));
-        serde_json::to_value(Run::start(cfg, vec![]).ok().unwrap().wait()).unwrap()
+        serde_json::to_value(start(cfg, vec![]).ok().unwrap().wait()).unwrap()
     };
     let (a, b) = (run(700), run(300));
-    let merged = squall_engine::merge::merge_results(&[a.clone(), b.clone()]).unwrap();
+    let merged = squall_engine::stats::merge::merge_json(&[a.to_string(), b.to_string()]).unwrap();
     assert_eq!(merged.aggregate.summary.requests, 1000);
     let mut expected = histogram_from_base64(a["aggregate"]["histogram"].as_str().unwrap()).unwrap();
     expected.add(histogram_from_base64(b["aggregate"]["histogram"].as_str().unwrap()).unwrap()).unwrap();
@@ -110,4 +111,29 @@ fn merged_results_equal_the_sum_of_their_histograms() {
     assert_eq!(merged.endpoints.len(), 1);
     assert_eq!(merged.timeseries.iter().map(|s| s.summary.requests).sum::<u64>(), 1000);
     assert_eq!(merged.endpoints[0].status_codes["200"], 1000);
+}
+
+#[test]
+fn the_live_stream_publishes_every_second_once_and_adds_up_to_the_result() {
+    let (port, served) = counting_server();
+    let cfg =
+        config(&format!(r#"{{"url": "http://127.0.0.1:{port}/", "rate": 400, "duration": 3, "connections": 8}}"#));
+    let run = start(cfg, vec![]).ok().unwrap();
+    let mut seen = Vec::new();
+    while !run.is_finished() {
+        for s in run.seconds_since(seen.len() as u64, Duration::from_millis(200)) {
+            assert_eq!(s.t, seen.len() as u64, "seconds come in order, each once");
+            seen.push(s.endpoints.first().map_or(0, |e| e.requests));
+        }
+    }
+    // Seconds published while the run went on: at least the first two, before it ended.
+    assert!(seen.len() >= 2, "{seen:?}");
+    let r = run.wait();
+    assert_eq!(served.load(Ordering::SeqCst), 1200);
+    assert_eq!(r.aggregate.summary.requests, 1200);
+    let per_second: Vec<u64> = r.timeseries.iter().map(|s| s.summary.requests).collect();
+    // What the stream showed is what the result holds for those seconds (none came late on loopback),
+    // and a full second of a 400/s schedule holds 400 completions give or take the ones in flight.
+    assert_eq!(per_second[..seen.len()], seen[..], "{per_second:?} {seen:?}");
+    assert!((390..=410).contains(&per_second[1]), "{per_second:?}");
 }

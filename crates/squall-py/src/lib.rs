@@ -4,9 +4,9 @@
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use squall_engine::runner::StopReason;
-use squall_engine::session::{ScriptRequest, Session, Verdict};
-use squall_engine::{BenchConfig, Run, StartError};
+use squall_engine::run::{Load, Run};
+use squall_engine::script::{ScriptRequest, Session, Verdict};
+use squall_engine::{BenchConfig, StartError, StopReason};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -16,7 +16,7 @@ pyo3::create_exception!(_engine, TargetError, PyRuntimeError, "The target cannot
 /// A running `bench` load. Starts at construction; the GIL is released while it runs.
 #[pyclass(module = "squall._engine")]
 struct BenchRun {
-    run: Mutex<Option<Run>>,
+    run: Mutex<Option<Run<squall_engine::bench::Bench>>>,
 }
 
 #[pymethods]
@@ -26,7 +26,7 @@ impl BenchRun {
     #[new]
     fn new(py: Python<'_>, config_json: &str, body: Vec<u8>) -> PyResult<Self> {
         let cfg = BenchConfig::from_json(config_json).map_err(UsageError::new_err)?;
-        let run = start_checking_signals(py, move || Run::start(cfg, body))?;
+        let run = start_checking_signals(py, move || squall_engine::bench::start(cfg, body))?;
         Ok(BenchRun { run: Mutex::new(Some(run)) })
     }
 
@@ -52,7 +52,7 @@ impl BenchRun {
 
     /// The result document as JSON (waits for the end of the run).
     fn result_json(&self, py: Python<'_>) -> PyResult<String> {
-        result_json(py, &self.run, Run::wait)
+        result_json(py, &self.run)
     }
 }
 
@@ -88,13 +88,9 @@ fn wait_until(py: Python<'_>, timeout: f64, done: impl Fn() -> bool + Sync) -> b
 }
 
 /// Takes a run out of its slot, waits for its end without the GIL, and returns its result as JSON.
-fn result_json<R: Send>(
-    py: Python<'_>,
-    slot: &Mutex<Option<R>>,
-    wait: impl FnOnce(R) -> squall_engine::RunResult + Send,
-) -> PyResult<String> {
+fn result_json<L: Load>(py: Python<'_>, slot: &Mutex<Option<Run<L>>>) -> PyResult<String> {
     let run = slot.lock().unwrap().take().ok_or_else(|| PyRuntimeError::new_err("the result was already taken"))?;
-    let result = py.detach(|| wait(run));
+    let result = py.detach(|| run.wait());
     serde_json::to_string(&result).map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
 
@@ -109,7 +105,7 @@ impl MqttRun {
     #[new]
     fn new(py: Python<'_>, config_json: &str) -> PyResult<Self> {
         let cfg = squall_engine::mqtt::MqttConfig::from_json(config_json).map_err(UsageError::new_err)?;
-        let run = start_checking_signals(py, move || squall_engine::mqtt::MqttRun::start(cfg))?;
+        let run = start_checking_signals(py, move || squall_engine::mqtt::start(cfg))?;
         Ok(MqttRun { run: Mutex::new(Some(run)) })
     }
 
@@ -118,7 +114,8 @@ impl MqttRun {
         let guard = self.run.lock().unwrap();
         let run = guard.as_ref().ok_or_else(|| PyRuntimeError::new_err("the run's result was taken"))?;
         let p = run.progress();
-        Ok((p.elapsed, p.phase.as_str(), p.connected, p.sent, p.published, p.failed, p.delivered, p.finished))
+        let m = p.mqtt.unwrap_or_default();
+        Ok((p.elapsed, p.phase, m.connected, m.sent, m.published, m.failed, m.delivered, p.finished))
     }
 
     fn stop(&self) {
@@ -132,7 +129,7 @@ impl MqttRun {
     }
 
     fn result_json(&self, py: Python<'_>) -> PyResult<String> {
-        result_json(py, &self.run, squall_engine::mqtt::MqttRun::wait)
+        result_json(py, &self.run)
     }
 }
 
@@ -349,12 +346,7 @@ fn start_demo_broker(py: Python<'_>, port: u16) -> PyResult<u16> {
 /// Merges result documents (JSON) of several runs into one, losslessly; returns JSON.
 #[pyfunction]
 fn merge_results_json(docs: Vec<String>) -> PyResult<String> {
-    let values = docs
-        .iter()
-        .map(|d| serde_json::from_str(d))
-        .collect::<Result<Vec<serde_json::Value>, _>>()
-        .map_err(|e| UsageError::new_err(format!("not a squall result: {e}")))?;
-    let merged = squall_engine::merge::merge_results(&values).map_err(UsageError::new_err)?;
+    let merged = squall_engine::stats::merge::merge_json(&docs).map_err(UsageError::new_err)?;
     serde_json::to_string(&merged).map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
 

@@ -32,7 +32,7 @@ def summary(r) -> str:
     c = r["connect"]
     if c["requests"]:
         w(f"Connect      {c['requests']:,} opened, mean {ms(c['mean_us'])} ms, max {ms(c['max_us'])} ms\n")
-    om = r.get("open_model")
+    om = r.get("schedule")
     if om:
         w(f"Open model   {om['rate']:,.6g} req/s {om['arrival']}: {om['intended']:,} intended, {om['sent']:,} sent, "
           f"{om['late']:,} late (>{om['late_after_ms']} ms), mean lag {ms(om['mean_lag_us'])} ms, "

@@ -28,9 +28,9 @@ def summary(r) -> str:
         if m["failed"]:
             w(f"Failed       {_n(m['failed'])}" + (f" ({_n(m['unsent'])} due but never sent)"
                                                     if m["unsent"] else "") + "\n")
-        s = m.get("schedule")
+        s = r.get("schedule")
         if s:
-            w(f"Schedule     {_n(s['paced'])} paced sends, {_n(s['late'])} late (>{s['late_after_ms']} ms), "
+            w(f"Schedule     {_n(s['sent'])} paced sends, {_n(s['late'])} late (>{s['late_after_ms']} ms), "
               f"mean lag {ms(s['mean_lag_us'])} ms, max lag {ms(s['max_lag_us'])} ms\n")
     d = m.get("delivery")
     if d and m["verify"]:

@@ -2,7 +2,7 @@
 //! a write buffer that batches packets into one write, and a read buffer packets are decoded from.
 
 use super::codec::{Hello, Incoming, Version};
-use crate::http1::classify_io;
+use crate::net::classify_io;
 use crate::net::{Connector, Stream};
 use crate::stats::{Failure, FailureKind};
 use bytes::BytesMut;

@@ -6,7 +6,7 @@ pub mod codec;
 pub mod config;
 pub mod conn;
 pub mod message;
-pub mod pace;
+
 pub mod publisher;
 pub mod report;
 pub mod run;
@@ -14,4 +14,4 @@ pub mod script;
 pub mod verify;
 
 pub use config::MqttConfig;
-pub use run::{MqttProgress, MqttRun};
+pub use run::{start, MqttRun};

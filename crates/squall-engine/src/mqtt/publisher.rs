@@ -8,9 +8,9 @@
 use super::codec::Hello;
 use super::conn::Conn;
 use super::message::{unix_us, Header};
-use super::pace::Pacer;
 use super::run::{MqttShared, Phase, CONNECT, PUBLISH};
-use crate::runner::LATE_AFTER;
+use crate::run::clock::Pacer;
+use crate::stats::lag::Lag;
 use crate::stats::{Failure, FailureKind, Outcome, Recorder};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -83,10 +83,8 @@ pub struct ThreadCtx {
     pub recorder: RefCell<Recorder>,
     pub clients: RefCell<Vec<Rc<Client>>>,
     connecting: tokio::sync::Semaphore,
-    pub late: Cell<u64>,
-    pub lag_sum_us: Cell<u64>,
-    pub lag_max_us: Cell<u64>,
-    pub on_schedule: Cell<u64>,
+    /// Paced runs: how late the messages went out.
+    pub lag: Cell<Lag>,
     /// When the last message was published (acknowledged, or written at QoS 0).
     pub last_publish: Cell<Option<Instant>>,
     /// When the last paced message was written: after the end if the generator fell behind.
@@ -101,10 +99,7 @@ impl ThreadCtx {
             recorder: RefCell::new(recorder),
             clients: RefCell::new(Vec::new()),
             connecting: tokio::sync::Semaphore::new(CONNECTING_AT_ONCE),
-            late: Cell::new(0),
-            lag_sum_us: Cell::new(0),
-            lag_max_us: Cell::new(0),
-            on_schedule: Cell::new(0),
+            lag: Cell::default(),
             last_publish: Cell::new(None),
             last_paced_send: Cell::new(None),
         }
@@ -373,14 +368,9 @@ async fn publish(ctx: &ThreadCtx, c: &Client, conn: &mut Conn, plan: &mut Plan) 
                     break;
                 }
                 sent_at = due;
-                let lag = now.duration_since(due);
-                let lag_us = lag.as_micros() as u64;
-                ctx.lag_sum_us.set(ctx.lag_sum_us.get() + lag_us);
-                ctx.lag_max_us.set(ctx.lag_max_us.get().max(lag_us));
-                if lag > LATE_AFTER {
-                    ctx.late.set(ctx.late.get() + 1);
-                }
-                ctx.on_schedule.set(ctx.on_schedule.get() + 1);
+                let mut lag = ctx.lag.get();
+                lag.note(now.duration_since(due));
+                ctx.lag.set(lag);
                 ctx.last_paced_send.set(Some(now));
                 plan.due = Some(due + plan.interval);
             }

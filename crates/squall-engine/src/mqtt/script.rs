@@ -184,8 +184,8 @@ async fn connect(
 ) -> Result<Conn, Failure> {
     let io = |m: String| Failure::new(FailureKind::Io, m);
     let (tls_on, host, port) = super::run::broker_address(broker).map_err(io)?;
-    let addrs = crate::request::resolve_async(&host, port).await.map_err(io)?;
-    let tls = tls_on.then(|| (crate::tls::client_config(insecure, &[b"mqtt"]), host.as_str()));
+    let addrs = crate::net::resolve_async(&host, port).await.map_err(io)?;
+    let tls = tls_on.then(|| (crate::net::tls::client_config(insecure, &[b"mqtt"]), host.as_str()));
     let connector = Connector::new(addrs, tls).map_err(io)?;
     let login = hello.login.as_ref().map(|(u, p)| (u.as_str(), p.as_str()));
     let h = Hello { client_id: &hello.client_id, keepalive: hello.keepalive, clean: hello.clean, login };

@@ -1,17 +1,9 @@
-//! What a run is asked to do. Deserialized from the JSON the Python front end builds.
+//! What a `squall bench` run is asked to do.
 
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Arrival {
-    /// Evenly spaced send times.
-    #[default]
-    Constant,
-    /// Exponentially distributed gaps (a Poisson process) with the same mean rate.
-    Poisson,
-}
+pub use crate::run::schedule::Arrival;
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]

@@ -4,12 +4,19 @@
 
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
-use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Percentiles reported everywhere (the columns of Locust's and ab's tables).
+pub mod lag;
+pub mod merge;
+pub mod result;
+pub mod stream;
+
+pub use stream::{LiveCounters, Second, Timeline};
+
 pub const PERCENTILES: [f64; 11] = [50.0, 66.0, 75.0, 80.0, 90.0, 95.0, 98.0, 99.0, 99.9, 99.99, 100.0];
 
 pub type EndpointId = usize;
@@ -134,7 +141,7 @@ pub enum Outcome {
 }
 
 /// Counts and latency histogram of one endpoint over some time span.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct EndpointStats {
     pub hist: Histogram<u64>,
     pub requests: u64,
@@ -232,58 +239,6 @@ pub fn merge_errors(into: &mut HashMap<ErrorKey, ErrorEntry>, from: HashMap<Erro
     }
 }
 
-/// Live counters one thread publishes for the progress line; padded so threads don't share a line.
-#[repr(align(128))]
-#[derive(Default)]
-pub struct LiveCounters {
-    pub completed: AtomicU64,
-    pub failed: AtomicU64,
-}
-
-/// Per-second statistics shared by all threads; old seconds are condensed to summary rows.
-pub struct Timeline {
-    inner: Mutex<TimelineInner>,
-}
-
-#[derive(Default)]
-struct TimelineInner {
-    open: BTreeMap<u64, Vec<EndpointStats>>,
-    closed: BTreeMap<u64, Vec<EndpointStats>>,
-}
-
-impl Timeline {
-    pub fn new() -> Arc<Timeline> {
-        Arc::new(Timeline { inner: Mutex::new(TimelineInner::default()) })
-    }
-
-    pub fn push(&self, sec: u64, stats: Vec<EndpointStats>) {
-        let mut inner = self.inner.lock().unwrap();
-        let slot = match inner.closed.get_mut(&sec) {
-            Some(slot) => slot, // a straggler: still merged, the second is only kept compact later
-            None => inner.open.entry(sec).or_default(),
-        };
-        merge_vec(slot, &stats);
-    }
-
-    /// Marks seconds before `sec` complete: no thread will add to them in the ordinary course.
-    pub fn close_before(&self, sec: u64) {
-        let mut inner = self.inner.lock().unwrap();
-        let keep = inner.open.split_off(&sec);
-        let done = std::mem::replace(&mut inner.open, keep);
-        inner.closed.extend(done);
-    }
-
-    /// Everything recorded so far, second by second.
-    pub fn take_all(&self) -> BTreeMap<u64, Vec<EndpointStats>> {
-        let mut inner = self.inner.lock().unwrap();
-        let mut all = std::mem::take(&mut inner.closed);
-        for (sec, v) in std::mem::take(&mut inner.open) {
-            merge_vec(all.entry(sec).or_default(), &v);
-        }
-        all
-    }
-}
-
 pub fn merge_vec(into: &mut Vec<EndpointStats>, from: &[EndpointStats]) {
     if into.len() < from.len() {
         into.resize_with(from.len(), EndpointStats::default);
@@ -309,9 +264,11 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    pub fn new(start: Instant, timeline: Arc<Timeline>, live: Arc<LiveCounters>) -> Self {
+    /// A recorder feeding `timeline` (its counters join the run's live progress).
+    pub fn new(timeline: Arc<Timeline>) -> Self {
+        let live = timeline.register();
         Recorder {
-            start,
+            start: timeline.start,
             totals: Vec::new(),
             second_idx: 0,
             second: Vec::new(),
@@ -409,7 +366,15 @@ impl Recorder {
         if sec != self.second_idx {
             self.flush();
             self.second_idx = sec;
+            self.live.second.store(sec, Ordering::Release);
         }
+    }
+
+    /// The recorder's thread is done: its last second goes to the timeline, and it no longer holds
+    /// back the publication of seconds.
+    pub fn finish(&mut self) {
+        self.flush();
+        self.live.second.store(u64::MAX, Ordering::Release);
     }
 
     pub fn flush(&mut self) {
@@ -460,17 +425,18 @@ mod tests {
     #[test]
     fn recorder_splits_seconds_and_counts_errors() {
         let start = Instant::now();
-        let tl = Timeline::new();
-        let mut r = Recorder::new(start, tl.clone(), Arc::new(LiveCounters::default()));
+        let tl = Timeline::new(start);
+        let mut r = Recorder::new(tl.clone());
         let refused = Outcome::Failed(Failure::new(FailureKind::ConnectRefused, ""));
         r.record(start, 0, Duration::from_micros(100), &ok(200));
         r.record(start + Duration::from_millis(1500), 0, Duration::from_micros(100), &refused);
         r.record(start + Duration::from_millis(1600), 0, Duration::from_micros(100), &ok(500));
         r.flush();
-        let all = tl.take_all();
+        let all = tl.all().seconds;
         assert_eq!(all[&0][0].requests, 1);
         assert_eq!(all[&1][0].requests, 2);
         assert_eq!(all[&1][0].failures, 2);
+        assert_eq!(tl.counts(), (3, 2));
         assert_eq!(r.errors.len(), 2);
         assert_eq!(r.totals[0].requests, 3);
     }

@@ -1,13 +1,23 @@
-//! The open model's clock: intended send times at a constant or Poisson rate, optionally ramped from
-//! zero, issued by a dedicated thread with sub-millisecond sleeps (tokio's timer has 1 ms granularity,
-//! which would add up to a millisecond of error to every measured latency).
+//! The open model's schedule: intended send times at a constant or Poisson rate, optionally ramped
+//! from zero, and the feeder that issues them when they fall due (on the engine's precise clock).
 
-use crate::config::Arrival;
+use super::clock;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Exp1};
+use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrival {
+    /// Evenly spaced send times.
+    #[default]
+    Constant,
+    /// Exponentially distributed gaps (a Poisson process) with the same mean rate.
+    Poisson,
+}
 
 /// Intended send offsets from the start of the run.
 ///
@@ -74,17 +84,13 @@ impl Iterator for Schedule {
 }
 
 /// Issues each intended send time on `tx` when it falls due. Returns when the schedule ends or `stop`.
-pub fn run(
+pub fn feed(
     schedule: Schedule,
     start: Instant,
     tx: async_channel::Sender<Instant>,
     stop: &AtomicBool,
     issued: &AtomicU64,
 ) {
-    // Ask the kernel for tight wake-ups on this thread only (default slack is 50 µs).
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1, 0, 0, 0);
-    }
     for offset in schedule {
         let due = start + offset;
         loop {
@@ -95,7 +101,7 @@ pub fn run(
             if now >= due {
                 break;
             }
-            std::thread::sleep((due - now).min(Duration::from_millis(50)));
+            clock::sleep_until(due.min(now + Duration::from_millis(50))); // checks `stop` at least every 50 ms
         }
         if tx.send_blocking(due).is_err() {
             return;

@@ -1,10 +1,12 @@
-//! Connections: plain TCP or TLS over TCP, behind one type so the HTTP code needn't care.
+//! Connections: name resolution, plain TCP or TLS over TCP behind one type (so the protocols above
+//! needn't care), and how I/O errors become failures.
 
-use crate::http1::classify_io;
+pub mod tls;
+
 use crate::stats::{Failure, FailureKind};
 use rustls::pki_types::ServerName;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -93,5 +95,36 @@ impl AsyncWrite for Stream {
             Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
         }
+    }
+}
+
+/// The addresses of `host`, or a one-line reason.
+pub fn resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>, String> {
+    nonempty((host, port).to_socket_addrs().map(Iterator::collect), host)
+}
+
+/// `resolve` inside the engine's runtime, without blocking its thread.
+pub async fn resolve_async(host: &str, port: u16) -> Result<Vec<SocketAddr>, String> {
+    nonempty(tokio::net::lookup_host((host, port)).await.map(Iterator::collect), host)
+}
+
+fn nonempty(found: std::io::Result<Vec<SocketAddr>>, host: &str) -> Result<Vec<SocketAddr>, String> {
+    match found {
+        Ok(addrs) if !addrs.is_empty() => Ok(addrs),
+        _ => Err(format!("cannot resolve host '{host}'")),
+    }
+}
+
+pub fn classify_io(e: &io::Error, phase: &str) -> Failure {
+    use io::ErrorKind::*;
+    match e.kind() {
+        ConnectionRefused => Failure::new(FailureKind::ConnectRefused, ""),
+        ConnectionReset | ConnectionAborted | BrokenPipe => Failure::new(FailureKind::Reset, ""),
+        UnexpectedEof => Failure::new(FailureKind::Closed, phase.to_string()),
+        TimedOut => Failure::new(FailureKind::Timeout, ""),
+        InvalidData if e.get_ref().is_some_and(|inner| inner.is::<rustls::Error>()) => {
+            Failure::new(FailureKind::Tls, e.to_string())
+        }
+        _ => Failure::new(FailureKind::Io, e.to_string()),
     }
 }

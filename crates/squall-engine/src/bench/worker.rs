@@ -2,11 +2,12 @@
 //! each, or one per HTTP/2 stream), how each worker gets its next send (closed or open model), the
 //! HTTP/1.1 and HTTP/2 requests, and the watchdog that times requests out.
 
-use crate::dispatch::{Dispatch, Slot};
-use crate::h2client::H2Conn;
-use crate::http1::H1Conn;
+use super::Bench;
+use crate::http::h1::H1Conn;
+use crate::http::h2::H2Conn;
 use crate::net::Connector;
-use crate::runner::{Shared, LATE_AFTER};
+use crate::run::dispatch::{Dispatch, Slot};
+use crate::stats::lag::Lag;
 use crate::stats::{self, Outcome, Recorder};
 use bytes::Bytes;
 use std::cell::{Cell, RefCell};
@@ -21,10 +22,13 @@ pub struct ThreadOutput {
     /// Requests still in flight when the run ended: neither counted nor lost silently.
     pub abandoned: u64,
     pub last_completion: Option<Instant>,
+    /// Open model: how late the sends went out.
+    pub lag: Lag,
 }
 
 struct ThreadCtx {
-    shared: Arc<Shared>,
+    shared: Arc<Bench>,
+    lag: RefCell<Lag>,
     connector: Connector,
     recorder: RefCell<Recorder>,
     in_flight: Cell<u64>,
@@ -48,18 +52,19 @@ struct ThreadCtx {
 }
 
 pub(crate) fn worker_thread(
-    shared: Arc<Shared>,
+    shared: Arc<Bench>,
     connector: Connector,
     h2_template: Option<http::Request<()>>,
     t: usize,
 ) -> ThreadOutput {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
+    let rt = crate::run::runtime();
     let local = tokio::task::LocalSet::new();
-    let recorder = Recorder::new(shared.start, shared.timeline.clone(), shared.live[t].clone());
+    let recorder = Recorder::new(shared.core.timeline.clone());
     let cfg = &shared.cfg;
     let streams = if cfg.http2 { cfg.h2_streams } else { 1 };
     let ctx = Rc::new(ThreadCtx {
         connector,
+        lag: RefCell::default(),
         recorder: RefCell::new(recorder),
         in_flight: Cell::new(0),
         last_completion: Cell::new(None),
@@ -75,7 +80,7 @@ pub(crate) fn worker_thread(
         total_workers: cfg.connections * streams,
         shared: shared.clone(),
     });
-    let mut stop_rx = shared.stop_tx.subscribe();
+    let stopped = shared.core.stopped();
     local.block_on(&rt, async {
         // Connections are dealt round-robin: thread t takes connections t, t+threads, ...
         for conn in (t..cfg.connections).step_by(shared.threads) {
@@ -119,7 +124,7 @@ pub(crate) fn worker_thread(
         };
         tokio::select! {
             _ = all_done => {}
-            _ = stop_rx.wait_for(|stop| *stop) => {}
+            _ = stopped => {}
             _ = deadline => {}
         }
         watchdog.abort();
@@ -134,8 +139,8 @@ pub(crate) fn worker_thread(
     let last_completion = ctx.last_completion.get();
     let ctx = Rc::try_unwrap(ctx).ok().expect("all tasks are gone");
     let mut recorder = ctx.recorder.into_inner();
-    recorder.flush();
-    ThreadOutput { recorder, abandoned, last_completion }
+    recorder.finish();
+    ThreadOutput { recorder, abandoned, last_completion, lag: ctx.lag.into_inner() }
 }
 
 fn open_rx(ctx: &ThreadCtx) -> async_channel::Receiver<Instant> {
@@ -167,14 +172,7 @@ async fn next_send(
                 Some(t) => t,
                 None => ctx.dispatch.next(slot, &open.rx).await?,
             };
-            let lag = Instant::now().saturating_duration_since(intended);
-            let lag_us = lag.as_micros() as u64;
-            open.sent.fetch_add(1, Ordering::Relaxed);
-            open.lag_sum_us.fetch_add(lag_us, Ordering::Relaxed);
-            open.lag_max_us.fetch_max(lag_us, Ordering::Relaxed);
-            if lag > LATE_AFTER {
-                open.late.fetch_add(1, Ordering::Relaxed);
-            }
+            ctx.lag.borrow_mut().note(Instant::now().saturating_duration_since(intended));
             Some(intended)
         }
     }
@@ -235,7 +233,7 @@ async fn worker(
     let ramp = ctx.shared.cfg.ramp();
     if matches!(how, Begin::Initial) && !ramp.is_zero() {
         let offset = ramp.mul_f64(index as f64 / ctx.total_workers as f64);
-        tokio::time::sleep_until((ctx.shared.start + offset).into()).await;
+        tokio::time::sleep_until((ctx.shared.core.start + offset).into()).await;
     }
     let mut given = match how {
         Begin::WithSend(t) => Some(t),
@@ -282,7 +280,7 @@ async fn h1_request(ctx: &ThreadCtx, conn: &mut Option<H1Conn>, conn_index: usiz
         Ok(H1Conn::new(stream?))
     };
     let spec = &ctx.shared.spec;
-    let resp = crate::http1::exchange_keepalive(conn, open, &spec.h1_bytes, ctx.head, false, spec.keepalive).await?;
+    let resp = crate::http::h1::exchange_keepalive(conn, open, &spec.h1_bytes, ctx.head, false, spec.keepalive).await?;
     Ok((resp.status, resp.body_bytes, resp.wire_bytes))
 }
 

@@ -2,14 +2,16 @@
 //! summaries with exact HDR percentiles, the per-second time series, errors, and every histogram
 //! serialized losslessly (HdrHistogram V2 + deflate, base64) so results can be merged later.
 
-use crate::runner::StopReason;
+use crate::stats::lag::ScheduleReport;
+use crate::stats::stream::AllSeconds;
 use crate::stats::{self, EndpointStats, ErrorEntry, ErrorKey, PERCENTILES};
+use crate::types::StopReason;
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Summary {
     pub requests: u64,
     pub failures: u64,
@@ -50,7 +52,7 @@ pub fn summarize_stats(s: &EndpointStats) -> Summary {
     summarize(&s.hist, s.requests, s.failures, s.body_bytes, s.wire_bytes)
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EndpointReport {
     pub method: String,
     pub name: String,
@@ -60,7 +62,7 @@ pub struct EndpointReport {
     pub histogram: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ErrorReport {
     pub method: String,
     pub name: String,
@@ -72,7 +74,7 @@ pub struct ErrorReport {
     pub last_seen_s: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SecondReport {
     /// Seconds since the start of the run.
     pub t: u64,
@@ -88,7 +90,7 @@ pub struct SecondReport {
     pub histogram: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Cumulative {
     pub requests: u64,
     pub failures: u64,
@@ -100,7 +102,7 @@ pub struct Cumulative {
 }
 
 /// One bar of the console's latency histogram: requests that took at most `upper_us`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Bucket {
     pub upper_us: u64,
     pub count: u64,
@@ -126,7 +128,7 @@ pub fn buckets(h: &Histogram<u64>) -> Vec<Bucket> {
     out
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SecondEndpoint {
     pub method: String,
     pub name: String,
@@ -135,23 +137,7 @@ pub struct SecondEndpoint {
     pub histogram: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
-pub struct OpenModelReport {
-    pub rate: f64,
-    pub arrival: String,
-    /// Requests whose intended send time came up.
-    pub intended: u64,
-    pub sent: u64,
-    /// Sent more than `late_after_ms` after their intended time: too few connections, or a busy generator.
-    pub late: u64,
-    pub late_after_ms: u64,
-    pub mean_lag_us: f64,
-    pub max_lag_us: u64,
-    /// Intended but never sent because the backlog did not drain before the run ended.
-    pub dropped: u64,
-}
-
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LoadReport {
     pub model: String,
     pub connections: usize,
@@ -164,7 +150,7 @@ pub struct LoadReport {
     pub timeout_s: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunResult {
     pub squall_version: String,
     pub kind: String,
@@ -173,40 +159,41 @@ pub struct RunResult {
     pub start_unix: f64,
     pub duration_s: f64,
     /// completed, duration, interrupted or drain_timeout.
-    pub stop_reason: String,
+    pub stop_reason: StopReason,
     pub load: LoadReport,
     pub aggregate: EndpointReport,
     pub endpoints: Vec<EndpointReport>,
     pub errors: Vec<ErrorReport>,
     pub connect: Summary,
     pub connect_histogram: String,
-    pub open_model: Option<OpenModelReport>,
+    /// Paced runs (bench's open model, MQTT's rate): how the schedule was kept.
+    pub schedule: Option<ScheduleReport>,
     /// In flight when the run ended (duration up, or interrupted): sent, but not counted.
     pub abandoned: u64,
     pub latency_histogram: Vec<Bucket>,
     pub timeseries: Vec<SecondReport>,
     /// MQTT runs: rates, per-client counts and delivery.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub mqtt: Option<crate::mqtt::report::MqttReport>,
+    #[serde(default)]
+    pub mqtt: Option<MqttReport>,
 }
 
-pub struct Inputs<'a> {
-    pub kind: &'a str,
+pub struct Inputs {
+    pub kind: String,
     pub url: String,
     pub method: String,
     pub start_unix: f64,
     pub load: LoadReport,
     /// (method, name) of each endpoint id.
     pub names: Vec<(String, String)>,
-    /// Concurrency at each second of the run.
-    pub users_at: &'a dyn Fn(u64) -> u64,
-    pub open_model: Option<OpenModelReport>,
+    pub schedule: Option<ScheduleReport>,
     pub reason: StopReason,
     pub duration: Duration,
     pub totals: Vec<EndpointStats>,
     pub errors: HashMap<ErrorKey, ErrorEntry>,
     pub connect: Histogram<u64>,
-    pub timeline: BTreeMap<u64, Vec<EndpointStats>>,
+    /// The per-second statistics and users.
+    pub seconds: AllSeconds,
     pub abandoned: u64,
 }
 
@@ -260,12 +247,12 @@ pub fn build(inp: Inputs) -> RunResult {
 
     // Every second of the run gets a row, empty ones included: a stalled server shows as a gap of zeros.
     let last_sec = inp.duration.as_secs_f64().ceil().max(1.0) as u64 - 1;
-    let last_sec = last_sec.max(inp.timeline.keys().next_back().copied().unwrap_or(0));
+    let last_sec = last_sec.max(inp.seconds.seconds.keys().next_back().copied().unwrap_or(0));
     let mut running = EndpointStats::default();
     let timeseries = (0..=last_sec)
         .map(|t| {
             let empty = Vec::new();
-            let per = inp.timeline.get(&t).unwrap_or(&empty);
+            let per = inp.seconds.seconds.get(&t).unwrap_or(&empty);
             let all = merged(per);
             running.merge(&all);
             let r = &running.hist;
@@ -281,7 +268,7 @@ pub fn build(inp: Inputs) -> RunResult {
             SecondReport {
                 t,
                 unix: inp.start_unix + t as f64,
-                users: (inp.users_at)(t),
+                users: inp.seconds.users_at(t),
                 summary: summarize_stats(&all),
                 endpoints: per
                     .iter()
@@ -302,22 +289,112 @@ pub fn build(inp: Inputs) -> RunResult {
 
     RunResult {
         squall_version: crate::VERSION.to_string(),
-        kind: inp.kind.to_string(),
+        kind: inp.kind,
         url: inp.url,
         method: inp.method,
         start_unix: inp.start_unix,
         duration_s: inp.duration.as_secs_f64(),
-        stop_reason: inp.reason.as_str().to_string(),
+        stop_reason: inp.reason,
         load: inp.load,
         aggregate,
         endpoints,
         errors,
         connect: summarize(&inp.connect, inp.connect.len(), 0, 0, 0),
         connect_histogram: stats::histogram_to_base64(&inp.connect),
-        open_model: inp.open_model,
+        schedule: inp.schedule,
         abandoned: inp.abandoned,
         latency_histogram: buckets(&all.hist),
         timeseries,
         mqtt: None,
     }
+}
+
+// The MQTT part of a result (built by mqtt::report).
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Spread {
+    pub min: f64,
+    pub median: f64,
+    pub max: f64,
+}
+
+impl Spread {
+    pub fn of(mut v: Vec<f64>) -> Spread {
+        if v.is_empty() {
+            return Spread { min: 0.0, median: 0.0, max: 0.0 };
+        }
+        v.sort_by(f64::total_cmp);
+        Spread { min: v[0], median: v[v.len() / 2], max: v[v.len() - 1] }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DeliveryReport {
+    /// Messages put on the wire (never-sent messages excluded).
+    pub sent: u64,
+    /// Distinct messages the subscribers saw.
+    pub delivered: u64,
+    pub lost: u64,
+    pub duplicated: u64,
+    pub out_of_order: u64,
+    /// Everything that arrived, duplicates and other publishers' messages included.
+    pub received: u64,
+    /// Messages without this run's header (another publisher on the same topics).
+    pub foreign: u64,
+    /// Subscribe-only: distinct senders seen (by their squall header).
+    pub senders: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ClientReport {
+    pub index: usize,
+    pub id: String,
+    pub sent: u64,
+    pub published: u64,
+    pub failed: u64,
+    pub unsent: u64,
+    /// Published per second of measured time.
+    pub rate: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delivered: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duplicated: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub out_of_order: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MqttReport {
+    pub broker: String,
+    pub mqtt_version: String,
+    pub qos: u8,
+    pub topic: String,
+    /// The subscription of `--verify` or `--subscribe-only`.
+    pub filter: Option<String>,
+    pub clients: usize,
+    pub first_client: usize,
+    pub rate_per_client: Option<f64>,
+    pub inflight: usize,
+    pub retain: bool,
+    pub verify: bool,
+    pub subscribe_only: bool,
+    /// Seconds spent connecting before the measured time began.
+    pub connect_phase_s: f64,
+    /// The measured time: from the start of publishing to its end (the duration, or the last
+    /// acknowledgement of a run with a message count; a paced run whose generator fell behind runs
+    /// to its last late send).
+    pub measured_s: f64,
+    /// Messages given sequence numbers: sent, or due but never sent (`unsent`).
+    pub sent: u64,
+    /// Acknowledged (QoS 1 and 2) or written (QoS 0).
+    pub published: u64,
+    pub failed: u64,
+    pub unsent: u64,
+    /// Published per second of measured time.
+    pub publish_rate: f64,
+    pub client_rate: Spread,
+    pub delivery: Option<DeliveryReport>,
+    pub per_client: Vec<ClientReport>,
 }

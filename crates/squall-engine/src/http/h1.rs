@@ -1,7 +1,7 @@
 //! A lean HTTP/1.1 exchange: write the prepared request, parse the response head with `httparse`,
 //! then read the body by Content-Length, chunked encoding, or until close.
 
-use crate::net::Stream;
+use crate::net::{classify_io, Stream};
 use crate::stats::{Failure, FailureKind};
 use std::io;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -91,20 +91,6 @@ pub struct H1Conn {
     body_counter: u64,
     /// Exchanges completed on this connection.
     pub served: u64,
-}
-
-pub fn classify_io(e: &io::Error, phase: &str) -> Failure {
-    use io::ErrorKind::*;
-    match e.kind() {
-        ConnectionRefused => Failure::new(FailureKind::ConnectRefused, ""),
-        ConnectionReset | ConnectionAborted | BrokenPipe => Failure::new(FailureKind::Reset, ""),
-        UnexpectedEof => Failure::new(FailureKind::Closed, phase.to_string()),
-        TimedOut => Failure::new(FailureKind::Timeout, ""),
-        InvalidData if e.get_ref().is_some_and(|inner| inner.is::<rustls::Error>()) => {
-            Failure::new(FailureKind::Tls, e.to_string())
-        }
-        _ => Failure::new(FailureKind::Io, e.to_string()),
-    }
 }
 
 impl H1Conn {

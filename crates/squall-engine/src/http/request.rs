@@ -1,8 +1,9 @@
 //! The request a run sends and where it goes: URL checks, name resolution, the serialized HTTP/1.1
 //! request (built once, written as-is for every request).
 
-use crate::config::BenchConfig;
-use std::net::{SocketAddr, ToSocketAddrs};
+use crate::bench::config::BenchConfig;
+use crate::net::resolve;
+use std::net::SocketAddr;
 use url::Url;
 
 #[derive(Debug, Clone)]
@@ -81,23 +82,6 @@ impl RequestSpec {
     }
 }
 
-/// The addresses of `host`, or a one-line reason.
-pub fn resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>, String> {
-    nonempty((host, port).to_socket_addrs().map(Iterator::collect), host)
-}
-
-/// `resolve` inside the engine's runtime, without blocking its thread.
-pub async fn resolve_async(host: &str, port: u16) -> Result<Vec<SocketAddr>, String> {
-    nonempty(tokio::net::lookup_host((host, port)).await.map(Iterator::collect), host)
-}
-
-fn nonempty(found: std::io::Result<Vec<SocketAddr>>, host: &str) -> Result<Vec<SocketAddr>, String> {
-    match found {
-        Ok(addrs) if !addrs.is_empty() => Ok(addrs),
-        _ => Err(format!("cannot resolve host '{host}'")),
-    }
-}
-
 /// The Host header value: the port only when it is not the scheme's default.
 pub fn authority(url: &Url) -> String {
     let host = match url.host() {
@@ -115,9 +99,25 @@ pub fn authority(url: &Url) -> String {
 /// Content-Length from the body and Connection from `keepalive`.
 pub fn serialize_h1(method: &str, url: &Url, headers: &[(String, String)], body: &[u8], keepalive: bool) -> Vec<u8> {
     use std::io::Write;
+    let mut out = serialize_h1_head(method, url, headers);
+    if !body.is_empty() || matches!(method, "POST" | "PUT" | "PATCH") {
+        let _ = write!(out, "Content-Length: {}\r\n", body.len());
+    }
+    if !keepalive {
+        out.extend_from_slice(b"Connection: close\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(body);
+    out
+}
+
+/// The request line and headers, without Content-Length, Connection and the blank line: the part of
+/// a request that depends only on the method, URL and headers, so it can be prepared once.
+pub fn serialize_h1_head(method: &str, url: &Url, headers: &[(String, String)]) -> Vec<u8> {
+    use std::io::Write;
     let has_header = |name: &str| headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
-    let mut out = Vec::with_capacity(256 + body.len());
-    // Writes go straight into `out`: no temporary strings on a path taken for every scripted request.
+    let mut out = Vec::with_capacity(256);
+    // Writes go straight into `out`: no temporary strings on a path taken for every request.
     let _ = write!(out, "{} {}", method, url.path());
     if let Some(q) = url.query() {
         let _ = write!(out, "?{q}");
@@ -138,14 +138,6 @@ pub fn serialize_h1(method: &str, url: &Url, headers: &[(String, String)], body:
         }
         let _ = write!(out, "{k}: {v}\r\n");
     }
-    if !body.is_empty() || matches!(method, "POST" | "PUT" | "PATCH") {
-        let _ = write!(out, "Content-Length: {}\r\n", body.len());
-    }
-    if !keepalive {
-        out.extend_from_slice(b"Connection: close\r\n");
-    }
-    out.extend_from_slice(b"\r\n");
-    out.extend_from_slice(body);
     out
 }
 

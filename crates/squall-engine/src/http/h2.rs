@@ -1,9 +1,10 @@
 //! HTTP/2 through the `h2` crate: one connection shared by several concurrent streams, reconnected
 //! lazily when it fails. ALPN "h2" over TLS, prior knowledge (h2c) over plain TCP.
 
-use crate::http1::{classify_io, Response};
+use crate::http::h1::Response;
+use crate::http::request::RequestSpec;
+use crate::net::classify_io;
 use crate::net::Connector;
-use crate::request::RequestSpec;
 use crate::stats::{Failure, FailureKind};
 use bytes::Bytes;
 use h2::client::SendRequest;
@@ -15,15 +16,21 @@ const CONNECTION_HEADERS: [&str; 6] =
     ["host", "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"];
 
 pub fn request_template(spec: &RequestSpec) -> Result<http::Request<()>, String> {
-    let mut b = http::Request::builder().method(spec.method.as_str()).uri(spec.url.as_str());
-    let has = |n: &str| spec.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(n));
+    build_request(&spec.method, &spec.url, &spec.headers)
+}
+
+/// An HTTP/2 request head: squall's default user-agent and accept unless given, the caller's headers
+/// lowercased, and none of the connection-specific headers HTTP/2 forbids.
+pub fn build_request(method: &str, url: &url::Url, headers: &[(String, String)]) -> Result<http::Request<()>, String> {
+    let mut b = http::Request::builder().method(method).uri(url.as_str());
+    let has = |n: &str| headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(n));
     if !has("user-agent") {
         b = b.header("user-agent", format!("squall/{}", crate::VERSION));
     }
     if !has("accept") {
         b = b.header("accept", "*/*");
     }
-    for (k, v) in &spec.headers {
+    for (k, v) in headers {
         if !CONNECTION_HEADERS.iter().any(|c| k.eq_ignore_ascii_case(c)) {
             b = b.header(k.to_ascii_lowercase(), v);
         }

@@ -1,0 +1,246 @@
+//! `squall bench`: one URL over N connections. A `Load` on the run core: each engine thread runs its
+//! share of the connections (one worker task each, or one per HTTP/2 stream); in the closed model each
+//! worker sends its next request when the last one ends, in the open model a feeder thread issues
+//! intended send times (latency counts from them) that the threads' dispatchers hand to idle workers.
+
+pub mod config;
+pub mod worker;
+
+use crate::http::h2::request_template;
+use crate::http::request::RequestSpec;
+use crate::net::{tls, Connector};
+use crate::run::schedule::{self, Schedule};
+use crate::run::{self, Load, Progress, Run, RunCore};
+use crate::stats::lag::{Lag, ScheduleReport};
+use crate::stats::result::{self, RunResult};
+use crate::stats::{self, FailureKind};
+use crate::types::{StartError, StopReason};
+pub use config::BenchConfig;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The open model's queue of intended send times, shared by the feeder and the threads.
+pub struct OpenState {
+    pub rx: async_channel::Receiver<Instant>,
+    pub intended: AtomicU64,
+    pub feeder_done: AtomicBool,
+    feeder_stop: AtomicBool,
+}
+
+pub struct Bench {
+    pub cfg: BenchConfig,
+    pub spec: RequestSpec,
+    pub threads: usize,
+    pub core: Arc<RunCore>,
+    /// Closed model with a request count: requests claimed so far.
+    pub(crate) issued: AtomicU64,
+    pub open: Option<OpenState>,
+    feeder: Mutex<Option<JoinHandle<()>>>,
+    /// When the open model's feeder was first seen done.
+    drain_since: Mutex<Option<Instant>>,
+    stopped_at: Mutex<Option<Instant>>,
+}
+
+impl Bench {
+    /// The end of a closed-model run with a duration: completions after it are not counted.
+    pub(crate) fn closed_deadline(&self) -> Option<Instant> {
+        match (&self.open, self.cfg.duration()) {
+            (None, Some(d)) => Some(self.core.start + d),
+            _ => None,
+        }
+    }
+
+    /// Connections at second `t`: ramped linearly in the closed model.
+    fn users_at(&self, elapsed: Duration) -> u64 {
+        let ramp = self.cfg.ramp().as_secs_f64();
+        let c = self.cfg.connections as f64;
+        if self.open.is_none() && ramp > 0.0 {
+            (c * ((elapsed.as_secs() as f64 + 1.0) / ramp).min(1.0)).ceil() as u64
+        } else {
+            c as u64
+        }
+    }
+}
+
+/// Checks the configuration, resolves and (by default) connects to the target once, then starts.
+pub fn start(cfg: BenchConfig, body: Vec<u8>) -> Result<Run<Bench>, StartError> {
+    cfg.validate().map_err(StartError::Usage)?;
+    let mut spec = RequestSpec::new(&cfg, body).map_err(StartError::Usage)?;
+    let h2_template = if cfg.http2 { Some(request_template(&spec).map_err(StartError::Usage)?) } else { None };
+    spec.resolve().map_err(StartError::Target)?;
+    let alpn: &[&[u8]] = if cfg.http2 { &[b"h2"] } else { &[b"http/1.1"] };
+    let tls = spec.https.then(|| (tls::client_config(cfg.insecure, alpn), spec.host.as_str()));
+    let connector = Connector::new(spec.addrs.clone(), tls).map_err(StartError::Usage)?;
+    if cfg.preflight {
+        preflight(&connector, &spec, cfg.timeout(), cfg.insecure)?;
+    }
+
+    let threads = run::thread_count(cfg.threads, cfg.connections);
+    let (open, feeder_tx) = match cfg.rate {
+        Some(_) => {
+            let (tx, rx) = async_channel::unbounded();
+            let state = OpenState {
+                rx,
+                intended: AtomicU64::new(0),
+                feeder_done: AtomicBool::new(false),
+                feeder_stop: AtomicBool::new(false),
+            };
+            (Some(state), Some(tx))
+        }
+        None => (None, None),
+    };
+    let core = RunCore::new();
+    core.timeline.set_names(vec![(spec.method.clone(), spec.name.clone())]);
+    let bench = Arc::new(Bench {
+        threads,
+        core: core.clone(),
+        issued: AtomicU64::new(0),
+        open,
+        feeder: Mutex::new(None),
+        drain_since: Mutex::new(None),
+        stopped_at: Mutex::new(None),
+        spec,
+        cfg,
+    });
+    core.timeline.set_users(bench.users_at(Duration::ZERO));
+    if let Some(tx) = feeder_tx {
+        let b = bench.clone();
+        let handle = std::thread::Builder::new()
+            .name("squall-feeder".into())
+            .spawn(move || {
+                let c = &b.cfg;
+                let schedule = Schedule::new(c.rate.unwrap(), c.arrival, c.ramp(), c.requests, c.duration());
+                let open = b.open.as_ref().unwrap();
+                schedule::feed(schedule, b.core.start, tx, &open.feeder_stop, &open.intended);
+                open.feeder_done.store(true, Ordering::SeqCst);
+            })
+            .map_err(|e| StartError::Target(format!("cannot start the feeder thread: {e}")))?;
+        *bench.feeder.lock().unwrap() = Some(handle);
+    }
+    let b = bench.clone();
+    Run::start(core, bench, "squall-worker", threads, move |t| {
+        worker::worker_thread(b.clone(), connector.clone(), h2_template.clone(), t)
+    })
+}
+
+/// One connection (and TLS handshake) before the run, so that a dead target is one clear error.
+fn preflight(connector: &Connector, spec: &RequestSpec, timeout: Duration, insecure: bool) -> Result<(), StartError> {
+    let target = format!("{}:{}", spec.host, spec.port);
+    let outcome = run::runtime().block_on(async { tokio::time::timeout(timeout, connector.connect(0)).await });
+    match outcome {
+        Ok(Ok(_)) => Ok(()),
+        Err(_) => Err(StartError::Target(format!("cannot connect to {target}: timed out after {timeout:?}"))),
+        Ok(Err(f)) => Err(StartError::Target(format!(
+            "cannot connect to {target}: {}{}",
+            f.message(),
+            tls_hint(&f.kind, insecure)
+        ))),
+    }
+}
+
+/// The hint after a TLS failure, unless certificates are already not checked.
+pub fn tls_hint(kind: &FailureKind, insecure: bool) -> &'static str {
+    if *kind == FailureKind::Tls && !insecure {
+        " (use --insecure to skip certificate verification)"
+    } else {
+        ""
+    }
+}
+
+impl Load for Bench {
+    type Thread = worker::ThreadOutput;
+
+    fn tick(&self, core: &RunCore, now: Instant, threads_done: bool) -> bool {
+        core.timeline.set_users(self.users_at(now.saturating_duration_since(core.start)));
+        if self.closed_deadline().is_some_and(|d| now >= d) && core.reason() == StopReason::Running {
+            core.stop(StopReason::Deadline);
+        }
+        if let Some(open) = &self.open {
+            // The feeder's sender is gone once it is done, so workers end when the queue is empty;
+            // a backlog that does not drain within one timeout is reported as dropped.
+            if open.feeder_done.load(Ordering::SeqCst) {
+                let since = *self.drain_since.lock().unwrap().get_or_insert(now);
+                if now.duration_since(since) > self.cfg.timeout() && core.reason() == StopReason::Running {
+                    core.stop(StopReason::DrainTimeout);
+                }
+            }
+        }
+        if core.stopping() {
+            self.stopped_at.lock().unwrap().get_or_insert(now);
+        }
+        threads_done
+    }
+
+    fn progress(&self, _core: &RunCore, _p: &mut Progress) {}
+
+    fn finish(&self, core: &RunCore, outputs: Vec<worker::ThreadOutput>) -> RunResult {
+        if let Some(open) = &self.open {
+            open.feeder_stop.store(true, Ordering::SeqCst);
+        }
+        if let Some(f) = self.feeder.lock().unwrap().take() {
+            let _ = f.join();
+        }
+        let closed_deadline = self.closed_deadline();
+        if core.reason() == StopReason::Running {
+            let ran_out = closed_deadline.is_some_and(|d| Instant::now() >= d);
+            core.set_reason(if ran_out { StopReason::Deadline } else { StopReason::Completed });
+        }
+        let reason = core.reason();
+        let end = match reason {
+            StopReason::Deadline => closed_deadline.unwrap(),
+            StopReason::Interrupted => self.stopped_at.lock().unwrap().unwrap_or_else(Instant::now),
+            _ => outputs.iter().filter_map(|o| o.last_completion).max().unwrap_or_else(Instant::now),
+        };
+        let mut merged = Vec::new();
+        let mut errors = HashMap::new();
+        let mut connect = stats::new_histogram();
+        let (mut abandoned, mut lag) = (0, Lag::default());
+        for o in outputs {
+            stats::merge_vec(&mut merged, &o.recorder.totals);
+            stats::merge_errors(&mut errors, o.recorder.errors);
+            connect.add(&o.recorder.connect).expect("auto-resizing histograms always merge");
+            abandoned += o.abandoned;
+            lag.add(&o.lag);
+        }
+        let cfg = &self.cfg;
+        let schedule = self.open.as_ref().map(|o| {
+            let arrival = format!("{:?}", cfg.arrival).to_lowercase();
+            ScheduleReport::new(
+                cfg.rate.unwrap_or(0.0),
+                &arrival,
+                o.intended.load(Ordering::Relaxed),
+                &lag,
+                o.rx.len() as u64,
+            )
+        });
+        result::build(result::Inputs {
+            kind: "http".into(),
+            url: cfg.url.clone(),
+            method: self.spec.method.clone(),
+            start_unix: core.start_unix,
+            load: result::LoadReport {
+                model: if self.open.is_some() { "open" } else { "closed" }.into(),
+                connections: cfg.connections,
+                threads: self.threads,
+                requests: cfg.requests,
+                duration_s: cfg.duration,
+                ramp_s: cfg.ramp,
+                http2: cfg.http2,
+                keepalive: cfg.keepalive,
+                timeout_s: cfg.timeout,
+            },
+            names: vec![(self.spec.method.clone(), self.spec.name.clone())],
+            schedule,
+            reason,
+            duration: end.saturating_duration_since(core.start),
+            totals: merged,
+            errors,
+            connect,
+            seconds: core.timeline.all(),
+            abandoned,
+        })
+    }
+}

@@ -1,0 +1,740 @@
+//! Scripted load: the requests and MQTT operations of Python users (greenlets), run by an engine that
+//! lives on the users' own thread. The script submits a request (no channel, no wake-up: a task is
+//! added to the engine's local set) and, when its users have nothing left to run, polls: the engine's
+//! runtime then runs on that thread until completions are ready or the script's next timer falls due,
+//! waiting in one epoll for both.
+//!
+//! Why one thread: with the engine on a thread of its own, each request cost two cross-thread
+//! wake-ups (the script waking the engine to send, the engine waking the script with the response);
+//! with think time nothing batches them, and 1,000 users `between(0.1, 0.2)` spent 100 µs of CPU per
+//! request, 2.2 futex calls each (strace: 38,032 futex and 17,375 recvfrom calls in 6 s). On one
+//! thread there are none. The cost: a response that arrives while Python runs other users' code is
+//! timed when the script next polls; the hub polls between passes over its ready users, so this is
+//! bounded by one pass (tens of microseconds per ready user), as with Locust's gevent loop.
+//!
+//! Each user has its own keep-alive connections (HTTP/1.1, or one HTTP/2 connection per origin with
+//! `http2`) and its own cookie jar. URLs are parsed once per (base, URL) and the request head is
+//! prepared once per distinct request; the engine measures and records each request under its stats
+//! name, unless the script judges it (`catch_response`) and records its verdict.
+
+pub mod cookies;
+
+use crate::http::h1::{H1Conn, Response};
+use crate::http::h2::{build_request, H2Conn};
+use crate::http::request::{parse_url, path_and_query, serialize_h1_head};
+use crate::mqtt::script::{Event, Op, Sink, UserTx};
+use crate::net::{tls, Connector};
+use crate::run::clock::AsyncTimer;
+use crate::run::RunCore;
+use crate::stats::result::{self, LoadReport, RunResult, Summary};
+use crate::stats::{self, EndpointId, Failure, FailureKind, Outcome, Recorder};
+use crate::types::StopReason;
+use bytes::Bytes;
+use cookies::Jar;
+use rustc_hash::FxHashMap as HashMap;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, Notify};
+
+const MAX_REDIRECTS: usize = 30;
+/// Parsed URLs kept per base: scripts that build a unique URL per request must not grow it forever.
+const MAX_URLS: usize = 10_000;
+/// Prepared request heads kept.
+const MAX_HEADS: usize = 10_000;
+
+/// One request from a script.
+pub struct ScriptRequest {
+    pub user: u64,
+    pub method: String,
+    /// The user's base URL (its `host`), joined with `url` unless `url` is absolute.
+    pub base: String,
+    pub url: String,
+    /// Stats name; None: the path and query.
+    pub name: Option<String>,
+    pub headers: Vec<(String, String)>,
+    /// The call's own cookies, on top of the user's jar.
+    pub cookies: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    pub timeout: Duration,
+    /// False when the script judges the response itself (`catch_response=True`) and records its
+    /// verdict with `record`.
+    pub record: bool,
+    /// Follow redirects (up to 30), timed and recorded as one request, as Locust does.
+    pub follow_redirects: bool,
+}
+
+/// What came back for a request (or an MQTT operation). `status` is 0 when no response arrived
+/// (then `error` says why).
+#[derive(Debug, Default)]
+pub struct Completion {
+    pub id: u64,
+    pub status: u16,
+    /// The response's header lines, raw ("Name: value\r\n" each): parsed by the script only if read.
+    pub head: Vec<u8>,
+    pub body: Vec<u8>,
+    pub elapsed_us: u64,
+    pub error: Option<String>,
+    /// The URL of the final response.
+    pub url: String,
+    /// The stats name the request was (or is to be) recorded under.
+    pub name: String,
+}
+
+/// A verdict the script reports: for `catch_response`, or a custom request event.
+pub struct Verdict {
+    pub method: String,
+    pub name: String,
+    pub elapsed_us: u64,
+    pub status: u16,
+    pub body_bytes: u64,
+    pub failure: Option<String>,
+}
+
+/// Live totals of one endpoint, for the periodic console table.
+pub struct EndpointSnapshot {
+    pub method: String,
+    pub name: String,
+    pub summary: Summary,
+}
+
+/// An MQTT message that arrived for a scripted user's subscription.
+pub struct Message {
+    pub user: u64,
+    pub topic: String,
+    pub payload: Vec<u8>,
+    pub qos: u8,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ScriptOptions {
+    /// Accept any TLS certificate.
+    pub insecure: bool,
+    /// HTTP/2: ALPN h2 over TLS, prior knowledge over http://.
+    pub http2: bool,
+}
+
+/// Where a user's connections go: scheme, host and port.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Origin {
+    https: bool,
+    host: String,
+    port: u16,
+}
+
+/// A URL seen before: parsed once, with its origin's index and its default stats name.
+#[derive(Clone)]
+struct KnownUrl {
+    url: url::Url,
+    origin: usize,
+    name: Rc<str>,
+}
+
+struct PreparedHead {
+    method: String,
+    url: String,
+    headers: Vec<(String, String)>,
+    bytes: Rc<[u8]>,
+}
+
+/// A user's connection to one origin.
+enum Pooled {
+    H1(Vec<H1Conn>),
+    H2(Rc<H2Conn>),
+}
+
+struct Engine {
+    options: ScriptOptions,
+    recorder: RefCell<Recorder>,
+    core: Arc<RunCore>,
+    /// name -> [(method, id)]: looked up by &str, so a request allocates nothing to find its endpoint.
+    endpoints: RefCell<HashMap<String, Vec<(String, EndpointId)>>>,
+    names: RefCell<Vec<(String, String)>>,
+    /// base -> url -> parsed.
+    urls: RefCell<HashMap<String, HashMap<String, KnownUrl>>>,
+    origins: RefCell<Vec<Origin>>,
+    /// Prepared HTTP/1.1 request heads (without Cookie, Content-Length and the blank line), by the
+    /// hash of (method, URL, headers); each entry keeps its key to tell collisions apart.
+    heads: RefCell<HashMap<u64, Vec<PreparedHead>>>,
+    head_count: Cell<usize>,
+    /// Each user's connections per origin index.
+    pool: RefCell<HashMap<(u64, usize), Pooled>>,
+    connectors: RefCell<HashMap<usize, Connector>>,
+    tls: Arc<rustls::ClientConfig>,
+    jars: RefCell<HashMap<u64, Jar>>,
+    done: RefCell<Vec<Completion>>,
+    messages: RefCell<Vec<Message>>,
+    /// Woken when a completion or message is queued, while the script waits in `poll`.
+    ready: Notify,
+    /// Each MQTT user's connection task.
+    mqtt: RefCell<HashMap<u64, UserTx>>,
+    /// Request tasks not yet completed: request id -> (user, handle to cancel it when its user stops).
+    running: RefCell<HashMap<u64, (u64, tokio::task::AbortHandle)>>,
+    /// Requests cancelled unmeasured because their user stopped.
+    cancelled: Cell<u64>,
+    next_id: Cell<u64>,
+}
+
+impl Sink for Engine {
+    fn record(&self, method: &str, name: &str, latency: Duration, outcome: &Outcome) {
+        let id = self.endpoint(method, name);
+        self.recorder.borrow_mut().record(Instant::now(), id, latency, outcome);
+    }
+
+    fn event(&self, e: Event) {
+        match e {
+            Event::Done { id, elapsed_us, error } => {
+                self.push(Completion { id, elapsed_us, error, ..Completion::default() })
+            }
+            Event::Message { user, topic, payload, qos } => {
+                self.messages.borrow_mut().push(Message { user, topic, payload, qos });
+                self.ready.notify_one();
+            }
+        }
+    }
+}
+
+impl Engine {
+    fn push(&self, c: Completion) {
+        self.done.borrow_mut().push(c);
+        self.ready.notify_one();
+    }
+
+    fn endpoint(&self, method: &str, name: &str) -> EndpointId {
+        if let Some(methods) = self.endpoints.borrow().get(name) {
+            if let Some(&(_, id)) = methods.iter().find(|(m, _)| m == method) {
+                return id;
+            }
+        }
+        let mut names = self.names.borrow_mut();
+        let id = names.len();
+        names.push((method.to_string(), name.to_string()));
+        self.core.timeline.add_name(method, name);
+        self.endpoints.borrow_mut().entry(name.to_string()).or_default().push((method.to_string(), id));
+        id
+    }
+
+    /// The parsed URL, its origin index and default name; cached, since scripts request the same
+    /// URLs over and over.
+    fn known_url(&self, base: &str, raw: &str) -> Result<KnownUrl, String> {
+        if let Some(k) = self.urls.borrow().get(base).and_then(|m| m.get(raw)) {
+            return Ok(k.clone());
+        }
+        let url = if raw.contains("://") {
+            parse_url(raw)?
+        } else if base.is_empty() {
+            return Err(format!("no host for request '{raw}': set `host` on the User or pass -H/--host"));
+        } else {
+            let base = parse_url(base)?;
+            let joined = format!("{}/{}", base.as_str().trim_end_matches('/'), raw.trim_start_matches('/'));
+            parse_url(&joined)?
+        };
+        let known = self.remember(url);
+        let mut urls = self.urls.borrow_mut();
+        let per_base = urls.entry(base.to_string()).or_default();
+        if per_base.len() < MAX_URLS {
+            per_base.insert(raw.to_string(), known.clone());
+        }
+        Ok(known)
+    }
+
+    fn remember(&self, url: url::Url) -> KnownUrl {
+        let https = url.scheme() == "https";
+        let origin = Origin {
+            https,
+            host: url.host_str().unwrap_or_default().trim_matches(|c| c == '[' || c == ']').to_string(),
+            port: url.port_or_known_default().unwrap_or(if https { 443 } else { 80 }),
+        };
+        let mut origins = self.origins.borrow_mut();
+        let index = match origins.iter().position(|o| *o == origin) {
+            Some(i) => i,
+            None => {
+                origins.push(origin);
+                origins.len() - 1
+            }
+        };
+        let name = Rc::from(path_and_query(&url));
+        KnownUrl { url, origin: index, name }
+    }
+
+    async fn connector(&self, index: usize) -> Result<Connector, Failure> {
+        if let Some(c) = self.connectors.borrow().get(&index) {
+            return Ok(c.clone());
+        }
+        let origin = self.origins.borrow()[index].clone();
+        let addrs =
+            crate::net::resolve_async(&origin.host, origin.port).await.map_err(|m| Failure::new(FailureKind::Io, m))?;
+        let tls = origin.https.then(|| (self.tls.clone(), origin.host.as_str()));
+        let c = Connector::new(addrs, tls).map_err(|m| Failure::new(FailureKind::Tls, m))?;
+        self.connectors.borrow_mut().insert(index, c.clone());
+        Ok(c)
+    }
+
+    /// The HTTP/1.1 request head for (method, URL, headers), prepared once.
+    fn head(&self, method: &str, url: &url::Url, headers: &[(String, String)]) -> Rc<[u8]> {
+        use std::hash::{Hash, Hasher};
+        let mut h = rustc_hash::FxHasher::default();
+        (method, url.as_str(), headers).hash(&mut h);
+        let key = h.finish();
+        if let Some(bucket) = self.heads.borrow().get(&key) {
+            let same = |p: &&PreparedHead| p.method == method && p.url == url.as_str() && p.headers == headers;
+            if let Some(p) = bucket.iter().find(same) {
+                return p.bytes.clone();
+            }
+        }
+        let bytes: Rc<[u8]> = serialize_h1_head(method, url, headers).into();
+        if self.head_count.get() < MAX_HEADS {
+            self.head_count.set(self.head_count.get() + 1);
+            let prepared = PreparedHead {
+                method: method.into(),
+                url: url.as_str().into(),
+                headers: headers.to_vec(),
+                bytes: bytes.clone(),
+            };
+            self.heads.borrow_mut().entry(key).or_default().push(prepared);
+        }
+        bytes
+    }
+
+    /// The HTTP/1.1 request: the prepared head, then the user's cookies, the length and the body.
+    fn h1_bytes(
+        &self,
+        method: &str,
+        url: &url::Url,
+        headers: &[(String, String)],
+        cookie: Option<&str>,
+        body: &[u8],
+    ) -> Vec<u8> {
+        let head = self.head(method, url, headers);
+        let mut out = Vec::with_capacity(head.len() + 64 + body.len());
+        out.extend_from_slice(&head);
+        if let Some(c) = cookie {
+            out.extend_from_slice(b"Cookie: ");
+            out.extend_from_slice(c.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        if !body.is_empty() || matches!(method, "POST" | "PUT" | "PATCH") {
+            use std::io::Write;
+            let _ = write!(out, "Content-Length: {}\r\n", body.len());
+        }
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(body);
+        out
+    }
+}
+
+/// The engine of a scripted run, driven from the script's thread. Not `Send`: it stays on the thread
+/// that made it.
+pub struct ScriptEngine {
+    rt: tokio::runtime::Runtime,
+    local: tokio::task::LocalSet,
+    engine: Rc<Engine>,
+    timer: AsyncTimer,
+    last_roll: Cell<Instant>,
+}
+
+impl ScriptEngine {
+    pub fn new(options: ScriptOptions) -> std::io::Result<ScriptEngine> {
+        let rt = crate::run::runtime();
+        let core = RunCore::new();
+        let alpn: &[&[u8]] = if options.http2 { &[b"h2"] } else { &[b"http/1.1"] };
+        let timer = {
+            let _in = rt.enter();
+            AsyncTimer::new()?
+        };
+        let engine = Rc::new(Engine {
+            options,
+            recorder: RefCell::new(Recorder::new(core.timeline.clone())),
+            core,
+            endpoints: RefCell::default(),
+            names: RefCell::default(),
+            urls: RefCell::default(),
+            origins: RefCell::default(),
+            heads: RefCell::default(),
+            head_count: Cell::new(0),
+            pool: RefCell::default(),
+            connectors: RefCell::default(),
+            tls: tls::client_config(options.insecure, alpn),
+            jars: RefCell::default(),
+            done: RefCell::default(),
+            messages: RefCell::default(),
+            ready: Notify::new(),
+            mqtt: RefCell::default(),
+            running: RefCell::default(),
+            cancelled: Cell::new(0),
+            next_id: Cell::new(1),
+        });
+        Ok(ScriptEngine {
+            rt,
+            local: tokio::task::LocalSet::new(),
+            engine,
+            timer,
+            last_roll: Cell::new(Instant::now()),
+        })
+    }
+
+    pub fn core(&self) -> &Arc<RunCore> {
+        &self.engine.core
+    }
+
+    fn next_id(&self) -> u64 {
+        let id = self.engine.next_id.get();
+        self.engine.next_id.set(id + 1);
+        id
+    }
+
+    /// Starts a request; its completion comes from `poll` under the returned id. A URL that cannot be
+    /// requested (no host, a bad URL) is an error at once.
+    pub fn submit(&self, r: ScriptRequest) -> Result<u64, String> {
+        let known = self.engine.known_url(&r.base, &r.url)?;
+        let id = self.next_id();
+        let user = r.user;
+        let task = self.local.spawn_local(run_request(self.engine.clone(), id, r, known));
+        self.engine.running.borrow_mut().insert(id, (user, task.abort_handle()));
+        Ok(id)
+    }
+
+    /// Runs the engine on this thread until a completion or message is ready or `timeout` has passed
+    /// (a zero timeout: one turn of the runtime, I/O included); returns the completions.
+    pub fn poll(&self, timeout: Duration) -> Vec<Completion> {
+        let engine = &self.engine;
+        if engine.done.borrow().is_empty() {
+            let deadline = Instant::now() + timeout;
+            self.rt.block_on(self.local.run_until(async {
+                if timeout.is_zero() {
+                    tokio::task::yield_now().await; // lets the runtime poll I/O once
+                    return;
+                }
+                while engine.done.borrow().is_empty() && engine.messages.borrow().is_empty() {
+                    tokio::select! {
+                        _ = engine.ready.notified() => {}
+                        _ = self.timer.sleep_until(deadline) => break,
+                    }
+                }
+            }));
+        }
+        let now = Instant::now();
+        if now.duration_since(self.last_roll.get()) > Duration::from_millis(100) {
+            self.last_roll.set(now);
+            engine.recorder.borrow_mut().roll(now);
+            engine.core.timeline.publish_ready(now);
+        }
+        std::mem::take(&mut *engine.done.borrow_mut())
+    }
+
+    /// MQTT messages that arrived for scripted users since the last call.
+    pub fn messages(&self) -> Vec<Message> {
+        std::mem::take(&mut *self.engine.messages.borrow_mut())
+    }
+
+    /// An MQTT operation of a scripted user, run on that user's connection in order; its completion
+    /// comes from `poll` under the returned id.
+    pub fn submit_mqtt(&self, user: u64, op: impl FnOnce(u64) -> Op) -> u64 {
+        let id = self.next_id();
+        let engine = &self.engine;
+        let tx = engine
+            .mqtt
+            .borrow_mut()
+            .entry(user)
+            .or_insert_with(|| {
+                let (tx, rx) = mpsc::unbounded_channel();
+                self.local.spawn_local(crate::mqtt::script::user_task(engine.clone(), user, rx));
+                tx
+            })
+            .clone();
+        let _ = tx.send(op(id));
+        id
+    }
+
+    /// Records the script's own verdict on a request (`catch_response`, or a custom event).
+    pub fn record(&self, v: Verdict) {
+        let engine = &self.engine;
+        let id = engine.endpoint(&v.method, &v.name);
+        let failure = v.failure.map(|m| Failure::new(FailureKind::Script, m));
+        let outcome = Outcome::Judged { status: v.status, body_bytes: v.body_bytes, failure };
+        engine.recorder.borrow_mut().record(Instant::now(), id, Duration::from_micros(v.elapsed_us), &outcome);
+    }
+
+    /// The user stopped: its connections close and its requests in flight end unmeasured (as in
+    /// Locust), counted as abandoned.
+    pub fn close_user(&self, user: u64) {
+        let engine = &self.engine;
+        engine.running.borrow_mut().retain(|_, (u, task)| {
+            let theirs = *u == user;
+            if theirs {
+                task.abort();
+                engine.cancelled.set(engine.cancelled.get() + 1);
+            }
+            !theirs
+        });
+        engine.pool.borrow_mut().retain(|&(u, _), _| u != user);
+        engine.jars.borrow_mut().remove(&user);
+        engine.mqtt.borrow_mut().remove(&user); // its task says goodbye and ends
+    }
+
+    /// The user's cookies: (name, value, domain).
+    pub fn cookies(&self, user: u64) -> Vec<(String, String, String)> {
+        let jars = self.engine.jars.borrow();
+        jars.get(&user).map_or(Vec::new(), |j| {
+            j.all().iter().map(|c| (c.name.clone(), c.value.clone(), c.domain.clone())).collect()
+        })
+    }
+
+    /// Sets a cookie in the user's jar (`domain` empty: sent to every host).
+    pub fn set_cookie(&self, user: u64, name: &str, value: &str, domain: &str) {
+        self.engine.jars.borrow_mut().entry(user).or_default().set(name, value, domain);
+    }
+
+    /// Removes the user's cookies named `name` (all when None).
+    pub fn remove_cookies(&self, user: u64, name: Option<&str>) {
+        if let Some(j) = self.engine.jars.borrow_mut().get_mut(&user) {
+            j.remove(name);
+        }
+    }
+
+    /// The number of users now (the run's users gauge).
+    pub fn set_users(&self, users: u64) {
+        self.engine.core.timeline.set_users(users);
+    }
+
+    /// Live totals per endpoint, then the aggregate (method "", name "Aggregated").
+    pub fn snapshot(&self) -> Vec<EndpointSnapshot> {
+        let engine = &self.engine;
+        let recorder = engine.recorder.borrow();
+        let summary = |s: &stats::EndpointStats| result::summarize_stats(s);
+        let mut all = stats::EndpointStats::default();
+        let mut rows: Vec<EndpointSnapshot> = engine
+            .names
+            .borrow()
+            .iter()
+            .zip(recorder.totals.iter())
+            .map(|((method, name), s)| {
+                all.merge(s);
+                EndpointSnapshot { method: method.clone(), name: name.clone(), summary: summary(s) }
+            })
+            .collect();
+        rows.push(EndpointSnapshot { method: String::new(), name: "Aggregated".into(), summary: summary(&all) });
+        rows
+    }
+
+    /// (completed, failed) so far.
+    pub fn counts(&self) -> (u64, u64) {
+        self.engine.core.timeline.counts()
+    }
+
+    /// Ends the run: what is still in flight is abandoned (counted, not measured), the connections
+    /// close, and the result is built.
+    pub fn finish(self, reason: StopReason, url: String) -> RunResult {
+        let ScriptEngine { rt, local, engine, timer, .. } = self;
+        let core = engine.core.clone();
+        core.set_reason(reason);
+        let duration = core.elapsed();
+        let abandoned = engine.cancelled.get() + engine.running.borrow().len() as u64;
+        for (_, (_, task)) in engine.running.borrow_mut().drain() {
+            task.abort();
+        }
+        engine.mqtt.borrow_mut().clear(); // MQTT users say goodbye
+        rt.block_on(local.run_until(async {
+            tokio::task::yield_now().await;
+            tokio::task::yield_now().await;
+        }));
+        drop(local);
+        drop(timer);
+        let engine = Rc::try_unwrap(engine).ok().expect("no task holds the engine once the local set is gone");
+        let mut recorder = engine.recorder.into_inner();
+        recorder.finish();
+        core.timeline.publish_until(duration.as_secs() + 1);
+        let users = core.timeline.users();
+        result::build(result::Inputs {
+            kind: "script".into(),
+            url,
+            method: String::new(),
+            start_unix: core.start_unix,
+            load: LoadReport {
+                model: "users".into(),
+                connections: users as usize,
+                threads: 1,
+                requests: None,
+                duration_s: Some(duration.as_secs_f64()),
+                ramp_s: None,
+                http2: engine.options.http2,
+                keepalive: true,
+                timeout_s: 0.0,
+            },
+            names: engine.names.into_inner(),
+            schedule: None,
+            reason: core.reason(),
+            duration,
+            totals: std::mem::take(&mut recorder.totals),
+            errors: std::mem::take(&mut recorder.errors),
+            connect: recorder.connect.clone(),
+            seconds: core.timeline.all(),
+            abandoned,
+        })
+    }
+}
+
+async fn run_request(engine: Rc<Engine>, id: u64, r: ScriptRequest, known: KnownUrl) {
+    let begin = Instant::now();
+    let result = match tokio::time::timeout(r.timeout, follow(&engine, &r, known.clone())).await {
+        Ok(result) => result,
+        Err(_) => Err(Failure::new(FailureKind::Timeout, "")),
+    };
+    let now = Instant::now();
+    let elapsed = now.saturating_duration_since(begin);
+    let name = r.name.clone().unwrap_or_else(|| known.name.to_string());
+    let completion = match result {
+        Ok((mut resp, url)) => {
+            if r.record {
+                let outcome =
+                    Outcome::Response { status: resp.status, body_bytes: resp.body_bytes, wire_bytes: resp.wire_bytes };
+                let ep = engine.endpoint(&r.method, &name);
+                engine.recorder.borrow_mut().record(now, ep, elapsed, &outcome);
+            }
+            Completion {
+                id,
+                status: resp.status,
+                head: resp.raw_head.take().unwrap_or_default(),
+                body: resp.body.take().unwrap_or_default(),
+                elapsed_us: elapsed.as_micros() as u64,
+                error: None,
+                url,
+                name,
+            }
+        }
+        Err(failure) => {
+            let error = failure.message();
+            if r.record {
+                let ep = engine.endpoint(&r.method, &name);
+                engine.recorder.borrow_mut().record(now, ep, elapsed, &Outcome::Failed(failure));
+            }
+            Completion {
+                id,
+                elapsed_us: elapsed.as_micros() as u64,
+                error: Some(error),
+                url: known.url.to_string(),
+                name,
+                ..Completion::default()
+            }
+        }
+    };
+    engine.running.borrow_mut().remove(&id);
+    engine.push(completion);
+}
+
+/// The request, and the redirects it leads to when asked to follow them. Returns the final response
+/// and its URL. Cookies set along the way go into the user's jar (and so with the following hops);
+/// an `Authorization` header is not sent on to another host, nor from https to http.
+async fn follow(engine: &Engine, r: &ScriptRequest, first: KnownUrl) -> Result<(Response, String), Failure> {
+    let KnownUrl { mut url, mut origin, .. } = first;
+    let (mut method, mut body) = (r.method.as_str(), std::borrow::Cow::Borrowed(&r.body[..]));
+    let mut headers = std::borrow::Cow::Borrowed(&r.headers[..]);
+    let mut hops = 0;
+    loop {
+        let host = url.host_str().unwrap_or_default().to_string();
+        let cookie = if headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("cookie")) {
+            None // the script's own Cookie header wins, as in requests
+        } else {
+            let jars = engine.jars.borrow();
+            match jars.get(&r.user) {
+                Some(jar) => jar.header_for(&host, &r.cookies),
+                None => Jar::default().header_for(&host, &r.cookies),
+            }
+        };
+        let resp = exchange(engine, r.user, origin, method, &url, &headers, cookie.as_deref(), &body).await?;
+        if !resp.set_cookies.is_empty() {
+            let mut jars = engine.jars.borrow_mut();
+            let jar = jars.entry(r.user).or_default();
+            for c in &resp.set_cookies {
+                jar.set_from_header(&host, c);
+            }
+        }
+        let redirect = matches!(resp.status, 301 | 302 | 303 | 307 | 308);
+        let (Some(location), true, true) =
+            (resp.location.clone(), redirect && r.follow_redirects, hops < MAX_REDIRECTS)
+        else {
+            return Ok((resp, url.to_string()));
+        };
+        let next = url
+            .join(&location)
+            .map_err(|_| Failure::new(FailureKind::Protocol, format!("bad redirect location '{location}'")))?;
+        let same_host = next.host_str() == url.host_str() && !(url.scheme() == "https" && next.scheme() == "http");
+        if !same_host && headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization")) {
+            headers.to_mut().retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
+        }
+        let known = engine.remember(next);
+        (url, origin) = (known.url, known.origin);
+        // As browsers and python-requests do: 303 always, and 301/302 after a POST, become a GET.
+        if resp.status == 303 || (matches!(resp.status, 301 | 302) && method == "POST") {
+            method = "GET";
+            body = std::borrow::Cow::Borrowed(&[]);
+        }
+        hops += 1;
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn exchange(
+    engine: &Engine,
+    user: u64,
+    origin: usize,
+    method: &str,
+    url: &url::Url,
+    headers: &[(String, String)],
+    cookie: Option<&str>,
+    body: &[u8],
+) -> Result<Response, Failure> {
+    let key = (user, origin);
+    if engine.options.http2 {
+        let conn = {
+            let mut pool = engine.pool.borrow_mut();
+            match pool.entry(key).or_insert_with(|| Pooled::H2(Rc::new(H2Conn::new(user as usize)))) {
+                Pooled::H2(c) => c.clone(),
+                Pooled::H1(_) => unreachable!("a run is HTTP/2 or HTTP/1.1 throughout"),
+            }
+        };
+        let connector = engine.connector(origin).await?;
+        let mut all = headers.to_vec();
+        if let Some(c) = cookie {
+            all.push(("cookie".into(), c.to_string()));
+        }
+        let req = build_request(method, url, &all).map_err(|m| Failure::new(FailureKind::Protocol, m))?;
+        let on_connect = |t| engine.recorder.borrow_mut().record_connect(t);
+        let mut resp = conn.exchange(&connector, &req, &Bytes::copy_from_slice(body), true, on_connect).await?;
+        // One shape for the script: raw header lines, Set-Cookie and Location picked out.
+        let mut raw = Vec::new();
+        for (k, v) in resp.headers.take().unwrap_or_default() {
+            if k == "set-cookie" {
+                resp.set_cookies.push(v.clone());
+            } else if k == "location" {
+                resp.location = Some(v.clone());
+            }
+            raw.extend_from_slice(k.as_bytes());
+            raw.extend_from_slice(b": ");
+            raw.extend_from_slice(v.as_bytes());
+            raw.extend_from_slice(b"\r\n");
+        }
+        resp.raw_head = Some(raw);
+        return Ok(resp);
+    }
+    let bytes = engine.h1_bytes(method, url, headers, cookie, body);
+    let mut conn = match engine.pool.borrow_mut().get_mut(&key) {
+        Some(Pooled::H1(idle)) => idle.pop(),
+        _ => None,
+    };
+    let open = async || {
+        let connector = engine.connector(origin).await?;
+        let t0 = Instant::now();
+        let stream = connector.connect(user as usize).await?;
+        engine.recorder.borrow_mut().record_connect(t0.elapsed());
+        Ok(H1Conn::new(stream))
+    };
+    let resp = crate::http::h1::exchange_keepalive(&mut conn, open, &bytes, method == "HEAD", true, true).await?;
+    if let Some(c) = conn {
+        if let Pooled::H1(idle) = engine.pool.borrow_mut().entry(key).or_insert_with(|| Pooled::H1(Vec::new())) {
+            idle.push(c);
+        }
+    }
+    Ok(resp)
+}

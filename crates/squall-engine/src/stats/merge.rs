@@ -1,0 +1,210 @@
+//! Merging the results of several processes (or machines) into one, losslessly: histograms are
+//! decoded and added, seconds are aligned on wall-clock time, and the merged document is built by
+//! the same code as a single run's. Typed end to end: a field missing from a document is a
+//! deserialization error, not a silent zero.
+
+use super::histogram_from_base64;
+use super::lag::ScheduleReport;
+use super::result::{self, ClientReport, EndpointReport, ErrorReport, LoadReport, MqttReport, RunResult};
+use super::stream::AllSeconds;
+use super::{new_histogram, EndpointStats};
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+/// The counts and histogram of one endpoint entry.
+fn stats_of(e: &EndpointReport) -> Result<EndpointStats, String> {
+    let hist = histogram_from_base64(&e.histogram).map_err(|m| format!("bad histogram of '{}': {m}", e.name))?;
+    let status = e.status_codes.iter().filter_map(|(k, n)| Some((k.parse().ok()?, *n))).collect();
+    Ok(EndpointStats {
+        hist,
+        requests: e.summary.requests,
+        failures: e.summary.failures,
+        body_bytes: e.summary.body_bytes,
+        wire_bytes: e.summary.wire_bytes,
+        status,
+    })
+}
+
+/// Endpoint ids by (method, name), in order of first appearance.
+#[derive(Default)]
+struct Names {
+    ids: HashMap<(String, String), usize>,
+    list: Vec<(String, String)>,
+}
+
+impl Names {
+    fn id(&mut self, method: &str, name: &str) -> usize {
+        let key = (method.to_string(), name.to_string());
+        if let Some(&id) = self.ids.get(&key) {
+            return id;
+        }
+        self.list.push(key.clone());
+        self.ids.insert(key, self.list.len() - 1);
+        self.list.len() - 1
+    }
+}
+
+fn slot(v: &mut Vec<EndpointStats>, id: usize) -> &mut EndpointStats {
+    if v.len() <= id {
+        v.resize_with(id + 1, EndpointStats::default);
+    }
+    &mut v[id]
+}
+
+/// Parses result documents (JSON) and merges them.
+pub fn merge_json(docs: &[String]) -> Result<RunResult, String> {
+    let results = docs
+        .iter()
+        .map(|d| serde_json::from_str::<RunResult>(d).map_err(|e| format!("not a squall result: {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    merge(results)
+}
+
+pub fn merge(docs: Vec<RunResult>) -> Result<RunResult, String> {
+    let first = docs.first().ok_or("nothing to merge")?;
+    let start = docs.iter().map(|d| d.start_unix).fold(f64::INFINITY, f64::min);
+    let mut names = Names::default();
+    let mut totals: Vec<EndpointStats> = Vec::new();
+    let mut seconds: BTreeMap<u64, Vec<EndpointStats>> = BTreeMap::new();
+    let mut users: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut connect = new_histogram();
+    let mut end = 0.0f64;
+    let (mut abandoned, mut reason) = (0, first.stop_reason);
+    let mut errors: BTreeMap<(String, String, String, String), ErrorReport> = BTreeMap::new();
+    let mut schedule: Option<ScheduleReport> = None;
+    let mut mqtt: Option<MqttReport> = None;
+
+    for doc in &docs {
+        let offset = (doc.start_unix - start).round() as u64;
+        end = end.max(doc.start_unix - start + doc.duration_s);
+        abandoned += doc.abandoned;
+        reason = reason.combine(doc.stop_reason);
+        let h = histogram_from_base64(&doc.connect_histogram).map_err(|m| format!("bad connect histogram: {m}"))?;
+        connect.add(h).map_err(|e| format!("{e:?}"))?;
+        for e in &doc.endpoints {
+            let id = names.id(&e.method, &e.name);
+            slot(&mut totals, id).merge(&stats_of(e)?);
+        }
+        for sec in &doc.timeseries {
+            let t = sec.t + offset;
+            *users.entry(t).or_default() += sec.users;
+            for e in &sec.endpoints {
+                let id = names.id(&e.method, &e.name);
+                let hist = histogram_from_base64(&e.histogram).map_err(|m| format!("bad histogram: {m}"))?;
+                let s = &e.summary;
+                let part = EndpointStats {
+                    hist,
+                    requests: s.requests,
+                    failures: s.failures,
+                    body_bytes: s.body_bytes,
+                    wire_bytes: s.wire_bytes,
+                    status: Vec::new(),
+                };
+                slot(seconds.entry(t).or_default(), id).merge(&part);
+            }
+        }
+        for e in &doc.errors {
+            let key = (e.method.clone(), e.name.clone(), e.kind.clone(), e.message.clone());
+            let (first_seen, last_seen) = (e.first_seen_s + offset as f64, e.last_seen_s + offset as f64);
+            errors
+                .entry(key)
+                .and_modify(|m| {
+                    m.count += e.count;
+                    m.first_seen_s = m.first_seen_s.min(first_seen);
+                    m.last_seen_s = m.last_seen_s.max(last_seen);
+                })
+                .or_insert_with(|| ErrorReport { first_seen_s: first_seen, last_seen_s: last_seen, ..e.clone() });
+        }
+        match (&mut schedule, &doc.schedule) {
+            (Some(a), Some(b)) => a.merge(b),
+            (None, Some(b)) => schedule = Some(b.clone()),
+            _ => {}
+        }
+        match (&mut mqtt, &doc.mqtt) {
+            (Some(a), Some(b)) => a.merge(b),
+            (None, Some(b)) => mqtt = Some(b.clone()),
+            _ => {}
+        }
+    }
+    if let Some(m) = mqtt.as_mut() {
+        m.rates();
+    }
+    totals.resize_with(names.list.len(), EndpointStats::default);
+    let load = LoadReport {
+        model: first.load.model.clone(),
+        connections: users.values().copied().max().unwrap_or(0) as usize,
+        threads: docs.len(),
+        requests: None,
+        duration_s: Some(end),
+        ramp_s: None,
+        http2: first.load.http2,
+        keepalive: first.load.keepalive,
+        timeout_s: first.load.timeout_s,
+    };
+    let mut merged = result::build(result::Inputs {
+        kind: first.kind.clone(),
+        url: first.url.clone(),
+        method: first.method.clone(),
+        start_unix: start,
+        load,
+        names: names.list,
+        schedule,
+        reason,
+        duration: Duration::from_secs_f64(end.max(0.0)),
+        totals,
+        errors: HashMap::new(),
+        connect,
+        seconds: AllSeconds { seconds, users },
+        abandoned,
+    });
+    let mut errors: Vec<ErrorReport> = errors.into_values().collect();
+    errors.sort_by(|a, b| b.count.cmp(&a.count).then(a.message.cmp(&b.message)));
+    merged.errors = errors;
+    if let Some(m) = &mqtt {
+        // A subscribe-only or verify-less run has no DELIVER counts: as in a single run's document.
+        let publishing = !m.subscribe_only;
+        merged.endpoints.retain(|e| e.summary.requests > 0 || (publishing && e.method == "PUBLISH"));
+    }
+    merged.mqtt = mqtt;
+    Ok(merged)
+}
+
+impl MqttReport {
+    /// Adds another process's share of the same run (its own clients).
+    pub fn merge(&mut self, o: &MqttReport) {
+        self.sent += o.sent;
+        self.published += o.published;
+        self.failed += o.failed;
+        self.unsent += o.unsent;
+        self.clients += o.clients;
+        self.first_client = self.first_client.min(o.first_client);
+        self.measured_s = self.measured_s.max(o.measured_s);
+        self.connect_phase_s = self.connect_phase_s.max(o.connect_phase_s);
+        self.per_client.extend(o.per_client.iter().cloned());
+        self.per_client.sort_by_key(|c| c.index);
+        match (&mut self.delivery, &o.delivery) {
+            (Some(a), Some(b)) => {
+                a.sent += b.sent;
+                a.delivered += b.delivered;
+                a.lost += b.lost;
+                a.duplicated += b.duplicated;
+                a.out_of_order += b.out_of_order;
+                a.received += b.received;
+                a.foreign += b.foreign;
+                a.senders += b.senders;
+            }
+            (None, Some(b)) => self.delivery = Some(b.clone()),
+            _ => {}
+        }
+    }
+
+    /// Rates over the measured time, from the counts (after a merge).
+    pub fn rates(&mut self) {
+        let per_second = |n: u64, s: f64| if s > 0.0 { n as f64 / s } else { 0.0 };
+        for c in &mut self.per_client {
+            c.rate = per_second(c.published, self.measured_s);
+        }
+        self.publish_rate = per_second(self.published, self.measured_s);
+        self.client_rate = result::Spread::of(self.per_client.iter().map(|c: &ClientReport| c.rate).collect());
+    }
+}

@@ -1,0 +1,258 @@
+//! The run's per-second statistics and their live stream. Every recorder (one per engine thread)
+//! hands each finished second to the shared timeline; the run's coordinator publishes a second once
+//! every recorder has moved past it, and any number of subscribers (the console, a dashboard,
+//! thresholds, a remote driver) read the published seconds, each at its own pace.
+//!
+//! Policy: a second is published when every live recorder has rolled past it (recorders roll on
+//! each record and on their thread's timer tick, at most every 250 ms), or, whatever they say,
+//! `STRAGGLER_LIMIT` after it ended, so that one stalled thread cannot hold the stream back. A
+//! count that reaches the timeline after its second was published still goes into the final result
+//! (`all`), not into the stream: the stream is prompt, the result exact.
+
+use super::EndpointStats;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// A second is published at the latest this long after it ended.
+pub const STRAGGLER_LIMIT: Duration = Duration::from_secs(2);
+
+/// Live counters one recorder publishes for progress lines and the stream's policy; padded so that
+/// threads don't share a cache line.
+#[repr(align(128))]
+#[derive(Default)]
+pub struct LiveCounters {
+    pub completed: AtomicU64,
+    pub failed: AtomicU64,
+    /// The second the recorder is in (u64::MAX once its thread is done).
+    pub second: AtomicU64,
+}
+
+/// One published second: per endpoint (by id), what completed during it.
+#[derive(Debug)]
+pub struct Second {
+    /// Seconds since the start of the run.
+    pub t: u64,
+    /// Virtual users (connections, users or clients) during this second: the most seen.
+    pub users: u64,
+    pub endpoints: Vec<EndpointStats>,
+}
+
+pub struct Timeline {
+    pub start: Instant,
+    inner: Mutex<Inner>,
+    published_cv: Condvar,
+}
+
+#[derive(Default)]
+struct Inner {
+    recorders: Vec<Arc<LiveCounters>>,
+    /// Endpoint names by id: (method, name).
+    names: Vec<(String, String)>,
+    /// Seconds not yet published.
+    open: BTreeMap<u64, Vec<EndpointStats>>,
+    /// Published seconds, contiguous from 0 (empty seconds included).
+    published: Vec<Arc<Second>>,
+    /// Counts that arrived for a second already published.
+    late: BTreeMap<u64, Vec<EndpointStats>>,
+    users_now: u64,
+    /// For each second not yet published in which the gauge was set: (the most, the last value).
+    users: BTreeMap<u64, (u64, u64)>,
+    /// The gauge's value at the end of the last published second.
+    users_carried: u64,
+}
+
+/// Everything a run measured, second by second: for the final result.
+pub struct AllSeconds {
+    pub seconds: BTreeMap<u64, Vec<EndpointStats>>,
+    pub users: BTreeMap<u64, u64>,
+}
+
+impl Timeline {
+    pub fn new(start: Instant) -> Arc<Timeline> {
+        Arc::new(Timeline { start, inner: Mutex::default(), published_cv: Condvar::new() })
+    }
+
+    /// A recorder's counters, summed into the run's progress.
+    pub fn register(&self) -> Arc<LiveCounters> {
+        let c = Arc::new(LiveCounters::default());
+        self.inner.lock().unwrap().recorders.push(c.clone());
+        c
+    }
+
+    /// (completed, failed) so far, over every recorder.
+    pub fn counts(&self) -> (u64, u64) {
+        let inner = self.inner.lock().unwrap();
+        inner
+            .recorders
+            .iter()
+            .fold((0, 0), |(c, f), r| (c + r.completed.load(Ordering::Relaxed), f + r.failed.load(Ordering::Relaxed)))
+    }
+
+    /// Names the endpoints (method, name) by id; ids not named are labelled by their number.
+    pub fn set_names(&self, names: Vec<(String, String)>) {
+        self.inner.lock().unwrap().names = names;
+    }
+
+    /// Adds one endpoint name; returns its id.
+    pub fn add_name(&self, method: &str, name: &str) -> usize {
+        let mut inner = self.inner.lock().unwrap();
+        inner.names.push((method.to_string(), name.to_string()));
+        inner.names.len() - 1
+    }
+
+    pub fn names(&self) -> Vec<(String, String)> {
+        self.inner.lock().unwrap().names.clone()
+    }
+
+    /// The current number of virtual users.
+    pub fn set_users(&self, users: u64) {
+        let sec = self.start.elapsed().as_secs();
+        let mut inner = self.inner.lock().unwrap();
+        inner.users_now = users;
+        let slot = inner.users.entry(sec).or_insert((users, users));
+        *slot = (slot.0.max(users), users);
+    }
+
+    pub fn users(&self) -> u64 {
+        self.inner.lock().unwrap().users_now
+    }
+
+    /// A recorder's finished second.
+    pub fn push(&self, sec: u64, stats: Vec<EndpointStats>) {
+        let mut inner = self.inner.lock().unwrap();
+        let slot = if (sec as usize) < inner.published.len() {
+            inner.late.entry(sec).or_default()
+        } else {
+            inner.open.entry(sec).or_default()
+        };
+        super::merge_vec(slot, &stats);
+    }
+
+    /// Publishes the seconds that are complete (see the module's policy); the run's coordinator calls
+    /// this a few times a second. Returns how many seconds are published.
+    pub fn publish_ready(&self, now: Instant) -> u64 {
+        let elapsed = now.saturating_duration_since(self.start);
+        let current = elapsed.as_secs();
+        let forced = elapsed.saturating_sub(STRAGGLER_LIMIT).as_secs();
+        let mut inner = self.inner.lock().unwrap();
+        let rolled = inner.recorders.iter().map(|r| r.second.load(Ordering::Acquire)).min().unwrap_or(u64::MAX);
+        let upto = rolled.min(current).max(forced);
+        self.publish_locked(&mut inner, upto)
+    }
+
+    /// Publishes every second before `upto` (at the end of a run: all of them).
+    pub fn publish_until(&self, upto: u64) -> u64 {
+        let mut inner = self.inner.lock().unwrap();
+        self.publish_locked(&mut inner, upto)
+    }
+
+    fn publish_locked(&self, inner: &mut Inner, upto: u64) -> u64 {
+        let before = inner.published.len();
+        while (inner.published.len() as u64) < upto {
+            let t = inner.published.len() as u64;
+            let endpoints = inner.open.remove(&t).unwrap_or_default();
+            // A second in which the gauge was not set had the users the one before ended with.
+            let users = match inner.users.remove(&t) {
+                Some((most, last)) => {
+                    inner.users_carried = last;
+                    most
+                }
+                None => inner.users_carried,
+            };
+            inner.published.push(Arc::new(Second { t, users, endpoints }));
+        }
+        if inner.published.len() > before {
+            self.published_cv.notify_all();
+        }
+        inner.published.len() as u64
+    }
+
+    /// Published seconds from `cursor` on, waiting up to `timeout` for one if there is none yet.
+    pub fn seconds_since(&self, cursor: u64, timeout: Duration) -> Vec<Arc<Second>> {
+        let inner = self.inner.lock().unwrap();
+        let (inner, _) =
+            self.published_cv.wait_timeout_while(inner, timeout, |i| (i.published.len() as u64) <= cursor).unwrap();
+        inner.published.get(cursor as usize..).map(<[_]>::to_vec).unwrap_or_default()
+    }
+
+    /// Everything recorded so far, second by second, published or not, late counts included.
+    pub fn all(&self) -> AllSeconds {
+        let inner = self.inner.lock().unwrap();
+        let mut seconds: BTreeMap<u64, Vec<EndpointStats>> = BTreeMap::new();
+        let mut users: BTreeMap<u64, u64> = BTreeMap::new();
+        for s in &inner.published {
+            users.insert(s.t, s.users);
+            if s.endpoints.iter().any(|e| e.requests > 0) {
+                seconds.insert(s.t, s.endpoints.clone());
+            }
+        }
+        for (t, v) in inner.late.iter().chain(inner.open.iter()) {
+            super::merge_vec(seconds.entry(*t).or_default(), v);
+        }
+        for (t, (most, _)) in &inner.users {
+            users.insert(*t, *most);
+        }
+        AllSeconds { seconds, users }
+    }
+}
+
+impl AllSeconds {
+    /// Users at second `t`: the gauge's most in it, or the value before it.
+    pub fn users_at(&self, t: u64) -> u64 {
+        self.users.range(..=t).next_back().map_or(0, |(_, u)| *u)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::{Outcome, Recorder};
+
+    fn ok() -> Outcome {
+        Outcome::Response { status: 200, body_bytes: 1, wire_bytes: 1 }
+    }
+
+    #[test]
+    fn a_second_is_published_once_every_recorder_has_moved_past_it() {
+        let start = Instant::now();
+        let timeline = Timeline::new(start);
+        let (mut a, mut b) = (Recorder::new(timeline.clone()), Recorder::new(timeline.clone()));
+        let at = |ms: u64| start + Duration::from_millis(ms);
+        a.record(at(100), 0, Duration::from_millis(1), &ok());
+        b.record(at(200), 0, Duration::from_millis(1), &ok());
+        a.record(at(1100), 0, Duration::from_millis(1), &ok()); // a rolls into second 1
+        assert_eq!(timeline.publish_ready(at(1500)), 0, "b is still in second 0");
+        b.roll(at(1200));
+        assert_eq!(timeline.publish_ready(at(1500)), 1);
+        let s = timeline.seconds_since(0, Duration::ZERO);
+        assert_eq!((s.len(), s[0].t, s[0].endpoints[0].requests), (1, 0, 2));
+        // b records in second 1 and then stalls: it holds the stream back only until the straggler limit.
+        b.record(at(1300), 0, Duration::from_millis(1), &ok());
+        a.roll(at(2100));
+        assert_eq!(timeline.publish_ready(at(3900)), 1);
+        assert_eq!(timeline.publish_ready(at(4000)), 2);
+        assert_eq!(timeline.seconds_since(1, Duration::ZERO)[0].endpoints[0].requests, 1, "only a's");
+        // b's count for second 1 arrives late: not in the stream, but in the final result.
+        b.finish();
+        a.finish();
+        let all = timeline.all();
+        assert_eq!(all.seconds[&1][0].requests, 2);
+        assert_eq!(all.seconds.values().map(|v| v[0].requests).sum::<u64>(), 4);
+        assert_eq!(timeline.counts(), (4, 0));
+    }
+
+    #[test]
+    fn users_per_second_are_the_most_seen() {
+        let start = Instant::now() - Duration::from_secs(5);
+        let timeline = Timeline::new(start);
+        timeline.set_users(3); // second 5
+        timeline.set_users(7);
+        timeline.set_users(4);
+        timeline.publish_until(7);
+        let s = timeline.seconds_since(0, Duration::ZERO);
+        // Before the gauge was set: 0; its second: the most; after: the value it ended with.
+        assert_eq!(s.iter().map(|s| s.users).collect::<Vec<_>>(), [0, 0, 0, 0, 0, 7, 4]);
+    }
+}
