@@ -9,7 +9,7 @@ import sys
 import tempfile
 
 from squall import _engine, exitcodes
-from squall.cli import UsageError
+from squall.errors import UsageError
 from squall.signals import on_stop_signals
 
 

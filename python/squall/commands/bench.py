@@ -4,37 +4,10 @@ import json
 import sys
 
 from squall import _engine, exitcodes, limits, report
-from squall.cli import UsageError
-from squall.durations import parse_duration
-from squall.progress import ProgressLine
-from squall.runner import drive
-
-
-def _positive_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise UsageError(f"'{text}' is not a whole number") from None
-    if value < 1:
-        raise UsageError(f"'{text}' must be at least 1")
-    return value
-
-
-def _duration(text):
-    try:
-        return parse_duration(text)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
-
-
-def _rate(text):
-    try:
-        value = float(text)
-    except ValueError:
-        raise UsageError(f"invalid rate '{text}' (requests per second)") from None
-    if not value > 0:
-        raise UsageError(f"invalid rate '{text}': must be more than zero")
-    return value
+from squall.commands.arguments import to_duration, to_positive_int, to_rate
+from squall.commands.drive import drive
+from squall.commands.progress import ProgressLine
+from squall.errors import UsageError
 
 
 def add_parser(commands):
@@ -101,12 +74,12 @@ def _body(args):
 def engine_config(args):
     """The engine's configuration (a dict for JSON) and the request body, from parsed arguments."""
     body = _body(args)
-    requests = _positive_int(args.requests) if args.requests else None
-    duration = _duration(args.duration) if args.duration else None
+    requests = to_positive_int(args.requests) if args.requests else None
+    duration = to_duration(args.duration) if args.duration else None
     if requests is None and duration is None:
         requests = 200
-    connections = _positive_int(args.connections)
-    rate = _rate(args.rate) if args.rate else None
+    connections = to_positive_int(args.connections)
+    rate = to_rate(args.rate) if args.rate else None
     if requests is not None and rate is None:
         connections = min(connections, requests)  # more would never send anything
     config = {
@@ -119,13 +92,13 @@ def engine_config(args):
         "duration": duration,
         "rate": rate,
         "arrival": args.arrival,
-        "ramp": _duration(args.ramp) if args.ramp else None,
-        "timeout": _duration(args.timeout),
+        "ramp": to_duration(args.ramp) if args.ramp else None,
+        "timeout": to_duration(args.timeout),
         "insecure": args.insecure,
         "http2": args.http2,
-        "h2_streams": _positive_int(args.h2_streams),
+        "h2_streams": to_positive_int(args.h2_streams),
         "keepalive": not args.no_keepalive,
-        "threads": _positive_int(args.threads) if args.threads else None,
+        "threads": to_positive_int(args.threads) if args.threads else None,
     }
     return config, body
 

@@ -1,11 +1,15 @@
 """`squall demo`: the built-in target on 127.0.0.1 and a short bench against it, then MQTT devices
 publishing to the embedded broker with every message's delivery checked."""
 
+import argparse
 import signal
 import sys
 import threading
+from types import ModuleType
 
-from squall import _engine, bench, exitcodes, mqtt
+from squall import _engine, exitcodes
+from squall.commands import bench, mqtt
+from squall.commands.arguments import Parser
 
 
 def add_parser(commands):
@@ -38,18 +42,22 @@ def run(args) -> int:
         argv += ["--json", args.json] if args.json else []
         argv += ["--csv", args.csv] if args.csv else []
         sys.stderr.write(f"Running: squall bench {' '.join(argv)}\n\n")
-        from squall.cli import build_parser
-
-        bench_args = build_parser().parse_args(["bench", *argv])
-        code = bench.run(bench_args)
+        code = bench.run(_parse(bench, "bench", argv))
         if code not in (exitcodes.OK, exitcodes.ALL_FAILED) or args.no_mqtt:
             return code
-        return _mqtt(args, build_parser()) or code
+        return _mqtt(args) or code
     finally:
         target.stop()
 
 
-def _mqtt(args, parser):
+def _parse(command, name, argv):
+    """`squall NAME ARGV` parsed as the command line would (the command's own parser and defaults)."""
+    parser = Parser(prog="squall")
+    command.add_parser(parser.add_subparsers(dest="command", parser_class=Parser))
+    return parser.parse_args([name, *argv])
+
+
+def _mqtt(args):
     """50 devices at 20 msg/s each, QoS 1, delivery verified, against the embedded broker."""
     try:
         port = _engine.start_demo_broker()
@@ -59,7 +67,7 @@ def _mqtt(args, parser):
     argv = ["--broker", f"mqtt://127.0.0.1:{port}", "-u", "50", "--rate", "20", "-t", args.mqtt_duration,
             "--qos", "1", "--verify", "--topic", "demo/{client}/telemetry"]
     sys.stderr.write(f"\nDemo MQTT broker (rumqttd) on 127.0.0.1:{port}\nRunning: squall mqtt {' '.join(argv)}\n\n")
-    return mqtt.run(parser.parse_args(["mqtt", *argv]))
+    return mqtt.run(_parse(mqtt, "mqtt", argv))
 
 
 def _serve(base) -> int:

@@ -12,13 +12,19 @@ import traceback
 
 from greenlet import getcurrent
 
-from squall import _engine, exitcodes, processes, report
-from squall.exception import UserHung
-from squall.cli import UsageError
+from squall import _engine, exitcodes, limits, locust_compat, processes, report
 from squall.durations import parse_duration
-from squall.report import locust_console
+from squall.env import Environment
+from squall.errors import UsageError
+from squall.event import events
+from squall.exception import UserHung
+from squall.hub import Hub
+from squall.report import html, locust_console
+from squall.shape import LoadTestShape
 from squall.signals import on_stop_signals
 from squall.spawner import Spawner
+from squall.user.task import filter_tasks_by_tags
+from squall.user.users import User
 
 STATS_INTERVAL = 2.0
 # A task holding the hub this long without a request, wait or sleep stops every other user: it is ended.
@@ -84,10 +90,6 @@ cooperative_sleep.hub = None
 
 def load_locustfile(path):
     """Runs the file with `locust` resolving to squall; returns (User classes, shape class or None)."""
-    from squall import locust_compat
-    from squall.shape import LoadTestShape
-    from squall.user import User
-
     if not os.path.isfile(path):
         raise ScriptError(f"locustfile '{path}' not found")
     locust_compat.install()
@@ -122,11 +124,6 @@ def _number(text, what, cast=int, minimum=0):
 
 
 def run(args) -> int:
-    from squall.environment import Environment
-    from squall.event import events
-    from squall.hub import Hub
-    from squall.user import filter_tasks_by_tags
-
     users = _number(args.users, "number of users")
     spawn_rate = _number(args.spawn_rate, "spawn rate", float, 0.001)
     worker = processes.worker()
@@ -158,8 +155,6 @@ def run(args) -> int:
             filter_tasks_by_tags(c, args.tags, args.exclude_tags)
     if not args.headless:
         sys.stderr.write("squall: the web dashboard is not there yet; running headless\n")
-    from squall import limits
-
     limits.ensure_open_files(max(users, 1))  # one keep-alive connection per user
 
     session = _engine.ScriptSession(insecure=args.insecure)
@@ -212,8 +207,6 @@ def run(args) -> int:
 
 def _drive(env, classes, shape, users, spawn_rate, run_time, stop_timeout, args):
     """The test itself: spawning, shape ticks, periodic stats, the end; returns the stop reason."""
-    from squall.event import events
-
     hub, runner = env.hub, env.runner
     spawner = Spawner(env, classes)
     spawner.set_target(users, spawn_rate)
@@ -309,26 +302,9 @@ def _final_output(result, args):
     written = report.write_files(result, json_path=args.json_file, csv_prefix=args.csv,
                                  full_history=args.csv_full_history)
     if args.html:
-        from squall.report import html
-
         path = args.html.replace("{u}", str(args.users)).replace("{r}", str(args.spawn_rate)) \
             .replace("{t}", str(args.run_time or ""))
         written.append(html.write(result, path, title=f"squall: {os.path.basename(args.locustfile)}"))
     for path in written:
         sys.stderr.write(f"wrote {path}\n")
 
-
-def run_single_user(user_class, host=None, **_ignored):
-    """Runs one user of `user_class` until Ctrl-C, for debugging a locustfile."""
-    from squall.environment import Environment
-    from squall.hub import Hub
-
-    session = _engine.ScriptSession()
-    hub = Hub(session)
-    env = Environment(hub=hub, host=host or user_class.host, user_classes=[user_class])
-    u = user_class(env)
-    env.runner.users[u] = hub.spawn(u.run)
-    try:
-        hub.run_until(None)
-    except KeyboardInterrupt:
-        pass

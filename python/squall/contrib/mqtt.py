@@ -14,7 +14,7 @@ import string
 
 from greenlet import getcurrent
 
-from squall.user import User
+from squall.user.users import User
 
 MQTTv311, MQTTv5 = 4, 5
 MQTT_ERR_SUCCESS, MQTT_ERR_NO_CONN = 0, 4

@@ -11,11 +11,11 @@ import signal
 import sys
 
 from squall import _engine, exitcodes, limits, processes, report
-from squall.bench import _duration, _positive_int, _rate
-from squall.cli import UsageError
-from squall.progress import MqttProgressLine
+from squall.commands.arguments import to_duration, to_positive_int, to_rate
+from squall.commands.drive import drive
+from squall.commands.progress import MqttProgressLine
+from squall.errors import UsageError
 from squall.report import mqtt_console
-from squall.runner import drive
 
 # The seed's variables and the flag each one sets (documented in the README).
 ENV = {
@@ -119,14 +119,14 @@ def _payload(args):
 
 def engine_config(args):
     _from_env(args)
-    clients = _positive_int(args.clients) if args.clients else 1
-    duration = _duration(args.duration) if args.duration else None
-    messages = _positive_int(args.messages) if args.messages else None
+    clients = to_positive_int(args.clients) if args.clients else 1
+    duration = to_duration(args.duration) if args.duration else None
+    messages = to_positive_int(args.messages) if args.messages else None
     if duration is None and messages is None:
         raise UsageError("give a duration (-t) or a number of messages per client (-n)")
-    rate = _rate(args.rate) if args.rate else None
+    rate = to_rate(args.rate) if args.rate else None
     if args.total_rate:
-        rate = _rate(args.total_rate) / clients
+        rate = to_rate(args.total_rate) / clients
     kind, fixed = _payload(args)
     if args.subscribe_only is not None and args.verify:
         raise UsageError("--subscribe-only and --verify don't go together: --verify subscribes to what it publishes")
@@ -142,25 +142,25 @@ def engine_config(args):
         "topic": args.topic,
         "value": kind,
         "payload": list(fixed) if fixed is not None else None,
-        "size": _positive_int(args.size) if args.size else 16,
-        "duplicates": _positive_int(args.duplicates) if args.duplicates else 1,
+        "size": to_positive_int(args.size) if args.size else 16,
+        "duplicates": to_positive_int(args.duplicates) if args.duplicates else 1,
         "username": args.username,
         "password": args.password,
         "client_id_prefix": prefix,
         "keepalive": _whole(args.keepalive, "--keepalive", 65535),
         "clean_session": args.clean_session,
         "mqtt_version": args.mqtt_version,
-        "connect_rate": _rate(args.connect_rate) if args.connect_rate else None,
+        "connect_rate": to_rate(args.connect_rate) if args.connect_rate else None,
         "retain": args.retain,
-        "inflight": _positive_int(args.inflight),
-        "timeout": _duration(args.timeout),
+        "inflight": to_positive_int(args.inflight),
+        "timeout": to_duration(args.timeout),
         "insecure": args.insecure,
         "verify": args.verify,
-        "subscribers": _positive_int(args.subscribers),
+        "subscribers": to_positive_int(args.subscribers),
         "subscribe_only": args.subscribe_only,
-        "verify_wait": _duration(args.verify_wait),
+        "verify_wait": to_duration(args.verify_wait),
         "run_tag": run_tag,
-        "threads": _positive_int(args.threads) if args.threads else None,
+        "threads": to_positive_int(args.threads) if args.threads else None,
     }
 
 
@@ -176,7 +176,7 @@ def _whole(text, flag, most):
 
 def run(args) -> int:
     config = engine_config(args)
-    n = _positive_int(args.processes) if args.processes else 1
+    n = to_positive_int(args.processes) if args.processes else 1
     worker = processes.worker()
     if n > 1 and worker is None and not args.subscribe_only:
         os.environ["SQUALL_MQTT_RUN_TAG"] = str(config["run_tag"])
