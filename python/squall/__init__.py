@@ -15,6 +15,25 @@ from squall.user.task import SequentialTaskSet, TaskSet, tag, task
 from squall.user.users import HttpUser, User
 from squall.user.wait_time import between, constant, constant_pacing, constant_throughput
 
-__all__ = ["__version__", "events", "User", "HttpUser", "FastHttpUser", "MqttUser", "TaskSet", "SequentialTaskSet", "task",
-           "tag", "between", "constant", "constant_pacing", "constant_throughput", "LoadTestShape", "StopUser",
-           "RescheduleTask", "RescheduleTaskImmediately", "InterruptTaskSet", "run_single_user"]
+__all__ = [
+    "FastHttpUser",
+    "HttpUser",
+    "InterruptTaskSet",
+    "LoadTestShape",
+    "MqttUser",
+    "RescheduleTask",
+    "RescheduleTaskImmediately",
+    "SequentialTaskSet",
+    "StopUser",
+    "TaskSet",
+    "User",
+    "__version__",
+    "between",
+    "constant",
+    "constant_pacing",
+    "constant_throughput",
+    "events",
+    "run_single_user",
+    "tag",
+    "task",
+]

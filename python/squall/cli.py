@@ -17,8 +17,11 @@ def build_parser():
     bench.add_parser(commands)
     mqtt.add_parser(commands)
     demo.add_parser(commands)
-    run_parser = commands.add_parser("run", help="run a locustfile (also: squall -f FILE ...)",
-                                     description="Run a locustfile unchanged: Locust's flags, tables and CSV files.")
+    run_parser = commands.add_parser(
+        "run",
+        help="run a locustfile (also: squall -f FILE ...)",
+        description="Run a locustfile unchanged: Locust's flags, tables and CSV files.",
+    )
     run.add_arguments(run_parser)
     run_parser.set_defaults(func=run.run)
     return parser, run_parser

@@ -1,5 +1,7 @@
 """`run_single_user` (`locust.debug`): one user of a class, in this process, for debugging a locustfile."""
 
+import contextlib
+
 from squall import _engine
 from squall.env import Environment
 from squall.hub import Hub
@@ -12,7 +14,5 @@ def run_single_user(user_class, host=None, **_ignored):
     env = Environment(hub=hub, host=host or user_class.host, user_classes=[user_class])
     u = user_class(env)
     env.runner.users[u] = hub.spawn(u.run)
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         hub.run_until(None)
-    except KeyboardInterrupt:
-        pass

@@ -54,6 +54,9 @@ def user_traceback(exc):
     user's code (the scheduler and task loop are noise to the reader)."""
     frames = traceback.extract_tb(exc.__traceback__)
     first_user = next((i for i, f in enumerate(frames) if not f.filename.startswith(_SQUALL_DIR)), 0)
-    lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames[first_user:]),
-             *traceback.format_exception_only(type(exc), exc)]
+    lines = [
+        "Traceback (most recent call last):\n",
+        *traceback.format_list(frames[first_user:]),
+        *traceback.format_exception_only(type(exc), exc),
+    ]
     return "".join(lines)

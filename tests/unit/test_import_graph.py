@@ -94,7 +94,7 @@ def find_cycle(graph):
         stack.append(module)
         for target, _line, _top in graph.get(module, []):
             if state.get(target) == "open":
-                return [*stack[stack.index(target):], target]
+                return [*stack[stack.index(target) :], target]
             if target not in state:
                 cycle = visit(target)
                 if cycle:
@@ -126,7 +126,7 @@ def test_function_level_imports_say_they_are_for_start_up_speed():
         path = _modules()[name]
         lines = path.read_text().splitlines() if path.suffix == ".py" else []
         for target, line, top in edges:
-            if not top and not any("start-up" in text for text in lines[max(0, line - 2):line]):
+            if not top and not any("start-up" in text for text in lines[max(0, line - 2) : line]):
                 unexplained.append(f"{path.name}:{line} imports {target}")
     assert not unexplained, unexplained
 

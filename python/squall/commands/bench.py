@@ -22,14 +22,19 @@ def add_parser(commands):
     load.add_argument("-c", "--connections", type=str, default="50", help="concurrent connections (default 50)")
     load.add_argument("-t", "--duration", type=str, help="stop after this long: 30s, 2m, 1h30m")
     load.add_argument("--rate", type=str, help="open model: requests per second in total, independent of responses")
-    load.add_argument("--arrival", choices=["constant", "poisson"], default="constant",
-                      help="open model: spacing of send times (default constant)")
+    load.add_argument(
+        "--arrival",
+        choices=["constant", "poisson"],
+        default="constant",
+        help="open model: spacing of send times (default constant)",
+    )
     load.add_argument("--ramp", type=str, help="ramp connections (closed) or rate (open) linearly from zero")
     load.add_argument("--threads", type=str, help="engine threads (default: one per available core)")
     req = p.add_argument_group("request")
     req.add_argument("-m", "--method", help="HTTP method (default GET, or POST with a body)")
-    req.add_argument("-H", "--header", action="append", default=[], metavar="'NAME: VALUE'",
-                     help="add a header; repeatable")
+    req.add_argument(
+        "-H", "--header", action="append", default=[], metavar="'NAME: VALUE'", help="add a header; repeatable"
+    )
     body = req.add_mutually_exclusive_group()
     body.add_argument("-d", "--data", help="request body")
     body.add_argument("--data-file", metavar="FILE", help="request body from a file")
@@ -37,12 +42,17 @@ def add_parser(commands):
     req.add_argument("--timeout", type=str, default="30s", help="per-request timeout, connect included (default 30s)")
     req.add_argument("--insecure", action="store_true", help="do not verify TLS certificates")
     req.add_argument("--http2", action="store_true", help="use HTTP/2 (ALPN over TLS, prior knowledge over http)")
-    req.add_argument("--h2-streams", type=str, default="1", help="HTTP/2: concurrent streams per connection (default 1)")
+    req.add_argument(
+        "--h2-streams", type=str, default="1", help="HTTP/2: concurrent streams per connection (default 1)"
+    )
     req.add_argument("--no-keepalive", action="store_true", help="a new connection for every request")
     out = p.add_argument_group("output")
     out.add_argument("--json", metavar="FILE", help="write the full result (summary, time series, histograms)")
-    out.add_argument("--csv", metavar="PREFIX", help="write Locust-format PREFIX_stats.csv, _stats_history.csv, "
-                                                     "_failures.csv, _exceptions.csv")
+    out.add_argument(
+        "--csv",
+        metavar="PREFIX",
+        help="write Locust-format PREFIX_stats.csv, _stats_history.csv, _failures.csv, _exceptions.csv",
+    )
     out.add_argument("--csv-full-history", action="store_true", help="per-endpoint rows in the history CSV too")
     out.add_argument("-q", "--quiet", action="store_true", help="no live progress line")
     p.set_defaults(func=run)
@@ -122,8 +132,7 @@ def finish(result, signum, args) -> int:
     """Prints the summary, writes the requested files, and picks the exit code."""
     sys.stdout.write(report.console.summary(result))
     sys.stdout.flush()
-    written = report.write_files(result, json_path=args.json, csv_prefix=args.csv,
-                                 full_history=args.csv_full_history)
+    written = report.write_files(result, json_path=args.json, csv_prefix=args.csv, full_history=args.csv_full_history)
     for path in written:
         sys.stderr.write(f"wrote {path}\n")
     agg = result["aggregate"]

@@ -1,11 +1,9 @@
 """`squall demo`: the built-in target on 127.0.0.1 and a short bench against it, then MQTT devices
 publishing to the embedded broker with every message's delivery checked."""
 
-import argparse
 import signal
 import sys
 import threading
-from types import ModuleType
 
 from squall import _engine, exitcodes
 from squall.commands import bench, mqtt
@@ -13,9 +11,12 @@ from squall.commands.arguments import Parser
 
 
 def add_parser(commands):
-    p = commands.add_parser("demo", help="bench the built-in target, then an MQTT run against its broker",
-                            description="Start the built-in target on 127.0.0.1 and bench it for 10 s, then "
-                                        "publish to the embedded MQTT broker with delivery verified.")
+    p = commands.add_parser(
+        "demo",
+        help="bench the built-in target, then an MQTT run against its broker",
+        description="Start the built-in target on 127.0.0.1 and bench it for 10 s, then "
+        "publish to the embedded MQTT broker with delivery verified.",
+    )
     p.add_argument("--port", type=int, default=0, help="the target's port (default: a free one)")
     p.add_argument("-t", "--duration", default="10s", help="how long the demo bench runs (default 10s)")
     p.add_argument("-c", "--connections", default="20", help="connections (default 20)")
@@ -64,8 +65,21 @@ def _mqtt(args):
     except _engine.TargetError as e:
         sys.stderr.write(f"squall demo: error: {e}\n")
         return exitcodes.CANNOT_START
-    argv = ["--broker", f"mqtt://127.0.0.1:{port}", "-u", "50", "--rate", "20", "-t", args.mqtt_duration,
-            "--qos", "1", "--verify", "--topic", "demo/{client}/telemetry"]
+    argv = [
+        "--broker",
+        f"mqtt://127.0.0.1:{port}",
+        "-u",
+        "50",
+        "--rate",
+        "20",
+        "-t",
+        args.mqtt_duration,
+        "--qos",
+        "1",
+        "--verify",
+        "--topic",
+        "demo/{client}/telemetry",
+    ]
     sys.stderr.write(f"\nDemo MQTT broker (rumqttd) on 127.0.0.1:{port}\nRunning: squall mqtt {' '.join(argv)}\n\n")
     return mqtt.run(_parse(mqtt, "mqtt", argv))
 

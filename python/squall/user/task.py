@@ -2,11 +2,18 @@
 `DefaultTaskSet` that runs a User's own tasks."""
 
 import random
+from typing import Any, ClassVar
 
 from greenlet import GreenletExit
 
-from squall.exception import (InterruptTaskSet, MissingWaitTimeError, RescheduleTask, RescheduleTaskImmediately,
-                              StopUser, user_traceback)
+from squall.exception import (
+    InterruptTaskSet,
+    MissingWaitTimeError,
+    RescheduleTask,
+    RescheduleTaskImmediately,
+    StopUser,
+    user_traceback,
+)
 
 
 def task(weight=1):
@@ -41,7 +48,7 @@ def _collect_tasks(cls):
         collected.extend(getattr(base, "tasks", None) or [])
     declared = cls.__dict__.get("tasks")
     if declared is not None:
-        for entry in (declared.items() if isinstance(declared, dict) else declared):
+        for entry in declared.items() if isinstance(declared, dict) else declared:
             t, count = entry if isinstance(entry, tuple) else (entry, 1)
             collected.extend([t] * count)
     for value in cls.__dict__.values():
@@ -92,7 +99,7 @@ class TaskSet(metaclass=TaskHolderMeta):
     """A group of tasks a user runs until it calls `self.interrupt()`; can nest."""
 
     abstract = True
-    tasks = []
+    tasks: ClassVar[list[Any]] = []  # set per class by TaskHolderMeta
     wait_time = None
 
     def __init__(self, parent):

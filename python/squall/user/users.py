@@ -1,6 +1,8 @@
 """Users, as in Locust (`locust.user.users`): `User` and `HttpUser`. Each user runs in its own greenlet
 on the hub."""
 
+from typing import Any, ClassVar
+
 from greenlet import GreenletExit
 
 from squall.clients import HttpSession
@@ -15,7 +17,7 @@ class User(metaclass=TaskHolderMeta):
     abstract = True
     host = None
     wait_time = constant(0)
-    tasks = []
+    tasks: ClassVar[list[Any]] = []  # set per class by TaskHolderMeta
     weight = 1
     fixed_count = 0
 
