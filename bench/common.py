@@ -24,8 +24,13 @@ def run_measured(cmd, core, env=None, timeout=300):
 
     The CPU time is the generator's own (its threads included), read from wait4's rusage.
     """
-    proc = subprocess.Popen(["taskset", "-c", str(core), *map(str, cmd)], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=env)
+    proc = subprocess.Popen(
+        ["taskset", "-c", str(core), *map(str, cmd)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
     killer = threading.Timer(timeout, proc.kill)
     killer.start()
     try:
@@ -69,8 +74,9 @@ class PinnedNginx:
         mask = "1".ljust(core + 1, "0")[::-1]
         (self.dir / "nginx.conf").write_text(NGINX_CONF.format(dir=self.dir, port=self.port, mask=mask))
         binary = shutil.which("nginx") or "/usr/sbin/nginx"
-        self.proc = subprocess.Popen(["taskset", "-c", str(core), binary, "-p", self.dir, "-c",
-                                      self.dir / "nginx.conf"])
+        self.proc = subprocess.Popen(
+            ["taskset", "-c", str(core), binary, "-p", self.dir, "-c", self.dir / "nginx.conf"]
+        )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             try:

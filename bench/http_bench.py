@@ -54,19 +54,41 @@ def generators(url, conns, secs, tmp):
         return float(rows[-1].split(",")[2])
 
     def locust(kind):
-        return ([LOCUST, "-f", str(LOCUSTFILE).format(kind=kind), "--headless", "-u", conns, "-r", conns,
-                 "-t", f"{secs}s", "--host", url.rstrip("/"), "--csv", locust_csv, "--only-summary",
-                 "--loglevel", "WARNING"], locust_requests)
+        return (
+            [
+                LOCUST,
+                "-f",
+                str(LOCUSTFILE).format(kind=kind),
+                "--headless",
+                "-u",
+                conns,
+                "-r",
+                conns,
+                "-t",
+                f"{secs}s",
+                "--host",
+                url.rstrip("/"),
+                "--csv",
+                locust_csv,
+                "--only-summary",
+                "--loglevel",
+                "WARNING",
+            ],
+            locust_requests,
+        )
 
     return {
-        "squall": ([*SQUALL, "bench", url, "-c", conns, "-t", f"{secs}s", "-q", "--json", squall_json],
-                   squall_requests),
-        "wrk": (["wrk", "-t1", f"-c{conns}", f"-d{secs}s", url],
-                lambda o: parse(r"(\d+) requests in", o)),
+        "squall": (
+            [*SQUALL, "bench", url, "-c", conns, "-t", f"{secs}s", "-q", "--json", squall_json],
+            squall_requests,
+        ),
+        "wrk": (["wrk", "-t1", f"-c{conns}", f"-d{secs}s", url], lambda o: parse(r"(\d+) requests in", o)),
         "oha": (["oha", "--no-tui", "-c", conns, "-z", f"{secs}s", url], status_responses),
         "hey": (["hey", "-c", conns, "-z", f"{secs}s", url], status_responses),
-        "ab": (["ab", "-k", "-q", "-c", conns, "-t", secs, "-n", 100_000_000, url],
-               lambda o: parse(r"Complete requests:\s+(\d+)", o)),
+        "ab": (
+            ["ab", "-k", "-q", "-c", conns, "-t", secs, "-n", 100_000_000, url],
+            lambda o: parse(r"Complete requests:\s+(\d+)", o),
+        ),
         "locust-fasthttp": locust("fasthttp"),
         "locust-httpuser": locust("httpuser"),
     }
@@ -85,8 +107,10 @@ def bench_throughput(rounds, secs, conns=50):
                         raise RuntimeError(f"{name} exited {code}:\n{out[-2000:]}")
                     n = count(out)
                     results.setdefault(name, []).append({"requests": n, "cpu": cpu, "rps": n / secs})
-                    print(f"round {r + 1} {name:16} {n / secs:>10,.0f} req/s  {n / cpu:>10,.0f} req/CPU-s",
-                          file=sys.stderr)
+                    print(
+                        f"round {r + 1} {name:16} {n / secs:>10,.0f} req/s  {n / cpu:>10,.0f} req/CPU-s",
+                        file=sys.stderr,
+                    )
     finally:
         nginx.stop()
     return results
@@ -97,13 +121,21 @@ def bench_memory(conns=10_000, secs=10):
     try:
         with tempfile.TemporaryDirectory() as d:
             out_json = Path(d) / "mem.json"
-            out, cpu, rss, code = run_measured([*SQUALL, "bench", nginx.url, "-c", conns, "-t", f"{secs}s", "-q",
-                                                "--json", out_json], core=1, timeout=secs * 4 + 60)
+            out, cpu, rss, code = run_measured(
+                [*SQUALL, "bench", nginx.url, "-c", conns, "-t", f"{secs}s", "-q", "--json", out_json],
+                core=1,
+                timeout=secs * 4 + 60,
+            )
             r = json.loads(out_json.read_text())
     finally:
         nginx.stop()
-    return {"connections": conns, "rss_mb": rss, "opened": r["connect"]["requests"],
-            "requests": r["aggregate"]["requests"], "failures": r["aggregate"]["failures"]}
+    return {
+        "connections": conns,
+        "rss_mb": rss,
+        "opened": r["connect"]["requests"],
+        "requests": r["aggregate"]["requests"],
+        "failures": r["aggregate"]["failures"],
+    }
 
 
 def summarize(samples):

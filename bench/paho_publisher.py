@@ -13,8 +13,14 @@ import time
 
 import paho.mqtt.client as mqtt
 
-host, port, clients, qos, seconds, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), \
-    float(sys.argv[5]), int(sys.argv[6])
+host, port, clients, qos, seconds, size = (
+    sys.argv[1],
+    int(sys.argv[2]),
+    int(sys.argv[3]),
+    int(sys.argv[4]),
+    float(sys.argv[5]),
+    int(sys.argv[6]),
+)
 payload = b"x" * size
 depth = 1 if qos else 10  # messages handed to a client and not yet written (QoS 0) or acknowledged (QoS 1)
 published = 0

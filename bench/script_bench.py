@@ -28,9 +28,23 @@ def aggregated_requests(prefix):
 
 def run_once(tool, flavour, url, users, secs, tmp):
     prefix = tmp / f"{tool}-{flavour}"
-    cmd = [*(SQUALL if tool == "squall" else [LOCUST]), "-f", BENCH / "locustfiles" / f"{flavour}.py",
-           "--headless", "-u", users, "-r", users, "-t", f"{secs}s", "-H", url.rstrip("/"), "--csv", prefix,
-           "--only-summary"]
+    cmd = [
+        *(SQUALL if tool == "squall" else [LOCUST]),
+        "-f",
+        BENCH / "locustfiles" / f"{flavour}.py",
+        "--headless",
+        "-u",
+        users,
+        "-r",
+        users,
+        "-t",
+        f"{secs}s",
+        "-H",
+        url.rstrip("/"),
+        "--csv",
+        prefix,
+        "--only-summary",
+    ]
     if tool == "locust":
         cmd += ["--loglevel", "WARNING"]
     out, cpu, rss, code = run_measured(cmd, core=1, timeout=secs * 4 + 60)
@@ -50,8 +64,11 @@ def throughput(rounds, secs, users=50):
                     for tool in ("squall", "locust"):
                         s = run_once(tool, flavour, nginx.url, users, secs, Path(d))
                         results.setdefault((tool, flavour), []).append(s)
-                        print(f"round {r + 1} {tool:7} {flavour:9} {s['rps']:>9,.0f} req/s "
-                              f"{s['requests'] / s['cpu']:>9,.0f} req/CPU-s", file=sys.stderr)
+                        print(
+                            f"round {r + 1} {tool:7} {flavour:9} {s['rps']:>9,.0f} req/s "
+                            f"{s['requests'] / s['cpu']:>9,.0f} req/CPU-s",
+                            file=sys.stderr,
+                        )
     finally:
         nginx.stop()
     return results
@@ -64,15 +81,37 @@ def many_users(users=10_000, secs=40, settle=10):
         with tempfile.TemporaryDirectory() as d:
             prefix = Path(d) / "many"
             out, cpu, rss, code = run_measured(
-                [*SQUALL, "-f", BENCH / "locustfiles" / "between.py", "--headless", "-u", users, "-r", users,
-                 "-t", f"{secs}s", "-H", nginx.url.rstrip("/"), "--csv", prefix, "--only-summary"],
-                core=1, timeout=secs * 3 + 60)
+                [
+                    *SQUALL,
+                    "-f",
+                    BENCH / "locustfiles" / "between.py",
+                    "--headless",
+                    "-u",
+                    users,
+                    "-r",
+                    users,
+                    "-t",
+                    f"{secs}s",
+                    "-H",
+                    nginx.url.rstrip("/"),
+                    "--csv",
+                    prefix,
+                    "--only-summary",
+                ],
+                core=1,
+                timeout=secs * 3 + 60,
+            )
             history = list(csv.DictReader(open(f"{prefix}_stats_history.csv")))
     finally:
         nginx.stop()
     steady = [float(h["Requests/s"]) for h in history[settle:-1]]
-    return {"users": users, "rss_mb": rss, "rate": sum(steady) / len(steady), "seconds": len(steady),
-            "theory": users / 1.5}
+    return {
+        "users": users,
+        "rss_mb": rss,
+        "rate": sum(steady) / len(steady),
+        "seconds": len(steady),
+        "theory": users / 1.5,
+    }
 
 
 def write(results, many, rounds, secs):
@@ -81,10 +120,12 @@ def write(results, many, rounds, secs):
         MARK,
         "",
         "`make bench` (bench/script_bench.py): the same locustfile (one task, one `GET /`, `wait_time = constant(0)`)",
-        f"run by `squall -f` and by Locust {LOCUST_VERSION}, one process each, 50 users, {secs} s, generator on core 1,",
+        f"run by `squall -f` and by Locust {LOCUST_VERSION}, one process each, 50 users, {secs} s, "
+        "generator on core 1,",
         f"nginx on core 0, {rounds} rounds. Ratios: median of the per-round ratios (range in brackets).",
         "",
-        "| locustfile | squall req/s | squall req per CPU-s | Locust req/s | Locust req per CPU-s | squall ratio, req per CPU-s |",
+        "| locustfile | squall req/s | squall req per CPU-s | Locust req/s | Locust req per CPU-s "
+        "| squall ratio, req per CPU-s |",
         "|---|---:|---:|---:|---:|---:|",
     ]
     for flavour, label in (("fasthttp", "FastHttpUser"), ("httpuser", "HttpUser")):
@@ -93,7 +134,8 @@ def write(results, many, rounds, secs):
         lines.append(
             f"| {label} | {median([s['rps'] for s in sq]):,.0f} | {median([per_cpu(s) for s in sq]):,.0f} | "
             f"{median([s['rps'] for s in lo]):,.0f} | {median([per_cpu(s) for s in lo]):,.0f} | "
-            f"**{median(ratios):.1f}x** ({min(ratios):.1f}–{max(ratios):.1f}) |")
+            f"**{median(ratios):.1f}x** ({min(ratios):.1f}–{max(ratios):.1f}) |"
+        )
     lines += [
         "",
         f"{many['users']:,} users with `between(1, 2)` in one squall process: **{many['rss_mb']:.0f} MB** max RSS "

@@ -31,8 +31,13 @@ def wait_for_port(port, timeout=10.0):
 
 def squall(*args, timeout=120, core=None, **kw):
     """Runs `squall ARGS` to completion (on one core if given); returns the CompletedProcess (text mode)."""
-    return subprocess.run([*pinned(core), sys.executable, "-m", "squall", *map(str, args)], capture_output=True,
-                          text=True, timeout=timeout, **kw)
+    return subprocess.run(
+        [*pinned(core), sys.executable, "-m", "squall", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        **kw,
+    )
 
 
 def wait_until(condition, what, proc=None, timeout=30):
@@ -46,8 +51,13 @@ def wait_until(condition, what, proc=None, timeout=30):
 
 
 def squall_process(*args, **kw):
-    return subprocess.Popen([sys.executable, "-m", "squall", *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **kw)
+    return subprocess.Popen(
+        [sys.executable, "-m", "squall", *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kw,
+    )
 
 
 NGINX_CONF = """
@@ -90,13 +100,32 @@ class Nginx:
         self.tls_url = f"https://127.0.0.1:{self.tls_port}"
         self.h2c_url = f"http://127.0.0.1:{self.h2c_port}"
         binary = shutil.which("nginx") or "/usr/sbin/nginx"
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-                        "-subj", "/CN=localhost", "-keyout", workdir / "key.pem", "-out", workdir / "cert.pem"],
-                       check=True, capture_output=True)
-        (workdir / "nginx.conf").write_text(NGINX_CONF.format(dir=workdir, port=self.port, tls_port=self.tls_port,
-                                                                   h2c_port=self.h2c_port))
-        self.proc = subprocess.Popen([binary, "-p", str(workdir), "-c", str(workdir / "nginx.conf")],
-                                     stderr=subprocess.PIPE)
+        subprocess.run(
+            [
+                "openssl",
+                "req",
+                "-x509",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-days",
+                "2",
+                "-subj",
+                "/CN=localhost",
+                "-keyout",
+                workdir / "key.pem",
+                "-out",
+                workdir / "cert.pem",
+            ],
+            check=True,
+            capture_output=True,
+        )
+        (workdir / "nginx.conf").write_text(
+            NGINX_CONF.format(dir=workdir, port=self.port, tls_port=self.tls_port, h2c_port=self.h2c_port)
+        )
+        self.proc = subprocess.Popen(
+            [binary, "-p", str(workdir), "-c", str(workdir / "nginx.conf")], stderr=subprocess.PIPE
+        )
         wait_for_port(self.port)
 
     def requests_logged(self):
@@ -147,7 +176,6 @@ class OddServer:
             self.proc.wait(10)
 
 
-
 class Mosquitto:
     """mosquitto from apt on a free loopback port, with its own config (and a password file when asked).
 
@@ -161,15 +189,36 @@ class Mosquitto:
         self.url = f"{'mqtts' if tls else 'mqtt'}://127.0.0.1:{self.port}"
         # As root, mosquitto would switch to its own user, who cannot read the test's private directory.
         # The default log types plus subscriptions, which tests wait for (`wait_for_log`).
-        lines = [f"listener {self.port} 127.0.0.1", "persistence false", f"user {getpass.getuser()}",
-                 f"log_dest file {workdir / 'mosquitto.log'}",
-                 *(f"log_type {t}" for t in ("error", "warning", "notice", "information", "subscribe"))]
+        lines = [
+            f"listener {self.port} 127.0.0.1",
+            "persistence false",
+            f"user {getpass.getuser()}",
+            f"log_dest file {workdir / 'mosquitto.log'}",
+            *(f"log_type {t}" for t in ("error", "warning", "notice", "information", "subscribe")),
+        ]
         if max_queued is not None:
             lines.append(f"max_queued_messages {max_queued}")
         if tls:
-            subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
-                            "/CN=localhost", "-keyout", workdir / "key.pem", "-out", workdir / "cert.pem"],
-                           check=True, capture_output=True)
+            subprocess.run(
+                [
+                    "openssl",
+                    "req",
+                    "-x509",
+                    "-newkey",
+                    "rsa:2048",
+                    "-nodes",
+                    "-days",
+                    "2",
+                    "-subj",
+                    "/CN=localhost",
+                    "-keyout",
+                    workdir / "key.pem",
+                    "-out",
+                    workdir / "cert.pem",
+                ],
+                check=True,
+                capture_output=True,
+            )
             lines += [f"certfile {workdir / 'cert.pem'}", f"keyfile {workdir / 'key.pem'}"]
         if users:
             pw = workdir / "passwords"
@@ -188,8 +237,11 @@ class Mosquitto:
         """Until the broker's log has `count` lines matching the regex `pattern` (a client connected
         as ..., a subscription ...): a test's sync point that holds however slowly the host runs."""
         log = self.dir / "mosquitto.log"
-        wait_until(lambda: sum(1 for line in log.read_text().splitlines() if re.search(pattern, line)) >= count,
-                   f"{count} mosquitto log lines like {pattern!r}", timeout=timeout)
+        wait_until(
+            lambda: sum(1 for line in log.read_text().splitlines() if re.search(pattern, line)) >= count,
+            f"{count} mosquitto log lines like {pattern!r}",
+            timeout=timeout,
+        )
 
     def stop(self, kill=False):
         if self.proc.poll() is None:

@@ -17,19 +17,22 @@ def one_line_error(p, code, *needles):
     return lines[0]
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["not a url"], "invalid URL"),
-    (["localhost:8080/"], "invalid URL"),
-    (["ftp://127.0.0.1/"], "not http or https"),
-    (["http://127.0.0.1:1/", "--frobnicate"], "unrecognized arguments: --frobnicate"),
-    (["http://127.0.0.1:1/", "-t", "10 parsecs"], "invalid duration"),
-    (["http://127.0.0.1:1/", "-c", "0"], "must be at least 1"),
-    (["http://127.0.0.1:1/", "-n", "many"], "not a whole number"),
-    (["http://127.0.0.1:1/", "--rate", "-5"], "invalid rate"),
-    (["http://127.0.0.1:1/", "-H", "NoColon"], "invalid header"),
-    (["http://127.0.0.1:1/", "--data-file", "/nonexistent/body"], "cannot read --data-file"),
-    (["http://127.0.0.1:1/", "-m", "GE T"], "invalid HTTP method"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["not a url"], "invalid URL"),
+        (["localhost:8080/"], "invalid URL"),
+        (["ftp://127.0.0.1/"], "not http or https"),
+        (["http://127.0.0.1:1/", "--frobnicate"], "unrecognized arguments: --frobnicate"),
+        (["http://127.0.0.1:1/", "-t", "10 parsecs"], "invalid duration"),
+        (["http://127.0.0.1:1/", "-c", "0"], "must be at least 1"),
+        (["http://127.0.0.1:1/", "-n", "many"], "not a whole number"),
+        (["http://127.0.0.1:1/", "--rate", "-5"], "invalid rate"),
+        (["http://127.0.0.1:1/", "-H", "NoColon"], "invalid header"),
+        (["http://127.0.0.1:1/", "--data-file", "/nonexistent/body"], "cannot read --data-file"),
+        (["http://127.0.0.1:1/", "-m", "GE T"], "invalid HTTP method"),
+    ],
+)
 def test_usage_errors_exit_2(args, needle):
     one_line_error(squall("bench", *args), 2, needle)
 
@@ -48,8 +51,7 @@ def test_unresolvable_host_exits_3():
 
 
 def test_server_closing_mid_response_fails_every_request(odd_server):
-    line = one_line_error(squall("bench", odd_server.url + "/close-mid", "-n", 20, "-c", 2), 1,
-                          "every request failed")
+    line = one_line_error(squall("bench", odd_server.url + "/close-mid", "-n", 20, "-c", 2), 1, "every request failed")
     assert "closed the connection mid-response" in line
 
 
@@ -60,8 +62,12 @@ def _limit_files(soft, hard):
 def test_open_file_limit_is_raised_or_explained(nginx):
     p = squall("bench", nginx.url + "/", "-c", 400, "-n", 800, preexec_fn=_limit_files(128, 4096))
     assert p.returncode == 0, p.stderr  # soft limit raised to the hard limit by squall itself
-    one_line_error(squall("bench", nginx.url + "/", "-c", 400, "-n", 800, preexec_fn=_limit_files(128, 256)),
-                   2, "open files", "ulimit -n")
+    one_line_error(
+        squall("bench", nginx.url + "/", "-c", 400, "-n", 800, preexec_fn=_limit_files(128, 256)),
+        2,
+        "open files",
+        "ulimit -n",
+    )
 
 
 def test_silent_target_times_out_and_ctrl_c_is_prompt(tmp_path):

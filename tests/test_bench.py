@@ -82,8 +82,9 @@ def test_stalled_server_shows_in_open_model_percentiles(pinned_odd_server, tmp_p
     the CPU away for tens of milliseconds or more, and then squall's numbers include that delay and
     say so (late sends, max lag), as an open-model generator must: its schedule does not wait."""
     odd_server = pinned_odd_server
-    r, _ = run_json(tmp_path, odd_server.url + "/stall", "--rate", 2000, "-t", "10s", "-c", 1500, "--threads", 1,
-                    timeout=60, core=1)
+    r, _ = run_json(
+        tmp_path, odd_server.url + "/stall", "--rate", 2000, "-t", "10s", "-c", 1500, "--threads", 1, timeout=60, core=1
+    )
     truth = sorted(json.loads(squall_get(odd_server.url + "/__truth")))
     assert len(truth) == r["aggregate"]["requests"] == 20000
     lag_us = r["schedule"]["max_lag_us"]
@@ -109,8 +110,10 @@ def test_stalled_server_shows_in_open_model_percentiles(pinned_odd_server, tmp_p
 def test_descriptor_table_is_sized_before_the_run():
     """Growing the descriptor table mid-run stalls a multithreaded process in socket() for an RCU grace
     period (10-30 ms, seen as late sends); squall grows it once, before starting."""
-    code = ("import re, squall.limits as l; l.ensure_open_files(3000); "
-            "print(re.search(r'FDSize:\\s+(\\d+)', open('/proc/self/status').read())[1])")
+    code = (
+        "import re, squall.limits as l; l.ensure_open_files(3000); "
+        "print(re.search(r'FDSize:\\s+(\\d+)', open('/proc/self/status').read())[1])"
+    )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert int(p.stdout) >= 3000
 
@@ -142,17 +145,58 @@ def test_csv_files_have_locusts_exact_headers(nginx, tmp_path):
     assert p.returncode == 1  # every request failed
     read = lambda name: list(csv.reader(open(f"{prefix}_{name}.csv")))
     stats = read("stats")
-    assert stats[0] == ["Type", "Name", "Request Count", "Failure Count", "Median Response Time",
-                        "Average Response Time", "Min Response Time", "Max Response Time", "Average Content Size",
-                        "Requests/s", "Failures/s", "50%", "66%", "75%", "80%", "90%", "95%", "98%", "99%",
-                        "99.9%", "99.99%", "100%"]
+    assert stats[0] == [
+        "Type",
+        "Name",
+        "Request Count",
+        "Failure Count",
+        "Median Response Time",
+        "Average Response Time",
+        "Min Response Time",
+        "Max Response Time",
+        "Average Content Size",
+        "Requests/s",
+        "Failures/s",
+        "50%",
+        "66%",
+        "75%",
+        "80%",
+        "90%",
+        "95%",
+        "98%",
+        "99%",
+        "99.9%",
+        "99.99%",
+        "100%",
+    ]
     assert stats[1][:4] == ["GET", "/status/500", "100", "100"] and stats[-1][:2] == ["", "Aggregated"]
     history = read("stats_history")
-    assert history[0] == ["Timestamp", "User Count", "Type", "Name", "Requests/s", "Failures/s", "50%", "66%",
-                          "75%", "80%", "90%", "95%", "98%", "99%", "99.9%", "99.99%", "100%",
-                          "Total Request Count", "Total Failure Count", "Total Median Response Time",
-                          "Total Average Response Time", "Total Min Response Time", "Total Max Response Time",
-                          "Total Average Content Size"]
+    assert history[0] == [
+        "Timestamp",
+        "User Count",
+        "Type",
+        "Name",
+        "Requests/s",
+        "Failures/s",
+        "50%",
+        "66%",
+        "75%",
+        "80%",
+        "90%",
+        "95%",
+        "98%",
+        "99%",
+        "99.9%",
+        "99.99%",
+        "100%",
+        "Total Request Count",
+        "Total Failure Count",
+        "Total Median Response Time",
+        "Total Average Response Time",
+        "Total Min Response Time",
+        "Total Max Response Time",
+        "Total Average Content Size",
+    ]
     assert history[-1][3] == "Aggregated" and history[-1][17] == "100"
     failures = read("failures")
     assert failures[0] == ["Method", "Name", "Error", "Occurrences", "First Seen", "Last Seen"]

@@ -18,8 +18,24 @@ def run_file(name, server, tmp_path, *args, users=1, rate=100, run_time="2s", ex
     """`stop_after`: the run ends after that many requests (per process), for files importing stop_after."""
     prefix = tmp_path / "out"
     env = dict(os.environ, SQUALL_TEST_OUT=str(tmp_path / "seen.json"), STOP_AFTER_REQUESTS=str(stop_after))
-    p = squall("-f", FILES / name, "-H", server.url, "--headless", "-u", users, "-r", rate, "-t", run_time,
-               "--csv", prefix, *args, env=env, timeout=90)
+    p = squall(
+        "-f",
+        FILES / name,
+        "-H",
+        server.url,
+        "--headless",
+        "-u",
+        users,
+        "-r",
+        rate,
+        "-t",
+        run_time,
+        "--csv",
+        prefix,
+        *args,
+        env=env,
+        timeout=90,
+    )
     assert p.returncode == expect, (p.returncode, p.stdout[-3000:], p.stderr[-3000:])
     return p, prefix
 
@@ -92,8 +108,9 @@ def test_load_test_shape_sets_the_users(odd_server, tmp_path):
 def test_stopped_users_close_their_connections(odd_server, tmp_path):
     """A shape that ramps down from 8 users to 2 leaves 2 connections open, not 8: a stopped user's
     keep-alive connection closes with it, as in Locust."""
-    proc = squall_process("-f", FILES / "ramp_down.py", "-H", odd_server.url, "--headless", "-t", "60s",
-                          "--only-summary")
+    proc = squall_process(
+        "-f", FILES / "ramp_down.py", "-H", odd_server.url, "--headless", "-t", "60s", "--only-summary"
+    )
     try:
         wait_until(lambda: odd_server.open_connections() == 8, "8 users connected", proc)
         wait_until(lambda: odd_server.open_connections() == 2, "ramp-down to 2 connections", proc)
@@ -103,11 +120,14 @@ def test_stopped_users_close_their_connections(odd_server, tmp_path):
     assert proc.returncode == 130, stderr
 
 
-@pytest.mark.parametrize("args, names", [
-    (["-T", "read"], {"read"}),
-    (["-E", "slow"], {"read", "untagged"}),
-    (["-T", "read", "write", "-E", "slow"], {"read"}),
-])
+@pytest.mark.parametrize(
+    "args, names",
+    [
+        (["-T", "read"], {"read"}),
+        (["-E", "slow"], {"read", "untagged"}),
+        (["-T", "read", "write", "-E", "slow"], {"read"}),
+    ],
+)
 def test_tags_select_tasks(odd_server, tmp_path, args, names):
     _, prefix = run_file("tags.py", odd_server, tmp_path, *args, run_time="1s")
     assert set(stats(prefix)) - {"Aggregated"} == names
@@ -145,12 +165,15 @@ def test_exit_codes(odd_server, tmp_path):
     run_file("graphql.py", odd_server, tmp_path, "--exit-code-on-error", "3", run_time="1s", expect=3)
 
 
-@pytest.mark.parametrize("name, needle", [
-    ("syntax_error.py", "syntax_error.py:6: syntax error"),
-    ("import_error.py", "import_error.py:3: ModuleNotFoundError"),
-    ("no_users.py", "no User class"),
-    ("missing.py", "not found"),
-])
+@pytest.mark.parametrize(
+    "name, needle",
+    [
+        ("syntax_error.py", "syntax_error.py:6: syntax error"),
+        ("import_error.py", "import_error.py:3: ModuleNotFoundError"),
+        ("no_users.py", "no User class"),
+        ("missing.py", "not found"),
+    ],
+)
 def test_bad_locustfiles_exit_2_with_file_and_line(name, needle):
     p = squall("-f", FILES / name, "--headless", "-t", "1s")
     assert p.returncode == 2 and needle in p.stderr, p.stderr
@@ -172,8 +195,9 @@ def test_exception_in_on_start_is_reported(odd_server, tmp_path):
 
 def test_ctrl_c_still_writes_csv(odd_server, tmp_path):
     prefix = tmp_path / "c"
-    proc = squall_process("-f", FILES / "weights.py", "-H", odd_server.url, "--headless", "-u", 2, "-t", "60s",
-                          "--csv", prefix)
+    proc = squall_process(
+        "-f", FILES / "weights.py", "-H", odd_server.url, "--headless", "-u", 2, "-t", "60s", "--csv", prefix
+    )
     wait_until(lambda: odd_server.served() > 0, "requests", proc)
     time.sleep(1.0)
     proc.send_signal(signal.SIGINT)
@@ -186,8 +210,20 @@ def test_ctrl_c_still_writes_csv(odd_server, tmp_path):
 def test_squall_exports_the_api():
     import squall
 
-    for name in ("HttpUser", "FastHttpUser", "TaskSet", "SequentialTaskSet", "task", "tag", "between",
-                 "constant", "constant_pacing", "constant_throughput", "events", "LoadTestShape"):
+    for name in (
+        "HttpUser",
+        "FastHttpUser",
+        "TaskSet",
+        "SequentialTaskSet",
+        "task",
+        "tag",
+        "between",
+        "constant",
+        "constant_pacing",
+        "constant_throughput",
+        "events",
+        "LoadTestShape",
+    ):
         assert hasattr(squall, name), name
 
 
@@ -241,8 +277,17 @@ def test_locustfile_adds_its_own_options(odd_server, tmp_path):
 
 
 def test_processes_merge_losslessly(odd_server, tmp_path):
-    p, prefix = run_file("weights.py", odd_server, tmp_path, "--processes", "2", "--json-file", tmp_path / "r.json",
-                         users=5, run_time="3s")
+    p, prefix = run_file(
+        "weights.py",
+        odd_server,
+        tmp_path,
+        "--processes",
+        "2",
+        "--json-file",
+        tmp_path / "r.json",
+        users=5,
+        run_time="3s",
+    )
     s = stats(prefix)
     heavy, light = int(s["heavy"]["Request Count"]), int(s["light"]["Request Count"])
     assert int(s["Aggregated"]["Request Count"]) == heavy + light > 100
@@ -276,8 +321,27 @@ def test_request_mix_matches_locust(odd_server, tmp_path):
 
     expected = {"browse": 0.5 / 1.6, "cart": 0.3 / 1.6, "report summary": 0.6 / 1.6, "report detail": 0.2 / 1.6}
     locust_prefix = tmp_path / "locust"
-    cmd = [sys.executable, "-m", "locust", "-f", FILES / "mix.py", "--headless", "-u", 4, "-r", 100, "-t", "60s",
-           "-H", odd_server.url, "--csv", locust_prefix, "--only-summary", "--loglevel", "ERROR"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "locust",
+        "-f",
+        FILES / "mix.py",
+        "--headless",
+        "-u",
+        4,
+        "-r",
+        100,
+        "-t",
+        "60s",
+        "-H",
+        odd_server.url,
+        "--csv",
+        locust_prefix,
+        "--only-summary",
+        "--loglevel",
+        "ERROR",
+    ]
     env = dict(os.environ, STOP_AFTER_REQUESTS="2500")
     p = subprocess.run(list(map(str, cmd)), capture_output=True, text=True, timeout=90, env=env)
     assert p.returncode == 0, p.stderr[-2000:]
@@ -301,8 +365,9 @@ def test_run_single_user(odd_server):
     import subprocess
     import sys
 
-    p = subprocess.run([sys.executable, str(FILES / "single_user.py"), odd_server.url], capture_output=True,
-                       text=True, timeout=30)
+    p = subprocess.run(
+        [sys.executable, str(FILES / "single_user.py"), odd_server.url], capture_output=True, text=True, timeout=30
+    )
     assert p.returncode == 0, p.stderr
     assert p.stdout.split() == ["status", "200"] * 3
 

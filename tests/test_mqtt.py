@@ -38,8 +38,22 @@ def endpoint(result, method):
 
 def test_paced_qos1_hits_the_rate_and_every_message_arrives(broker, tmp_path):
     # The issue's acceptance run: 200 clients x 50 msg/s for 10 s = 100,000 QoS 1 messages.
-    p, r = run_json(tmp_path, "--broker", broker.url, "-u", 200, "--rate", 50, "-t", "10s", "--qos", 1,
-                    "--verify", "--topic", "example.com/{client}/pepeunit")
+    p, r = run_json(
+        tmp_path,
+        "--broker",
+        broker.url,
+        "-u",
+        200,
+        "--rate",
+        50,
+        "-t",
+        "10s",
+        "--qos",
+        1,
+        "--verify",
+        "--topic",
+        "example.com/{client}/pepeunit",
+    )
     assert p.returncode == 0, p.stderr
     m = r["mqtt"]
     assert m["sent"] == 100_000
@@ -57,8 +71,24 @@ def test_paced_qos1_hits_the_rate_and_every_message_arrives(broker, tmp_path):
 
 
 def test_qos2_over_mqtt5_and_qos0_as_fast_as_possible(broker, tmp_path):
-    p, r = run_json(tmp_path, "--broker", broker.url, "-u", 5, "--rate", 200, "-n", 400, "--qos", 2, "--mqtt-version", 5,
-                    "--verify", "--topic", "v5/{id}/{seq}")
+    p, r = run_json(
+        tmp_path,
+        "--broker",
+        broker.url,
+        "-u",
+        5,
+        "--rate",
+        200,
+        "-n",
+        400,
+        "--qos",
+        2,
+        "--mqtt-version",
+        5,
+        "--verify",
+        "--topic",
+        "v5/{id}/{seq}",
+    )
     assert p.returncode == 0, p.stderr
     assert r["mqtt"]["published"] == 2000 and r["mqtt"]["delivery"]["lost"] == 0
     assert r["mqtt"]["mqtt_version"] == "5"
@@ -74,8 +104,9 @@ def test_a_flood_past_the_brokers_queue_is_reported_as_lost(tmp_path):
     # must see it.
     b = Mosquitto(tmp_path)
     try:
-        p, r = run_json(tmp_path, "--broker", b.url, "-u", 50, "-n", 2000, "--qos", 1, "--verify",
-                        "--verify-wait", "2s")
+        p, r = run_json(
+            tmp_path, "--broker", b.url, "-u", 50, "-n", 2000, "--qos", 1, "--verify", "--verify-wait", "2s"
+        )
     finally:
         b.stop()
     d = r["mqtt"]["delivery"]
@@ -92,8 +123,27 @@ def test_a_flood_past_the_brokers_queue_is_reported_as_lost(tmp_path):
 def test_broker_killed_mid_run_gives_failures_and_a_clean_summary(tmp_path):
     b = Mosquitto(tmp_path)
     out = tmp_path / "r.json"
-    proc = squall_process("mqtt", "--broker", b.url, "-u", 20, "--rate", 100, "-t", "5s", "--qos", 1, "--verify",
-                          "--timeout", "1s", "--verify-wait", "1s", "--json", out, "-q")
+    proc = squall_process(
+        "mqtt",
+        "--broker",
+        b.url,
+        "-u",
+        20,
+        "--rate",
+        100,
+        "-t",
+        "5s",
+        "--qos",
+        1,
+        "--verify",
+        "--timeout",
+        "1s",
+        "--verify-wait",
+        "1s",
+        "--json",
+        out,
+        "-q",
+    )
     b.wait_for_log(CLIENT_CONNECTED, count=20)
     time.sleep(1.0)  # publishing
     b.stop(kill=True)
@@ -115,13 +165,29 @@ def test_a_schedule_the_generator_cannot_keep_is_accounted_for(broker, tmp_path)
     messages are still sent (their acknowledgement timeout counts from the write, not the schedule),
     the run gives them one --timeout past the end, and the rest are counted as unsent; the rate is
     over the time actually spent publishing."""
-    p, r = run_json(tmp_path, "--broker", broker.url, "-u", 1, "--rate", 1_000_000, "-t", "1s", "--qos", 1,
-                    "--inflight", 1, "--timeout", "1s")
+    p, r = run_json(
+        tmp_path,
+        "--broker",
+        broker.url,
+        "-u",
+        1,
+        "--rate",
+        1_000_000,
+        "-t",
+        "1s",
+        "--qos",
+        1,
+        "--inflight",
+        1,
+        "--timeout",
+        "1s",
+    )
     m = r["mqtt"]
     assert m["sent"] == 1_000_000 and m["unsent"] > 0
     assert m["published"] + m["unsent"] == m["sent"] and m["failed"] == m["unsent"]
     assert [(e["kind"], e["message"]) for e in r["errors"]] == [
-        ("unsent", "not sent: the run ended with the generator behind schedule")]
+        ("unsent", "not sent: the run ended with the generator behind schedule")
+    ]
     assert 1.5 < m["measured_s"] < 3
     assert m["publish_rate"] == pytest.approx(m["published"] / m["measured_s"])
     assert r["schedule"]["max_lag_us"] > 1_000_000  # sent more than the timeout late, and acknowledged
@@ -129,11 +195,27 @@ def test_a_schedule_the_generator_cannot_keep_is_accounted_for(broker, tmp_path)
 
 def test_subscribe_only_measures_what_others_publish(broker, tmp_path):
     out = tmp_path / "sub.json"
-    sub = squall_process("mqtt", "--broker", broker.url, "--subscribe-only", "watched/+", "-n", 300, "-t", "30s",
-                         "--json", out, "-q")
+    sub = squall_process(
+        "mqtt", "--broker", broker.url, "--subscribe-only", "watched/+", "-n", 300, "-t", "30s", "--json", out, "-q"
+    )
     broker.wait_for_log(r"-verify-\S+ \d watched/\+$")  # subscribed
-    p = squall("mqtt", "--broker", broker.url, "-u", 3, "--rate", 100, "-n", 100, "--qos", 1, "--verify",
-               "--topic", "watched/{client}", "-q")
+    p = squall(
+        "mqtt",
+        "--broker",
+        broker.url,
+        "-u",
+        3,
+        "--rate",
+        100,
+        "-n",
+        100,
+        "--qos",
+        1,
+        "--verify",
+        "--topic",
+        "watched/{client}",
+        "-q",
+    )
     assert p.returncode == 0, p.stderr
     stdout, stderr = sub.communicate(timeout=30)
     assert sub.returncode == 0, stderr
@@ -145,10 +227,16 @@ def test_subscribe_only_measures_what_others_publish(broker, tmp_path):
 
 
 def test_the_seeds_environment_variables_are_defaults(broker, tmp_path):
-    env = dict(os.environ, PU_TEST_LOAD_MQTT_DURATION="2", PU_TEST_LOAD_MQTT_UNIT_COUNT="4",
-               PU_TEST_LOAD_MQTT_RPS="20", PU_TEST_LOAD_MQTT_VALUE_TYPE="Number",
-               PU_TEST_LOAD_MQTT_DUPLICATE_COUNT="3", PU_TEST_LOAD_MQTT_MESSAGE_SIZE="10",
-               PU_TEST_LOAD_MQTT_WORKERS="2")
+    env = dict(
+        os.environ,
+        PU_TEST_LOAD_MQTT_DURATION="2",
+        PU_TEST_LOAD_MQTT_UNIT_COUNT="4",
+        PU_TEST_LOAD_MQTT_RPS="20",
+        PU_TEST_LOAD_MQTT_VALUE_TYPE="Number",
+        PU_TEST_LOAD_MQTT_DUPLICATE_COUNT="3",
+        PU_TEST_LOAD_MQTT_MESSAGE_SIZE="10",
+        PU_TEST_LOAD_MQTT_WORKERS="2",
+    )
     p, r = run_json(tmp_path, "--broker", broker.url, "--qos", 1, "--verify", env=env)
     assert p.returncode == 0, p.stderr
     m = r["mqtt"]
@@ -162,27 +250,47 @@ def test_the_seeds_environment_variables_are_defaults(broker, tmp_path):
 
 
 def test_csv_and_html_reports(broker, tmp_path):
-    p = squall("mqtt", "--broker", broker.url, "-u", 2, "-n", 50, "--qos", 1, "--csv", tmp_path / "run",
-               "--html", tmp_path / "run.html", "-q")
+    p = squall(
+        "mqtt",
+        "--broker",
+        broker.url,
+        "-u",
+        2,
+        "-n",
+        50,
+        "--qos",
+        1,
+        "--csv",
+        tmp_path / "run",
+        "--html",
+        tmp_path / "run.html",
+        "-q",
+    )
     assert p.returncode == 0, p.stderr
     stats = (tmp_path / "run_stats.csv").read_text().splitlines()
-    assert stats[0].startswith('Type,Name,Request Count')
+    assert stats[0].startswith("Type,Name,Request Count")
     assert any(line.startswith("PUBLISH,squall/{client},100,0") for line in stats)
     assert "PUBLISH" in (tmp_path / "run.html").read_text()
 
 
-@pytest.mark.parametrize("args, code, message", [
-    (["--broker", "mqtt://127.0.0.1:{closed}", "-n", "1"], 3, "cannot connect to the broker at 127.0.0.1:{closed}: "
-                                                                 "connection refused"),
-    (["--broker", "mqtt://no-such-host.invalid", "-n", "1"], 3, "cannot resolve host 'no-such-host.invalid'"),
-    (["--broker", "http://127.0.0.1:1", "-n", "1"], 2, "unsupported scheme 'http'"),
-    (["--topic", "a/{{nope}}", "-n", "1"], 2, "unknown placeholder {{nope}}"),
-    (["--topic", "a/+/b", "-n", "1"], 2, "wildcards"),
-    (["--payload", "@/no/such/file", "-n", "1"], 2, "cannot read payload file '/no/such/file': No such file"),
-    (["--qos", "3", "-n", "1"], 2, "invalid choice: 3 (choose from 0, 1, 2)"),
-    (["-u", "0", "-n", "1"], 2, "'0' must be at least 1"),
-    (["-u", "2"], 2, "give a duration (-t) or a number of messages per client (-n)"),
-])
+@pytest.mark.parametrize(
+    "args, code, message",
+    [
+        (
+            ["--broker", "mqtt://127.0.0.1:{closed}", "-n", "1"],
+            3,
+            "cannot connect to the broker at 127.0.0.1:{closed}: connection refused",
+        ),
+        (["--broker", "mqtt://no-such-host.invalid", "-n", "1"], 3, "cannot resolve host 'no-such-host.invalid'"),
+        (["--broker", "http://127.0.0.1:1", "-n", "1"], 2, "unsupported scheme 'http'"),
+        (["--topic", "a/{{nope}}", "-n", "1"], 2, "unknown placeholder {{nope}}"),
+        (["--topic", "a/+/b", "-n", "1"], 2, "wildcards"),
+        (["--payload", "@/no/such/file", "-n", "1"], 2, "cannot read payload file '/no/such/file': No such file"),
+        (["--qos", "3", "-n", "1"], 2, "invalid choice: 3 (choose from 0, 1, 2)"),
+        (["-u", "0", "-n", "1"], 2, "'0' must be at least 1"),
+        (["-u", "2"], 2, "give a duration (-t) or a number of messages per client (-n)"),
+    ],
+)
 def test_bad_input_is_one_line_and_a_documented_code(broker, args, code, message):
     closed = free_port()
     args = [a.format(closed=closed) for a in args]
@@ -201,9 +309,11 @@ def test_bad_credentials_print_the_connack_reason(tmp_path):
         assert p.returncode == 3
         assert p.stderr.strip().splitlines() == [
             f"squall mqtt: error: cannot connect to the broker at 127.0.0.1:{b.port}: "
-            "CONNACK refused: not authorized (code 5)"]
-        p = squall("mqtt", "--broker", b.url, "--username", "device", "--password", "secret", "-n", "3",
-                   "--qos", 1, "-q")
+            "CONNACK refused: not authorized (code 5)"
+        ]
+        p = squall(
+            "mqtt", "--broker", b.url, "--username", "device", "--password", "secret", "-n", "3", "--qos", 1, "-q"
+        )
         assert p.returncode == 0, p.stderr
     finally:
         b.stop()
@@ -224,8 +334,24 @@ def test_mqtts_over_rustls(tmp_path):
 
 def test_interrupt_still_writes_the_result(broker, tmp_path):
     out = tmp_path / "r.json"
-    proc = squall_process("mqtt", "--broker", broker.url, "-u", 10, "--rate", 50, "-t", "60s", "--qos", 1,
-                          "--client-id-prefix", "interrupted-", "--json", out, "-q")
+    proc = squall_process(
+        "mqtt",
+        "--broker",
+        broker.url,
+        "-u",
+        10,
+        "--rate",
+        50,
+        "-t",
+        "60s",
+        "--qos",
+        1,
+        "--client-id-prefix",
+        "interrupted-",
+        "--json",
+        out,
+        "-q",
+    )
     broker.wait_for_log(r"as interrupted-9 ")  # every client connected
     time.sleep(1.0)  # publishing
     proc.send_signal(signal.SIGINT)
@@ -240,8 +366,23 @@ def test_mqtt_users_share_the_table_with_http_users(broker, odd_server, tmp_path
     received = tmp_path / "received"
     env = dict(os.environ, TEST_MQTT_PORT=str(broker.port), TEST_RECEIVED=str(received))
     prefix = tmp_path / "mixed"
-    p = squall("-f", FILES / "mqtt_mixed.py", "-H", odd_server.url, "--headless", "-u", 4, "-r", 10, "-t", "3s",
-               "--csv", prefix, env=env, timeout=60)
+    p = squall(
+        "-f",
+        FILES / "mqtt_mixed.py",
+        "-H",
+        odd_server.url,
+        "--headless",
+        "-u",
+        4,
+        "-r",
+        10,
+        "-t",
+        "3s",
+        "--csv",
+        prefix,
+        env=env,
+        timeout=60,
+    )
     assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-2000:])
     rows = {(r["Type"], r["Name"]): r for r in csv.DictReader(open(f"{prefix}_stats.csv"))}
     assert int(rows[("MQTT", "connect")]["Request Count"]) == 3  # 2 devices + 1 watcher
@@ -257,8 +398,9 @@ def test_mqtt_users_share_the_table_with_http_users(broker, odd_server, tmp_path
 def test_locusts_own_mqtt_locustfile_runs_unchanged(broker, tmp_path):
     env = dict(os.environ, BENCH_MQTT_PORT=str(broker.port), BENCH_QOS="1")
     prefix = tmp_path / "locust"
-    p = squall("-f", FILES / "locust_mqtt.py", "--headless", "-u", 5, "-r", 5, "-t", "2s",
-               "--csv", prefix, env=env, timeout=60)
+    p = squall(
+        "-f", FILES / "locust_mqtt.py", "--headless", "-u", 5, "-r", 5, "-t", "2s", "--csv", prefix, env=env, timeout=60
+    )
     assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-2000:])
     rows = [r for r in csv.DictReader(open(f"{prefix}_stats.csv")) if r["Name"].startswith("publish:1:bench/")]
     assert len(rows) == 5  # one topic per client id, as in Locust
@@ -269,9 +411,28 @@ def test_locusts_own_mqtt_locustfile_runs_unchanged(broker, tmp_path):
 def test_connect_rate_retain_payload_file_and_client_ids(broker, tmp_path):
     payload = tmp_path / "reading.json"
     payload.write_bytes(b'{"t": 21.5, "unit": "C"}')  # 24 bytes
-    p, r = run_json(tmp_path, "--broker", broker.url, "-u", 10, "--connect-rate", 20, "--rate", 10, "-t", "2s",
-                    "--qos", 1, "--retain", "--payload", f"@{payload}", "--client-id-prefix", "unit-",
-                    "--topic", "plant/{id}/temp")
+    p, r = run_json(
+        tmp_path,
+        "--broker",
+        broker.url,
+        "-u",
+        10,
+        "--connect-rate",
+        20,
+        "--rate",
+        10,
+        "-t",
+        "2s",
+        "--qos",
+        1,
+        "--retain",
+        "--payload",
+        f"@{payload}",
+        "--client-id-prefix",
+        "unit-",
+        "--topic",
+        "plant/{id}/temp",
+    )
     assert p.returncode == 0, p.stderr
     m = r["mqtt"]
     assert m["connect_phase_s"] == 0  # with a connect rate, clients publish as they connect
@@ -283,8 +444,9 @@ def test_connect_rate_retain_payload_file_and_client_ids(broker, tmp_path):
     assert endpoint(r, "PUBLISH")["body_bytes"] == 24 * m["published"]
     # Retained: a late subscriber gets each client's last message at once.
     out = tmp_path / "sub.json"
-    p = squall("mqtt", "--broker", broker.url, "--subscribe-only", "plant/+/temp", "-n", 10, "-t", "5s",
-               "--json", out, "-q")
+    p = squall(
+        "mqtt", "--broker", broker.url, "--subscribe-only", "plant/+/temp", "-n", 10, "-t", "5s", "--json", out, "-q"
+    )
     assert p.returncode == 0, p.stderr
     assert json.loads(out.read_text())["mqtt"]["delivery"]["received"] == 10
 
@@ -295,8 +457,9 @@ def run_with_broker_stopped(tmp_path, at, stopped_for, *args):
     b = Mosquitto(tmp_path)
     out = tmp_path / "r.json"
     try:
-        proc = squall_process("mqtt", "--broker", b.url, "-u", 10, "--rate", 100, "--qos", 1, *args,
-                              "--json", out, "-q")
+        proc = squall_process(
+            "mqtt", "--broker", b.url, "-u", 10, "--rate", 100, "--qos", 1, *args, "--json", out, "-q"
+        )
         b.wait_for_log(CLIENT_CONNECTED, count=10)  # the clients, so publishing starts
         time.sleep(at)
         b.proc.send_signal(signal.SIGSTOP)
@@ -326,8 +489,9 @@ def test_deliveries_after_a_broker_stall_are_waited_for(tmp_path):
     clients drop their connections, and messages falling due meanwhile go unsent. squall must still
     wait (--verify-wait) for the deliveries of what it wrote, and count as lost only messages it wrote
     and never saw delivered: at most those never acknowledged."""
-    _, r, resumed = run_with_broker_stopped(tmp_path, 2.5, 3, "-t", "3s", "--verify", "--timeout", "1s",
-                                            "--verify-wait", "2s")
+    _, r, resumed = run_with_broker_stopped(
+        tmp_path, 2.5, 3, "-t", "3s", "--verify", "--timeout", "1s", "--verify-wait", "2s"
+    )
     m, d = r["mqtt"], r["mqtt"]["delivery"]
     assert m["unsent"] > 0 and m["sent"] == 3000
     assert d["sent"] == m["sent"] - m["unsent"] and d["delivered"] + d["lost"] == d["sent"]

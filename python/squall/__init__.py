@@ -1,22 +1,39 @@
 """Squall: load testing scripted like Locust, fast like wrk.
 
-Locust's API is importable from here too: `from squall import HttpUser, task, between`."""
+Locust's API is importable from here too: `from squall import HttpUser, task, between`. The package
+mirrors Locust's module tree (`squall.user.users`, `squall.contrib.fasthttp`, ...), so that `locust`
+resolves to it while squall runs a locustfile (see `squall.locust_compat`)."""
 
 from squall._engine import __version__
+from squall.contrib.fasthttp import FastHttpUser
+from squall.contrib.mqtt import MqttUser
+from squall.debug import run_single_user
 from squall.event import events
-from squall.mqtt_user import MqttUser
 from squall.exception import InterruptTaskSet, RescheduleTask, RescheduleTaskImmediately, StopUser
 from squall.shape import LoadTestShape
-from squall.user import FastHttpUser, HttpUser, SequentialTaskSet, TaskSet, User, tag, task
-from squall.wait_time import between, constant, constant_pacing, constant_throughput
+from squall.user.task import SequentialTaskSet, TaskSet, tag, task
+from squall.user.users import HttpUser, User
+from squall.user.wait_time import between, constant, constant_pacing, constant_throughput
 
-
-def run_single_user(user_class, host=None, **kwargs):
-    """Runs one user of `user_class` until it stops (or Ctrl-C), for debugging a locustfile."""
-    from squall.run_script import run_single_user as run
-
-    return run(user_class, host=host, **kwargs)
-
-__all__ = ["__version__", "events", "User", "HttpUser", "FastHttpUser", "MqttUser", "TaskSet", "SequentialTaskSet", "task",
-           "tag", "between", "constant", "constant_pacing", "constant_throughput", "LoadTestShape", "StopUser",
-           "RescheduleTask", "RescheduleTaskImmediately", "InterruptTaskSet", "run_single_user"]
+__all__ = [
+    "FastHttpUser",
+    "HttpUser",
+    "InterruptTaskSet",
+    "LoadTestShape",
+    "MqttUser",
+    "RescheduleTask",
+    "RescheduleTaskImmediately",
+    "SequentialTaskSet",
+    "StopUser",
+    "TaskSet",
+    "User",
+    "__version__",
+    "between",
+    "constant",
+    "constant_pacing",
+    "constant_throughput",
+    "events",
+    "run_single_user",
+    "tag",
+    "task",
+]

@@ -64,8 +64,9 @@ class ScriptSession:
         """MQTT operations, each run on its user's connection in order; completions come from poll()."""
     def messages(self) -> list[tuple[int, str, bytes, int]]:
         """(user, topic, payload, qos) of messages that arrived on users' subscriptions."""
-    def record(self, method: str, name: str, elapsed_us: int, status: int, body_bytes: int,
-               failure: str | None = None) -> None:
+    def record(
+        self, method: str, name: str, elapsed_us: int, status: int, body_bytes: int, failure: str | None = None
+    ) -> None:
         """A verdict the script reached itself (catch_response)."""
     def close_user(self, user: int) -> None:
         """The user stopped: closes its connections and cancels its requests in flight, unmeasured."""

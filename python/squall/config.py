@@ -66,7 +66,7 @@ def gather(argv, environ=None, home=None, cwd="."):
         merged.update(_read_pyproject(explicit) if explicit.endswith(".toml") else _read_conf(explicit))
     for name, value in environ.items():
         if name.startswith("LOCUST_"):
-            merged[name[len("LOCUST_"):].lower()] = value
+            merged[name[len("LOCUST_") :].lower()] = value
     return {k.replace("-", "_").lower(): v for k, v in merged.items()}
 
 

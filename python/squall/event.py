@@ -23,9 +23,26 @@ class EventHook:
 class Events:
     """The hooks a locustfile can listen to; unknown ones read as empty hooks so old files still load."""
 
-    NAMES = ("request", "user_error", "report_to_master", "worker_report", "worker_connect", "spawning_complete",
-             "quitting", "quit", "init", "init_command_line_parser", "test_start", "test_stopping", "test_stop",
-             "reset_stats", "cpu_warning", "heartbeat_sent", "heartbeat_received", "usage_monitor")
+    NAMES = (
+        "request",
+        "user_error",
+        "report_to_master",
+        "worker_report",
+        "worker_connect",
+        "spawning_complete",
+        "quitting",
+        "quit",
+        "init",
+        "init_command_line_parser",
+        "test_start",
+        "test_stopping",
+        "test_stop",
+        "reset_stats",
+        "cpu_warning",
+        "heartbeat_sent",
+        "heartbeat_received",
+        "usage_monitor",
+    )
 
     def __init__(self):
         for name in self.NAMES:

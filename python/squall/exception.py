@@ -1,4 +1,8 @@
-"""The exceptions locustfiles raise and catch (`locust.exception`)."""
+"""The exceptions locustfiles raise and catch (`locust.exception`), and the traceback squall reports
+for one."""
+
+import os
+import traceback
 
 
 class LocustError(Exception):
@@ -40,3 +44,19 @@ class RescheduleTaskImmediately(Exception):
 class UserHung(BaseException):
     """Raised by squall into a user whose task ran too long without yielding (no request, wait or
     sleep): it ends that user. A BaseException, so that task code's `except Exception` lets it pass."""
+
+
+_SQUALL_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def user_traceback(exc):
+    """The traceback of an exception from a locustfile, without squall's own frames before the
+    user's code (the scheduler and task loop are noise to the reader)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    first_user = next((i for i, f in enumerate(frames) if not f.filename.startswith(_SQUALL_DIR)), 0)
+    lines = [
+        "Traceback (most recent call last):\n",
+        *traceback.format_list(frames[first_user:]),
+        *traceback.format_exception_only(type(exc), exc),
+    ]
+    return "".join(lines)

@@ -4,7 +4,7 @@ import fcntl
 import os
 import resource
 
-from squall.cli import UsageError
+from squall.errors import UsageError
 
 # Descriptors the process needs besides connections: the interpreter, epoll, eventfds, pipes, files.
 OVERHEAD = 64

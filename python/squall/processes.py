@@ -7,9 +7,10 @@ import signal
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
 from squall import _engine, exitcodes
-from squall.cli import UsageError
+from squall.errors import UsageError
 from squall.signals import on_stop_signals
 
 
@@ -39,9 +40,14 @@ def run_processes(args, users, final_output, what="users"):
     sys.stderr.write(f"squall: {n} worker processes, {users} {what} in all; the tables come at the end\n")
     with tempfile.TemporaryDirectory(prefix="squall-workers-") as tmp:
         paths = [os.path.join(tmp, f"worker{i}.json") for i in range(n)]
-        procs = [subprocess.Popen([sys.executable, "-m", "squall", *args.argv], stdout=subprocess.DEVNULL,
-                                  env=dict(os.environ, SQUALL_WORKER=f"{i}/{n}", SQUALL_WORKER_RESULT=paths[i]))
-                 for i in range(n)]
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "squall", *args.argv],
+                stdout=subprocess.DEVNULL,
+                env=dict(os.environ, SQUALL_WORKER=f"{i}/{n}", SQUALL_WORKER_RESULT=paths[i]),
+            )
+            for i in range(n)
+        ]
         received = []
 
         def forward(signum):
@@ -51,7 +57,7 @@ def run_processes(args, users, final_output, what="users"):
 
         with on_stop_signals(forward):
             codes = [p.wait() for p in procs]
-        docs = [open(p).read() for p in paths if os.path.exists(p)]
+        docs = [Path(p).read_text() for p in paths if os.path.exists(p)]
     if not docs:
         sys.stderr.write("squall: error: no worker process produced a result\n")
         return max(codes) or exitcodes.CANNOT_START

@@ -1,4 +1,5 @@
 """Exercises the client API; any check that fails raises, and shows up in the exceptions CSV."""
+
 from locust import SequentialTaskSet, constant, task
 from locust.contrib.fasthttp import FastHttpUser
 from locust.exception import StopUser

@@ -1,4 +1,5 @@
 """TaskSets, interrupts, exceptions and events; writes what happened to $SQUALL_TEST_OUT at quitting."""
+
 import json
 import os
 from collections import Counter
@@ -21,8 +22,7 @@ def on_test_start(environment, **kw):
 
 
 @events.request.add_listener
-def on_request(request_type, name, response_time, response_length, response, context, exception, start_time,
-               url, **kw):
+def on_request(request_type, name, response_time, response_length, response, context, exception, start_time, url, **kw):
     seen["request"] += 1
     seen["request_failed"] += exception is not None
 

@@ -1,4 +1,5 @@
 """8 users for 2 s, then 2 until the run is stopped."""
+
 from locust import HttpUser, LoadTestShape, constant, task
 
 

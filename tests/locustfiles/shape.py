@@ -1,4 +1,5 @@
 """A LoadTestShape: 2 users, then 4, then the end."""
+
 import json
 import os
 

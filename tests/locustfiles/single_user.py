@@ -1,4 +1,5 @@
 """Debugging one user without a load test, as with Locust's run_single_user."""
+
 import sys
 
 from squall import HttpUser, constant, run_single_user, task

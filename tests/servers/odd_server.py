@@ -20,6 +20,7 @@
 One thread, one selector loop, so the ground truth has no scheduler of ours in between.
 """
 
+import contextlib
 import heapq
 import json
 import selectors
@@ -189,7 +190,5 @@ def main(port):
 
 
 if __name__ == "__main__":
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         main(int(sys.argv[1]))
-    except KeyboardInterrupt:
-        pass

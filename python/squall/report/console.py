@@ -19,33 +19,43 @@ def summary(r) -> str:
     conns = f"{load['connections']:,} connection{'s' if load['connections'] != 1 else ''}"
     extra = "" if r["stop_reason"] in ("completed", "duration") else f", stopped: {r['stop_reason'].replace('_', ' ')}"
     proto = ", HTTP/2" if load["http2"] else ""
-    w(f"Load         {model} model, {conns} on {load['threads']} thread{'s' if load['threads'] != 1 else ''}"
-      f"{proto}, ran {dur:.2f} s{extra}\n")
+    w(
+        f"Load         {model} model, {conns} on {load['threads']} thread{'s' if load['threads'] != 1 else ''}"
+        f"{proto}, ran {dur:.2f} s{extra}\n"
+    )
     pct = 100.0 * fails / n if n else 0.0
     w(f"Requests     {n:,} total, {fails:,} failed ({pct:.2f}%)")
     if r["abandoned"]:
         w(f", {r['abandoned']:,} in flight at the end (not counted)")
     w("\n")
     rps = n / dur if dur > 0 else 0.0
-    w(f"Throughput   {rps:,.2f} req/s, {size(agg['wire_bytes'] / dur if dur > 0 else 0)}/s received "
-      f"({size(agg['wire_bytes'])} in all)\n")
+    w(
+        f"Throughput   {rps:,.2f} req/s, {size(agg['wire_bytes'] / dur if dur > 0 else 0)}/s received "
+        f"({size(agg['wire_bytes'])} in all)\n"
+    )
     c = r["connect"]
     if c["requests"]:
         w(f"Connect      {c['requests']:,} opened, mean {ms(c['mean_us'])} ms, max {ms(c['max_us'])} ms\n")
     om = r.get("schedule")
     if om:
-        w(f"Open model   {om['rate']:,.6g} req/s {om['arrival']}: {om['intended']:,} intended, {om['sent']:,} sent, "
-          f"{om['late']:,} late (>{om['late_after_ms']} ms), mean lag {ms(om['mean_lag_us'])} ms, "
-          f"max lag {ms(om['max_lag_us'])} ms, {om['dropped']:,} dropped\n")
+        w(
+            f"Open model   {om['rate']:,.6g} req/s {om['arrival']}: {om['intended']:,} intended, {om['sent']:,} sent, "
+            f"{om['late']:,} late (>{om['late_after_ms']} ms), mean lag {ms(om['mean_lag_us'])} ms, "
+            f"max lag {ms(om['max_lag_us'])} ms, {om['dropped']:,} dropped\n"
+        )
         if om["late"] or om["dropped"]:
-            w("             latencies count from the intended send times; late sends mean too few connections (-c)"
-              " or a busy generator\n")
+            w(
+                "             latencies count from the intended send times; late sends mean too few connections (-c)"
+                " or a busy generator\n"
+            )
     if not n:
         return "".join(out)
 
     w(_section("Response time (ms)"))
-    w(f"  min {ms(agg['min_us'])}   mean {ms(agg['mean_us'])}   stdev {ms(agg['stdev_us'])}   "
-      f"max {ms(agg['max_us'])}\n")
+    w(
+        f"  min {ms(agg['min_us'])}   mean {ms(agg['mean_us'])}   stdev {ms(agg['stdev_us'])}   "
+        f"max {ms(agg['max_us'])}\n"
+    )
 
     w(_section("Response time percentiles (ms)"))
     cells = [ms(agg["percentiles_us"][k]) for k in PERCENTILE_KEYS]

@@ -20,9 +20,11 @@ def stats_table(endpoints, aggregate, duration_s, rates=None):
     """`rates`: {(method, name): (req/s, failures/s)} for the recent window; else over the whole run."""
     rows, agg = _rows(endpoints, aggregate)
     width = max([len(r["name"]) for r in rows] + [30]) + 2
-    head = (f"{'Type':<8} {'Name':<{width}} {'# reqs':>7} {'# fails':>13} | {'Avg':>7} {'Min':>7} {'Max':>7} "
-            f"{'Med':>7} | {'req/s':>8} {'failures/s':>10}")
-    sep = f"{'-' * 8}|{'-' * (width + 1)}|{'-' * 7}|{'-' * 14}|{'-' * 8}|{'-' * 8}|{'-' * 8}|{'-' * 8}|{'-' * 9}|{'-' * 11}"
+    head = (
+        f"{'Type':<8} {'Name':<{width}} {'# reqs':>7} {'# fails':>13} | {'Avg':>7} {'Min':>7} {'Max':>7} "
+        f"{'Med':>7} | {'req/s':>8} {'failures/s':>10}"
+    )
+    sep = "|".join("-" * n for n in (8, width + 1, 7, 14, 8, 8, 8, 8, 9, 11))
 
     def line(r):
         n, f = r["requests"], r["failures"]
@@ -33,8 +35,11 @@ def stats_table(endpoints, aggregate, duration_s, rates=None):
             rps = n / duration_s if duration_s > 0 else 0.0
             fps = f / duration_s if duration_s > 0 else 0.0
         med = r["percentiles_us"].get("50", 0) if n else 0
-        stat = (f"{_ms(r['mean_us']):>7} {_ms(r['min_us']):>7} {_ms(r['max_us']):>7} {_ms(med):>7}" if n
-                else f"{0:>7} {0:>7} {0:>7} {0:>7}")
+        stat = (
+            f"{_ms(r['mean_us']):>7} {_ms(r['min_us']):>7} {_ms(r['max_us']):>7} {_ms(med):>7}"
+            if n
+            else f"{0:>7} {0:>7} {0:>7} {0:>7}"
+        )
         fails = f"{f}({pct:.2f}%)"
         return f"{r['method']:<8} {r['name']:<{width}} {n:>7} {fails:>13} | {stat} | {rps:>8.2f} {fps:>10.2f}"
 

@@ -8,13 +8,36 @@ from squall.report.units import PERCENTILE_KEYS, ms_exact
 
 PCT_COLUMNS = [f"{k}%" for k in PERCENTILE_KEYS]
 
-STATS_HEADER = ["Type", "Name", "Request Count", "Failure Count", "Median Response Time",
-                "Average Response Time", "Min Response Time", "Max Response Time", "Average Content Size",
-                "Requests/s", "Failures/s", *PCT_COLUMNS]
-HISTORY_HEADER = ["Timestamp", "User Count", "Type", "Name", "Requests/s", "Failures/s", *PCT_COLUMNS,
-                  "Total Request Count", "Total Failure Count", "Total Median Response Time",
-                  "Total Average Response Time", "Total Min Response Time", "Total Max Response Time",
-                  "Total Average Content Size"]
+STATS_HEADER = [
+    "Type",
+    "Name",
+    "Request Count",
+    "Failure Count",
+    "Median Response Time",
+    "Average Response Time",
+    "Min Response Time",
+    "Max Response Time",
+    "Average Content Size",
+    "Requests/s",
+    "Failures/s",
+    *PCT_COLUMNS,
+]
+HISTORY_HEADER = [
+    "Timestamp",
+    "User Count",
+    "Type",
+    "Name",
+    "Requests/s",
+    "Failures/s",
+    *PCT_COLUMNS,
+    "Total Request Count",
+    "Total Failure Count",
+    "Total Median Response Time",
+    "Total Average Response Time",
+    "Total Min Response Time",
+    "Total Max Response Time",
+    "Total Average Content Size",
+]
 FAILURES_HEADER = ["Method", "Name", "Error", "Occurrences", "First Seen", "Last Seen"]
 EXCEPTIONS_HEADER = ["Count", "Message", "Traceback", "Nodes"]
 
@@ -31,25 +54,47 @@ def _avg_size(s):
 
 def stats_row(type_, name, s, duration):
     n = s["requests"]
-    return [type_, name, n, s["failures"],
-            ms_exact(s["percentiles_us"]["50"]) if s["percentiles_us"] else 0,
-            s["mean_us"] / 1000.0, ms_exact(s["min_us"]), ms_exact(s["max_us"]),
-            _avg_size(s),
-            n / duration if duration > 0 else 0, s["failures"] / duration if duration > 0 else 0,
-            *_percentiles(s)]
+    return [
+        type_,
+        name,
+        n,
+        s["failures"],
+        ms_exact(s["percentiles_us"]["50"]) if s["percentiles_us"] else 0,
+        s["mean_us"] / 1000.0,
+        ms_exact(s["min_us"]),
+        ms_exact(s["max_us"]),
+        _avg_size(s),
+        n / duration if duration > 0 else 0,
+        s["failures"] / duration if duration > 0 else 0,
+        *_percentiles(s),
+    ]
 
 
 def history_rows(result, full_history):
     for sec in result["timeseries"]:
         ts = int(sec["unix"]) + 1  # written at the end of the second, as Locust does
         cum = sec["cumulative"]
-        totals = [cum["requests"], cum["failures"], ms_exact(cum["median_us"]), cum["mean_us"] / 1000.0,
-                  ms_exact(cum["min_us"]), ms_exact(cum["max_us"]),
-                  cum["body_bytes"] / cum["requests"] if cum["requests"] else 0]
+        totals = [
+            cum["requests"],
+            cum["failures"],
+            ms_exact(cum["median_us"]),
+            cum["mean_us"] / 1000.0,
+            ms_exact(cum["min_us"]),
+            ms_exact(cum["max_us"]),
+            cum["body_bytes"] / cum["requests"] if cum["requests"] else 0,
+        ]
         if full_history:
             for e in sec["endpoints"]:
-                yield [ts, sec["users"], e["method"], e["name"], e["requests"], e["failures"],
-                       *_percentiles(e), *[""] * 7]
+                yield [
+                    ts,
+                    sec["users"],
+                    e["method"],
+                    e["name"],
+                    e["requests"],
+                    e["failures"],
+                    *_percentiles(e),
+                    *[""] * 7,
+                ]
         yield [ts, sec["users"], "", "Aggregated", sec["requests"], sec["failures"], *_percentiles(sec), *totals]
 
 
@@ -71,8 +116,16 @@ def write(result, prefix, full_history=False):
         w.writerow(FAILURES_HEADER)
         start = result["start_unix"]
         for e in result["errors"]:
-            w.writerow([e["method"], e["name"], e["message"], e["count"],
-                        round(start + e["first_seen_s"], 3), round(start + e["last_seen_s"], 3)])
+            w.writerow(
+                [
+                    e["method"],
+                    e["name"],
+                    e["message"],
+                    e["count"],
+                    round(start + e["first_seen_s"], 3),
+                    round(start + e["last_seen_s"], 3),
+                ]
+            )
     with open(paths["exceptions"], "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(EXCEPTIONS_HEADER)

@@ -5,13 +5,18 @@ import signal
 import sys
 import threading
 
-from squall import _engine, bench, exitcodes, mqtt
+from squall import _engine, exitcodes
+from squall.commands import bench, mqtt
+from squall.commands.arguments import Parser
 
 
 def add_parser(commands):
-    p = commands.add_parser("demo", help="bench the built-in target, then an MQTT run against its broker",
-                            description="Start the built-in target on 127.0.0.1 and bench it for 10 s, then "
-                                        "publish to the embedded MQTT broker with delivery verified.")
+    p = commands.add_parser(
+        "demo",
+        help="bench the built-in target, then an MQTT run against its broker",
+        description="Start the built-in target on 127.0.0.1 and bench it for 10 s, then "
+        "publish to the embedded MQTT broker with delivery verified.",
+    )
     p.add_argument("--port", type=int, default=0, help="the target's port (default: a free one)")
     p.add_argument("-t", "--duration", default="10s", help="how long the demo bench runs (default 10s)")
     p.add_argument("-c", "--connections", default="20", help="connections (default 20)")
@@ -38,28 +43,45 @@ def run(args) -> int:
         argv += ["--json", args.json] if args.json else []
         argv += ["--csv", args.csv] if args.csv else []
         sys.stderr.write(f"Running: squall bench {' '.join(argv)}\n\n")
-        from squall.cli import build_parser
-
-        bench_args = build_parser().parse_args(["bench", *argv])
-        code = bench.run(bench_args)
+        code = bench.run(_parse(bench, "bench", argv))
         if code not in (exitcodes.OK, exitcodes.ALL_FAILED) or args.no_mqtt:
             return code
-        return _mqtt(args, build_parser()) or code
+        return _mqtt(args) or code
     finally:
         target.stop()
 
 
-def _mqtt(args, parser):
+def _parse(command, name, argv):
+    """`squall NAME ARGV` parsed as the command line would (the command's own parser and defaults)."""
+    parser = Parser(prog="squall")
+    command.add_parser(parser.add_subparsers(dest="command", parser_class=Parser))
+    return parser.parse_args([name, *argv])
+
+
+def _mqtt(args):
     """50 devices at 20 msg/s each, QoS 1, delivery verified, against the embedded broker."""
     try:
         port = _engine.start_demo_broker()
     except _engine.TargetError as e:
         sys.stderr.write(f"squall demo: error: {e}\n")
         return exitcodes.CANNOT_START
-    argv = ["--broker", f"mqtt://127.0.0.1:{port}", "-u", "50", "--rate", "20", "-t", args.mqtt_duration,
-            "--qos", "1", "--verify", "--topic", "demo/{client}/telemetry"]
+    argv = [
+        "--broker",
+        f"mqtt://127.0.0.1:{port}",
+        "-u",
+        "50",
+        "--rate",
+        "20",
+        "-t",
+        args.mqtt_duration,
+        "--qos",
+        "1",
+        "--verify",
+        "--topic",
+        "demo/{client}/telemetry",
+    ]
     sys.stderr.write(f"\nDemo MQTT broker (rumqttd) on 127.0.0.1:{port}\nRunning: squall mqtt {' '.join(argv)}\n\n")
-    return mqtt.run(parser.parse_args(["mqtt", *argv]))
+    return mqtt.run(_parse(mqtt, "mqtt", argv))
 
 
 def _serve(base) -> int:

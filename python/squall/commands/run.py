@@ -12,13 +12,19 @@ import traceback
 
 from greenlet import getcurrent
 
-from squall import _engine, exitcodes, processes, report
-from squall.exception import UserHung
-from squall.cli import UsageError
+from squall import _engine, exitcodes, limits, locust_compat, processes, report
 from squall.durations import parse_duration
-from squall.report import locust_console
+from squall.env import Environment
+from squall.errors import UsageError
+from squall.event import events
+from squall.exception import UserHung
+from squall.hub import Hub
+from squall.report import html, locust_console
+from squall.shape import LoadTestShape
 from squall.signals import on_stop_signals
 from squall.spawner import Spawner
+from squall.user.task import filter_tasks_by_tags
+from squall.user.users import User
 
 STATS_INTERVAL = 2.0
 # A task holding the hub this long without a request, wait or sleep stops every other user: it is ended.
@@ -30,14 +36,11 @@ class ScriptError(Exception):
 
 
 def add_arguments(p):
-    p.add_argument("-f", "--locustfile", default="locustfile.py",
-                   help="the locustfile to run (default locustfile.py)")
+    p.add_argument("-f", "--locustfile", default="locustfile.py", help="the locustfile to run (default locustfile.py)")
     p.add_argument("-H", "--host", help="base URL of the system under test")
     p.add_argument("-u", "--users", default="1", help="peak number of users")
-    p.add_argument("-r", "--spawn-rate", default="1",
-                   help="users started per second")
-    p.add_argument("-t", "--run-time",
-                   help="stop after this long: 300s, 20m, 3h, 1h30m")
+    p.add_argument("-r", "--spawn-rate", default="1", help="users started per second")
+    p.add_argument("-t", "--run-time", help="stop after this long: 300s, 20m, 3h, 1h30m")
     p.add_argument("--headless", action="store_true", help="no web UI (squall always runs headless for now)")
     p.add_argument("--autostart", action="store_true", help="accepted for compatibility")
     p.add_argument("--csv", metavar="PREFIX", help="write Locust's CSV files")
@@ -53,8 +56,12 @@ def add_arguments(p):
     p.add_argument("-l", "--list", action="store_true", help="list the User classes and exit")
     p.add_argument("-T", "--tags", nargs="*", metavar="TAG", help="only tasks with one of these tags")
     p.add_argument("-E", "--exclude-tags", nargs="*", metavar="TAG", help="no tasks with these tags")
-    p.add_argument("--processes", type=int, default=1,
-                   help="worker processes, one engine each, statistics merged losslessly (-1: one per core)")
+    p.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        help="worker processes, one engine each, statistics merged losslessly (-1: one per core)",
+    )
     p.add_argument("--insecure", action="store_true", help="accept any TLS certificate")
     p.add_argument("--config", metavar="FILE", help="a config file (key = value lines, or TOML [tool.locust])")
     p.add_argument("user_classes", nargs="*", metavar="UserClass", help="run only these User classes")
@@ -84,10 +91,6 @@ cooperative_sleep.hub = None
 
 def load_locustfile(path):
     """Runs the file with `locust` resolving to squall; returns (User classes, shape class or None)."""
-    from squall import locust_compat
-    from squall.shape import LoadTestShape
-    from squall.user import User
-
     if not os.path.isfile(path):
         raise ScriptError(f"locustfile '{path}' not found")
     locust_compat.install()
@@ -103,11 +106,19 @@ def load_locustfile(path):
         raise ScriptError(f"{e.filename}:{e.lineno}: syntax error: {e.msg}") from None
     except Exception as e:
         raise ScriptError(f"{_location(e, path)}: {type(e).__name__}: {e}") from None
-    users = [v for v in vars(module).values()
-             if isinstance(v, type) and issubclass(v, User) and not v.__dict__.get("abstract", False)]
-    shapes = [v for v in vars(module).values()
-              if isinstance(v, type) and issubclass(v, LoadTestShape) and v is not LoadTestShape
-              and v.__module__ == "locustfile"]
+    users = [
+        v
+        for v in vars(module).values()
+        if isinstance(v, type) and issubclass(v, User) and not v.__dict__.get("abstract", False)
+    ]
+    shapes = [
+        v
+        for v in vars(module).values()
+        if isinstance(v, type)
+        and issubclass(v, LoadTestShape)
+        and v is not LoadTestShape
+        and v.__module__ == "locustfile"
+    ]
     return users, (shapes[0] if shapes else None)
 
 
@@ -122,11 +133,6 @@ def _number(text, what, cast=int, minimum=0):
 
 
 def run(args) -> int:
-    from squall.environment import Environment
-    from squall.event import events
-    from squall.hub import Hub
-    from squall.user import filter_tasks_by_tags
-
     users = _number(args.users, "number of users")
     spawn_rate = _number(args.spawn_rate, "spawn rate", float, 0.001)
     worker = processes.worker()
@@ -147,8 +153,9 @@ def run(args) -> int:
         by_name = {c.__name__: c for c in classes}
         unknown = [n for n in args.user_classes if n not in by_name]
         if unknown:
-            raise UsageError(f"unknown User class {', '.join(unknown)} (the locustfile has: "
-                             f"{', '.join(by_name) or 'none'})")
+            raise UsageError(
+                f"unknown User class {', '.join(unknown)} (the locustfile has: {', '.join(by_name) or 'none'})"
+            )
         classes = [by_name[n] for n in args.user_classes]
     if not classes:
         sys.stderr.write(f"squall: error: {args.locustfile}: no User class with tasks found\n")
@@ -158,8 +165,6 @@ def run(args) -> int:
             filter_tasks_by_tags(c, args.tags, args.exclude_tags)
     if not args.headless:
         sys.stderr.write("squall: the web dashboard is not there yet; running headless\n")
-    from squall import limits
-
     limits.ensure_open_files(max(users, 1))  # one keep-alive connection per user
 
     session = _engine.ScriptSession(insecure=args.insecure)
@@ -212,8 +217,6 @@ def run(args) -> int:
 
 def _drive(env, classes, shape, users, spawn_rate, run_time, stop_timeout, args):
     """The test itself: spawning, shape ticks, periodic stats, the end; returns the stop reason."""
-    from squall.event import events
-
     hub, runner = env.hub, env.runner
     spawner = Spawner(env, classes)
     spawner.set_target(users, spawn_rate)
@@ -304,31 +307,19 @@ def _final_output(result, args):
             out.write("\n" + locust_console.exceptions_report(result["exceptions"]))
     sys.stdout.flush()
     if result["abandoned"]:  # on stderr: stdout keeps Locust's tables exactly
-        sys.stderr.write(f"squall: {result['abandoned']:,} requests in flight when their users stopped were "
-                         "cancelled; they are not in the stats\n")
-    written = report.write_files(result, json_path=args.json_file, csv_prefix=args.csv,
-                                 full_history=args.csv_full_history)
+        sys.stderr.write(
+            f"squall: {result['abandoned']:,} requests in flight when their users stopped were "
+            "cancelled; they are not in the stats\n"
+        )
+    written = report.write_files(
+        result, json_path=args.json_file, csv_prefix=args.csv, full_history=args.csv_full_history
+    )
     if args.html:
-        from squall.report import html
-
-        path = args.html.replace("{u}", str(args.users)).replace("{r}", str(args.spawn_rate)) \
+        path = (
+            args.html.replace("{u}", str(args.users))
+            .replace("{r}", str(args.spawn_rate))
             .replace("{t}", str(args.run_time or ""))
+        )
         written.append(html.write(result, path, title=f"squall: {os.path.basename(args.locustfile)}"))
     for path in written:
         sys.stderr.write(f"wrote {path}\n")
-
-
-def run_single_user(user_class, host=None, **_ignored):
-    """Runs one user of `user_class` until Ctrl-C, for debugging a locustfile."""
-    from squall.environment import Environment
-    from squall.hub import Hub
-
-    session = _engine.ScriptSession()
-    hub = Hub(session)
-    env = Environment(hub=hub, host=host or user_class.host, user_classes=[user_class])
-    u = user_class(env)
-    env.runner.users[u] = hub.spawn(u.run)
-    try:
-        hub.run_until(None)
-    except KeyboardInterrupt:
-        pass

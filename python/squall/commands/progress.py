@@ -32,8 +32,9 @@ class ProgressLine:
             frac = completed / self.total if self.total else 0
         filled = int(max(0.0, min(1.0, frac)) * 20)
         bar = "#" * filled + "." * (20 - filled)
-        self.stream.write(f"\r\x1b[K  [{bar}] {where}  {completed:,} requests  "
-                          f"{self.rate:,.0f} req/s  {failed:,} errors")
+        self.stream.write(
+            f"\r\x1b[K  [{bar}] {where}  {completed:,} requests  {self.rate:,.0f} req/s  {failed:,} errors"
+        )
         self.stream.flush()
 
     def clear(self):
@@ -45,8 +46,9 @@ class MqttProgressLine(ProgressLine):
     """The same line for `squall mqtt`: connections, then messages published and delivered."""
 
     def __init__(self, config, stream=sys.stderr):
-        super().__init__({"duration": config["duration"],
-                          "requests": (config["messages"] or 0) * config["clients"] or None}, stream)
+        super().__init__(
+            {"duration": config["duration"], "requests": (config["messages"] or 0) * config["clients"] or None}, stream
+        )
         self.clients = config["clients"]
         self.verify = config["verify"] or config["subscribe_only"]
 
@@ -65,6 +67,8 @@ class MqttProgressLine(ProgressLine):
             self.rate = (count - c0) / (now - t0)
             self.last = (now, count)
         extra = f"  {delivered:,} delivered" if self.verify else ""
-        self.stream.write(f"\r\x1b[K  {phase}: {format_duration(elapsed)}  {connected:,} connected  "
-                          f"{published:,} published  {self.rate:,.0f} msg/s  {failed:,} failed{extra}")
+        self.stream.write(
+            f"\r\x1b[K  {phase}: {format_duration(elapsed)}  {connected:,} connected  "
+            f"{published:,} published  {self.rate:,.0f} msg/s  {failed:,} failed{extra}"
+        )
         self.stream.flush()

@@ -22,7 +22,7 @@ class HTTPError(ResponseError):
     pass
 
 
-class ConnectionError(ResponseError):  # noqa: A001 - the name requests users catch
+class ConnectionError(ResponseError):
     pass
 
 
@@ -54,8 +54,17 @@ class Headers(dict):
 class Response:
     """What a request came to: requests' Response attributes that locustfiles use."""
 
-    __slots__ = ("request_method", "url", "status_code", "_raw_headers", "_headers", "content", "elapsed_us",
-                 "error", "encoding")
+    __slots__ = (
+        "_headers",
+        "_raw_headers",
+        "content",
+        "elapsed_us",
+        "encoding",
+        "error",
+        "request_method",
+        "status_code",
+        "url",
+    )
 
     def __init__(self, method, url, status, raw_headers, content, elapsed_us, error):
         self.request_method = method
@@ -173,8 +182,9 @@ class HttpSession:
             known = self._urls.get(url)
             if known is not None:
                 return known
-        full = url if "://" in url else urljoin(self.base_url.rstrip("/") + "/", url.lstrip("/")) \
-            if self.base_url else url
+        full = (
+            url if "://" in url else urljoin(self.base_url.rstrip("/") + "/", url.lstrip("/")) if self.base_url else url
+        )
         if "://" not in full:
             raise ValueError(f"no host for request '{url}': set `host` on the User or pass -H/--host")
         if params:
@@ -194,8 +204,23 @@ class HttpSession:
         finally:
             self._rename = previous
 
-    def request(self, method, url, name=None, catch_response=False, context=None, *, params=None,
-                headers=None, json=None, data=None, cookies=None, timeout=None, allow_redirects=True, **_ignored):
+    def request(
+        self,
+        method,
+        url,
+        name=None,
+        catch_response=False,
+        context=None,
+        *,
+        params=None,
+        headers=None,
+        json=None,
+        data=None,
+        cookies=None,
+        timeout=None,
+        allow_redirects=True,
+        **_ignored,
+    ):
         method = method.upper()
         full, default_name = self._resolve(url, params)
         header_list = list(self.headers.items()) + list((headers or {}).items())
@@ -214,8 +239,19 @@ class HttpSession:
         if isinstance(timeout, tuple):
             timeout = sum(t for t in timeout if t)
         stats_name = self._rename or name or default_name
-        c = self.hub.request((self.user_id, method, full, header_list, body,
-                              float(timeout or DEFAULT_TIMEOUT), stats_name, not catch_response, allow_redirects))
+        c = self.hub.request(
+            (
+                self.user_id,
+                method,
+                full,
+                header_list,
+                body,
+                float(timeout or DEFAULT_TIMEOUT),
+                stats_name,
+                not catch_response,
+                allow_redirects,
+            )
+        )
         _, status, raw_headers, set_cookies, content, elapsed_us, error, final_url = c
         response = Response(method, final_url or full, status, raw_headers, content, elapsed_us, error)
         if set_cookies:
@@ -230,8 +266,9 @@ class HttpSession:
 
     def _report(self, response, verdict, meta):
         method, name = meta[0], meta[1]
-        self.hub.session.record(method, name, response.elapsed_us, response.status_code,
-                                len(response.content), verdict or None)
+        self.hub.session.record(
+            method, name, response.elapsed_us, response.status_code, len(response.content), verdict or None
+        )
         events = self.environment.events.request
         if events:
             self._fire(events, response, meta, CatchResponseError(verdict) if verdict else None)
@@ -240,9 +277,17 @@ class HttpSession:
     def _fire(hook, response, meta, exception):
         method, name, url, context = meta
         start_time = time.time() - response.elapsed_us / 1e6
-        hook.fire(request_type=method, name=name, response_time=response.elapsed_us / 1000.0,
-                  response_length=len(response.content), response=response, context=context,
-                  exception=exception, start_time=start_time, url=url)
+        hook.fire(
+            request_type=method,
+            name=name,
+            response_time=response.elapsed_us / 1000.0,
+            response_length=len(response.content),
+            response=response,
+            context=context,
+            exception=exception,
+            start_time=start_time,
+            url=url,
+        )
 
     def _keep_cookies(self, set_cookies):
         for v in set_cookies:
@@ -254,8 +299,9 @@ class HttpSession:
             elif cname:
                 self.cookies[cname] = cvalue
 
-    def graphql(self, query, variables=None, operation_name=None, name=None, url="/graphql",
-                catch_response=False, **kw):
+    def graphql(
+        self, query, variables=None, operation_name=None, name=None, url="/graphql", catch_response=False, **kw
+    ):
         """POSTs a GraphQL request (`{"query", "variables", "operationName"}`) to `url`. Its stats name
         is `GQL <operation>` unless `name` is given. A 200 whose body carries `errors` is a failure with
         the first error's message, unless `catch_response=True` lets the block decide."""

@@ -4,37 +4,10 @@ import json
 import sys
 
 from squall import _engine, exitcodes, limits, report
-from squall.cli import UsageError
-from squall.durations import parse_duration
-from squall.progress import ProgressLine
-from squall.runner import drive
-
-
-def _positive_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise UsageError(f"'{text}' is not a whole number") from None
-    if value < 1:
-        raise UsageError(f"'{text}' must be at least 1")
-    return value
-
-
-def _duration(text):
-    try:
-        return parse_duration(text)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
-
-
-def _rate(text):
-    try:
-        value = float(text)
-    except ValueError:
-        raise UsageError(f"invalid rate '{text}' (requests per second)") from None
-    if not value > 0:
-        raise UsageError(f"invalid rate '{text}': must be more than zero")
-    return value
+from squall.commands.arguments import to_duration, to_positive_int, to_rate
+from squall.commands.drive import drive
+from squall.commands.progress import ProgressLine
+from squall.errors import UsageError
 
 
 def add_parser(commands):
@@ -49,14 +22,19 @@ def add_parser(commands):
     load.add_argument("-c", "--connections", type=str, default="50", help="concurrent connections (default 50)")
     load.add_argument("-t", "--duration", type=str, help="stop after this long: 30s, 2m, 1h30m")
     load.add_argument("--rate", type=str, help="open model: requests per second in total, independent of responses")
-    load.add_argument("--arrival", choices=["constant", "poisson"], default="constant",
-                      help="open model: spacing of send times (default constant)")
+    load.add_argument(
+        "--arrival",
+        choices=["constant", "poisson"],
+        default="constant",
+        help="open model: spacing of send times (default constant)",
+    )
     load.add_argument("--ramp", type=str, help="ramp connections (closed) or rate (open) linearly from zero")
     load.add_argument("--threads", type=str, help="engine threads (default: one per available core)")
     req = p.add_argument_group("request")
     req.add_argument("-m", "--method", help="HTTP method (default GET, or POST with a body)")
-    req.add_argument("-H", "--header", action="append", default=[], metavar="'NAME: VALUE'",
-                     help="add a header; repeatable")
+    req.add_argument(
+        "-H", "--header", action="append", default=[], metavar="'NAME: VALUE'", help="add a header; repeatable"
+    )
     body = req.add_mutually_exclusive_group()
     body.add_argument("-d", "--data", help="request body")
     body.add_argument("--data-file", metavar="FILE", help="request body from a file")
@@ -64,12 +42,17 @@ def add_parser(commands):
     req.add_argument("--timeout", type=str, default="30s", help="per-request timeout, connect included (default 30s)")
     req.add_argument("--insecure", action="store_true", help="do not verify TLS certificates")
     req.add_argument("--http2", action="store_true", help="use HTTP/2 (ALPN over TLS, prior knowledge over http)")
-    req.add_argument("--h2-streams", type=str, default="1", help="HTTP/2: concurrent streams per connection (default 1)")
+    req.add_argument(
+        "--h2-streams", type=str, default="1", help="HTTP/2: concurrent streams per connection (default 1)"
+    )
     req.add_argument("--no-keepalive", action="store_true", help="a new connection for every request")
     out = p.add_argument_group("output")
     out.add_argument("--json", metavar="FILE", help="write the full result (summary, time series, histograms)")
-    out.add_argument("--csv", metavar="PREFIX", help="write Locust-format PREFIX_stats.csv, _stats_history.csv, "
-                                                     "_failures.csv, _exceptions.csv")
+    out.add_argument(
+        "--csv",
+        metavar="PREFIX",
+        help="write Locust-format PREFIX_stats.csv, _stats_history.csv, _failures.csv, _exceptions.csv",
+    )
     out.add_argument("--csv-full-history", action="store_true", help="per-endpoint rows in the history CSV too")
     out.add_argument("-q", "--quiet", action="store_true", help="no live progress line")
     p.set_defaults(func=run)
@@ -101,12 +84,12 @@ def _body(args):
 def engine_config(args):
     """The engine's configuration (a dict for JSON) and the request body, from parsed arguments."""
     body = _body(args)
-    requests = _positive_int(args.requests) if args.requests else None
-    duration = _duration(args.duration) if args.duration else None
+    requests = to_positive_int(args.requests) if args.requests else None
+    duration = to_duration(args.duration) if args.duration else None
     if requests is None and duration is None:
         requests = 200
-    connections = _positive_int(args.connections)
-    rate = _rate(args.rate) if args.rate else None
+    connections = to_positive_int(args.connections)
+    rate = to_rate(args.rate) if args.rate else None
     if requests is not None and rate is None:
         connections = min(connections, requests)  # more would never send anything
     config = {
@@ -119,13 +102,13 @@ def engine_config(args):
         "duration": duration,
         "rate": rate,
         "arrival": args.arrival,
-        "ramp": _duration(args.ramp) if args.ramp else None,
-        "timeout": _duration(args.timeout),
+        "ramp": to_duration(args.ramp) if args.ramp else None,
+        "timeout": to_duration(args.timeout),
         "insecure": args.insecure,
         "http2": args.http2,
-        "h2_streams": _positive_int(args.h2_streams),
+        "h2_streams": to_positive_int(args.h2_streams),
         "keepalive": not args.no_keepalive,
-        "threads": _positive_int(args.threads) if args.threads else None,
+        "threads": to_positive_int(args.threads) if args.threads else None,
     }
     return config, body
 
@@ -149,8 +132,7 @@ def finish(result, signum, args) -> int:
     """Prints the summary, writes the requested files, and picks the exit code."""
     sys.stdout.write(report.console.summary(result))
     sys.stdout.flush()
-    written = report.write_files(result, json_path=args.json, csv_prefix=args.csv,
-                                 full_history=args.csv_full_history)
+    written = report.write_files(result, json_path=args.json, csv_prefix=args.csv, full_history=args.csv_full_history)
     for path in written:
         sys.stderr.write(f"wrote {path}\n")
     agg = result["aggregate"]

@@ -14,7 +14,7 @@ import string
 
 from greenlet import getcurrent
 
-from squall.user import User
+from squall.user.users import User
 
 MQTTv311, MQTTv5 = 4, 5
 MQTT_ERR_SUCCESS, MQTT_ERR_NO_CONN = 0, 4
@@ -23,7 +23,7 @@ MQTT_ERR_SUCCESS, MQTT_ERR_NO_CONN = 0, 4
 class MQTTMessage:
     """A message that arrived on a subscription (paho's attributes)."""
 
-    __slots__ = ("topic", "payload", "qos", "retain", "mid")
+    __slots__ = ("mid", "payload", "qos", "retain", "topic")
 
     def __init__(self, topic, payload, qos):
         self.topic, self.payload, self.qos, self.retain, self.mid = topic, payload, qos, False, 0
@@ -88,8 +88,15 @@ class MqttClient:
     def connect_async(self, host="localhost", port=1883, keepalive=60, **_):
         """Starts connecting; operations submitted meanwhile run once connected, in order."""
         broker = host if "://" in host else f"{'mqtts' if self.tls else 'mqtt'}://{host}:{port}"
-        options = json.dumps({"client_id": self.client_id, "username": self.username, "password": self.password,
-                              "keepalive": keepalive, "mqtt_version": "5" if self.protocol == MQTTv5 else "3.1.1"})
+        options = json.dumps(
+            {
+                "client_id": self.client_id,
+                "username": self.username,
+                "password": self.password,
+                "keepalive": keepalive,
+                "mqtt_version": "5" if self.protocol == MQTTv5 else "3.1.1",
+            }
+        )
 
         def connected(c):
             self._connected = c[6] is None
@@ -181,5 +188,4 @@ class MqttUser(User):
         # `-H mqtt://...` wins over the class's host; an http:// one belongs to the HTTP users of the run.
         given = environment.host or ""
         host = given if given.startswith(("mqtt://", "mqtts://")) else self.host or "localhost"
-        self.client.connect_async(host=host, port=self.port,
-                                  keepalive=self.keepalive)
+        self.client.connect_async(host=host, port=self.port, keepalive=self.keepalive)

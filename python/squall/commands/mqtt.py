@@ -11,11 +11,11 @@ import signal
 import sys
 
 from squall import _engine, exitcodes, limits, processes, report
-from squall.bench import _duration, _positive_int, _rate
-from squall.cli import UsageError
-from squall.progress import MqttProgressLine
+from squall.commands.arguments import to_duration, to_positive_int, to_rate
+from squall.commands.drive import drive
+from squall.commands.progress import MqttProgressLine
+from squall.errors import UsageError
 from squall.report import mqtt_console
-from squall.runner import drive
 
 # The seed's variables and the flag each one sets (documented in the README).
 ENV = {
@@ -34,10 +34,13 @@ def add_parser(commands):
         "mqtt",
         help="simulate MQTT devices publishing to a broker, and verify delivery",
         description="Simulated devices, one connection each, publish on a schedule (--rate) or as fast as "
-                    "their in-flight window allows; --verify proves every message arrived.",
+        "their in-flight window allows; --verify proves every message arrived.",
     )
-    p.add_argument("--broker", default="mqtt://127.0.0.1:1883", help="mqtt://host:port or mqtts://host:port "
-                   "(default mqtt://127.0.0.1:1883)")
+    p.add_argument(
+        "--broker",
+        default="mqtt://127.0.0.1:1883",
+        help="mqtt://host:port or mqtts://host:port (default mqtt://127.0.0.1:1883)",
+    )
     load = p.add_argument_group("load")
     load.add_argument("-u", "--clients", help="simulated devices, one connection each (default 1)")
     rates = load.add_mutually_exclusive_group()
@@ -45,39 +48,73 @@ def add_parser(commands):
     rates.add_argument("--total-rate", help="messages per second over all clients")
     load.add_argument("-t", "--duration", help="publish for this long: 30s, 2m (the measured time)")
     load.add_argument("-n", "--messages", help="messages per client")
-    load.add_argument("--connect-rate", help="new connections per second; they publish as they connect "
-                      "(default: all connect first, then the measured time starts)")
-    load.add_argument("--inflight", default="10", help="unacknowledged messages per client (default 10); at QoS 0 a "
-                      "message is acknowledged by the PINGRESP to a PINGREQ sent after it")
+    load.add_argument(
+        "--connect-rate",
+        help="new connections per second; they publish as they connect "
+        "(default: all connect first, then the measured time starts)",
+    )
+    load.add_argument(
+        "--inflight",
+        default="10",
+        help="unacknowledged messages per client (default 10); at QoS 0 a "
+        "message is acknowledged by the PINGRESP to a PINGREQ sent after it",
+    )
     load.add_argument("--processes", help="worker processes sharing the clients (default 1)")
     load.add_argument("--threads", help="engine threads per process (default: one per core)")
     msg = p.add_argument_group("messages")
     msg.add_argument("--qos", type=int, choices=[0, 1, 2], default=0, help="quality of service (default 0)")
-    msg.add_argument("--topic", default="squall/{client}",
-                     help="topic template with {client} (index), {id} (client id) and {seq} (default squall/{client})")
+    msg.add_argument(
+        "--topic",
+        default="squall/{client}",
+        help="topic template with {client} (index), {id} (client id) and {seq} (default squall/{client})",
+    )
     msg.add_argument("--payload", help="text or number (generated values), @FILE, or a literal payload (default text)")
     msg.add_argument("--size", help="characters per generated value (default 16)")
     msg.add_argument("--duplicates", help="send each generated value K times in a row (default 1)")
     msg.add_argument("--retain", action="store_true", help="set the retain flag")
     conn = p.add_argument_group("connection")
-    conn.add_argument("--mqtt-version", choices=["3.1.1", "5"], default="3.1.1", help="protocol version (default 3.1.1)")
+    conn.add_argument(
+        "--mqtt-version", choices=["3.1.1", "5"], default="3.1.1", help="protocol version (default 3.1.1)"
+    )
     conn.add_argument("--username")
     conn.add_argument("--password")
     conn.add_argument("--client-id-prefix", help="client ids are PREFIX + index (default squall-RANDOM-)")
     conn.add_argument("--keepalive", default="60", help="keepalive in seconds (default 60)")
-    conn.add_argument("--clean-session", action=argparse.BooleanOptionalAction, default=True,
-                      help="start with a clean session (default yes; --no-clean-session to keep one)")
-    conn.add_argument("--timeout", default="10s", help="connect and acknowledgement timeout, and how long a paced run "
-                      "that fell behind may send past its end (default 10s)")
+    conn.add_argument(
+        "--clean-session",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="start with a clean session (default yes; --no-clean-session to keep one)",
+    )
+    conn.add_argument(
+        "--timeout",
+        default="10s",
+        help="connect and acknowledgement timeout, and how long a paced run "
+        "that fell behind may send past its end (default 10s)",
+    )
     conn.add_argument("--insecure", action="store_true", help="do not verify the broker's TLS certificate")
     ver = p.add_argument_group("delivery")
-    ver.add_argument("--verify", action="store_true", help="subscribe to the published topics and prove delivery: "
-                     "published, delivered, lost, duplicated, out of order, end-to-end latency")
-    ver.add_argument("--subscribers", default="1", help="verification subscriber connections, sharing the "
-                     "messages through a shared subscription (default 1)")
-    ver.add_argument("--verify-wait", default="5s", help="after publishing ends, how long to wait without a delivery before the rest count as lost (default 5s)")
-    ver.add_argument("--subscribe-only", metavar="FILTER", help="publish nothing: measure what a running system "
-                     "delivers on FILTER (for -t, or until -n messages)")
+    ver.add_argument(
+        "--verify",
+        action="store_true",
+        help="subscribe to the published topics and prove delivery: "
+        "published, delivered, lost, duplicated, out of order, end-to-end latency",
+    )
+    ver.add_argument(
+        "--subscribers",
+        default="1",
+        help="verification subscriber connections, sharing the messages through a shared subscription (default 1)",
+    )
+    ver.add_argument(
+        "--verify-wait",
+        default="5s",
+        help="after publishing ends, how long to wait without a delivery before the rest count as lost (default 5s)",
+    )
+    ver.add_argument(
+        "--subscribe-only",
+        metavar="FILTER",
+        help="publish nothing: measure what a running system delivers on FILTER (for -t, or until -n messages)",
+    )
     out = p.add_argument_group("output")
     out.add_argument("--json", metavar="FILE", help="write the full result (summary, time series, histograms)")
     out.add_argument("--csv", metavar="PREFIX", help="write Locust-format CSV files")
@@ -119,14 +156,14 @@ def _payload(args):
 
 def engine_config(args):
     _from_env(args)
-    clients = _positive_int(args.clients) if args.clients else 1
-    duration = _duration(args.duration) if args.duration else None
-    messages = _positive_int(args.messages) if args.messages else None
+    clients = to_positive_int(args.clients) if args.clients else 1
+    duration = to_duration(args.duration) if args.duration else None
+    messages = to_positive_int(args.messages) if args.messages else None
     if duration is None and messages is None:
         raise UsageError("give a duration (-t) or a number of messages per client (-n)")
-    rate = _rate(args.rate) if args.rate else None
+    rate = to_rate(args.rate) if args.rate else None
     if args.total_rate:
-        rate = _rate(args.total_rate) / clients
+        rate = to_rate(args.total_rate) / clients
     kind, fixed = _payload(args)
     if args.subscribe_only is not None and args.verify:
         raise UsageError("--subscribe-only and --verify don't go together: --verify subscribes to what it publishes")
@@ -142,25 +179,25 @@ def engine_config(args):
         "topic": args.topic,
         "value": kind,
         "payload": list(fixed) if fixed is not None else None,
-        "size": _positive_int(args.size) if args.size else 16,
-        "duplicates": _positive_int(args.duplicates) if args.duplicates else 1,
+        "size": to_positive_int(args.size) if args.size else 16,
+        "duplicates": to_positive_int(args.duplicates) if args.duplicates else 1,
         "username": args.username,
         "password": args.password,
         "client_id_prefix": prefix,
         "keepalive": _whole(args.keepalive, "--keepalive", 65535),
         "clean_session": args.clean_session,
         "mqtt_version": args.mqtt_version,
-        "connect_rate": _rate(args.connect_rate) if args.connect_rate else None,
+        "connect_rate": to_rate(args.connect_rate) if args.connect_rate else None,
         "retain": args.retain,
-        "inflight": _positive_int(args.inflight),
-        "timeout": _duration(args.timeout),
+        "inflight": to_positive_int(args.inflight),
+        "timeout": to_duration(args.timeout),
         "insecure": args.insecure,
         "verify": args.verify,
-        "subscribers": _positive_int(args.subscribers),
+        "subscribers": to_positive_int(args.subscribers),
         "subscribe_only": args.subscribe_only,
-        "verify_wait": _duration(args.verify_wait),
+        "verify_wait": to_duration(args.verify_wait),
         "run_tag": run_tag,
-        "threads": _positive_int(args.threads) if args.threads else None,
+        "threads": to_positive_int(args.threads) if args.threads else None,
     }
 
 
@@ -176,13 +213,12 @@ def _whole(text, flag, most):
 
 def run(args) -> int:
     config = engine_config(args)
-    n = _positive_int(args.processes) if args.processes else 1
+    n = to_positive_int(args.processes) if args.processes else 1
     worker = processes.worker()
     if n > 1 and worker is None and not args.subscribe_only:
         os.environ["SQUALL_MQTT_RUN_TAG"] = str(config["run_tag"])
         args.processes = n
-        return processes.run_processes(args, config["clients"], _final_output,
-                                       what="clients")
+        return processes.run_processes(args, config["clients"], _final_output, what="clients")
     if worker is not None:
         config["first_client"] = sum(processes.share(config["clients"], (i, worker[1])) for i in range(worker[0]))
         config["clients"] = processes.share(config["clients"], worker)
@@ -221,8 +257,9 @@ def exit_code(result):
 def _final_output(result, args):
     sys.stdout.write(mqtt_console.summary(result))
     sys.stdout.flush()
-    written = report.write_files(result, json_path=args.json, csv_prefix=args.csv,
-                                 full_history=args.csv_full_history, html_path=args.html)
+    written = report.write_files(
+        result, json_path=args.json, csv_prefix=args.csv, full_history=args.csv_full_history, html_path=args.html
+    )
     for path in written:
         sys.stderr.write(f"wrote {path}\n")
     m = result["mqtt"]

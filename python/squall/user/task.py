@@ -1,14 +1,19 @@
-"""Users and their tasks, as in Locust: `User`, `HttpUser`, `FastHttpUser`, `TaskSet`,
-`SequentialTaskSet`, `@task`, `@tag`. Each user runs in its own greenlet on the hub."""
+"""Tasks, as in Locust (`locust.user.task`): `@task`, `@tag`, `TaskSet`, `SequentialTaskSet`, and the
+`DefaultTaskSet` that runs a User's own tasks."""
 
 import random
+from typing import Any, ClassVar
 
 from greenlet import GreenletExit
 
-from squall.exception import (InterruptTaskSet, MissingWaitTimeError, RescheduleTask, RescheduleTaskImmediately,
-                              StopUser, UserHung)
-from squall.environment import user_traceback
-from squall.wait_time import constant
+from squall.exception import (
+    InterruptTaskSet,
+    MissingWaitTimeError,
+    RescheduleTask,
+    RescheduleTaskImmediately,
+    StopUser,
+    user_traceback,
+)
 
 
 def task(weight=1):
@@ -43,7 +48,7 @@ def _collect_tasks(cls):
         collected.extend(getattr(base, "tasks", None) or [])
     declared = cls.__dict__.get("tasks")
     if declared is not None:
-        for entry in (declared.items() if isinstance(declared, dict) else declared):
+        for entry in declared.items() if isinstance(declared, dict) else declared:
             t, count = entry if isinstance(entry, tuple) else (entry, 1)
             collected.extend([t] * count)
     for value in cls.__dict__.values():
@@ -53,7 +58,9 @@ def _collect_tasks(cls):
     return collected
 
 
-class _TaskHolderMeta(type):
+class TaskHolderMeta(type):
+    """The metaclass of Users and TaskSets: collects their weighted task lists at class creation."""
+
     def __new__(mcs, name, bases, ns):
         cls = super().__new__(mcs, name, bases, ns)
         if "abstract" not in ns:
@@ -88,16 +95,16 @@ def filter_tasks_by_tags(holder, include=None, exclude=None, _seen=None):
     holder.tasks = kept
 
 
-class TaskSet(metaclass=_TaskHolderMeta):
+class TaskSet(metaclass=TaskHolderMeta):
     """A group of tasks a user runs until it calls `self.interrupt()`; can nest."""
 
     abstract = True
-    tasks = []
+    tasks: ClassVar[list[Any]] = []  # set per class by TaskHolderMeta
     wait_time = None
 
     def __init__(self, parent):
         self.parent = parent
-        self.user = parent if isinstance(parent, User) else parent.user
+        self.user = parent.user if isinstance(parent, TaskSet) else parent
         self._task_queue = []
 
     @property
@@ -218,69 +225,3 @@ class DefaultTaskSet(TaskSet):
         if self.user.wait_time is None:
             raise MissingWaitTimeError(f"{type(self.user).__name__} has no wait_time")
         return self.user.wait_time()
-
-
-class User(metaclass=_TaskHolderMeta):
-    """A simulated user: runs its tasks with waits between them until the test ends."""
-
-    abstract = True
-    host = None
-    wait_time = constant(0)
-    tasks = []
-    weight = 1
-    fixed_count = 0
-
-    def __init__(self, environment):
-        self.environment = environment
-        self.hub = environment.hub
-        self.user_id = environment.next_user_id()
-
-    def on_start(self):
-        pass
-
-    def on_stop(self):
-        pass
-
-    def wait(self):
-        self.hub.sleep(self.wait_time())
-
-    def run(self):
-        """The user's whole life, in its greenlet. An exception in on_start is reported and ends the
-        user without on_stop, as in Locust."""
-        try:
-            try:
-                self.on_start()
-            except (StopUser, GreenletExit):
-                raise
-            except Exception as e:
-                self.environment.report_exception(self, e, user_traceback(e))
-                return
-            DefaultTaskSet(self).run()
-        except (StopUser, GreenletExit):
-            try:
-                self.on_stop()
-            except Exception as e:
-                self.environment.report_exception(self, e, user_traceback(e))
-        except UserHung as e:
-            self.environment.report_exception(self, e, user_traceback(e))
-        finally:
-            self.environment.user_stopped(self)
-
-
-class HttpUser(User):
-    """A user with `self.client`, a requests-like session whose I/O runs in the engine."""
-
-    abstract = True
-
-    def __init__(self, environment):
-        super().__init__(environment)
-        from squall.http import HttpSession
-
-        host = self.host or environment.host
-        self.client = HttpSession(host, self.user_id, self.hub, environment)
-
-
-class FastHttpUser(HttpUser):
-    """Locust's FastHttpUser: here the same engine-backed client as HttpUser."""
-
-    abstract = True

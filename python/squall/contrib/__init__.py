@@ -1,0 +1,1 @@
+"""Users for other clients, as in Locust's `locust.contrib`: `fasthttp` and `mqtt`."""

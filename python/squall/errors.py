@@ -1,0 +1,6 @@
+"""Errors of the squall command itself. A leaf: it imports nothing from squall, so that any module can
+raise these without an import cycle."""
+
+
+class UsageError(Exception):
+    """Bad input on the command line: reported in one line, exit code 2."""

@@ -1,0 +1,7 @@
+"""Users and their tasks, as in Locust's `locust.user`."""
+
+from squall.user import wait_time
+from squall.user.task import SequentialTaskSet, TaskSet, tag, task
+from squall.user.users import HttpUser, User
+
+__all__ = ["HttpUser", "SequentialTaskSet", "TaskSet", "User", "tag", "task", "wait_time"]

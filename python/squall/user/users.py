@@ -1,0 +1,69 @@
+"""Users, as in Locust (`locust.user.users`): `User` and `HttpUser`. Each user runs in its own greenlet
+on the hub."""
+
+from typing import Any, ClassVar
+
+from greenlet import GreenletExit
+
+from squall.clients import HttpSession
+from squall.exception import StopUser, UserHung, user_traceback
+from squall.user.task import DefaultTaskSet, TaskHolderMeta
+from squall.user.wait_time import constant
+
+
+class User(metaclass=TaskHolderMeta):
+    """A simulated user: runs its tasks with waits between them until the test ends."""
+
+    abstract = True
+    host = None
+    wait_time = constant(0)
+    tasks: ClassVar[list[Any]] = []  # set per class by TaskHolderMeta
+    weight = 1
+    fixed_count = 0
+
+    def __init__(self, environment):
+        self.environment = environment
+        self.hub = environment.hub
+        self.user_id = environment.next_user_id()
+
+    def on_start(self):
+        pass
+
+    def on_stop(self):
+        pass
+
+    def wait(self):
+        self.hub.sleep(self.wait_time())
+
+    def run(self):
+        """The user's whole life, in its greenlet. An exception in on_start is reported and ends the
+        user without on_stop, as in Locust."""
+        try:
+            try:
+                self.on_start()
+            except (StopUser, GreenletExit):
+                raise
+            except Exception as e:
+                self.environment.report_exception(self, e, user_traceback(e))
+                return
+            DefaultTaskSet(self).run()
+        except (StopUser, GreenletExit):
+            try:
+                self.on_stop()
+            except Exception as e:
+                self.environment.report_exception(self, e, user_traceback(e))
+        except UserHung as e:
+            self.environment.report_exception(self, e, user_traceback(e))
+        finally:
+            self.environment.user_stopped(self)
+
+
+class HttpUser(User):
+    """A user with `self.client`, a requests-like session whose I/O runs in the engine."""
+
+    abstract = True
+
+    def __init__(self, environment):
+        super().__init__(environment)
+        host = self.host or environment.host
+        self.client = HttpSession(host, self.user_id, self.hub, environment)
