@@ -384,3 +384,37 @@ def test_first_user_starts_at_once(odd_server, tmp_path):
     # spawn rate 1: the first user must not wait a second for its turn (the run is only 1 s)
     run_file("first_start.py", odd_server, tmp_path, users=1, rate=1, run_time="1s")
     assert json.loads((tmp_path / "seen.json").read_text())["first_request_after_s"] < 0.5
+
+
+def test_scripted_users_over_http2_with_tls(nginx, tmp_path):
+    """nginx's TLS listener negotiates HTTP/2 by ALPN; its access log shows each request's protocol."""
+    nginx.reset_log()
+    env = dict(os.environ, STOP_AFTER_REQUESTS="400")
+    prefix = tmp_path / "out"
+    p = squall(
+        "-f",
+        FILES / "h2.py",
+        "-H",
+        nginx.tls_url,
+        "--headless",
+        "-u",
+        4,
+        "-r",
+        100,
+        "-t",
+        "60s",
+        "--http2",
+        "--insecure",
+        "--csv",
+        prefix,
+        env=env,
+        timeout=90,
+    )
+    assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-2000:])
+    s = stats(prefix)
+    n = int(s["Aggregated"]["Request Count"])
+    assert n >= 400 and s["Aggregated"]["Failure Count"] == "0", s["Aggregated"]
+    assert int(s["echo"]["Request Count"]) > 0 and exceptions(prefix) == []
+    log = open(nginx.dir / "access.log").read().splitlines()
+    # Every request squall counted reached nginx over HTTP/2 (users stopped mid-request may add a few).
+    assert n <= sum("HTTP/2.0" in line for line in log) <= n + 4 and not any("HTTP/1.1" in line for line in log)

@@ -1,4 +1,8 @@
-"""Type stub for the native engine module (crates/squall-py)."""
+"""Type stub for the native engine module (crates/squall-py). Configurations go in as dicts that the
+engine deserializes into its own types (an unknown or mistyped key is a UsageError); results come out
+as the result document's dict, the structure `--json` writes."""
+
+from typing import Any
 
 __version__: str
 PERCENTILES: list[float]
@@ -9,28 +13,121 @@ class UsageError(ValueError):
 class TargetError(RuntimeError):
     """The target cannot be reached (name resolution, connection, TLS)."""
 
-class BenchRun:
-    """A running load; it starts at construction and runs without holding the GIL."""
+class Progress:
+    """Live numbers of a run."""
 
-    def __init__(self, config_json: str, body: bytes) -> None: ...
-    def progress(self) -> tuple[float, int, int, bool]:
-        """(elapsed seconds, completed requests, failed requests, finished)."""
+    elapsed: float
+    completed: int
+    failed: int
+    users: int
+    finished: bool
+    phase: str
+    """`running`, or MQTT's phase: connecting, running, draining, closed."""
+    connected: int
+    sent: int
+    published: int
+    mqtt_failed: int
+    delivered: int
+
+class Run:
+    """A run of `squall bench` or `squall mqtt` on the engine's threads; it starts when made and runs
+    without holding the GIL."""
+
+    @staticmethod
+    def bench(config: dict[str, Any], body: bytes) -> Run: ...
+    @staticmethod
+    def mqtt(config: dict[str, Any]) -> Run: ...
+    def progress(self) -> Progress: ...
     def stop(self) -> None:
         """End the run early; the result keeps what was measured."""
     def wait(self, timeout: float) -> bool:
         """Wait up to `timeout` seconds; True once the run has finished."""
-    def result_json(self) -> str:
-        """The result document as JSON; waits for the end of the run. Once only."""
+    def seconds(self, cursor: int, timeout: float) -> list[dict[str, Any]]:
+        """The live stream: seconds published from `cursor` on, each {t, users, endpoints: [...]}."""
+    def result(self) -> dict[str, Any]:
+        """The result document; waits for the end of the run. Once only."""
 
-class MqttRun:
-    """A running `squall mqtt` load; starts at construction, after one preflight connection."""
+class Completion:
+    """What came back for a scripted request or MQTT operation."""
 
-    def __init__(self, config_json: str) -> None: ...
-    def progress(self) -> tuple[float, str, int, int, int, int, int, bool]:
-        """(elapsed seconds, phase, connected, sent, published, failed, delivered, finished)."""
-    def stop(self) -> None: ...
-    def wait(self, timeout: float) -> bool: ...
-    def result_json(self) -> str: ...
+    id: int
+    status: int
+    """0 when no response arrived (then `error` says why)."""
+    head: bytes
+    """The response's header lines, raw."""
+    body: bytes
+    elapsed_us: int
+    error: str | None
+    url: str
+    """The final URL, after redirects."""
+    name: str
+    """The stats name."""
+
+class Message:
+    """An MQTT message that arrived on a scripted user's subscription."""
+
+    user: int
+    topic: str
+    payload: bytes
+    qos: int
+
+class ScriptEngine:
+    """The engine of scripted users, on the script's own thread."""
+
+    def __init__(self, insecure: bool = False, http2: bool = False) -> None: ...
+    def submit(
+        self,
+        user: int,
+        method: str,
+        base: str,
+        url: str,
+        name: str | None,
+        headers: list[tuple[str, str]],
+        cookies: list[tuple[str, str]],
+        body: bytes,
+        timeout: float,
+        record: bool,
+        follow_redirects: bool,
+    ) -> int:
+        """Starts a request; returns its id (UsageError for a URL that cannot be requested)."""
+    def poll(self, timeout: float) -> list[Completion]:
+        """Runs the engine until completions are ready or `timeout` seconds pass (GIL released)."""
+    def messages(self) -> list[Message]: ...
+    def mqtt_connect(
+        self,
+        user: int,
+        broker: str,
+        client_id: str,
+        username: str | None,
+        password: str | None,
+        keepalive: int,
+        clean_session: bool,
+        mqtt_version: str,
+        timeout: float,
+        insecure: bool,
+    ) -> int: ...
+    def mqtt_publish(self, user: int, topic: str, payload: bytes, qos: int, retain: bool) -> int: ...
+    def mqtt_subscribe(self, user: int, filter: str, qos: int) -> int: ...
+    def mqtt_disconnect(self, user: int) -> int: ...
+    def record(
+        self, method: str, name: str, elapsed_us: int, status: int, body_bytes: int, failure: str | None = None
+    ) -> None:
+        """A verdict the script reached itself (catch_response, or its own request event)."""
+    def close_user(self, user: int) -> None:
+        """The user stopped: closes its connections and cancels its requests in flight, unmeasured."""
+    def cookies(self, user: int) -> list[tuple[str, str, str]]:
+        """(name, value, domain) of the user's cookies."""
+    def set_cookie(self, user: int, name: str, value: str, domain: str = "") -> None: ...
+    def remove_cookies(self, user: int, name: str | None = None) -> None: ...
+    def set_users(self, users: int) -> None: ...
+    def counts(self) -> tuple[int, int]:
+        """(completed, failed) so far."""
+    def snapshot(self) -> list[dict[str, Any]]:
+        """Live totals per endpoint, then the aggregate (method "", name "Aggregated")."""
+    def seconds(self, cursor: int) -> list[dict[str, Any]]:
+        """The live stream: seconds published from `cursor` on."""
+    def finish(self, reason: str, url: str) -> dict[str, Any]:
+        """Ends the run; returns the result document."""
 
 def start_demo_broker(port: int = 0) -> int:
     """Starts the demo's embedded MQTT broker (rumqttd) on 127.0.0.1; returns its port."""
@@ -44,38 +141,5 @@ class DemoTarget:
     def endpoints() -> list[tuple[str, str]]: ...
     def stop(self) -> None: ...
 
-# (id, user, method, url, headers, body, timeout seconds, stats name, engine records it, follow redirects)
-RequestTuple = tuple[int, int, str, str, list[tuple[str, str]], bytes, float, str, bool, bool]
-# (id, status or 0, raw header lines, Set-Cookie values, body, elapsed µs, error or None, final URL if redirected)
-CompletionTuple = tuple[int, int, bytes, list[str], bytes, int, str | None, str | None]
-
-# (user, id, operation: connect|publish|subscribe|disconnect, broker URL or topic, payload, qos, retain,
-#  connect options JSON)
-MqttOpTuple = tuple[int, int, str, str, bytes, int, bool, str]
-
-class ScriptSession:
-    """The engine side of scripted users: requests go in, completions come back in batches."""
-
-    def __init__(self, insecure: bool = False) -> None: ...
-    def submit(self, batch: list[RequestTuple]) -> None: ...
-    def poll(self, timeout: float) -> list[CompletionTuple]:
-        """Completions so far, waiting up to `timeout` seconds for the first (GIL released)."""
-    def submit_mqtt(self, batch: list[MqttOpTuple]) -> None:
-        """MQTT operations, each run on its user's connection in order; completions come from poll()."""
-    def messages(self) -> list[tuple[int, str, bytes, int]]:
-        """(user, topic, payload, qos) of messages that arrived on users' subscriptions."""
-    def record(
-        self, method: str, name: str, elapsed_us: int, status: int, body_bytes: int, failure: str | None = None
-    ) -> None:
-        """A verdict the script reached itself (catch_response)."""
-    def close_user(self, user: int) -> None:
-        """The user stopped: closes its connections and cancels its requests in flight, unmeasured."""
-    def counts(self) -> tuple[int, int]:
-        """(completed, failed) so far."""
-    def snapshot_json(self) -> str:
-        """Live totals per endpoint, then the aggregate, as JSON."""
-    def finish(self, reason: str, url: str, users: list[int]) -> str:
-        """Ends the session; the result document as JSON. `users[t]` is the user count at second t."""
-
-def merge_results_json(docs: list[str]) -> str:
-    """Merges result documents of several runs into one, losslessly (histograms added)."""
+def merge_results(docs: list[str]) -> dict[str, Any]:
+    """Merges the result documents (JSON text) of several runs into one, losslessly (histograms added)."""

@@ -1,18 +1,25 @@
 """`self.client` of HttpUser and FastHttpUser: a requests-like session whose I/O runs in the engine.
 
 Each call is one request event, redirects included (followed in the engine, timed as one request).
-Cookies set by responses are sent back by the same user. 4xx and 5xx count as failures unless
-`catch_response=True` decides otherwise."""
+Cookies set by responses are kept in the engine, per user, and sent back to the host that set them.
+4xx and 5xx count as failures unless `catch_response=True` decides otherwise."""
+
+from __future__ import annotations
 
 import json as jsonlib
 import re
 import time
+from collections.abc import Iterator, MutableMapping
 from contextlib import contextmanager
 from datetime import timedelta
 from http import HTTPStatus
-from urllib.parse import urlencode, urljoin, urlsplit
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
 
 from squall.exception import CatchResponseError, ResponseError
+
+if TYPE_CHECKING:
+    from squall.hub import Hub
 
 DEFAULT_TIMEOUT = 60.0
 METHODS_WITH_BODY = ("POST", "PUT", "PATCH")
@@ -163,40 +170,67 @@ class ResponseContextManager:
         self._verdict = str(exc) if str(exc) else repr(exc)
 
 
-class HttpSession:
-    """One user's session: base URL, default headers, cookie jar, connections (kept by the engine)."""
+class CookieJar(MutableMapping[str, str]):
+    """`self.client.cookies`: the user's cookie jar, kept in the engine (which sends each cookie back to
+    the host that set it). Reads and writes like a dict of name -> value, as requests' jar does for the
+    common cases; a cookie set here goes to every host."""
 
-    def __init__(self, base_url, user_id, hub, environment):
+    def __init__(self, engine: Any, user_id: int) -> None:
+        self._engine = engine
+        self._user = user_id
+
+    def _all(self) -> list[tuple[str, str, str]]:
+        return self._engine.cookies(self._user)  # type: ignore[no-any-return]
+
+    def __getitem__(self, name: str) -> str:
+        for n, v, _ in self._all():
+            if n == name:
+                return v
+        raise KeyError(name)
+
+    def __setitem__(self, name: str, value: str) -> None:
+        self._engine.set_cookie(self._user, name, str(value))
+
+    def __delitem__(self, name: str) -> None:
+        if name not in self:
+            raise KeyError(name)
+        self._engine.remove_cookies(self._user, name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.fromkeys(n for n, _, _ in self._all()))
+
+    def __len__(self) -> int:
+        return len(dict.fromkeys(n for n, _, _ in self._all()))
+
+    def clear(self) -> None:
+        self._engine.remove_cookies(self._user)
+
+    def get_dict(self) -> dict[str, str]:
+        return {n: v for n, v, _ in self._all()}
+
+    def set(self, name: str, value: str, domain: str = "", **_kw: Any) -> None:
+        self._engine.set_cookie(self._user, name, str(value), domain)
+
+    def __repr__(self) -> str:
+        return f"<CookieJar {self.get_dict()!r}>"
+
+
+class HttpSession:
+    """One user's session: base URL, default headers, and the engine's connections and cookie jar for
+    this user. The engine joins the base and the URL, parses each once, and names the request by its
+    path and query unless told otherwise."""
+
+    def __init__(self, base_url: str | None, user_id: int, hub: Hub, environment: Any) -> None:
         self.base_url = base_url or ""
         self.user_id = user_id
         self.hub = hub
         self.environment = environment
-        self.headers = {}
-        self.cookies = {}
-        self._rename = None
-        self._urls = {}  # url as given -> (absolute URL, default stats name)
-
-    def _resolve(self, url, params):
-        """The absolute URL and its default stats name (path and query)."""
-        if not params:
-            known = self._urls.get(url)
-            if known is not None:
-                return known
-        full = (
-            url if "://" in url else urljoin(self.base_url.rstrip("/") + "/", url.lstrip("/")) if self.base_url else url
-        )
-        if "://" not in full:
-            raise ValueError(f"no host for request '{url}': set `host` on the User or pass -H/--host")
-        if params:
-            query = urlencode(params, doseq=True) if not isinstance(params, str) else params
-            full += ("&" if "?" in full else "?") + query
-            return full, _path(full)
-        if len(self._urls) < 10_000:  # scripts that build unique URLs must not grow this forever
-            self._urls[url] = (full, _path(full))
-        return full, _path(full)
+        self.headers: dict[str, str] = {}
+        self.cookies = CookieJar(hub.engine, user_id)
+        self._rename: str | None = None
 
     @contextmanager
-    def rename_request(self, name):
+    def rename_request(self, name: str) -> Iterator[None]:
         """Groups the requests made inside the block under one stats name."""
         previous, self._rename = self._rename, name
         try:
@@ -206,24 +240,26 @@ class HttpSession:
 
     def request(
         self,
-        method,
-        url,
-        name=None,
-        catch_response=False,
-        context=None,
+        method: str,
+        url: str,
+        name: str | None = None,
+        catch_response: bool = False,
+        context: dict[str, Any] | None = None,
         *,
-        params=None,
-        headers=None,
-        json=None,
-        data=None,
-        cookies=None,
-        timeout=None,
-        allow_redirects=True,
-        **_ignored,
-    ):
+        params: Any = None,
+        headers: dict[str, str] | None = None,
+        json: Any = None,
+        data: Any = None,
+        cookies: dict[str, str] | None = None,
+        timeout: float | tuple[float, float] | None = None,
+        allow_redirects: bool = True,
+        **_ignored: Any,
+    ) -> Any:
         method = method.upper()
-        full, default_name = self._resolve(url, params)
-        header_list = list(self.headers.items()) + list((headers or {}).items())
+        if params:
+            query = urlencode(params, doseq=True) if not isinstance(params, str) else params
+            url += ("&" if "?" in url else "?") + query
+        header_list = [*self.headers.items(), *headers.items()] if headers else list(self.headers.items())
         body = b""
         if json is not None:
             body = jsonlib.dumps(json).encode()
@@ -233,30 +269,25 @@ class HttpSession:
             header_list.append(("Content-Type", "application/x-www-form-urlencoded"))
         elif data is not None:
             body = data.encode() if isinstance(data, str) else bytes(data)
-        jar = {**self.cookies, **(cookies or {})}
-        if jar:
-            header_list.append(("Cookie", "; ".join(f"{k}={v}" for k, v in jar.items())))
         if isinstance(timeout, tuple):
             timeout = sum(t for t in timeout if t)
-        stats_name = self._rename or name or default_name
-        c = self.hub.request(
-            (
-                self.user_id,
-                method,
-                full,
-                header_list,
-                body,
-                float(timeout or DEFAULT_TIMEOUT),
-                stats_name,
-                not catch_response,
-                allow_redirects,
-            )
+        hub = self.hub
+        op = hub.engine.submit(
+            self.user_id,
+            method,
+            self.base_url,
+            url,
+            self._rename or name,
+            header_list,
+            list(cookies.items()) if cookies else [],
+            body,
+            float(timeout or DEFAULT_TIMEOUT),
+            not catch_response,
+            allow_redirects,
         )
-        _, status, raw_headers, set_cookies, content, elapsed_us, error, final_url = c
-        response = Response(method, final_url or full, status, raw_headers, content, elapsed_us, error)
-        if set_cookies:
-            self._keep_cookies(set_cookies)
-        meta = (method, stats_name, full, context or {})
+        c = hub.wait_for(op)
+        response = Response(method, c.url, c.status, c.head, c.body, c.elapsed_us, c.error)
+        meta = (method, c.name, c.url, context or {})
         if catch_response:
             return ResponseContextManager(response, lambda r, verdict: self._report(r, verdict, meta))
         events = self.environment.events.request
@@ -264,9 +295,9 @@ class HttpSession:
             self._fire(events, response, meta, response.exception())
         return response
 
-    def _report(self, response, verdict, meta):
+    def _report(self, response: Response, verdict: str, meta: tuple[str, str, str, dict[str, Any]]) -> None:
         method, name = meta[0], meta[1]
-        self.hub.session.record(
+        self.hub.engine.record(
             method, name, response.elapsed_us, response.status_code, len(response.content), verdict or None
         )
         events = self.environment.events.request
@@ -274,7 +305,7 @@ class HttpSession:
             self._fire(events, response, meta, CatchResponseError(verdict) if verdict else None)
 
     @staticmethod
-    def _fire(hook, response, meta, exception):
+    def _fire(hook: Any, response: Response, meta: tuple[str, str, str, dict[str, Any]], exception: Any) -> None:
         method, name, url, context = meta
         start_time = time.time() - response.elapsed_us / 1e6
         hook.fire(
@@ -288,16 +319,6 @@ class HttpSession:
             start_time=start_time,
             url=url,
         )
-
-    def _keep_cookies(self, set_cookies):
-        for v in set_cookies:
-            pair, _, attrs = v.partition(";")
-            cname, _, cvalue = pair.strip().partition("=")
-            expired = "max-age=0" in attrs.lower().replace(" ", "")
-            if expired:
-                self.cookies.pop(cname, None)
-            elif cname:
-                self.cookies[cname] = cvalue
 
     def graphql(
         self, query, variables=None, operation_name=None, name=None, url="/graphql", catch_response=False, **kw
@@ -362,8 +383,3 @@ def _graphql_error(response):
         return None
     first = errors[0]
     return f"GraphQL error: {first.get('message', first) if isinstance(first, dict) else first}"
-
-
-def _path(url):
-    parts = urlsplit(url)
-    return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")

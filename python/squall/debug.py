@@ -9,8 +9,7 @@ from squall.hub import Hub
 
 def run_single_user(user_class, host=None, **_ignored):
     """Runs one user of `user_class` until it stops (or Ctrl-C), for debugging a locustfile."""
-    session = _engine.ScriptSession()
-    hub = Hub(session)
+    hub = Hub(_engine.ScriptEngine())
     env = Environment(hub=hub, host=host or user_class.host, user_classes=[user_class])
     u = user_class(env)
     env.runner.users[u] = hub.spawn(u.run)

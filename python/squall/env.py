@@ -20,7 +20,6 @@ class Environment:
         self.exceptions = {}  # (message, traceback) -> {"count", "message", "traceback"}
         self._user_ids = itertools.count(1)
         self.stats = None
-        self.users_per_second = []  # the user count at each second of the run
 
     def next_user_id(self):
         return next(self._user_ids)

@@ -1,37 +1,44 @@
-"""The cooperative scheduler: one greenlet per user, with every request, wait and timer handed to the
-engine or the hub. The hub runs ready greenlets, submits their requests in one batch, and sleeps in the
-engine (GIL released) until completions or the next timer come due."""
+"""The cooperative scheduler: one greenlet per user, on the same thread as the engine.
+
+A greenlet's request goes straight into the engine (`ScriptEngine.submit`: a task is added to the
+engine's local set; nothing is sent to another thread). The hub runs the greenlets that are ready, one
+pass at a time; between passes it polls the engine once without waiting, so that responses are read and
+timed while users keep working; when nothing is ready it waits in the engine (GIL released, one epoll
+for sockets and the next timer) until completions arrive or the next greenlet timer falls due."""
+
+from __future__ import annotations
 
 import heapq
 import itertools
 import time
 from collections import deque
+from typing import TYPE_CHECKING, Any, Callable
 
 from greenlet import GreenletExit, getcurrent, greenlet
 
+if TYPE_CHECKING:
+    from squall._engine import Completion, ScriptEngine
+    from squall.contrib.mqtt import MqttClient
+
 
 class Hub:
-    def __init__(self, session):
-        self.session = session
+    def __init__(self, engine: ScriptEngine) -> None:
+        self.engine = engine
         self.main = getcurrent()
-        self.ready = deque()  # (greenlet, value to resume it with)
-        self.timers = []  # heap of (when, seq, greenlet)
-        self.pending = {}  # request id -> waiting greenlet
-        self.outbox = []
-        self.watchers = {}  # MQTT operation id -> callback with its completion
-        self.mqtt_outbox = []
-        self.mqtt_clients = {}  # user id -> MqttClient, for messages on its subscriptions
-        self.closing = []  # ids of users that stopped, for the engine to close after their last operations
-        self.ids = itertools.count(1)
+        self.ready: deque[tuple[greenlet, Any]] = deque()  # (greenlet, value to resume it with)
+        self.timers: list[tuple[float, int, greenlet]] = []  # heap of (when, seq, greenlet)
+        self.pending: dict[int, greenlet] = {}  # operation id -> the greenlet waiting for its completion
+        self.watchers: dict[int, Callable[[Completion], None]] = {}  # MQTT operation id -> callback
+        self.mqtt_clients: dict[int, MqttClient] = {}  # user id -> its MQTT client, for messages
         self.seq = itertools.count()
-        self.entered = None  # when the running greenlet got control; None while the hub itself runs
+        self.entered: float | None = None  # when the running greenlet got control; None while the hub runs
 
-    def spawn(self, fn, *args):
+    def spawn(self, fn: Callable[..., Any], *args: Any) -> greenlet:
         g = greenlet(lambda *_first_switch: fn(*args), parent=self.main)
         self.ready.append((g, None))
         return g
 
-    def sleep(self, seconds):
+    def sleep(self, seconds: float) -> Any:
         """Suspends the calling greenlet for `seconds` (0: lets the others run first)."""
         if seconds <= 0:
             self.ready.append((getcurrent(), None))
@@ -39,41 +46,38 @@ class Hub:
             heapq.heappush(self.timers, (time.monotonic() + seconds, next(self.seq), getcurrent()))
         return self.main.switch()
 
-    def request(self, fields):
-        """Submits a request (the engine's tuple without its id) and suspends until it completes."""
-        rid = next(self.ids)
-        self.outbox.append((rid, *fields))
-        self.pending[rid] = getcurrent()
+    def wait_for(self, op_id: int) -> Completion:
+        """Suspends the calling greenlet until operation `op_id` completes; returns its completion."""
+        self.pending[op_id] = getcurrent()
         try:
-            return self.main.switch()
+            return self.main.switch()  # type: ignore[no-any-return]
         finally:
-            self.pending.pop(rid, None)  # killed while waiting: its completion will never come
+            self.pending.pop(op_id, None)  # killed while waiting: its completion will never come
 
-    def mqtt(self, op_id, op, on_done=None):
-        """Queues an MQTT operation (the engine's tuple) without suspending; `on_done` gets its completion."""
-        self.mqtt_outbox.append(op)
-        if on_done is not None:
-            self.watchers[op_id] = on_done
+    def watch(self, op_id: int, on_done: Callable[[Completion], None]) -> None:
+        """Calls `on_done` with operation `op_id`'s completion, without suspending anyone."""
+        self.watchers[op_id] = on_done
 
-    def close_user(self, user_id):
-        """The user stopped: the engine closes its connections and cancels what it still has in flight."""
-        self.closing.append(user_id)
+    def close_user(self, user_id: int) -> None:
+        """The user stopped: the engine closes its connections and cancels what it still has in flight
+        (its MQTT operations already queued still go out first, in order)."""
+        self.engine.close_user(user_id)
         self.mqtt_clients.pop(user_id, None)
 
-    def running_for(self):
+    def running_for(self) -> float:
         """How long the greenlet now running has held control (0 while the hub runs)."""
         return 0.0 if self.entered is None else time.monotonic() - self.entered
 
-    def kill(self, g):
+    def kill(self, g: greenlet) -> None:
         """Ends a greenlet with GreenletExit (its `finally` blocks and on_stop still run)."""
         if not g.dead:
             self.ready.append((g, _Kill))
 
-    def run_until(self, deadline):
+    def run_until(self, deadline: float | None) -> None:
         """Runs everything that is due until the monotonic `deadline` (None: until nothing is left)."""
         while True:
             # One pass over the greenlets ready now: one that only yields (an MQTT publisher with no
-            # wait) runs again on the next pass, after the engine has had its operations.
+            # wait) runs again on the next pass, after the engine has had a turn.
             for _ in range(len(self.ready)):
                 g, value = self.ready.popleft()
                 if g.dead:
@@ -84,15 +88,6 @@ class Hub:
                 else:
                     g.switch(value)
                 self.entered = None
-            if self.outbox:
-                self.session.submit(self.outbox)
-                self.outbox = []
-            if self.mqtt_outbox:
-                self.session.submit_mqtt(self.mqtt_outbox)
-                self.mqtt_outbox = []
-            for user_id in self.closing:
-                self.session.close_user(user_id)
-            self.closing.clear()
             now = time.monotonic()
             while self.timers and self.timers[0][0] <= now:
                 self.ready.append((heapq.heappop(self.timers)[2], None))
@@ -100,25 +95,26 @@ class Hub:
                 return
             if not self.ready and deadline is None and not self.pending and not self.timers and not self.watchers:
                 return
-            if self.ready and not self.mqtt_clients:
-                continue  # HTTP users' completions wait for the next idle moment: fewer polls
-            due = [t for t in (deadline, self.timers[0][0] if self.timers else None) if t is not None]
-            wake = 0.0 if self.ready else max(0.0, min(due, default=now + 0.1) - now)
-            self._dispatch(self.session.poll(wake))
+            if self.ready:
+                wake = 0.0
+            else:
+                due = [t for t in (deadline, self.timers[0][0] if self.timers else None) if t is not None]
+                wake = max(0.0, min(due, default=now + 0.1) - now)
+            self._dispatch(self.engine.poll(wake))
 
-    def _dispatch(self, completions):
+    def _dispatch(self, completions: list[Completion]) -> None:
         for c in completions:
-            g = self.pending.pop(c[0], None)
+            g = self.pending.pop(c.id, None)
             if g is not None:
                 self.ready.append((g, c))
-            callback = self.watchers.pop(c[0], None)
+            callback = self.watchers.pop(c.id, None)
             if callback is not None:
                 callback(c)
         if self.mqtt_clients:
-            for user, topic, payload, qos in self.session.messages():
-                client = self.mqtt_clients.get(user)
+            for m in self.engine.messages():
+                client = self.mqtt_clients.get(m.user)
                 if client is not None:
-                    client._deliver(topic, payload, qos)
+                    client._deliver(m.topic, m.payload, m.qos)
 
 
 class _Kill:

@@ -61,7 +61,7 @@ def run_processes(args, users, final_output, what="users"):
     if not docs:
         sys.stderr.write("squall: error: no worker process produced a result\n")
         return max(codes) or exitcodes.CANNOT_START
-    result = json.loads(_engine.merge_results_json(docs))
+    result = _engine.merge_results(docs)
     exceptions = {}
     for doc in docs:
         for x in json.loads(doc).get("exceptions", []):

@@ -1,41 +1,122 @@
-//! squall._engine: the thin Python face of the Rust engine. Configuration goes in and results come
-//! out as JSON, so the Python side stays plain and the engine stays free of Python.
+//! squall._engine: the thin Python face of the Rust engine. The boundary is typed: configurations come
+//! in as Python dicts deserialized straight into the engine's serde types (an unknown or mistyped key
+//! is a `UsageError`), live numbers and completions go out as classes with named fields, and results
+//! as the result document's dict (the same structure `--json` writes), never as JSON text.
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
-use squall_engine::run::{Load, Run};
-use squall_engine::script::{ScriptRequest, Session, Verdict};
+use pyo3::types::{PyBytes, PyDict};
+use pythonize::{depythonize, pythonize};
+use squall_engine::mqtt::codec::Version;
+use squall_engine::mqtt::script::{Op, OwnedHello};
+use squall_engine::run::{Load, Progress as EngineProgress, Run as EngineRun};
+use squall_engine::script::{ScriptEngine as Engine, ScriptOptions, ScriptRequest, Verdict};
+use squall_engine::stats::result::{self, RunResult, Summary};
+use squall_engine::stats::stream::Second;
 use squall_engine::{BenchConfig, StartError, StopReason};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pyo3::create_exception!(_engine, UsageError, PyValueError, "The configuration or URL is invalid.");
 pyo3::create_exception!(_engine, TargetError, PyRuntimeError, "The target cannot be reached.");
 
-/// A running `bench` load. Starts at construction; the GIL is released while it runs.
+/// What the Python side needs of any run on the engine's run core, whatever its load.
+trait RunHandle: Send + Sync {
+    fn progress(&self) -> EngineProgress;
+    fn stop(&self);
+    fn is_finished(&self) -> bool;
+    fn seconds_since(&self, cursor: u64, timeout: Duration) -> (Vec<Arc<Second>>, Vec<(String, String)>);
+    fn wait(self: Box<Self>) -> RunResult;
+}
+
+impl<L: Load> RunHandle for EngineRun<L> {
+    fn progress(&self) -> EngineProgress {
+        EngineRun::progress(self)
+    }
+    fn stop(&self) {
+        EngineRun::stop(self)
+    }
+    fn is_finished(&self) -> bool {
+        EngineRun::is_finished(self)
+    }
+    fn seconds_since(&self, cursor: u64, timeout: Duration) -> (Vec<Arc<Second>>, Vec<(String, String)>) {
+        (EngineRun::seconds_since(self, cursor, timeout), self.core().timeline.names())
+    }
+    fn wait(self: Box<Self>) -> RunResult {
+        EngineRun::wait(*self)
+    }
+}
+
+/// Live numbers of a run.
+#[pyclass(module = "squall._engine", frozen, get_all)]
+struct Progress {
+    elapsed: f64,
+    completed: u64,
+    failed: u64,
+    users: u64,
+    finished: bool,
+    /// `running`, or MQTT's phase: connecting, running, draining, closed.
+    phase: &'static str,
+    /// MQTT: connections made, messages sent, published (acknowledged), failed, delivered.
+    connected: u64,
+    sent: u64,
+    published: u64,
+    mqtt_failed: u64,
+    delivered: u64,
+}
+
+impl From<EngineProgress> for Progress {
+    fn from(p: EngineProgress) -> Self {
+        let m = p.mqtt.unwrap_or_default();
+        Progress {
+            elapsed: p.elapsed,
+            completed: p.completed,
+            failed: p.failed,
+            users: p.users,
+            finished: p.finished,
+            phase: p.phase,
+            connected: m.connected,
+            sent: m.sent,
+            published: m.published,
+            mqtt_failed: m.failed,
+            delivered: m.delivered,
+        }
+    }
+}
+
+/// A run of `squall bench` or `squall mqtt` on the engine's threads. The GIL is released while it runs.
 #[pyclass(module = "squall._engine")]
-struct BenchRun {
-    run: Mutex<Option<Run<squall_engine::bench::Bench>>>,
+struct Run {
+    run: Mutex<Option<Box<dyn RunHandle>>>,
+}
+
+fn usage(e: impl std::fmt::Display) -> PyErr {
+    UsageError::new_err(e.to_string())
 }
 
 #[pymethods]
-impl BenchRun {
-    /// Resolves and connects once (up to the timeout), then starts. Ctrl-C stays live meanwhile:
-    /// the start runs on its own thread while this one checks for signals.
-    #[new]
-    fn new(py: Python<'_>, config_json: &str, body: Vec<u8>) -> PyResult<Self> {
-        let cfg = BenchConfig::from_json(config_json).map_err(UsageError::new_err)?;
+impl Run {
+    /// `squall bench`: checks the configuration, resolves and connects once (up to the timeout), then
+    /// starts. Ctrl-C stays live meanwhile.
+    #[staticmethod]
+    fn bench(py: Python<'_>, config: &Bound<'_, PyDict>, body: Vec<u8>) -> PyResult<Run> {
+        let cfg: BenchConfig = depythonize(config).map_err(usage)?;
         let run = start_checking_signals(py, move || squall_engine::bench::start(cfg, body))?;
-        Ok(BenchRun { run: Mutex::new(Some(run)) })
+        Ok(Run { run: Mutex::new(Some(Box::new(run))) })
     }
 
-    /// (elapsed seconds, completed, failed, finished)
-    fn progress(&self) -> PyResult<(f64, u64, u64, bool)> {
+    /// `squall mqtt`: connects once to the broker (and subscribes when verifying), then starts.
+    #[staticmethod]
+    fn mqtt(py: Python<'_>, config: &Bound<'_, PyDict>) -> PyResult<Run> {
+        let cfg: squall_engine::mqtt::MqttConfig = depythonize(config).map_err(usage)?;
+        let run = start_checking_signals(py, move || squall_engine::mqtt::start(cfg))?;
+        Ok(Run { run: Mutex::new(Some(Box::new(run))) })
+    }
+
+    fn progress(&self) -> PyResult<Progress> {
         let guard = self.run.lock().unwrap();
         let run = guard.as_ref().ok_or_else(|| PyRuntimeError::new_err("the run's result was taken"))?;
-        let p = run.progress();
-        Ok((p.elapsed, p.completed, p.failed, p.finished))
+        Ok(run.progress().into())
     }
 
     /// Ends the run early; the result still holds everything measured so far.
@@ -47,13 +128,75 @@ impl BenchRun {
 
     /// Waits up to `timeout` seconds for the end; True once finished.
     fn wait(&self, py: Python<'_>, timeout: f64) -> bool {
-        wait_until(py, timeout, || self.run.lock().unwrap().as_ref().is_none_or(|r| r.is_finished()))
+        let deadline = std::time::Instant::now() + Duration::from_secs_f64(timeout.max(0.0));
+        py.detach(|| loop {
+            if self.run.lock().unwrap().as_ref().is_none_or(|r| r.is_finished()) {
+                return true;
+            }
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        })
     }
 
-    /// The result document as JSON (waits for the end of the run).
-    fn result_json(&self, py: Python<'_>) -> PyResult<String> {
-        result_json(py, &self.run)
+    /// The live stream: the seconds published from `cursor` on (waiting up to `timeout` for one), each
+    /// a dict: t, users, and per endpoint its summary for that second.
+    fn seconds<'py>(&self, py: Python<'py>, cursor: u64, timeout: f64) -> PyResult<Bound<'py, PyAny>> {
+        let (seconds, names) = {
+            let guard = self.run.lock().unwrap();
+            let run = guard.as_ref().ok_or_else(|| PyRuntimeError::new_err("the run's result was taken"))?;
+            py.detach(|| run.seconds_since(cursor, Duration::from_secs_f64(timeout.max(0.0))))
+        };
+        seconds_to_py(py, &seconds, &names)
     }
+
+    /// Waits for the end of the run and returns its result document.
+    fn result<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let run = self.run.lock().unwrap().take().ok_or_else(|| PyRuntimeError::new_err("the result was taken"))?;
+        let result = py.detach(|| run.wait());
+        Ok(pythonize(py, &result)?)
+    }
+}
+
+#[derive(serde::Serialize)]
+struct SecondView<'a> {
+    t: u64,
+    users: u64,
+    endpoints: Vec<EndpointView<'a>>,
+}
+
+#[derive(serde::Serialize)]
+struct EndpointView<'a> {
+    method: &'a str,
+    name: &'a str,
+    #[serde(flatten)]
+    summary: Summary,
+}
+
+fn seconds_to_py<'py>(
+    py: Python<'py>,
+    seconds: &[Arc<Second>],
+    names: &[(String, String)],
+) -> PyResult<Bound<'py, PyAny>> {
+    let views: Vec<SecondView> = seconds
+        .iter()
+        .map(|s| SecondView {
+            t: s.t,
+            users: s.users,
+            endpoints: s
+                .endpoints
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e.requests > 0)
+                .map(|(i, e)| {
+                    let (method, name) = names.get(i).map_or(("", ""), |(m, n)| (m.as_str(), n.as_str()));
+                    EndpointView { method, name, summary: result::summarize_stats(e) }
+                })
+                .collect(),
+        })
+        .collect();
+    Ok(pythonize(py, &views)?)
 }
 
 /// Starts a run on its own thread (resolving and connecting can take up to the timeout) while this
@@ -73,183 +216,168 @@ fn start_checking_signals<R: Send + 'static>(
     })
 }
 
-/// Waits without the GIL until `done` or `timeout` seconds; returns `done`.
-fn wait_until(py: Python<'_>, timeout: f64, done: impl Fn() -> bool + Sync) -> bool {
-    let deadline = std::time::Instant::now() + Duration::from_secs_f64(timeout.max(0.0));
-    py.detach(|| loop {
-        if done() {
-            return true;
-        }
-        if std::time::Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    })
+/// What came back for a scripted request or MQTT operation.
+#[pyclass(module = "squall._engine", frozen, get_all)]
+struct Completion {
+    id: u64,
+    /// 0 when no response arrived (then `error` says why).
+    status: u16,
+    /// The response's header lines, raw.
+    head: Py<PyBytes>,
+    body: Py<PyBytes>,
+    elapsed_us: u64,
+    error: Option<String>,
+    /// The final URL (after redirects).
+    url: String,
+    /// The stats name.
+    name: String,
 }
 
-/// Takes a run out of its slot, waits for its end without the GIL, and returns its result as JSON.
-fn result_json<L: Load>(py: Python<'_>, slot: &Mutex<Option<Run<L>>>) -> PyResult<String> {
-    let run = slot.lock().unwrap().take().ok_or_else(|| PyRuntimeError::new_err("the result was already taken"))?;
-    let result = py.detach(|| run.wait());
-    serde_json::to_string(&result).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+/// An MQTT message that arrived for a scripted user's subscription.
+#[pyclass(module = "squall._engine", frozen, get_all)]
+struct Message {
+    user: u64,
+    topic: String,
+    payload: Py<PyBytes>,
+    qos: u8,
 }
 
-/// A running `squall mqtt` load. Starts at construction (after one preflight connection).
-#[pyclass(module = "squall._engine")]
-struct MqttRun {
-    run: Mutex<Option<squall_engine::mqtt::MqttRun>>,
-}
-
-#[pymethods]
-impl MqttRun {
-    #[new]
-    fn new(py: Python<'_>, config_json: &str) -> PyResult<Self> {
-        let cfg = squall_engine::mqtt::MqttConfig::from_json(config_json).map_err(UsageError::new_err)?;
-        let run = start_checking_signals(py, move || squall_engine::mqtt::start(cfg))?;
-        Ok(MqttRun { run: Mutex::new(Some(run)) })
-    }
-
-    /// (elapsed seconds, phase, connected, sent, published, failed, delivered, finished)
-    fn progress(&self) -> PyResult<MqttProgressTuple> {
-        let guard = self.run.lock().unwrap();
-        let run = guard.as_ref().ok_or_else(|| PyRuntimeError::new_err("the run's result was taken"))?;
-        let p = run.progress();
-        let m = p.mqtt.unwrap_or_default();
-        Ok((p.elapsed, p.phase, m.connected, m.sent, m.published, m.failed, m.delivered, p.finished))
-    }
-
-    fn stop(&self) {
-        if let Some(run) = self.run.lock().unwrap().as_ref() {
-            run.stop();
-        }
-    }
-
-    fn wait(&self, py: Python<'_>, timeout: f64) -> bool {
-        wait_until(py, timeout, || self.run.lock().unwrap().as_ref().is_none_or(|r| r.is_finished()))
-    }
-
-    fn result_json(&self, py: Python<'_>) -> PyResult<String> {
-        result_json(py, &self.run)
+/// Lets a closure that touches the engine run with the GIL released. The engine is not `Send`, but
+/// `detach` runs the closure on this same thread, so nothing crosses threads.
+struct SameThread<T>(T);
+// SAFETY: only used with `Python::detach`, which runs the closure on the calling thread.
+unsafe impl<T> Send for SameThread<T> {}
+impl<T> SameThread<T> {
+    fn get(self) -> T {
+        self.0
     }
 }
 
-/// (elapsed seconds, phase, connected, sent, published, failed, delivered, finished)
-type MqttProgressTuple = (f64, &'static str, u64, u64, u64, u64, u64, bool);
-/// (user, topic, payload, qos) of a message that arrived for a scripted user.
-type MessageTuple<'py> = (u64, String, Bound<'py, PyBytes>, u8);
-/// (user, id, operation, target, payload, qos, retain, options JSON)
-type MqttOpTuple = (u64, u64, String, String, Vec<u8>, u8, bool, String);
-/// (id, user, method, url, headers, body, timeout seconds, stats name, engine records it, follow redirects)
-type RequestTuple = (u64, u64, String, String, Vec<(String, String)>, Vec<u8>, f64, String, bool, bool);
-/// (id, status or 0, raw header lines, Set-Cookie values, body, elapsed microseconds, error or None,
-/// final URL if redirects changed it)
-type CompletionTuple<'py> =
-    (u64, u16, Bound<'py, PyBytes>, Vec<String>, Bound<'py, PyBytes>, u64, Option<String>, Option<String>);
-
-/// The engine side of scripted users: requests go in, completions come back in batches.
-#[pyclass(module = "squall._engine")]
-struct ScriptSession {
-    inner: Mutex<Option<Session>>,
+/// The engine of scripted users, driven from the script's thread (see squall_engine::script).
+#[pyclass(module = "squall._engine", unsendable)]
+struct ScriptEngine {
+    engine: Option<Engine>,
 }
 
-impl ScriptSession {
-    fn with<T>(&self, f: impl FnOnce(&Session) -> T) -> PyResult<T> {
-        let guard = self.inner.lock().unwrap();
-        guard.as_ref().map(f).ok_or_else(|| PyRuntimeError::new_err("the session has finished"))
+impl ScriptEngine {
+    fn engine(&self) -> PyResult<&Engine> {
+        self.engine.as_ref().ok_or_else(|| PyRuntimeError::new_err("the run has finished"))
     }
 }
 
 #[pymethods]
-impl ScriptSession {
+impl ScriptEngine {
     #[new]
-    #[pyo3(signature = (insecure=false))]
-    fn new(insecure: bool) -> Self {
-        ScriptSession { inner: Mutex::new(Some(Session::start(insecure))) }
+    #[pyo3(signature = (insecure=false, http2=false))]
+    fn new(insecure: bool, http2: bool) -> PyResult<Self> {
+        let engine = Engine::new(ScriptOptions { insecure, http2 })
+            .map_err(|e| PyRuntimeError::new_err(format!("cannot start the engine: {e}")))?;
+        Ok(ScriptEngine { engine: Some(engine) })
     }
 
-    fn submit(&self, batch: Vec<RequestTuple>) -> PyResult<()> {
-        let requests = batch
-            .into_iter()
-            .map(|(id, user, method, url, headers, body, timeout, name, record, follow_redirects)| ScriptRequest {
-                id,
-                user,
-                method,
-                url,
-                headers,
-                body,
-                timeout: Duration::from_secs_f64(timeout.max(0.001)),
-                name,
-                record,
-                follow_redirects,
-            })
-            .collect();
-        self.with(|s| s.submit(requests))
+    /// Starts a request; returns its id. `base` is the user's host; `name` None: the path and query.
+    #[pyo3(signature = (user, method, base, url, name, headers, cookies, body, timeout, record, follow_redirects))]
+    #[allow(clippy::too_many_arguments)]
+    fn submit(
+        &self,
+        user: u64,
+        method: String,
+        base: String,
+        url: String,
+        name: Option<String>,
+        headers: Vec<(String, String)>,
+        cookies: Vec<(String, String)>,
+        body: Vec<u8>,
+        timeout: f64,
+        record: bool,
+        follow_redirects: bool,
+    ) -> PyResult<u64> {
+        let timeout = Duration::from_secs_f64(timeout.max(0.001));
+        let r =
+            ScriptRequest { user, method, base, url, name, headers, cookies, body, timeout, record, follow_redirects };
+        self.engine()?.submit(r).map_err(usage)
     }
 
-    /// Completions so far, waiting up to `timeout` seconds for the first (GIL released).
-    fn poll<'py>(&self, py: Python<'py>, timeout: f64) -> PyResult<Vec<CompletionTuple<'py>>> {
-        let wait = Duration::from_secs_f64(timeout.max(0.0));
-        let done = {
-            let guard = self.inner.lock().unwrap();
-            let session = guard.as_ref().ok_or_else(|| PyRuntimeError::new_err("the session has finished"))?;
-            py.detach(|| session.poll(wait))
-        };
+    /// Runs the engine until completions are ready or `timeout` seconds pass (GIL released).
+    fn poll(&self, py: Python<'_>, timeout: f64) -> PyResult<Vec<Completion>> {
+        let engine = SameThread(self.engine()?);
+        let timeout = Duration::from_secs_f64(timeout.max(0.0));
+        let done = py.detach(move || engine.get().poll(timeout));
         Ok(done
             .into_iter()
-            .map(|c| {
-                let head = PyBytes::new(py, &c.head);
-                (c.id, c.status, head, c.set_cookies, PyBytes::new(py, &c.body), c.elapsed_us, c.error, c.url)
+            .map(|c| Completion {
+                id: c.id,
+                status: c.status,
+                head: PyBytes::new(py, &c.head).unbind(),
+                body: PyBytes::new(py, &c.body).unbind(),
+                elapsed_us: c.elapsed_us,
+                error: c.error,
+                url: c.url,
+                name: c.name,
             })
             .collect())
     }
 
-    /// MQTT operations: (user, id, op, target, payload, qos, retain, options JSON). `op` is connect
-    /// (target: the broker URL; options: client_id, username, password, keepalive, clean_session,
-    /// mqtt_version, timeout, insecure), publish (target: the topic), subscribe (target: the filter)
-    /// or disconnect.
-    fn submit_mqtt(&self, batch: Vec<MqttOpTuple>) -> PyResult<()> {
-        use squall_engine::mqtt::script::{Op, OwnedHello};
-        let mut ops = Vec::with_capacity(batch.len());
-        for (user, id, op, target, payload, qos, retain, options) in batch {
-            let op = match op.as_str() {
-                "connect" => {
-                    let o: serde_json::Value =
-                        serde_json::from_str(&options).map_err(|e| UsageError::new_err(e.to_string()))?;
-                    let text = |k: &str| o[k].as_str().map(str::to_string);
-                    let version = match o["mqtt_version"].as_str().unwrap_or("3.1.1") {
-                        "5" | "5.0" => squall_engine::mqtt::codec::Version::V5,
-                        _ => squall_engine::mqtt::codec::Version::V311,
-                    };
-                    Op::Connect {
-                        id,
-                        broker: target,
-                        hello: OwnedHello {
-                            client_id: text("client_id").unwrap_or_default(),
-                            keepalive: o["keepalive"].as_u64().unwrap_or(60).min(65_535) as u16,
-                            clean: o["clean_session"].as_bool().unwrap_or(true),
-                            login: text("username").map(|u| (u, text("password").unwrap_or_default())),
-                        },
-                        version,
-                        timeout: Duration::from_secs_f64(o["timeout"].as_f64().unwrap_or(10.0).max(0.001)),
-                        insecure: o["insecure"].as_bool().unwrap_or(false),
-                    }
-                }
-                "publish" => Op::Publish { id, topic: target, payload: payload.into(), qos: qos.min(2), retain },
-                "subscribe" => Op::Subscribe { id, filter: target, qos: qos.min(2) },
-                "disconnect" => Op::Disconnect { id },
-                other => return Err(UsageError::new_err(format!("unknown MQTT operation '{other}'"))),
-            };
-            ops.push((user, op));
-        }
-        self.with(|s| s.submit_mqtt(ops))
+    /// MQTT messages that arrived for users' subscriptions.
+    fn messages(&self, py: Python<'_>) -> PyResult<Vec<Message>> {
+        Ok(self
+            .engine()?
+            .messages()
+            .into_iter()
+            .map(|m| Message {
+                user: m.user,
+                topic: m.topic,
+                payload: PyBytes::new(py, &m.payload).unbind(),
+                qos: m.qos,
+            })
+            .collect())
     }
 
-    /// MQTT messages that arrived for users' subscriptions: (user, topic, payload, qos).
-    fn messages<'py>(&self, py: Python<'py>) -> PyResult<Vec<MessageTuple<'py>>> {
-        let messages = self.with(|s| s.messages())?;
-        Ok(messages.into_iter().map(|m| (m.user, m.topic, PyBytes::new(py, &m.payload), m.qos)).collect())
+    /// Connects a user's MQTT client (`mqtt_version` "3.1.1" or "5"); returns the operation's id.
+    #[pyo3(signature = (user, broker, client_id, username, password, keepalive, clean_session, mqtt_version, timeout, insecure))]
+    #[allow(clippy::too_many_arguments)]
+    fn mqtt_connect(
+        &self,
+        user: u64,
+        broker: String,
+        client_id: String,
+        username: Option<String>,
+        password: Option<String>,
+        keepalive: u16,
+        clean_session: bool,
+        mqtt_version: &str,
+        timeout: f64,
+        insecure: bool,
+    ) -> PyResult<u64> {
+        let version = match mqtt_version {
+            "3.1.1" | "3" | "4" => Version::V311,
+            "5" | "5.0" => Version::V5,
+            other => return Err(usage(format!("unsupported MQTT version '{other}' (use 3.1.1 or 5)"))),
+        };
+        let hello = OwnedHello {
+            client_id,
+            keepalive,
+            clean: clean_session,
+            login: username.map(|u| (u, password.unwrap_or_default())),
+        };
+        let timeout = Duration::from_secs_f64(timeout.max(0.001));
+        Ok(self.engine()?.submit_mqtt(user, |id| Op::Connect { id, broker, hello, version, timeout, insecure }))
     }
 
+    fn mqtt_publish(&self, user: u64, topic: String, payload: Vec<u8>, qos: u8, retain: bool) -> PyResult<u64> {
+        let payload = payload.into();
+        Ok(self.engine()?.submit_mqtt(user, |id| Op::Publish { id, topic, payload, qos: qos.min(2), retain }))
+    }
+
+    fn mqtt_subscribe(&self, user: u64, filter: String, qos: u8) -> PyResult<u64> {
+        Ok(self.engine()?.submit_mqtt(user, |id| Op::Subscribe { id, filter, qos: qos.min(2) }))
+    }
+
+    fn mqtt_disconnect(&self, user: u64) -> PyResult<u64> {
+        Ok(self.engine()?.submit_mqtt(user, |id| Op::Disconnect { id }))
+    }
+
+    /// Records a verdict: `catch_response`, or a request event fired by the script itself.
     #[pyo3(signature = (method, name, elapsed_us, status, body_bytes, failure=None))]
     fn record(
         &self,
@@ -260,48 +388,68 @@ impl ScriptSession {
         body_bytes: u64,
         failure: Option<String>,
     ) -> PyResult<()> {
-        self.with(|s| s.record(Verdict { method, name, elapsed_us, status, body_bytes, failure }))
+        self.engine()?.record(Verdict { method, name, elapsed_us, status, body_bytes, failure });
+        Ok(())
     }
 
     fn close_user(&self, user: u64) -> PyResult<()> {
-        self.with(|s| s.close_user(user))
+        self.engine()?.close_user(user);
+        Ok(())
+    }
+
+    /// The user's cookies: (name, value, domain); domain "" for cookies the script set for any host.
+    fn cookies(&self, user: u64) -> PyResult<Vec<(String, String, String)>> {
+        Ok(self.engine()?.cookies(user))
+    }
+
+    #[pyo3(signature = (user, name, value, domain=""))]
+    fn set_cookie(&self, user: u64, name: &str, value: &str, domain: &str) -> PyResult<()> {
+        self.engine()?.set_cookie(user, name, value, domain);
+        Ok(())
+    }
+
+    #[pyo3(signature = (user, name=None))]
+    fn remove_cookies(&self, user: u64, name: Option<&str>) -> PyResult<()> {
+        self.engine()?.remove_cookies(user, name);
+        Ok(())
+    }
+
+    /// The number of users now.
+    fn set_users(&self, users: u64) -> PyResult<()> {
+        self.engine()?.set_users(users);
+        Ok(())
     }
 
     /// (completed, failed) so far.
     fn counts(&self) -> PyResult<(u64, u64)> {
-        self.with(|s| s.counts())
+        Ok(self.engine()?.counts())
     }
 
-    /// Live totals per endpoint, as JSON: [{"method", "name", ...summary}].
-    fn snapshot_json(&self, py: Python<'_>) -> PyResult<String> {
-        let snap = {
-            let guard = self.inner.lock().unwrap();
-            let session = guard.as_ref().ok_or_else(|| PyRuntimeError::new_err("the session has finished"))?;
-            py.detach(|| session.snapshot())
-        };
-        let rows: Vec<_> = snap
-            .into_iter()
-            .map(|e| {
-                let mut v = serde_json::to_value(&e.summary).unwrap_or_default();
-                v["method"] = e.method.into();
-                v["name"] = e.name.into();
-                v
-            })
-            .collect();
-        serde_json::to_string(&rows).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+    /// Live totals per endpoint, then the aggregate (method "", name "Aggregated"): dicts with the
+    /// method, name and summary.
+    fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let rows: Vec<EndpointView> = Vec::new();
+        let snap = self.engine()?.snapshot();
+        let mut rows = rows;
+        for e in &snap {
+            rows.push(EndpointView { method: &e.method, name: &e.name, summary: e.summary.clone() });
+        }
+        Ok(pythonize(py, &rows)?)
     }
 
-    /// Ends the session; returns the result document as JSON. `users[t]` is the user count at second t.
-    fn finish(&self, py: Python<'_>, reason: &str, url: String, users: Vec<u64>) -> PyResult<String> {
-        let session = self.inner.lock().unwrap().take().ok_or_else(|| PyRuntimeError::new_err("already finished"))?;
-        let reason = match reason {
-            "interrupted" => StopReason::Interrupted,
-            "duration" => StopReason::Deadline,
-            _ => StopReason::Completed,
-        };
-        let users_at = move |t: u64| users.get(t as usize).or(users.last()).copied().unwrap_or(0);
-        let result = py.detach(|| session.finish(reason, url, &users_at));
-        serde_json::to_string(&result).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+    /// The live stream: seconds published from `cursor` on (see `Run.seconds`); never waits.
+    fn seconds<'py>(&self, py: Python<'py>, cursor: u64) -> PyResult<Bound<'py, PyAny>> {
+        let core = self.engine()?.core();
+        let seconds = core.timeline.seconds_since(cursor, Duration::ZERO);
+        seconds_to_py(py, &seconds, &core.timeline.names())
+    }
+
+    /// Ends the run (`reason`: completed, duration or interrupted); returns the result document.
+    fn finish<'py>(&mut self, py: Python<'py>, reason: &str, url: String) -> PyResult<Bound<'py, PyAny>> {
+        let engine = self.engine.take().ok_or_else(|| PyRuntimeError::new_err("already finished"))?;
+        let reason = StopReason::parse(reason).ok_or_else(|| usage(format!("unknown stop reason '{reason}'")))?;
+        let result = engine.finish(reason, url);
+        Ok(pythonize(py, &result)?)
     }
 }
 
@@ -343,11 +491,12 @@ fn start_demo_broker(py: Python<'_>, port: u16) -> PyResult<u16> {
         .map_err(|e| TargetError::new_err(format!("cannot start the demo MQTT broker: {e}")))
 }
 
-/// Merges result documents (JSON) of several runs into one, losslessly; returns JSON.
+/// Merges the result documents (the JSON text of `--json` files) of several runs into one,
+/// losslessly; returns the merged document.
 #[pyfunction]
-fn merge_results_json(docs: Vec<String>) -> PyResult<String> {
-    let merged = squall_engine::stats::merge::merge_json(&docs).map_err(UsageError::new_err)?;
-    serde_json::to_string(&merged).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+fn merge_results<'py>(py: Python<'py>, docs: Vec<String>) -> PyResult<Bound<'py, PyAny>> {
+    let merged = py.detach(|| squall_engine::stats::merge::merge_json(&docs)).map_err(UsageError::new_err)?;
+    Ok(pythonize(py, &merged)?)
 }
 
 #[pymodule]
@@ -356,11 +505,13 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("PERCENTILES", squall_engine::stats::PERCENTILES.to_vec())?;
     m.add("UsageError", m.py().get_type::<UsageError>())?;
     m.add("TargetError", m.py().get_type::<TargetError>())?;
-    m.add_class::<BenchRun>()?;
-    m.add_class::<MqttRun>()?;
+    m.add_class::<Run>()?;
+    m.add_class::<Progress>()?;
+    m.add_class::<Completion>()?;
+    m.add_class::<Message>()?;
+    m.add_class::<ScriptEngine>()?;
     m.add_class::<DemoTarget>()?;
-    m.add_class::<ScriptSession>()?;
-    m.add_function(wrap_pyfunction!(merge_results_json, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_results, m)?)?;
     m.add_function(wrap_pyfunction!(start_demo_broker, m)?)?;
     Ok(())
 }

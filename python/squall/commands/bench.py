@@ -1,6 +1,5 @@
 """`squall bench URL`: the quick mode that needs no script, with the flags users know from ab, hey, oha."""
 
-import json
 import sys
 
 from squall import _engine, exitcodes, limits, report
@@ -117,7 +116,7 @@ def run(args) -> int:
     config, body = engine_config(args)
     limits.ensure_open_files(config["connections"])
     try:
-        engine_run = _engine.BenchRun(json.dumps(config), body)
+        engine_run = _engine.Run.bench(config, body)
     except _engine.UsageError as e:
         raise UsageError(str(e)) from None
     except _engine.TargetError as e:

@@ -1,7 +1,5 @@
 """Drives an engine run from Python: the live progress line, Ctrl-C and SIGTERM."""
 
-import json
-
 from squall.signals import on_stop_signals
 
 
@@ -24,4 +22,4 @@ def drive(engine_run, line=None):
         finally:
             if line:
                 line.clear()
-    return json.loads(engine_run.result_json()), (received[0] if received else None)
+    return engine_run.result(), (received[0] if received else None)

@@ -224,7 +224,7 @@ def run(args) -> int:
         config["clients"] = processes.share(config["clients"], worker)
     limits.ensure_open_files(config["clients"] + config["subscribers"])
     try:
-        engine_run = _engine.MqttRun(json.dumps(config))
+        engine_run = _engine.Run.mqtt(config)
     except _engine.UsageError as e:
         raise UsageError(str(e)) from None
     except _engine.TargetError as e:

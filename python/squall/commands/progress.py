@@ -15,8 +15,8 @@ class ProgressLine:
         self.rate = 0.0
 
     def show(self, progress):
-        """`progress`: the engine run's (elapsed, completed, failed, finished)."""
-        self.update(*progress[:3])
+        """`progress`: the engine run's Progress."""
+        self.update(progress.elapsed, progress.completed, progress.failed)
 
     def update(self, elapsed, completed, failed):
         now = time.monotonic()
@@ -53,7 +53,8 @@ class MqttProgressLine(ProgressLine):
         self.verify = config["verify"] or config["subscribe_only"]
 
     def show(self, progress):
-        self.update(*progress)
+        p = progress
+        self.update(p.elapsed, p.phase, p.connected, p.sent, p.published, p.mqtt_failed, p.delivered, p.finished)
 
     def update(self, elapsed, phase, connected, sent, published, failed, delivered, finished):
         if phase == "connecting":

@@ -63,6 +63,9 @@ def add_arguments(p):
         help="worker processes, one engine each, statistics merged losslessly (-1: one per core)",
     )
     p.add_argument("--insecure", action="store_true", help="accept any TLS certificate")
+    p.add_argument(
+        "--http2", action="store_true", help="HTTP/2 for the users' requests (ALPN over TLS, prior knowledge over http)"
+    )
     p.add_argument("--config", metavar="FILE", help="a config file (key = value lines, or TOML [tool.locust])")
     p.add_argument("user_classes", nargs="*", metavar="UserClass", help="run only these User classes")
 
@@ -167,8 +170,8 @@ def run(args) -> int:
         sys.stderr.write("squall: the web dashboard is not there yet; running headless\n")
     limits.ensure_open_files(max(users, 1))  # one keep-alive connection per user
 
-    session = _engine.ScriptSession(insecure=args.insecure)
-    hub = Hub(session)
+    engine = _engine.ScriptEngine(insecure=args.insecure, http2=args.http2)
+    hub = Hub(engine)
     cooperative_sleep.hub = hub
     env = Environment(hub=hub, host=args.host, user_classes=classes, parsed_options=args, shape_class=shape_class)
     shape = shape_class() if shape_class else None
@@ -197,8 +200,7 @@ def run(args) -> int:
         signal.signal(signal.SIGALRM, previous_alarm)
     if received:
         reason = "interrupted"
-    result_json = session.finish(reason, args.host or "", env.users_per_second)
-    result = json.loads(result_json)
+    result = engine.finish(reason, args.host or "")
     result["exceptions"] = [dict(x, nodes="local") for x in env.exceptions.values()]
     if worker is not None:
         with open(os.environ["SQUALL_WORKER_RESULT"], "w") as f:
@@ -222,7 +224,6 @@ def _drive(env, classes, shape, users, spawn_rate, run_time, stop_timeout, args)
     spawner.set_target(users, spawn_rate)
     start = time.monotonic()
     deadline = start + run_time if run_time else None
-    env.users_per_second = []
     runner.state = "spawning"
     events.test_start.fire(environment=env)
     next_stats = start + STATS_INTERVAL
@@ -231,8 +232,7 @@ def _drive(env, classes, shape, users, spawn_rate, run_time, stop_timeout, args)
     reason = "completed"
     while True:
         now = time.monotonic()
-        while len(env.users_per_second) <= int(now - start):
-            env.users_per_second.append(runner.user_count)
+        hub.engine.set_users(runner.user_count)
         if runner.quitting:
             break  # runner.quit() from the script, or a signal (run() marks that one interrupted)
         if spawner.done() and not shape:
@@ -275,7 +275,7 @@ def _drive(env, classes, shape, users, spawn_rate, run_time, stop_timeout, args)
 
 def _print_live(env, last):
     """The stats table with the recent rate (since the last table), as Locust prints every 2 s."""
-    rows = json.loads(env.hub.session.snapshot_json())
+    rows = env.hub.engine.snapshot()
     now = time.monotonic()
     t0, before = last
     dt = max(now - t0, 1e-9)

@@ -7,8 +7,6 @@ has read it (the PINGRESP to a PINGREQ sent after it).
 `publish` returns at once, as paho's does; `info.wait_for_publish()` waits for the acknowledgement.
 `connect` and `subscribe` wait for CONNACK and SUBACK when called from a task."""
 
-import itertools
-import json
 import random
 import string
 
@@ -17,6 +15,7 @@ from greenlet import getcurrent
 from squall.user.users import User
 
 MQTTv311, MQTTv5 = 4, 5
+CONNECT_TIMEOUT = 10.0  # seconds for the CONNACK
 MQTT_ERR_SUCCESS, MQTT_ERR_NO_CONN = 0, 4
 
 
@@ -37,7 +36,7 @@ class MQTTMessageInfo:
         self._done, self._error, self._waiters = False, None, []
 
     def _complete(self, completion):
-        self._done, self._error = True, completion[6]
+        self._done, self._error = True, completion.error
         for g in self._waiters:
             self._hub.ready.append((g, None))
         self._waiters = []
@@ -56,8 +55,6 @@ class MQTTMessageInfo:
 
 class MqttClient:
     """A paho-like MQTT client whose connection lives in the engine."""
-
-    _mids = itertools.count(1)
 
     def __init__(self, user, client_id=None, protocol=MQTTv311):
         self._user = user
@@ -80,30 +77,34 @@ class MqttClient:
     def user_data_set(self, userdata):
         self.userdata = userdata
 
-    def _submit(self, op, target="", payload=b"", qos=0, retain=False, options="", on_done=None):
-        mid = next(self._mids)
-        self._hub.mqtt(mid, (self._user.user_id, mid, op, target, payload, qos, retain, options), on_done)
-        return mid
+    def _watch(self, op_id, on_done=None):
+        if on_done is not None:
+            self._hub.watch(op_id, on_done)
+        return op_id
 
     def connect_async(self, host="localhost", port=1883, keepalive=60, **_):
         """Starts connecting; operations submitted meanwhile run once connected, in order."""
         broker = host if "://" in host else f"{'mqtts' if self.tls else 'mqtt'}://{host}:{port}"
-        options = json.dumps(
-            {
-                "client_id": self.client_id,
-                "username": self.username,
-                "password": self.password,
-                "keepalive": keepalive,
-                "mqtt_version": "5" if self.protocol == MQTTv5 else "3.1.1",
-            }
-        )
 
         def connected(c):
-            self._connected = c[6] is None
+            self._connected = c.error is None
             if self.on_connect:
                 self.on_connect(self, self.userdata, {}, 0 if self._connected else 5)
 
-        return self._submit("connect", broker, options=options, on_done=connected)
+        version = "5" if self.protocol == MQTTv5 else "3.1.1"
+        op = self._hub.engine.mqtt_connect(
+            self._user.user_id,
+            broker,
+            self.client_id,
+            self.username,
+            self.password,
+            min(int(keepalive), 65535),
+            True,
+            version,
+            CONNECT_TIMEOUT,
+            False,
+        )
+        return self._watch(op, connected)
 
     def connect(self, host="localhost", port=1883, keepalive=60, **kw):
         """Connects, and waits for the CONNACK when called from a user. Returns 0, or 5 if refused."""
@@ -113,8 +114,8 @@ class MqttClient:
 
     def _wait(self, mid):
         if getcurrent() is not self._hub.main:
-            self._hub.pending[mid] = getcurrent()
-            return self._hub.main.switch()
+            return self._hub.wait_for(mid)
+        return None
 
     def publish(self, topic, payload=None, qos=0, retain=False, properties=None):
         if payload is None:
@@ -127,10 +128,11 @@ class MqttClient:
 
         def published(c):
             info._complete(c)
-            if self.on_publish and c[6] is None:
+            if self.on_publish and c.error is None:
                 self.on_publish(self, self.userdata, info.mid)
 
-        info.mid = self._submit("publish", topic, bytes(payload), qos, retain, on_done=published)
+        op = self._hub.engine.mqtt_publish(self._user.user_id, topic, bytes(payload), int(qos), bool(retain))
+        info.mid = self._watch(op, published)
         return info
 
     def subscribe(self, topic, qos=0, options=None, properties=None):
@@ -138,7 +140,7 @@ class MqttClient:
         topics = [(topic, qos)] if isinstance(topic, str) else [topic] if isinstance(topic[0], str) else topic
         mid = None
         for t, q in topics:
-            mid = self._submit("subscribe", t, qos=int(q) if isinstance(q, int) else qos)
+            mid = self._hub.engine.mqtt_subscribe(self._user.user_id, t, int(q) if isinstance(q, int) else int(qos))
         self._wait(mid)
         if self.on_subscribe:
             self.on_subscribe(self, self.userdata, mid, [qos])
@@ -146,7 +148,7 @@ class MqttClient:
 
     def disconnect(self, *_, **__):
         self._connected = False
-        return self._submit("disconnect")
+        return self._hub.engine.mqtt_disconnect(self._user.user_id)
 
     def is_connected(self):
         return self._connected

@@ -699,6 +699,10 @@ async fn exchange(
         if let Some(c) = cookie {
             all.push(("cookie".into(), c.to_string()));
         }
+        let has_length = headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-length"));
+        if !has_length && (!body.is_empty() || matches!(method, "POST" | "PUT" | "PATCH")) {
+            all.push(("content-length".into(), body.len().to_string()));
+        }
         let req = build_request(method, url, &all).map_err(|m| Failure::new(FailureKind::Protocol, m))?;
         let on_connect = |t| engine.recorder.borrow_mut().record_connect(t);
         let mut resp = conn.exchange(&connector, &req, &Bytes::copy_from_slice(body), true, on_connect).await?;
