@@ -1,4 +1,20 @@
-"""Type stub for the native engine module (crates/squall-py)."""
+"""Type stub for the native engine module (crates/squall-py). The classes are built by `__new__` and
+cannot be subclassed, as PyO3 makes them; the *Tuple aliases exist only here, for the type checker."""
+
+from typing import final
+
+__all__ = [
+    "PERCENTILES",
+    "BenchRun",
+    "DemoTarget",
+    "MqttRun",
+    "ScriptSession",
+    "TargetError",
+    "UsageError",
+    "__version__",
+    "merge_results_json",
+    "start_demo_broker",
+]
 
 __version__: str
 PERCENTILES: list[float]
@@ -9,10 +25,11 @@ class UsageError(ValueError):
 class TargetError(RuntimeError):
     """The target cannot be reached (name resolution, connection, TLS)."""
 
+@final
 class BenchRun:
     """A running load; it starts at construction and runs without holding the GIL."""
 
-    def __init__(self, config_json: str, body: bytes) -> None: ...
+    def __new__(cls, config_json: str, body: bytes) -> BenchRun: ...
     def progress(self) -> tuple[float, int, int, bool]:
         """(elapsed seconds, completed requests, failed requests, finished)."""
     def stop(self) -> None:
@@ -22,10 +39,11 @@ class BenchRun:
     def result_json(self) -> str:
         """The result document as JSON; waits for the end of the run. Once only."""
 
+@final
 class MqttRun:
     """A running `squall mqtt` load; starts at construction, after one preflight connection."""
 
-    def __init__(self, config_json: str) -> None: ...
+    def __new__(cls, config_json: str) -> MqttRun: ...
     def progress(self) -> tuple[float, str, int, int, int, int, int, bool]:
         """(elapsed seconds, phase, connected, sent, published, failed, delivered, finished)."""
     def stop(self) -> None: ...
@@ -35,11 +53,13 @@ class MqttRun:
 def start_demo_broker(port: int = 0) -> int:
     """Starts the demo's embedded MQTT broker (rumqttd) on 127.0.0.1; returns its port."""
 
+@final
 class DemoTarget:
     """The built-in demo HTTP server on 127.0.0.1."""
 
-    port: int
-    def __init__(self, port: int = 0) -> None: ...
+    @property
+    def port(self) -> int: ...
+    def __new__(cls, port: int = 0) -> DemoTarget: ...
     @staticmethod
     def endpoints() -> list[tuple[str, str]]: ...
     def stop(self) -> None: ...
@@ -53,10 +73,11 @@ CompletionTuple = tuple[int, int, bytes, list[str], bytes, int, str | None, str 
 #  connect options JSON)
 MqttOpTuple = tuple[int, int, str, str, bytes, int, bool, str]
 
+@final
 class ScriptSession:
     """The engine side of scripted users: requests go in, completions come back in batches."""
 
-    def __init__(self, insecure: bool = False) -> None: ...
+    def __new__(cls, insecure: bool = False) -> ScriptSession: ...
     def submit(self, batch: list[RequestTuple]) -> None: ...
     def poll(self, timeout: float) -> list[CompletionTuple]:
         """Completions so far, waiting up to `timeout` seconds for the first (GIL released)."""
