@@ -5,22 +5,35 @@ STAMP  := $(VENV)/.installed
 DEV    := $(VENV)/.dev-installed
 SOURCES := $(shell find crates python -type f -not -path '*/__pycache__/*') Cargo.toml Cargo.lock pyproject.toml
 
-.PHONY: demo test install dev test-rust test-python bench bench-http bench-script bench-mqtt clean
+.PHONY: demo test lint install dev test-rust test-python test-unit bench bench-http bench-script bench-mqtt clean
 
 ## demo: create .venv, build and install squall, run the demo against the built-in target
 demo: $(STAMP)
 	$(VENV)/bin/squall demo
 
-## test: install what the tests need (apt packages included), then cargo test and pytest
+## test: install what the tests need (apt packages included), then the lints, cargo test and pytest
 test: $(DEV) $(STAMP)
 	./scripts/install-system-deps.sh
+	$(MAKE) lint
 	$(MAKE) test-rust test-python
+
+## lint: rustfmt and clippy on the crates, ruff and mypy (the pinned ones in .venv) on the Python
+lint: $(DEV)
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets --locked -- -D warnings
+	$(VENV)/bin/ruff check python tests bench
+	$(VENV)/bin/ruff format --check python tests bench
+	$(VENV)/bin/mypy python/squall
 
 test-rust:
 	cargo test --workspace --exclude squall-py --locked
 
 test-python: $(DEV) $(STAMP)
 	$(PY) -m pytest
+
+## test-unit: the fast Python unit tests only (no servers, no subprocesses), in a second or two
+test-unit: $(DEV) $(STAMP)
+	$(PY) -m pytest -q tests/unit
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -30,7 +43,7 @@ install $(STAMP): $(PY) $(SOURCES)
 	$(PY) -m pip install -q --disable-pip-version-check .
 	@touch $(STAMP)
 
-# The pinned tools the tests use (pytest, maturin, and Locust to compare against).
+# The pinned tools the tests and lints use (pytest, maturin, ruff, mypy, and Locust to compare against).
 $(DEV): $(PY) requirements/dev.txt
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements/dev.txt
 	@touch $(DEV)

@@ -4,6 +4,8 @@ Locust's API is importable from here too: `from squall import HttpUser, task, be
 mirrors Locust's module tree (`squall.user.users`, `squall.contrib.fasthttp`, ...), so that `locust`
 resolves to it while squall runs a locustfile (see `squall.locust_compat`)."""
 
+from __future__ import annotations
+
 from squall._engine import __version__
 from squall.contrib.fasthttp import FastHttpUser
 from squall.contrib.mqtt import MqttUser

@@ -1,6 +1,10 @@
 """The `squall` command line: `squall bench URL`, `squall mqtt`, `squall demo`, `squall -f FILE`."""
 
+from __future__ import annotations
+
+import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from squall import __version__, config, exitcodes
 from squall.commands import bench, demo, mqtt, run
@@ -8,8 +12,12 @@ from squall.commands.arguments import Parser
 from squall.errors import UsageError
 from squall.event import events
 
+if TYPE_CHECKING:
+    from squall.shape import LoadTestShape
+    from squall.user.users import User
 
-def build_parser():
+
+def build_parser() -> tuple[Parser, argparse.ArgumentParser]:
     """The parser of the whole command line, and the `run` command's own (which config files fill)."""
     parser = Parser(prog="squall", description="Load testing scripted like Locust, fast like wrk.")
     parser.add_argument("-V", "--version", action="version", version=f"squall {__version__}")
@@ -27,7 +35,7 @@ def build_parser():
     return parser, run_parser
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0].startswith("-") and argv[0] not in ("-h", "--help", "-V", "--version"):
         argv = ["run", *argv]  # Locust's command line: squall -f locustfile.py -u 10 ...
@@ -43,7 +51,8 @@ def main(argv=None) -> int:
         if not args.command:
             parser.print_help(sys.stderr)
             return exitcodes.USAGE
-        return args.func(args)
+        code: int = args.func(args)
+        return code
     except UsageError as e:
         command = argv[0] if argv and not argv[0].startswith("-") else ""
         sys.stderr.write(f"squall {command}: error: {e}\n".replace("squall : ", "squall: "))
@@ -55,7 +64,9 @@ def main(argv=None) -> int:
         return exitcodes.OK
 
 
-def _prepare_run(parser, run_parser, argv):
+def _prepare_run(
+    parser: Parser, run_parser: argparse.ArgumentParser, argv: list[str]
+) -> tuple[list[type[User]], type[LoadTestShape] | None] | int:
     """Config sources become defaults, then the locustfile is loaded before the final parse, so that its
     `events.init_command_line_parser` listeners can add options (as Locust does). Returns the loaded
     (User classes, shape class), or an exit code when the file cannot load."""

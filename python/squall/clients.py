@@ -9,17 +9,26 @@ from __future__ import annotations
 import json as jsonlib
 import re
 import time
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, overload
 from urllib.parse import urlencode
 
 from squall.exception import CatchResponseError, ResponseError
 
 if TYPE_CHECKING:
+    from types import TracebackType
+
+    from squall.env import Environment
+    from squall.event import EventHook
     from squall.hub import Hub
+
+    # Query parameters as requests takes them: a mapping, (name, value) pairs, or an encoded string.
+    Params = Mapping[str, Any] | Sequence[tuple[str, Any]] | str
+    # (method, stats name, URL, context) of a request, for its request event.
+    RequestMeta = tuple[str, str, str, Mapping[str, Any]]
 
 DEFAULT_TIMEOUT = 60.0
 METHODS_WITH_BODY = ("POST", "PUT", "PATCH")
@@ -29,15 +38,15 @@ class HTTPError(ResponseError):
     pass
 
 
-class ConnectionError(ResponseError):
+class ConnectionError(ResponseError):  # shadows the builtin on purpose: the name requests' users catch
     pass
 
 
-class Headers(dict):
+class Headers(dict[str, str]):
     """Response headers, looked up without regard to case; repeated headers are joined with ", "
     as requests does."""
 
-    def __init__(self, raw=b""):
+    def __init__(self, raw: bytes = b"") -> None:
         super().__init__()
         for line in raw.decode("latin-1").split("\r\n"):
             k, sep, v = line.partition(":")
@@ -48,13 +57,17 @@ class Headers(dict):
                 v = f"{dict.__getitem__(self, k)}, {v}"
             dict.__setitem__(self, k, v)
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: str) -> str:
         return dict.__getitem__(self, key.lower())
 
-    def __contains__(self, key):
+    def __contains__(self, key: str) -> bool:  # type: ignore[override]  # names are text
         return dict.__contains__(self, key.lower())
 
-    def get(self, key, default=None):
+    @overload  # type: ignore[override]  # names are text
+    def get(self, key: str, default: None = None) -> str | None: ...
+    @overload
+    def get(self, key: str, default: str) -> str: ...
+    def get(self, key: str, default: str | None = None) -> str | None:
         return dict.get(self, key.lower(), default)
 
 
@@ -73,55 +86,64 @@ class Response:
         "url",
     )
 
-    def __init__(self, method, url, status, raw_headers, content, elapsed_us, error):
+    def __init__(
+        self,
+        method: str,
+        url: str,
+        status: int,
+        raw_headers: bytes,
+        content: bytes,
+        elapsed_us: int,
+        error: str | None,
+    ) -> None:
         self.request_method = method
         self.url = url
-        self.status_code = status
+        self.status_code = status  # 0 when no response came (error says why)
         self._raw_headers = raw_headers
-        self._headers = None
+        self._headers: Headers | None = None
         self.content = content
         self.elapsed_us = elapsed_us
         self.error = error
-        self.encoding = None
+        self.encoding: str | None = None
 
     @property
-    def elapsed(self):
+    def elapsed(self) -> timedelta:
         return timedelta(microseconds=self.elapsed_us)
 
     @property
-    def headers(self):
+    def headers(self) -> Headers:
         if self._headers is None:  # built on first use: most scripts never read headers
             self._headers = Headers(self._raw_headers)
         return self._headers
 
     @property
-    def reason(self):
+    def reason(self) -> str:
         try:
             return HTTPStatus(self.status_code).phrase
         except ValueError:
             return ""
 
     @property
-    def ok(self):
+    def ok(self) -> bool:
         return self.error is None and 0 < self.status_code < 400
 
     @property
-    def text(self):
+    def text(self) -> str:
         encoding = self.encoding
         if encoding is None:
             ctype = self.headers.get("content-type", "")
             encoding = ctype.split("charset=", 1)[1].split(";")[0].strip() if "charset=" in ctype else "utf-8"
         return self.content.decode(encoding, errors="replace")
 
-    def json(self, **kwargs):
+    def json(self, **kwargs: Any) -> Any:
         return jsonlib.loads(self.content, **kwargs)
 
-    def raise_for_status(self):
+    def raise_for_status(self) -> None:
         exc = self.exception()
         if exc is not None:
             raise exc
 
-    def exception(self):
+    def exception(self) -> ResponseError | None:
         """The exception a failed request stands for, as Locust reports it; None on success."""
         if self.error is not None:
             return ConnectionError(self.error)
@@ -130,32 +152,35 @@ class Response:
             return HTTPError(f"{self.status_code} {kind} Error: {self.reason} for url: {self.url}")
         return None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<Response [{self.status_code}]>"
 
 
 class ResponseContextManager:
     """`with self.client.get(..., catch_response=True) as response:` — the block decides success."""
 
-    def __init__(self, response, report):
+    def __init__(self, response: Response, report: Callable[[Response, str], None]) -> None:
         self._response = response
         self._report = report
-        self._verdict = None  # None: judged at exit; "": success; text: failure message
-        self._default_failure = None  # what "judged at exit" means beyond the status (GraphQL errors)
+        self._verdict: str | None = None  # None: judged at exit; "": success; text: failure message
+        # What "judged at exit" means beyond the status (GraphQL errors).
+        self._default_failure: str | None = None
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._response, name)
 
-    def __enter__(self):
+    def __enter__(self) -> ResponseContextManager:
         return self
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool:
         if exc is not None:
             if isinstance(exc, ResponseError):
                 self._verdict = str(exc)
                 self._report(self._response, self._verdict)
                 return True
-            self._report(self._response, f"{exc_type.__name__}({exc})")
+            self._report(self._response, f"{type(exc).__name__}({exc})")
             return False
         if self._verdict is None:
             failed = self._response.exception()
@@ -163,10 +188,11 @@ class ResponseContextManager:
         self._report(self._response, self._verdict)
         return False
 
-    def success(self):
+    def success(self) -> None:
         self._verdict = ""
 
-    def failure(self, exc):
+    def failure(self, exc: object) -> None:
+        """Marks the request failed; `exc` is a message or an exception."""
         self._verdict = str(exc) if str(exc) else repr(exc)
 
 
@@ -220,7 +246,7 @@ class HttpSession:
     this user. The engine joins the base and the URL, parses each once, and names the request by its
     path and query unless told otherwise."""
 
-    def __init__(self, base_url: str | None, user_id: int, hub: Hub, environment: Any) -> None:
+    def __init__(self, base_url: str | None, user_id: int, hub: Hub, environment: Environment) -> None:
         self.base_url = base_url or ""
         self.user_id = user_id
         self.hub = hub
@@ -244,17 +270,19 @@ class HttpSession:
         url: str,
         name: str | None = None,
         catch_response: bool = False,
-        context: dict[str, Any] | None = None,
+        context: Mapping[str, Any] | None = None,
         *,
-        params: Any = None,
-        headers: dict[str, str] | None = None,
+        params: Params | None = None,
+        headers: Mapping[str, str] | None = None,
         json: Any = None,
-        data: Any = None,
-        cookies: dict[str, str] | None = None,
-        timeout: float | tuple[float, float] | None = None,
+        data: str | bytes | bytearray | dict[str, Any] | None = None,
+        cookies: Mapping[str, str] | None = None,
+        timeout: float | tuple[float | None, float | None] | None = None,
         allow_redirects: bool = True,
         **_ignored: Any,
-    ) -> Any:
+    ) -> Response | ResponseContextManager:
+        """One request, as requests' `Session.request` takes it (and Locust's `name`, `catch_response`,
+        `context`). With `catch_response=True` the result is a context manager whose block judges it."""
         method = method.upper()
         if params:
             query = urlencode(params, doseq=True) if not isinstance(params, str) else params
@@ -287,7 +315,7 @@ class HttpSession:
         )
         c = hub.wait_for(op)
         response = Response(method, c.url, c.status, c.head, c.body, c.elapsed_us, c.error)
-        meta = (method, c.name, c.url, context or {})
+        meta: RequestMeta = (method, c.name, c.url, context or {})
         if catch_response:
             return ResponseContextManager(response, lambda r, verdict: self._report(r, verdict, meta))
         events = self.environment.events.request
@@ -295,7 +323,7 @@ class HttpSession:
             self._fire(events, response, meta, response.exception())
         return response
 
-    def _report(self, response: Response, verdict: str, meta: tuple[str, str, str, dict[str, Any]]) -> None:
+    def _report(self, response: Response, verdict: str, meta: RequestMeta) -> None:
         method, name = meta[0], meta[1]
         self.hub.engine.record(
             method, name, response.elapsed_us, response.status_code, len(response.content), verdict or None
@@ -305,7 +333,7 @@ class HttpSession:
             self._fire(events, response, meta, CatchResponseError(verdict) if verdict else None)
 
     @staticmethod
-    def _fire(hook: Any, response: Response, meta: tuple[str, str, str, dict[str, Any]], exception: Any) -> None:
+    def _fire(hook: EventHook, response: Response, meta: RequestMeta, exception: BaseException | None) -> None:
         method, name, url, context = meta
         start_time = time.time() - response.elapsed_us / 1e6
         hook.fire(
@@ -321,19 +349,27 @@ class HttpSession:
         )
 
     def graphql(
-        self, query, variables=None, operation_name=None, name=None, url="/graphql", catch_response=False, **kw
-    ):
+        self,
+        query: str,
+        variables: Mapping[str, Any] | None = None,
+        operation_name: str | None = None,
+        name: str | None = None,
+        url: str = "/graphql",
+        catch_response: bool = False,
+        **kw: Any,
+    ) -> Response | ResponseContextManager:
         """POSTs a GraphQL request (`{"query", "variables", "operationName"}`) to `url`. Its stats name
         is `GQL <operation>` unless `name` is given. A 200 whose body carries `errors` is a failure with
         the first error's message, unless `catch_response=True` lets the block decide."""
         operation = operation_name or _operation_name(query)
-        payload = {"query": query}
+        payload: dict[str, Any] = {"query": query}
         if variables is not None:
             payload["variables"] = variables
         if operation_name:
             payload["operationName"] = operation_name
         stats_name = name or (f"GQL {operation}" if operation else "GQL")
         ctx = self.request("POST", url, name=stats_name, catch_response=True, json=payload, **kw)
+        assert isinstance(ctx, ResponseContextManager)  # catch_response=True
         ctx._default_failure = _graphql_error(ctx._response)
         if catch_response:
             return ctx
@@ -341,37 +377,37 @@ class HttpSession:
             pass
         return ctx._response
 
-    def get(self, url, **kw):
+    def get(self, url: str, **kw: Any) -> Response | ResponseContextManager:
         return self.request("GET", url, **kw)
 
-    def post(self, url, data=None, json=None, **kw):
+    def post(self, url: str, data: Any = None, json: Any = None, **kw: Any) -> Response | ResponseContextManager:
         return self.request("POST", url, data=data, json=json, **kw)
 
-    def put(self, url, data=None, **kw):
+    def put(self, url: str, data: Any = None, **kw: Any) -> Response | ResponseContextManager:
         return self.request("PUT", url, data=data, **kw)
 
-    def patch(self, url, data=None, **kw):
+    def patch(self, url: str, data: Any = None, **kw: Any) -> Response | ResponseContextManager:
         return self.request("PATCH", url, data=data, **kw)
 
-    def delete(self, url, **kw):
+    def delete(self, url: str, **kw: Any) -> Response | ResponseContextManager:
         return self.request("DELETE", url, **kw)
 
-    def head(self, url, **kw):
+    def head(self, url: str, **kw: Any) -> Response | ResponseContextManager:
         return self.request("HEAD", url, allow_redirects=kw.pop("allow_redirects", False), **kw)
 
-    def options(self, url, **kw):
+    def options(self, url: str, **kw: Any) -> Response | ResponseContextManager:
         return self.request("OPTIONS", url, **kw)
 
 
 _OPERATION = re.compile(r"^\s*(?:query|mutation|subscription)\s+([_A-Za-z][_0-9A-Za-z]*)")
 
 
-def _operation_name(query):
+def _operation_name(query: str | None) -> str | None:
     m = _OPERATION.match(query or "")
     return m.group(1) if m else None
 
 
-def _graphql_error(response):
+def _graphql_error(response: Response) -> str | None:
     """The first GraphQL error's message in a successful HTTP response, else None."""
     if not response.ok:
         return None

@@ -5,9 +5,17 @@ line beats them all. They become the run parser's defaults.
 Config files hold `key = value` lines (Locust's long option names: `users = 10`, `spawn-rate = 2`,
 `headless = true`); `[tool.locust]` holds the same keys in TOML."""
 
+from __future__ import annotations
+
+import argparse
 import os
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
 
 TRUE = {"1", "true", "yes", "on"}
 FALSE = {"0", "false", "no", "off", ""}
@@ -17,7 +25,7 @@ class ConfigError(Exception):
     pass
 
 
-def _read_conf(path):
+def _read_conf(path: str | Path) -> dict[str, str]:
     values = {}
     for n, line in enumerate(Path(path).read_text().splitlines(), 1):
         line = line.strip()
@@ -30,19 +38,18 @@ def _read_conf(path):
     return values
 
 
-def _read_pyproject(path):
-    try:
-        import tomllib
-    except ImportError:  # Python < 3.11
-        return {}
-    try:
-        data = tomllib.loads(Path(path).read_text())
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        raise ConfigError(f"{path}: {e}") from None
-    return data.get("tool", {}).get("locust", {})
+def _read_pyproject(path: str | Path) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):
+        try:
+            data = tomllib.loads(Path(path).read_text())
+        except (OSError, tomllib.TOMLDecodeError) as e:
+            raise ConfigError(f"{path}: {e}") from None
+        section: dict[str, Any] = data.get("tool", {}).get("locust", {})
+        return section
+    return {}  # no TOML reader in the standard library before 3.11
 
 
-def _config_arg(argv):
+def _config_arg(argv: Sequence[str]) -> str | None:
     for i, a in enumerate(argv):
         if a == "--config" and i + 1 < len(argv):
             return argv[i + 1]
@@ -51,10 +58,16 @@ def _config_arg(argv):
     return None
 
 
-def gather(argv, environ=None, home=None, cwd="."):
-    """(key -> raw value) from every source but the command line, later sources winning."""
+def gather(
+    argv: Sequence[str],
+    environ: Mapping[str, str] | None = None,
+    home: str | Path | None = None,
+    cwd: str | Path = ".",
+) -> dict[str, Any]:
+    """(key -> raw value) from every source but the command line, later sources winning. Values are
+    text, or what TOML holds for `[tool.locust]` keys (numbers, booleans, lists)."""
     environ = os.environ if environ is None else environ
-    merged = {}
+    merged: dict[str, Any] = {}
     home_conf = Path(home or Path.home()) / ".locust.conf"
     for source in (home_conf, Path(cwd) / "pyproject.toml", Path(cwd) / "locust.conf"):
         if source.is_file():
@@ -70,7 +83,7 @@ def gather(argv, environ=None, home=None, cwd="."):
     return {k.replace("-", "_").lower(): v for k, v in merged.items()}
 
 
-def apply(parser, argv, environ=None):
+def apply(parser: argparse.ArgumentParser, argv: Sequence[str], environ: Mapping[str, str] | None = None) -> None:
     """Sets the parser's defaults from the config sources. Unknown keys get one warning line."""
     actions = {a.dest: a for a in parser._actions}
     defaults = {}
@@ -85,7 +98,7 @@ def apply(parser, argv, environ=None):
     parser.set_defaults(**defaults)
 
 
-def _convert(action, value, key):
+def _convert(action: argparse.Action, value: Any, key: str) -> Any:
     if isinstance(value, bool) or action.nargs == 0:  # store_true flags
         text = str(value).lower()
         if text not in TRUE | FALSE:
@@ -93,4 +106,4 @@ def _convert(action, value, key):
         return text in TRUE
     if action.nargs in ("*", "+"):
         return value if isinstance(value, list) else [v for v in str(value).replace(",", " ").split() if v]
-    return str(value) if action.type is None else action.type(value)
+    return action.type(value) if callable(action.type) else str(value)

@@ -1,5 +1,7 @@
 """Durations as users write them: `30`, `30s`, `2m`, `1h30m`, `1.5s`, `250ms`."""
 
+from __future__ import annotations
+
 import re
 
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")

@@ -1,37 +1,65 @@
 """The environment a locustfile sees (`self.environment`, `locust.env`): host, events, the runner,
 options, and the exceptions its tasks raised."""
 
-import itertools
+from __future__ import annotations
 
+import itertools
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, TypedDict
+
+from squall.event import Events
 from squall.event import events as default_events
 from squall.runners import LocalRunner
 
+if TYPE_CHECKING:
+    import argparse
+
+    from squall.hub import Hub
+    from squall.shape import LoadTestShape
+    from squall.user.users import User
+
+
+class ExceptionEntry(TypedDict):
+    """One kind of exception raised in tasks: how often, its message and traceback."""
+
+    count: int
+    message: str
+    traceback: str
+
 
 class Environment:
-    def __init__(self, hub=None, host=None, user_classes=(), parsed_options=None, events=None, shape_class=None):
-        self.hub = hub
+    def __init__(
+        self,
+        hub: Hub | None = None,
+        host: str | None = None,
+        user_classes: Iterable[type[User]] = (),
+        parsed_options: argparse.Namespace | None = None,
+        events: Events | None = None,
+        shape_class: type[LoadTestShape] | None = None,
+    ) -> None:
+        self.hub = hub  # the scheduler the users run on; squall's runs always have one
         self.host = host
         self.user_classes = list(user_classes)
         self.parsed_options = parsed_options
         self.events = events or default_events
         self.shape_class = shape_class
         self.runner = LocalRunner(self)
-        self.process_exit_code = None
-        self.exceptions = {}  # (message, traceback) -> {"count", "message", "traceback"}
+        self.process_exit_code: int | None = None
+        self.exceptions: dict[tuple[str, str], ExceptionEntry] = {}  # keyed by (message, traceback)
         self._user_ids = itertools.count(1)
         self.stats = None
 
-    def next_user_id(self):
+    def next_user_id(self) -> int:
         return next(self._user_ids)
 
-    def report_exception(self, user, exc, tb):
+    def report_exception(self, user: User, exc: BaseException, tb: str) -> None:
         """An exception in a task: counted with its traceback, and the user goes on (as in Locust)."""
         message = f"{type(exc).__name__}({exc!r})" if not str(exc) else f"{type(exc).__name__}: {exc}"
         entry = self.exceptions.setdefault((message, tb), {"count": 0, "message": message, "traceback": tb})
         entry["count"] += 1
         self.events.user_error.fire(user_instance=user, exception=exc, tb=exc.__traceback__)
 
-    def user_stopped(self, user):
+    def user_stopped(self, user: User) -> None:
         self.runner.users.pop(user, None)
         if self.hub is not None:
             self.hub.close_user(user.user_id)

@@ -1,6 +1,8 @@
 """The exceptions locustfiles raise and catch (`locust.exception`), and the traceback squall reports
 for one."""
 
+from __future__ import annotations
+
 import os
 import traceback
 
@@ -28,7 +30,7 @@ class StopUser(Exception):
 class InterruptTaskSet(Exception):
     """Raised by `TaskSet.interrupt()`: control goes back to the parent."""
 
-    def __init__(self, reschedule=True):
+    def __init__(self, reschedule: bool = True) -> None:
         super().__init__()
         self.reschedule = reschedule
 
@@ -49,7 +51,7 @@ class UserHung(BaseException):
 _SQUALL_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
-def user_traceback(exc):
+def user_traceback(exc: BaseException) -> str:
     """The traceback of an exception from a locustfile, without squall's own frames before the
     user's code (the scheduler and task loop are noise to the reader)."""
     frames = traceback.extract_tb(exc.__traceback__)

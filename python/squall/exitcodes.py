@@ -1,5 +1,7 @@
 """Exit codes of the squall command (documented in the README)."""
 
+from __future__ import annotations
+
 OK = 0  # the run completed and at least one request succeeded
 ALL_FAILED = 1  # the run completed but every request failed
 USAGE = 2  # bad command line: unknown flag, invalid value or URL, unreadable input file

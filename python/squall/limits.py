@@ -1,5 +1,7 @@
 """The open-file limit: each connection is a file descriptor."""
 
+from __future__ import annotations
+
 import fcntl
 import os
 import resource

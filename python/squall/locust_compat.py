@@ -2,6 +2,8 @@
 own compatible API, whether or not Locust is installed. squall's package tree mirrors Locust's, so
 this is a table of aliases: each Locust module name and the squall module that stands for it."""
 
+from __future__ import annotations
+
 import sys
 from types import ModuleType
 

@@ -1,6 +1,9 @@
 """`--processes N`: N copies of the command as workers, each with its share of the users and one engine;
 their results are merged losslessly by the engine and reported as one run."""
 
+from __future__ import annotations
+
+import argparse
 import json
 import os
 import signal
@@ -8,13 +11,14 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any, Callable
 
 from squall import _engine, exitcodes
 from squall.errors import UsageError
 from squall.signals import on_stop_signals
 
 
-def worker():
+def worker() -> tuple[int, int] | None:
     """(index, count) when this process is one of `--processes` workers, else None."""
     spec = os.environ.get("SQUALL_WORKER")
     if not spec:
@@ -23,7 +27,7 @@ def worker():
     return int(i), int(n)
 
 
-def share(total, worker):
+def share(total: int, worker: tuple[int, int] | None) -> int:
     """This worker's part of `total` users: the counts differ by one at most and add up to `total`."""
     if worker is None:
         return total
@@ -31,7 +35,12 @@ def share(total, worker):
     return total // n + (1 if i < total % n else 0)
 
 
-def run_processes(args, users, final_output, what="users"):
+def run_processes(
+    args: argparse.Namespace,
+    users: int,
+    final_output: Callable[[dict[str, Any], argparse.Namespace], None],
+    what: str = "users",
+) -> int:
     """`--processes N`: N copies of this command as workers, each with its share of the users and one
     engine; their results are merged losslessly (histograms added) and reported as one run."""
     n = (os.cpu_count() or 1) if args.processes == -1 else args.processes
@@ -48,9 +57,9 @@ def run_processes(args, users, final_output, what="users"):
             )
             for i in range(n)
         ]
-        received = []
+        received: list[int] = []
 
-        def forward(signum):
+        def forward(signum: int) -> None:
             received.append(signum)
             for p in procs:
                 p.send_signal(signum)
@@ -62,7 +71,7 @@ def run_processes(args, users, final_output, what="users"):
         sys.stderr.write("squall: error: no worker process produced a result\n")
         return max(codes) or exitcodes.CANNOT_START
     result = _engine.merge_results(docs)
-    exceptions = {}
+    exceptions: dict[tuple[str, str], dict[str, Any]] = {}  # merged by (message, traceback)
     for doc in docs:
         for x in json.loads(doc).get("exceptions", []):
             entry = exceptions.setdefault((x["message"], x["traceback"]), dict(x, count=0))

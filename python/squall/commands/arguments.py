@@ -1,23 +1,30 @@
 """The command line's parser and the converters its commands share: a mistake is one line on stderr and
 exit code 2."""
 
+from __future__ import annotations
+
 import argparse
 import sys
+from typing import TYPE_CHECKING, NoReturn
 
 from squall import exitcodes
 from squall.durations import parse_duration
 from squall.errors import UsageError
 
+if TYPE_CHECKING:
+    # What `add_subparsers(parser_class=Parser)` returns: each command adds its parser to it.
+    Subcommands = argparse._SubParsersAction["Parser"]
+
 
 class Parser(argparse.ArgumentParser):
     """argparse, but a mistake is one line on stderr and exit code 2, never a usage dump."""
 
-    def error(self, message):
+    def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
         sys.exit(exitcodes.USAGE)
 
 
-def to_positive_int(text):
+def to_positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -27,14 +34,14 @@ def to_positive_int(text):
     return value
 
 
-def to_duration(text):
+def to_duration(text: str) -> float:
     try:
         return parse_duration(text)
     except ValueError as e:
         raise UsageError(str(e)) from None
 
 
-def to_rate(text):
+def to_rate(text: str) -> float:
     try:
         value = float(text)
     except ValueError:

@@ -1,6 +1,10 @@
 """`squall bench URL`: the quick mode that needs no script, with the flags users know from ab, hey, oha."""
 
+from __future__ import annotations
+
+import argparse
 import sys
+from typing import TYPE_CHECKING, Any
 
 from squall import _engine, exitcodes, limits, report
 from squall.commands.arguments import to_duration, to_positive_int, to_rate
@@ -8,8 +12,11 @@ from squall.commands.drive import drive
 from squall.commands.progress import ProgressLine
 from squall.errors import UsageError
 
+if TYPE_CHECKING:
+    from squall.commands.arguments import Subcommands
 
-def add_parser(commands):
+
+def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
     p = commands.add_parser(
         "bench",
         help="load one URL, no script needed",
@@ -58,7 +65,7 @@ def add_parser(commands):
     return p
 
 
-def _headers(raw):
+def _headers(raw: list[str]) -> list[tuple[str, str]]:
     headers = []
     for h in raw:
         name, sep, value = h.partition(":")
@@ -68,9 +75,10 @@ def _headers(raw):
     return headers
 
 
-def _body(args):
-    if args.data is not None:
-        return args.data.encode()
+def _body(args: argparse.Namespace) -> bytes:
+    data: str | None = args.data
+    if data is not None:
+        return data.encode()
     if args.data_file is not None:
         try:
             with open(args.data_file, "rb") as f:
@@ -80,7 +88,7 @@ def _body(args):
     return b""
 
 
-def engine_config(args):
+def engine_config(args: argparse.Namespace) -> tuple[dict[str, Any], bytes]:
     """The engine's configuration (a dict for JSON) and the request body, from parsed arguments."""
     body = _body(args)
     requests = to_positive_int(args.requests) if args.requests else None
@@ -112,7 +120,7 @@ def engine_config(args):
     return config, body
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     config, body = engine_config(args)
     limits.ensure_open_files(config["connections"])
     try:
@@ -127,7 +135,7 @@ def run(args) -> int:
     return finish(result, signum, args)
 
 
-def finish(result, signum, args) -> int:
+def finish(result: dict[str, Any], signum: int | None, args: argparse.Namespace) -> int:
     """Prints the summary, writes the requested files, and picks the exit code."""
     sys.stdout.write(report.console.summary(result))
     sys.stdout.flush()

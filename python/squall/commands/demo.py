@@ -1,16 +1,23 @@
 """`squall demo`: the built-in target on 127.0.0.1 and a short bench against it, then MQTT devices
 publishing to the embedded broker with every message's delivery checked."""
 
+from __future__ import annotations
+
+import argparse
 import signal
 import sys
 import threading
+from typing import TYPE_CHECKING, Callable
 
 from squall import _engine, exitcodes
 from squall.commands import bench, mqtt
 from squall.commands.arguments import Parser
 
+if TYPE_CHECKING:
+    from squall.commands.arguments import Subcommands
 
-def add_parser(commands):
+
+def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
     p = commands.add_parser(
         "demo",
         help="bench the built-in target, then an MQTT run against its broker",
@@ -26,9 +33,10 @@ def add_parser(commands):
     p.add_argument("--json", metavar="FILE", help="also write the JSON result")
     p.add_argument("--csv", metavar="PREFIX", help="also write the Locust-format CSV files")
     p.set_defaults(func=run)
+    return p
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     try:
         target = _engine.DemoTarget(args.port)
     except _engine.TargetError as e:
@@ -43,7 +51,7 @@ def run(args) -> int:
         argv += ["--json", args.json] if args.json else []
         argv += ["--csv", args.csv] if args.csv else []
         sys.stderr.write(f"Running: squall bench {' '.join(argv)}\n\n")
-        code = bench.run(_parse(bench, "bench", argv))
+        code = bench.run(_parse(bench.add_parser, "bench", argv))
         if code not in (exitcodes.OK, exitcodes.ALL_FAILED) or args.no_mqtt:
             return code
         return _mqtt(args) or code
@@ -51,14 +59,14 @@ def run(args) -> int:
         target.stop()
 
 
-def _parse(command, name, argv):
+def _parse(add_parser: Callable[[Subcommands], object], name: str, argv: list[str]) -> argparse.Namespace:
     """`squall NAME ARGV` parsed as the command line would (the command's own parser and defaults)."""
     parser = Parser(prog="squall")
-    command.add_parser(parser.add_subparsers(dest="command", parser_class=Parser))
+    add_parser(parser.add_subparsers(dest="command", parser_class=Parser))
     return parser.parse_args([name, *argv])
 
 
-def _mqtt(args):
+def _mqtt(args: argparse.Namespace) -> int:
     """50 devices at 20 msg/s each, QoS 1, delivery verified, against the embedded broker."""
     try:
         port = _engine.start_demo_broker()
@@ -81,10 +89,10 @@ def _mqtt(args):
         "demo/{client}/telemetry",
     ]
     sys.stderr.write(f"\nDemo MQTT broker (rumqttd) on 127.0.0.1:{port}\nRunning: squall mqtt {' '.join(argv)}\n\n")
-    return mqtt.run(_parse(mqtt, "mqtt", argv))
+    return mqtt.run(_parse(mqtt.add_parser, "mqtt", argv))
 
 
-def _serve(base) -> int:
+def _serve(base: str) -> int:
     print(f"Serving the demo target on {base} until Ctrl-C. Endpoints:")
     for path, what in _engine.DemoTarget.endpoints():
         print(f"  {base}{path:<16} {what}")

@@ -3,12 +3,15 @@
 The Pepeunit load test's environment variables (PU_TEST_LOAD_MQTT_*) are honoured as defaults, so its
 users switch with no new knobs; flags win over them."""
 
+from __future__ import annotations
+
 import argparse
 import json
 import os
 import random
 import signal
 import sys
+from typing import TYPE_CHECKING, Any
 
 from squall import _engine, exitcodes, limits, processes, report
 from squall.commands.arguments import to_duration, to_positive_int, to_rate
@@ -16,6 +19,9 @@ from squall.commands.drive import drive
 from squall.commands.progress import MqttProgressLine
 from squall.errors import UsageError
 from squall.report import mqtt_console
+
+if TYPE_CHECKING:
+    from squall.commands.arguments import Subcommands
 
 # The seed's variables and the flag each one sets (documented in the README).
 ENV = {
@@ -29,7 +35,7 @@ ENV = {
 }
 
 
-def add_parser(commands):
+def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
     p = commands.add_parser(
         "mqtt",
         help="simulate MQTT devices publishing to a broker, and verify delivery",
@@ -125,7 +131,7 @@ def add_parser(commands):
     return p
 
 
-def _from_env(args):
+def _from_env(args: argparse.Namespace) -> None:
     """Fills flags not given on the command line from the seed's environment variables."""
     for var, dest in ENV.items():
         value = os.environ.get(var)
@@ -139,7 +145,7 @@ def _from_env(args):
         setattr(args, dest, value)
 
 
-def _payload(args):
+def _payload(args: argparse.Namespace) -> tuple[str, bytes | None]:
     """(value kind, fixed payload bytes or None)."""
     spec = args.payload or "text"
     if spec in ("text", "number"):
@@ -154,7 +160,7 @@ def _payload(args):
     return "text", spec.encode()
 
 
-def engine_config(args):
+def engine_config(args: argparse.Namespace) -> dict[str, Any]:
     _from_env(args)
     clients = to_positive_int(args.clients) if args.clients else 1
     duration = to_duration(args.duration) if args.duration else None
@@ -201,7 +207,7 @@ def engine_config(args):
     }
 
 
-def _whole(text, flag, most):
+def _whole(text: str, flag: str, most: int) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -211,7 +217,7 @@ def _whole(text, flag, most):
     return value
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     config = engine_config(args)
     n = to_positive_int(args.processes) if args.processes else 1
     worker = processes.worker()
@@ -242,7 +248,7 @@ def run(args) -> int:
     return exit_code(result)
 
 
-def exit_code(result):
+def exit_code(result: dict[str, Any]) -> int:
     m = result["mqtt"]
     delivery = m.get("delivery")
     if m["subscribe_only"]:
@@ -254,7 +260,7 @@ def exit_code(result):
     return exitcodes.OK
 
 
-def _final_output(result, args):
+def _final_output(result: dict[str, Any], args: argparse.Namespace) -> None:
     sys.stdout.write(mqtt_console.summary(result))
     sys.stdout.flush()
     written = report.write_files(

@@ -1,24 +1,32 @@
 """The live progress line on a terminal: where the run is, its current rate, its errors."""
 
+from __future__ import annotations
+
 import sys
 import time
+from typing import TYPE_CHECKING, Any, TextIO
 
 from squall.durations import format_duration
 
+if TYPE_CHECKING:
+    from squall._engine import Progress
+
 
 class ProgressLine:
-    def __init__(self, config, stream=sys.stderr):
-        self.total = config.get("requests")
-        self.duration = config.get("duration")
+    """`squall bench`'s line: requests done (or time passed) of the run's total, rate, errors."""
+
+    def __init__(self, config: dict[str, Any], stream: TextIO = sys.stderr) -> None:
+        self.total: int | None = config.get("requests")
+        self.duration: float | None = config.get("duration")
         self.stream = stream
         self.last = (time.monotonic(), 0)
         self.rate = 0.0
 
-    def show(self, progress):
+    def show(self, progress: Progress) -> None:
         """`progress`: the engine run's Progress."""
         self.update(progress.elapsed, progress.completed, progress.failed)
 
-    def update(self, elapsed, completed, failed):
+    def update(self, elapsed: float, completed: int, failed: int) -> None:
         now = time.monotonic()
         t0, c0 = self.last
         if now - t0 >= 1.0:  # a one-second window keeps the rate readable
@@ -37,7 +45,7 @@ class ProgressLine:
         )
         self.stream.flush()
 
-    def clear(self):
+    def clear(self) -> None:
         self.stream.write("\r\x1b[K")
         self.stream.flush()
 
@@ -45,18 +53,28 @@ class ProgressLine:
 class MqttProgressLine(ProgressLine):
     """The same line for `squall mqtt`: connections, then messages published and delivered."""
 
-    def __init__(self, config, stream=sys.stderr):
+    def __init__(self, config: dict[str, Any], stream: TextIO = sys.stderr) -> None:
         super().__init__(
             {"duration": config["duration"], "requests": (config["messages"] or 0) * config["clients"] or None}, stream
         )
         self.clients = config["clients"]
         self.verify = config["verify"] or config["subscribe_only"]
 
-    def show(self, progress):
+    def show(self, progress: Progress) -> None:
         p = progress
-        self.update(p.elapsed, p.phase, p.connected, p.sent, p.published, p.mqtt_failed, p.delivered, p.finished)
+        self.update_mqtt(p.elapsed, p.phase, p.connected, p.sent, p.published, p.mqtt_failed, p.delivered, p.finished)
 
-    def update(self, elapsed, phase, connected, sent, published, failed, delivered, finished):
+    def update_mqtt(
+        self,
+        elapsed: float,
+        phase: str,
+        connected: int,
+        sent: int,
+        published: int,
+        failed: int,
+        delivered: int,
+        finished: bool,
+    ) -> None:
         if phase == "connecting":
             self.stream.write(f"\r\x1b[K  connecting: {connected:,} / {self.clients:,} clients")
             self.stream.flush()

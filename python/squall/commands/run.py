@@ -2,6 +2,9 @@
 on the hub; every request runs in the engine. Output is Locust's: the stats table every 2 s, the
 final tables, the error report, and the four CSV files."""
 
+from __future__ import annotations
+
+import argparse
 import importlib.util
 import json
 import os
@@ -9,6 +12,7 @@ import signal
 import sys
 import time
 import traceback
+from typing import TYPE_CHECKING, Any, Callable, SupportsIndex, TypeVar
 
 from greenlet import getcurrent
 
@@ -26,6 +30,14 @@ from squall.spawner import Spawner
 from squall.user.task import filter_tasks_by_tags
 from squall.user.users import User
 
+if TYPE_CHECKING:
+    from types import FrameType
+
+    # (when, {(method, name): (requests, failures)}) at the last live table, for the recent rates.
+    LiveCounts = tuple[float, dict[tuple[str, str], tuple[int, int]]]
+
+Number = TypeVar("Number", int, float)
+
 STATS_INTERVAL = 2.0
 # A task holding the hub this long without a request, wait or sleep stops every other user: it is ended.
 HANG_LIMIT = 10.0
@@ -35,7 +47,7 @@ class ScriptError(Exception):
     """The locustfile cannot run: reported as `file:line: message`, exit code 2."""
 
 
-def add_arguments(p):
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-f", "--locustfile", default="locustfile.py", help="the locustfile to run (default locustfile.py)")
     p.add_argument("-H", "--host", help="base URL of the system under test")
     p.add_argument("-u", "--users", default="1", help="peak number of users")
@@ -70,7 +82,7 @@ def add_arguments(p):
     p.add_argument("user_classes", nargs="*", metavar="UserClass", help="run only these User classes")
 
 
-def _location(exc, path):
+def _location(exc: BaseException, path: str) -> str:
     """The line of the locustfile an exception came from."""
     for frame in reversed(traceback.extract_tb(exc.__traceback__)):
         if os.path.abspath(frame.filename) == os.path.abspath(path):
@@ -78,21 +90,27 @@ def _location(exc, path):
     return path
 
 
-def cooperative_sleep(seconds):
+_real_sleep = time.sleep
+
+
+class _CooperativeSleep:
     """`time.sleep` while squall runs a locustfile: in a user it waits on the hub, so the other users go
     on (as Locust's gevent patching does); elsewhere it sleeps."""
-    hub = cooperative_sleep.hub
-    if hub is not None and getcurrent() is not hub.main:
-        hub.sleep(seconds)
-    else:
-        _real_sleep(seconds)
+
+    hub: Hub | None = None  # the hub of the run, once it starts
+
+    def __call__(self, seconds: float | SupportsIndex) -> None:
+        hub = self.hub
+        if hub is not None and getcurrent() is not hub.main:
+            hub.sleep(float(seconds))
+        else:
+            _real_sleep(seconds)
 
 
-_real_sleep = time.sleep
-cooperative_sleep.hub = None
+cooperative_sleep = _CooperativeSleep()
 
 
-def load_locustfile(path):
+def load_locustfile(path: str) -> tuple[list[type[User]], type[LoadTestShape] | None]:
     """Runs the file with `locust` resolving to squall; returns (User classes, shape class or None)."""
     if not os.path.isfile(path):
         raise ScriptError(f"locustfile '{path}' not found")
@@ -102,6 +120,8 @@ def load_locustfile(path):
     if directory not in sys.path:
         sys.path.insert(0, directory)
     spec = importlib.util.spec_from_file_location("locustfile", path)
+    if spec is None or spec.loader is None:
+        raise ScriptError(f"{path}: not a Python file")
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
@@ -125,7 +145,7 @@ def load_locustfile(path):
     return users, (shapes[0] if shapes else None)
 
 
-def _number(text, what, cast=int, minimum=0):
+def _number(text: str, what: str, cast: Callable[[str], Number], minimum: float = 0) -> Number:
     try:
         value = cast(text)
     except (TypeError, ValueError):
@@ -135,8 +155,8 @@ def _number(text, what, cast=int, minimum=0):
     return value
 
 
-def run(args) -> int:
-    users = _number(args.users, "number of users")
+def run(args: argparse.Namespace) -> int:
+    users = _number(args.users, "number of users", int)
     spawn_rate = _number(args.spawn_rate, "spawn rate", float, 0.001)
     worker = processes.worker()
     if worker is None and args.processes != 1:
@@ -179,13 +199,13 @@ def run(args) -> int:
         shape.runner = env.runner
     events.init.fire(environment=env, runner=env.runner, web_ui=None)
 
-    received = []
+    received: list[int] = []
 
-    def on_signal(signum):
+    def on_signal(signum: int) -> None:
         received.append(signum)
         env.runner.quit()
 
-    def watchdog(_signum, _frame):
+    def watchdog(_signum: int, _frame: FrameType | None) -> None:
         held = hub.running_for()
         if held > HANG_LIMIT:
             raise UserHung(f"a task ran {held:.0f} s without yielding (no request, wait or sleep)")
@@ -194,7 +214,7 @@ def run(args) -> int:
     signal.setitimer(signal.ITIMER_REAL, 1.0, 1.0)
     try:
         with on_stop_signals(on_signal):
-            reason = _drive(env, classes, shape, users, spawn_rate, run_time, stop_timeout, args)
+            reason = _drive(env, hub, classes, shape, users, spawn_rate, run_time, stop_timeout, args)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous_alarm)
@@ -213,13 +233,24 @@ def run(args) -> int:
     if env.process_exit_code is not None:
         return env.process_exit_code
     if result["aggregate"]["failures"] or result["exceptions"]:
-        return args.exit_code_on_error
+        code: int = args.exit_code_on_error
+        return code
     return exitcodes.OK
 
 
-def _drive(env, classes, shape, users, spawn_rate, run_time, stop_timeout, args):
+def _drive(
+    env: Environment,
+    hub: Hub,
+    classes: list[type[User]],
+    shape: LoadTestShape | None,
+    users: int,
+    spawn_rate: float,
+    run_time: float | None,
+    stop_timeout: float,
+    args: argparse.Namespace,
+) -> str:
     """The test itself: spawning, shape ticks, periodic stats, the end; returns the stop reason."""
-    hub, runner = env.hub, env.runner
+    runner = env.runner
     spawner = Spawner(env, classes)
     spawner.set_target(users, spawn_rate)
     start = time.monotonic()
@@ -228,7 +259,7 @@ def _drive(env, classes, shape, users, spawn_rate, run_time, stop_timeout, args)
     events.test_start.fire(environment=env)
     next_stats = start + STATS_INTERVAL
     next_tick = start
-    last_counts = (start, {})
+    last_counts: LiveCounts = (start, {})
     reason = "completed"
     while True:
         now = time.monotonic()
@@ -254,7 +285,7 @@ def _drive(env, classes, shape, users, spawn_rate, run_time, stop_timeout, args)
             events.spawning_complete.fire(user_count=runner.user_count)
         if now >= next_stats and not args.only_summary:
             next_stats = now + STATS_INTERVAL
-            last_counts = _print_live(env, last_counts)
+            last_counts = _print_live(hub.engine, last_counts)
         hub.run_until(min(t for t in (now + 0.1, deadline) if t is not None))
     runner.state = "stopping"
     events.test_stopping.fire(environment=env)
@@ -273,14 +304,14 @@ def _drive(env, classes, shape, users, spawn_rate, run_time, stop_timeout, args)
     return reason
 
 
-def _print_live(env, last):
+def _print_live(engine: _engine.ScriptEngine, last: LiveCounts) -> LiveCounts:
     """The stats table with the recent rate (since the last table), as Locust prints every 2 s."""
-    rows = env.hub.engine.snapshot()
+    rows = engine.snapshot()
     now = time.monotonic()
     t0, before = last
     dt = max(now - t0, 1e-9)
-    rates = {}
-    counts = {}
+    rates: dict[tuple[str, str], tuple[float, float]] = {}
+    counts: dict[tuple[str, str], tuple[int, int]] = {}
     for r in rows:
         key = (r["method"], r["name"])
         counts[key] = (r["requests"], r["failures"])
@@ -292,7 +323,7 @@ def _print_live(env, last):
     return now, counts
 
 
-def _final_output(result, args):
+def _final_output(result: dict[str, Any], args: argparse.Namespace) -> None:
     if args.json:
         rows = [dict(e, **{"type": e["method"]}) for e in result["endpoints"]]
         for r in rows:

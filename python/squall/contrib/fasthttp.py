@@ -1,6 +1,8 @@
 """`locust.contrib.fasthttp`: Locust's FastHttpUser. In squall every HTTP client runs in the engine, so
 it is the same user and session as HttpUser's."""
 
+from __future__ import annotations
+
 from squall.clients import HttpSession, ResponseContextManager
 from squall.user.users import HttpUser
 

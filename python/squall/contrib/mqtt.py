@@ -7,12 +7,24 @@ has read it (the PINGRESP to a PINGREQ sent after it).
 `publish` returns at once, as paho's does; `info.wait_for_publish()` waits for the acknowledgement.
 `connect` and `subscribe` wait for CONNACK and SUBACK when called from a task."""
 
+from __future__ import annotations
+
 import random
 import string
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Callable
 
-from greenlet import getcurrent
+from greenlet import getcurrent, greenlet
 
 from squall.user.users import User
+
+if TYPE_CHECKING:
+    from squall._engine import Completion
+    from squall.env import Environment
+    from squall.hub import Hub
+
+# paho's callbacks, called with paho's arguments (client, userdata, ...).
+Callback = Callable[..., Any]
 
 MQTTv311, MQTTv5 = 4, 5
 CONNECT_TIMEOUT = 10.0  # seconds for the CONNACK
@@ -24,27 +36,29 @@ class MQTTMessage:
 
     __slots__ = ("mid", "payload", "qos", "retain", "topic")
 
-    def __init__(self, topic, payload, qos):
+    def __init__(self, topic: str, payload: bytes, qos: int) -> None:
         self.topic, self.payload, self.qos, self.retain, self.mid = topic, payload, qos, False, 0
 
 
 class MQTTMessageInfo:
     """What `publish` returns: `mid`, `rc`, and `wait_for_publish()` / `is_published()`."""
 
-    def __init__(self, hub, mid):
+    def __init__(self, hub: Hub, mid: int) -> None:
         self._hub, self.mid, self.rc = hub, mid, MQTT_ERR_SUCCESS
-        self._done, self._error, self._waiters = False, None, []
+        self._done = False
+        self._error: str | None = None
+        self._waiters: list[greenlet] = []
 
-    def _complete(self, completion):
+    def _complete(self, completion: Completion) -> None:
         self._done, self._error = True, completion.error
         for g in self._waiters:
             self._hub.ready.append((g, None))
         self._waiters = []
 
-    def is_published(self):
+    def is_published(self) -> bool:
         return self._done and self._error is None
 
-    def wait_for_publish(self, timeout=None):
+    def wait_for_publish(self, timeout: float | None = None) -> None:
         """Suspends the calling user until the broker acknowledged the message (or it failed)."""
         if not self._done and getcurrent() is not self._hub.main:
             self._waiters.append(getcurrent())
@@ -56,37 +70,41 @@ class MQTTMessageInfo:
 class MqttClient:
     """A paho-like MQTT client whose connection lives in the engine."""
 
-    def __init__(self, user, client_id=None, protocol=MQTTv311):
+    def __init__(self, user: User, client_id: str | None = None, protocol: int = MQTTv311) -> None:
         self._user = user
         self._hub = user.hub
         self.client_id = client_id or "locust-" + "".join(random.choices(string.ascii_letters + string.digits, k=16))
         self.protocol = protocol
-        self.username = self.password = None
+        self.username: str | None = None
+        self.password: str | None = None
         self.tls = False
-        self.on_message = self.on_connect = self.on_publish = self.on_subscribe = None
-        self.userdata = None
+        self.on_message: Callback | None = None
+        self.on_connect: Callback | None = None
+        self.on_publish: Callback | None = None
+        self.on_subscribe: Callback | None = None
+        self.userdata: Any = None
         self._connected = False
         self._hub.mqtt_clients[user.user_id] = self
 
-    def username_pw_set(self, username, password=None):
+    def username_pw_set(self, username: str, password: str | None = None) -> None:
         self.username, self.password = username, password
 
-    def tls_set_context(self, context=None):
+    def tls_set_context(self, context: Any = None) -> None:
         self.tls = True
 
-    def user_data_set(self, userdata):
+    def user_data_set(self, userdata: Any) -> None:
         self.userdata = userdata
 
-    def _watch(self, op_id, on_done=None):
+    def _watch(self, op_id: int, on_done: Callable[[Completion], None] | None = None) -> int:
         if on_done is not None:
             self._hub.watch(op_id, on_done)
         return op_id
 
-    def connect_async(self, host="localhost", port=1883, keepalive=60, **_):
+    def connect_async(self, host: str = "localhost", port: int = 1883, keepalive: int = 60, **_: Any) -> int:
         """Starts connecting; operations submitted meanwhile run once connected, in order."""
         broker = host if "://" in host else f"{'mqtts' if self.tls else 'mqtt'}://{host}:{port}"
 
-        def connected(c):
+        def connected(c: Completion) -> None:
             self._connected = c.error is None
             if self.on_connect:
                 self.on_connect(self, self.userdata, {}, 0 if self._connected else 5)
@@ -106,18 +124,25 @@ class MqttClient:
         )
         return self._watch(op, connected)
 
-    def connect(self, host="localhost", port=1883, keepalive=60, **kw):
+    def connect(self, host: str = "localhost", port: int = 1883, keepalive: int = 60, **kw: Any) -> int:
         """Connects, and waits for the CONNACK when called from a user. Returns 0, or 5 if refused."""
         mid = self.connect_async(host, port, keepalive, **kw)
         self._wait(mid)
         return MQTT_ERR_SUCCESS if self._connected else 5
 
-    def _wait(self, mid):
+    def _wait(self, mid: int) -> None:
+        """Suspends the calling user until operation `mid` completes (at once outside a user)."""
         if getcurrent() is not self._hub.main:
-            return self._hub.wait_for(mid)
-        return None
+            self._hub.wait_for(mid)
 
-    def publish(self, topic, payload=None, qos=0, retain=False, properties=None):
+    def publish(
+        self,
+        topic: str,
+        payload: str | bytes | bytearray | int | float | None = None,
+        qos: int = 0,
+        retain: bool = False,
+        properties: Any = None,
+    ) -> MQTTMessageInfo:
         if payload is None:
             payload = b""
         elif isinstance(payload, str):
@@ -126,7 +151,7 @@ class MqttClient:
             payload = str(payload).encode()
         info = MQTTMessageInfo(self._hub, 0)
 
-        def published(c):
+        def published(c: Completion) -> None:
             info._complete(c)
             if self.on_publish and c.error is None:
                 self.on_publish(self, self.userdata, info.mid)
@@ -135,31 +160,40 @@ class MqttClient:
         info.mid = self._watch(op, published)
         return info
 
-    def subscribe(self, topic, qos=0, options=None, properties=None):
+    def subscribe(
+        self,
+        topic: str | tuple[str, int] | list[tuple[str, int]],
+        qos: int = 0,
+        options: Any = None,
+        properties: Any = None,
+    ) -> tuple[int, int | None]:
         """Subscribes (a filter, (filter, qos), or a list of them); waits for the SUBACK in a user."""
-        topics = [(topic, qos)] if isinstance(topic, str) else [topic] if isinstance(topic[0], str) else topic
+        topics: Sequence[Any] = (
+            [(topic, qos)] if isinstance(topic, str) else [topic] if isinstance(topic[0], str) else topic
+        )
         mid = None
         for t, q in topics:
             mid = self._hub.engine.mqtt_subscribe(self._user.user_id, t, int(q) if isinstance(q, int) else int(qos))
-        self._wait(mid)
+        if mid is not None:
+            self._wait(mid)
         if self.on_subscribe:
             self.on_subscribe(self, self.userdata, mid, [qos])
         return MQTT_ERR_SUCCESS, mid
 
-    def disconnect(self, *_, **__):
+    def disconnect(self, *_: Any, **__: Any) -> int:
         self._connected = False
         return self._hub.engine.mqtt_disconnect(self._user.user_id)
 
-    def is_connected(self):
+    def is_connected(self) -> bool:
         return self._connected
 
-    def loop_start(self):
+    def loop_start(self) -> int:
         return MQTT_ERR_SUCCESS  # the engine runs the network loop
 
-    def loop_stop(self, *_):
+    def loop_stop(self, *_: Any) -> int:
         return MQTT_ERR_SUCCESS
 
-    def _deliver(self, topic, payload, qos):
+    def _deliver(self, topic: str, payload: bytes, qos: int) -> None:
         if self.on_message:
             self.on_message(self, self.userdata, MQTTMessage(topic, payload, qos))
 
@@ -168,18 +202,19 @@ class MqttUser(User):
     """Locust's MqttUser: `host` and `port` of the broker (or `host = "mqtt://h:p"`, or `-H mqtt://h:p`)."""
 
     abstract = True
-    host = "localhost"
+    host: str | None = "localhost"
     port = 1883
     transport = "tcp"
-    tls_context = None
-    client_cls = MqttClient
-    client_id = None
-    username = None
-    password = None
+    tls_context: Any = None
+    client_cls: type[MqttClient] = MqttClient
+    client_id: str | None = None
+    username: str | None = None
+    password: str | None = None
     protocol = MQTTv311
     keepalive = 60
+    client: MqttClient
 
-    def __init__(self, environment):
+    def __init__(self, environment: Environment) -> None:
         super().__init__(environment)
         self.client = self.client_cls(self, client_id=self.client_id, protocol=self.protocol)
         self.mqtt = self.client

@@ -1,11 +1,20 @@
 """Reports of a run: the console summary, Locust-format CSV files, the JSON result."""
 
+from __future__ import annotations
+
 import json
+from typing import Any
 
 from squall.report import console, html, locust_csv
 
 
-def write_files(result, json_path=None, csv_prefix=None, full_history=False, html_path=None):
+def write_files(
+    result: dict[str, Any],
+    json_path: str | None = None,
+    csv_prefix: str | None = None,
+    full_history: bool = False,
+    html_path: str | None = None,
+) -> list[str]:
     """Writes the requested files; returns their paths."""
     written = []
     if html_path:

@@ -1,18 +1,23 @@
 """The end-of-run summary: totals, throughput, latency, percentiles, a histogram, codes, errors."""
 
+from __future__ import annotations
+
+from typing import Any
+
 from squall.report.units import PERCENTILE_KEYS, ms, size
 
 
-def _section(title):
+def _section(title: str) -> str:
     return f"\n{title}\n"
 
 
-def summary(r) -> str:
+def summary(r: dict[str, Any]) -> str:
+    """The summary of a `squall bench` result document."""
     agg = r["aggregate"]
     load = r["load"]
     dur = r["duration_s"]
     n, fails = agg["requests"], agg["failures"]
-    out = []
+    out: list[str] = []
     w = out.append
     w(f"Target       {r['method']} {r['url']}\n")
     model = load["model"]

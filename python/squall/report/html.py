@@ -1,7 +1,10 @@
 """`--html FILE`: one self-contained page with the final tables (charts come with the reports work)."""
 
+from __future__ import annotations
+
 import html
 from datetime import datetime, timezone
+from typing import Any
 
 from squall.report.units import PERCENTILE_KEYS, ms
 
@@ -14,7 +17,7 @@ pre { background: #f6f6f6; padding: .5em; overflow-x: auto; }
 """
 
 
-def _table(header, rows, numeric_from=2, total_last=False):
+def _table(header: list[str], rows: list[list[Any]], numeric_from: int = 2, total_last: bool = False) -> str:
     out = ["<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr>"]
     for i, row in enumerate(rows):
         cls = ' class="total"' if total_last and i == len(rows) - 1 else ""
@@ -25,7 +28,7 @@ def _table(header, rows, numeric_from=2, total_last=False):
     return "\n".join(out) + "</table>"
 
 
-def render(result, title="squall report"):
+def render(result: dict[str, Any], title: str = "squall report") -> str:
     rows = [*sorted(result["endpoints"], key=lambda e: (e["name"], e["method"])), result["aggregate"]]
     dur = result["duration_s"] or 1e-9
     stats = [
@@ -87,7 +90,7 @@ def render(result, title="squall report"):
     return "\n".join(parts)
 
 
-def write(result, path, title="squall report"):
+def write(result: dict[str, Any], path: str, title: str = "squall report") -> str:
     with open(path, "w") as f:
         f.write(render(result, title))
     return path

@@ -2,21 +2,31 @@
 percentiles table, and the error report. Squall's percentiles are exact HDR values, not Locust's
 rounded buckets, so that table's title says "exact" instead of "approximated"."""
 
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
 from squall.report.units import PERCENTILE_KEYS
 
 
-def _ms(us):
+def _ms(us: float) -> str:
     """Milliseconds as Locust prints them: whole numbers, with decimals below 10 ms."""
     v = us / 1000.0
     return f"{v:.0f}" if v >= 10 else f"{v:.2f}" if v < 1 else f"{v:.1f}"
 
 
-def _rows(endpoints, aggregate):
+def _rows(endpoints: list[dict[str, Any]], aggregate: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     rows = sorted(endpoints, key=lambda e: (e["name"], e["method"]))
     return rows, dict(aggregate, method="", name="Aggregated")
 
 
-def stats_table(endpoints, aggregate, duration_s, rates=None):
+def stats_table(
+    endpoints: list[dict[str, Any]],
+    aggregate: dict[str, Any],
+    duration_s: float,
+    rates: Mapping[tuple[str, str], tuple[float, float]] | None = None,
+) -> str:
     """`rates`: {(method, name): (req/s, failures/s)} for the recent window; else over the whole run."""
     rows, agg = _rows(endpoints, aggregate)
     width = max([len(r["name"]) for r in rows] + [30]) + 2
@@ -26,7 +36,7 @@ def stats_table(endpoints, aggregate, duration_s, rates=None):
     )
     sep = "|".join("-" * n for n in (8, width + 1, 7, 14, 8, 8, 8, 8, 9, 11))
 
-    def line(r):
+    def line(r: dict[str, Any]) -> str:
         n, f = r["requests"], r["failures"]
         pct = 100.0 * f / n if n else 0.0
         if rates is not None and (r["method"], r["name"]) in rates:
@@ -47,14 +57,14 @@ def stats_table(endpoints, aggregate, duration_s, rates=None):
     return "\n".join(out) + "\n"
 
 
-def percentiles_table(endpoints, aggregate):
+def percentiles_table(endpoints: list[dict[str, Any]], aggregate: dict[str, Any]) -> str:
     rows, agg = _rows(endpoints, aggregate)
     width = max([len(r["name"]) for r in rows] + [30]) + 2
     cols = [f"{k}%" for k in PERCENTILE_KEYS]
     head = f"{'Type':<8} {'Name':<{width}} " + " ".join(f"{c:>7}" for c in cols) + f" {'# reqs':>7}"
     sep = f"{'-' * 8}|{'-' * (width + 1)}|" + "|".join("-" * 7 for _ in cols) + "|" + "-" * 8
 
-    def line(r):
+    def line(r: dict[str, Any]) -> str:
         vals = [(_ms(r["percentiles_us"][k]) if r["percentiles_us"] else "N/A") for k in PERCENTILE_KEYS]
         return f"{r['method']:<8} {r['name']:<{width}} " + " ".join(f"{v:>7}" for v in vals) + f" {r['requests']:>7}"
 
@@ -62,7 +72,7 @@ def percentiles_table(endpoints, aggregate):
     return "\n".join(out) + "\n"
 
 
-def error_report(errors):
+def error_report(errors: list[dict[str, Any]]) -> str:
     if not errors:
         return ""
     out = ["Error report", f"{'# occurrences':<20} Error", f"{'-' * 20}|{'-' * 60}"]
@@ -71,7 +81,7 @@ def error_report(errors):
     return "\n".join(out) + "\n"
 
 
-def exceptions_report(exceptions):
+def exceptions_report(exceptions: list[dict[str, Any]]) -> str:
     if not exceptions:
         return ""
     out = ["Exceptions", f"{'# occurrences':<20} Exception"]

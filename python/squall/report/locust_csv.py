@@ -2,7 +2,11 @@
 built on them keep working. Times are milliseconds; unlike Locust's rounded buckets, percentiles are
 exact HDR values (to the microsecond)."""
 
+from __future__ import annotations
+
 import csv
+from collections.abc import Iterator
+from typing import Any
 
 from squall.report.units import PERCENTILE_KEYS, ms_exact
 
@@ -42,17 +46,17 @@ FAILURES_HEADER = ["Method", "Name", "Error", "Occurrences", "First Seen", "Last
 EXCEPTIONS_HEADER = ["Count", "Message", "Traceback", "Nodes"]
 
 
-def _percentiles(s):
+def _percentiles(s: dict[str, Any]) -> list[str]:
     if not s["percentiles_us"]:  # nothing timed (or, with MQTT, messages without a send time)
         return ["N/A"] * len(PERCENTILE_KEYS)
     return [ms_exact(s["percentiles_us"][k]) for k in PERCENTILE_KEYS]
 
 
-def _avg_size(s):
+def _avg_size(s: dict[str, Any]) -> float:
     return s["body_bytes"] / s["requests"] if s["requests"] else 0
 
 
-def stats_row(type_, name, s, duration):
+def stats_row(type_: str, name: str, s: dict[str, Any], duration: float) -> list[Any]:
     n = s["requests"]
     return [
         type_,
@@ -70,7 +74,7 @@ def stats_row(type_, name, s, duration):
     ]
 
 
-def history_rows(result, full_history):
+def history_rows(result: dict[str, Any], full_history: bool) -> Iterator[list[Any]]:
     for sec in result["timeseries"]:
         ts = int(sec["unix"]) + 1  # written at the end of the second, as Locust does
         cum = sec["cumulative"]
@@ -98,7 +102,7 @@ def history_rows(result, full_history):
         yield [ts, sec["users"], "", "Aggregated", sec["requests"], sec["failures"], *_percentiles(sec), *totals]
 
 
-def write(result, prefix, full_history=False):
+def write(result: dict[str, Any], prefix: str, full_history: bool = False) -> list[str]:
     paths = {k: f"{prefix}_{k}.csv" for k in ("stats", "stats_history", "failures", "exceptions")}
     dur = result["duration_s"]
     with open(paths["stats"], "w", newline="") as f:

@@ -1,17 +1,22 @@
 """The end of a `squall mqtt` run: rates over the measured time, delivery, then the same latency tables
 as every run (CONNECT, PUBLISH acknowledgements, DELIVER end to end)."""
 
+from __future__ import annotations
+
+from typing import Any
+
 from squall.report import locust_console
 from squall.report.units import ms
 
 
-def _n(x):
+def _n(x: int) -> str:
     return f"{x:,}"
 
 
-def summary(r) -> str:
+def summary(r: dict[str, Any]) -> str:
+    """The summary of a `squall mqtt` result document."""
     m = r["mqtt"]
-    out = []
+    out: list[str] = []
     w = out.append
     qos = {
         0: "QoS 0 (counted at the PINGRESP that follows)",

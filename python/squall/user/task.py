@@ -1,8 +1,11 @@
 """Tasks, as in Locust (`locust.user.task`): `@task`, `@tag`, `TaskSet`, `SequentialTaskSet`, and the
 `DefaultTaskSet` that runs a User's own tasks."""
 
+from __future__ import annotations
+
 import random
-from typing import Any, ClassVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, NoReturn, TypeVar, overload
 
 from greenlet import GreenletExit
 
@@ -15,35 +18,56 @@ from squall.exception import (
     user_traceback,
 )
 
+if TYPE_CHECKING:
+    from typing import TypeGuard  # Python 3.10+, so here only: annotations are not evaluated
 
-def task(weight=1):
+    from squall.env import Environment
+    from squall.user.users import User
+    from squall.user.wait_time import WaitTime
+
+# A task: a function or method (called with the User or TaskSet when not bound), or a TaskSet class.
+Task = Callable[..., Any]
+Marked = TypeVar("Marked", bound=Callable[..., Any])
+
+
+def _is_task_set(t: Task) -> TypeGuard[type[TaskSet]]:
+    return isinstance(t, type) and issubclass(t, TaskSet)
+
+
+@overload
+def task(weight: Marked) -> Marked: ...
+@overload
+def task(weight: int = 1) -> Callable[[Marked], Marked]: ...
+
+
+def task(weight: Marked | int = 1) -> Marked | Callable[[Marked], Marked]:
     """`@task` or `@task(3)`: marks a method as a task, picked with probability proportional to weight."""
     if callable(weight):  # used bare: @task
-        weight.locust_task_weight = 1
+        weight.locust_task_weight = 1  # type: ignore[attr-defined]  # functions and classes take attributes
         return weight
 
-    def mark(func):
-        func.locust_task_weight = weight
+    def mark(func: Marked) -> Marked:
+        func.locust_task_weight = weight  # type: ignore[attr-defined]
         return func
 
     return mark
 
 
-def tag(*tags):
+def tag(*tags: str) -> Callable[[Marked], Marked]:
     """`@tag("a", "b")`: tasks (or TaskSets) selected with -T/--tags and dropped with -E/--exclude-tags."""
 
-    def mark(obj):
-        obj.locust_tag_set = getattr(obj, "locust_tag_set", set()) | set(tags)
+    def mark(obj: Marked) -> Marked:
+        obj.locust_tag_set = getattr(obj, "locust_tag_set", set()) | set(tags)  # type: ignore[attr-defined]
         return obj
 
     return mark
 
 
-def _collect_tasks(cls):
+def _collect_tasks(cls: type) -> list[Task]:
     """The weighted task list of a class, as Locust builds it: the bases' lists (already weighted),
     then its own `tasks` (a list of tasks or (task, count) pairs, or a dict of weights), then its
     @task methods, each repeated by its weight."""
-    collected = []
+    collected: list[Task] = []
     for base in cls.__bases__:
         collected.extend(getattr(base, "tasks", None) or [])
     declared = cls.__dict__.get("tasks")
@@ -61,7 +85,10 @@ def _collect_tasks(cls):
 class TaskHolderMeta(type):
     """The metaclass of Users and TaskSets: collects their weighted task lists at class creation."""
 
-    def __new__(mcs, name, bases, ns):
+    abstract: bool
+    tasks: list[Task]
+
+    def __new__(mcs, name: str, bases: tuple[type, ...], ns: dict[str, Any]) -> TaskHolderMeta:
         cls = super().__new__(mcs, name, bases, ns)
         if "abstract" not in ns:
             cls.abstract = False
@@ -69,16 +96,21 @@ class TaskHolderMeta(type):
         return cls
 
 
-def filter_tasks_by_tags(holder, include=None, exclude=None, _seen=None):
+def filter_tasks_by_tags(
+    holder: TaskHolderMeta,
+    include: Sequence[str] | None = None,
+    exclude: Sequence[str] | None = None,
+    _seen: set[TaskHolderMeta] | None = None,
+) -> None:
     """Keeps the tasks whose tags match -T and none of -E; recurses into TaskSets. In place, per class."""
     _seen = _seen if _seen is not None else set()
     if holder in _seen:
         return
     _seen.add(holder)
-    kept = []
+    kept: list[Task] = []
     for t in holder.tasks:
-        tags = getattr(t, "locust_tag_set", set())
-        if isinstance(t, type) and issubclass(t, TaskSet):
+        tags: set[str] = getattr(t, "locust_tag_set", set())
+        if _is_task_set(t):
             inherited = tags
             if include and inherited & set(include):
                 filter_tasks_by_tags(t, None, exclude, _seen)
@@ -99,62 +131,63 @@ class TaskSet(metaclass=TaskHolderMeta):
     """A group of tasks a user runs until it calls `self.interrupt()`; can nest."""
 
     abstract = True
-    tasks: ClassVar[list[Any]] = []  # set per class by TaskHolderMeta
-    wait_time = None
+    tasks: ClassVar[list[Task]] = []  # set per class by TaskHolderMeta
+    wait_time: ClassVar[WaitTime | None] = None  # None: the user's
 
-    def __init__(self, parent):
+    def __init__(self, parent: User | TaskSet) -> None:
         self.parent = parent
-        self.user = parent.user if isinstance(parent, TaskSet) else parent
-        self._task_queue = []
+        self.user: User = parent.user if isinstance(parent, TaskSet) else parent
+        self._task_queue: list[Task] = []
 
     @property
-    def client(self):
+    def client(self) -> Any:
+        """The user's client (an HttpSession, an MqttClient, ...)."""
         return self.user.client
 
     @property
-    def environment(self):
+    def environment(self) -> Environment:
         return self.user.environment
 
-    def on_start(self):
+    def on_start(self) -> None:
         pass
 
-    def on_stop(self):
+    def on_stop(self) -> None:
         pass
 
-    def interrupt(self, reschedule=True):
+    def interrupt(self, reschedule: bool = True) -> NoReturn:
         raise InterruptTaskSet(reschedule)
 
-    def schedule_task(self, task_callable, first=False):
+    def schedule_task(self, task_callable: Task, first: bool = False) -> None:
         if first:
             self._task_queue.insert(0, task_callable)
         else:
             self._task_queue.append(task_callable)
 
-    def get_next_task(self):
+    def get_next_task(self) -> Task:
         if not self.tasks:
             raise Exception(f"no tasks defined on {type(self).__name__}: use @task or set `tasks`")
         return random.choice(self.tasks)
 
-    def wait_time_value(self):
+    def wait_time_value(self) -> float:
         owner = self if type(self).wait_time is not None else self.user
         if owner.wait_time is None:
             raise MissingWaitTimeError(f"{type(owner).__name__} has no wait_time")
         return owner.wait_time()
 
-    def wait(self):
+    def wait(self) -> None:
         if self.user.environment.runner.stopping:
             raise StopUser()  # the test is ending: the task is done, so stop here (--stop-timeout)
         self.user.hub.sleep(self.wait_time_value())
 
-    def execute_task(self, t):
-        if isinstance(t, type) and issubclass(t, TaskSet):
+    def execute_task(self, t: Task) -> None:
+        if _is_task_set(t):
             t(self).run()
         elif hasattr(t, "__self__"):
             t()
         else:
             t(self)
 
-    def run(self):
+    def run(self) -> None:
         try:
             self.on_start()
         except InterruptTaskSet as e:
@@ -188,11 +221,11 @@ class SequentialTaskSet(TaskSet):
 
     abstract = True
 
-    def __init__(self, parent):
+    def __init__(self, parent: User | TaskSet) -> None:
         super().__init__(parent)
         self._position = 0
 
-    def get_next_task(self):
+    def get_next_task(self) -> Task:
         if not self.tasks:
             raise Exception(f"no tasks defined on {type(self).__name__}")
         t = self.tasks[self._position % len(self.tasks)]
@@ -205,7 +238,7 @@ class DefaultTaskSet(TaskSet):
 
     abstract = True
 
-    def get_next_task(self):
+    def get_next_task(self) -> Task:
         tasks = self.user.tasks
         if len(tasks) == 1:
             return tasks[0]
@@ -213,15 +246,15 @@ class DefaultTaskSet(TaskSet):
             raise Exception(f"no tasks defined on {type(self.user).__name__}: use @task or set `tasks`")
         return random.choice(tasks)
 
-    def execute_task(self, t):
-        if isinstance(t, type) and issubclass(t, TaskSet):
+    def execute_task(self, t: Task) -> None:
+        if _is_task_set(t):
             t(self.user).run()
         elif hasattr(t, "__self__"):
             t()
         else:
             t(self.user)
 
-    def wait_time_value(self):
+    def wait_time_value(self) -> float:
         if self.user.wait_time is None:
             raise MissingWaitTimeError(f"{type(self.user).__name__} has no wait_time")
         return self.user.wait_time()

@@ -1,41 +1,49 @@
 """Users, as in Locust (`locust.user.users`): `User` and `HttpUser`. Each user runs in its own greenlet
 on the hub."""
 
-from typing import Any, ClassVar
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from greenlet import GreenletExit
 
 from squall.clients import HttpSession
 from squall.exception import StopUser, UserHung, user_traceback
-from squall.user.task import DefaultTaskSet, TaskHolderMeta
-from squall.user.wait_time import constant
+from squall.user.task import DefaultTaskSet, Task, TaskHolderMeta
+from squall.user.wait_time import WaitTime, constant
+
+if TYPE_CHECKING:
+    from squall.env import Environment
 
 
 class User(metaclass=TaskHolderMeta):
     """A simulated user: runs its tasks with waits between them until the test ends."""
 
     abstract = True
-    host = None
-    wait_time = constant(0)
-    tasks: ClassVar[list[Any]] = []  # set per class by TaskHolderMeta
+    host: str | None = None
+    wait_time: ClassVar[WaitTime] = constant(0)
+    tasks: ClassVar[list[Task]] = []  # set per class by TaskHolderMeta
     weight = 1
     fixed_count = 0
+    client: Any  # set by the users that have one (HttpUser, MqttUser)
 
-    def __init__(self, environment):
+    def __init__(self, environment: Environment) -> None:
+        if environment.hub is None:
+            raise RuntimeError("squall's users run on its hub: the Environment needs one")
         self.environment = environment
         self.hub = environment.hub
         self.user_id = environment.next_user_id()
 
-    def on_start(self):
+    def on_start(self) -> None:
         pass
 
-    def on_stop(self):
+    def on_stop(self) -> None:
         pass
 
-    def wait(self):
+    def wait(self) -> None:
         self.hub.sleep(self.wait_time())
 
-    def run(self):
+    def run(self) -> None:
         """The user's whole life, in its greenlet. An exception in on_start is reported and ends the
         user without on_stop, as in Locust."""
         try:
@@ -62,8 +70,9 @@ class HttpUser(User):
     """A user with `self.client`, a requests-like session whose I/O runs in the engine."""
 
     abstract = True
+    client: HttpSession
 
-    def __init__(self, environment):
+    def __init__(self, environment: Environment) -> None:
         super().__init__(environment)
         host = self.host or environment.host
         self.client = HttpSession(host, self.user_id, self.hub, environment)

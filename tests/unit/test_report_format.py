@@ -1,0 +1,115 @@
+"""The reports' number formats and Locust's table layout."""
+
+import pytest
+
+from squall.report import locust_console, locust_csv
+from squall.report.units import PERCENTILE_KEYS, ms, ms_exact, size
+
+
+@pytest.mark.parametrize(
+    "us, text",
+    [
+        (0, "0.00"),
+        (1, "0.00"),
+        (1234, "1.23"),
+        (99_994, "99.99"),
+        (100_000, "100.0"),
+        (123_456, "123.5"),
+        (999_940, "999.9"),
+        (1_000_000, "1000"),
+        (1_234_567, "1235"),
+    ],
+)
+def test_ms(us, text):
+    assert ms(us) == text
+
+
+@pytest.mark.parametrize(
+    "us, text", [(0, "0"), (1, "0.001"), (10, "0.01"), (1500, "1.5"), (1000, "1"), (123_456, "123.456"), (2e6, "2000")]
+)
+def test_ms_exact(us, text):
+    assert ms_exact(us) == text
+
+
+@pytest.mark.parametrize(
+    "n, text",
+    [
+        (0, "0 B"),
+        (999, "999 B"),
+        (1000, "1.00 KB"),
+        (1536, "1.54 KB"),
+        (999_999, "1000.00 KB"),
+        (1_000_000, "1.00 MB"),
+        (2.5e9, "2.50 GB"),
+        (5e12, "5000.00 GB"),
+    ],
+)
+def test_size(n, text):
+    assert size(n) == text
+
+
+@pytest.mark.parametrize(
+    "us, text", [(0, "0.00"), (950, "0.95"), (1000, "1.0"), (9_940, "9.9"), (10_000, "10"), (1.5e6, "1500")]
+)
+def test_locust_console_milliseconds(us, text):
+    assert locust_console._ms(us) == text
+
+
+def summary(requests, failures, mean_us, min_us, max_us, body_bytes=0, method="GET", name="/"):
+    return {
+        "method": method,
+        "name": name,
+        "requests": requests,
+        "failures": failures,
+        "mean_us": mean_us,
+        "min_us": min_us,
+        "max_us": max_us,
+        "body_bytes": body_bytes,
+        "percentiles_us": {k: max_us for k in PERCENTILE_KEYS} if requests else {},
+    }
+
+
+def test_stats_table_has_locusts_columns_and_the_aggregate_last():
+    rows = [summary(10, 1, 2500, 1000, 40_000, name="/b"), summary(0, 0, 0, 0, 0, name="/a")]
+    aggregate = summary(10, 1, 2500, 1000, 40_000)
+    lines = locust_console.stats_table(rows, aggregate, duration_s=5.0).splitlines()
+    assert lines[0].split() == [
+        "Type", "Name", "#", "reqs", "#", "fails", "|", "Avg", "Min", "Max", "Med", "|", "req/s", "failures/s",
+    ]  # fmt: skip
+    assert [line.split()[1] for line in lines[2:4]] == ["/a", "/b"]  # sorted by name
+    assert lines[3].split() == ["GET", "/b", "10", "1(10.00%)", "|", "2.5", "1.0", "40", "40", "|", "2.00", "0.20"]
+    assert lines[-1].split()[:3] == ["Aggregated", "10", "1(10.00%)"]
+    assert lines[1] == lines[-2] and set(lines[1]) == {"-", "|"}
+    assert len({len(line) for line in lines if set(line) != {"-", "|"}}) == 1  # rows as wide as the header
+
+
+def test_stats_table_uses_the_recent_rates_when_given():
+    row = summary(10, 2, 1000, 1000, 1000)
+    table = locust_console.stats_table([row], row, 100.0, rates={("GET", "/"): (3.5, 0.25)})
+    assert table.splitlines()[2].split()[-2:] == ["3.50", "0.25"]
+
+
+def test_percentiles_table_says_exact_and_na_without_requests():
+    lines = locust_console.percentiles_table([summary(0, 0, 0, 0, 0)], summary(3, 0, 5000, 5000, 5000)).splitlines()
+    assert lines[0] == "Response time percentiles (exact)"
+    assert lines[3].split()[2:] == ["N/A"] * len(PERCENTILE_KEYS) + ["0"]
+    assert lines[-1].split()[1:] == ["5.0"] * len(PERCENTILE_KEYS) + ["3"]
+
+
+def test_csv_stats_row_in_milliseconds_to_the_microsecond():
+    row = locust_csv.stats_row("GET", "/", summary(4, 1, 1234.5, 1001, 2002, body_bytes=400), duration=2.0)
+    assert row[:11] == ["GET", "/", 4, 1, "2.002", 1.2345, "1.001", "2.002", 100.0, 2.0, 0.5]
+    assert row[11:] == ["2.002"] * len(PERCENTILE_KEYS)
+    assert len(row) == len(locust_csv.STATS_HEADER)
+
+
+def test_csv_stats_row_without_requests():
+    row = locust_csv.stats_row("GET", "/", summary(0, 0, 0, 0, 0), duration=0.0)
+    assert row[:11] == ["GET", "/", 0, 0, 0, 0.0, "0", "0", 0, 0, 0]
+    assert row[11:] == ["N/A"] * len(PERCENTILE_KEYS)
+
+
+def test_error_report():
+    assert locust_console.error_report([]) == ""
+    report = locust_console.error_report([{"count": 3, "method": "GET", "name": "/x", "message": "HTTP 500"}])
+    assert report.splitlines()[-1] == f"{3:<20} GET /x: HTTP 500"
