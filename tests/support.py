@@ -18,6 +18,14 @@ def free_port():
         return s.getsockname()[1]
 
 
+def squall_get(url):
+    """The body at `url` (a test server's own endpoint, such as the odd server's ground truth)."""
+    import urllib.request
+
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        return resp.read()
+
+
 def wait_for_port(port, timeout=10.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

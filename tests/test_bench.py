@@ -12,7 +12,7 @@ import zlib
 
 import pytest
 
-from support import OddServer, squall, squall_process, wait_until
+from support import OddServer, squall, squall_get, squall_process, wait_until
 
 PCTS = ["50", "66", "75", "80", "90", "95", "98", "99", "99.9", "99.99", "100"]
 
@@ -116,13 +116,6 @@ def test_descriptor_table_is_sized_before_the_run():
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert int(p.stdout) >= 3000
-
-
-def squall_get(url):
-    import urllib.request
-
-    with urllib.request.urlopen(url, timeout=10) as resp:
-        return resp.read()
 
 
 def test_json_result_is_complete_and_histograms_are_lossless(nginx, tmp_path):

@@ -119,6 +119,13 @@ class ScriptEngine:
         """(name, value, domain) of the user's cookies."""
     def set_cookie(self, user: int, name: str, value: str, domain: str = "") -> None: ...
     def remove_cookies(self, user: int, name: str | None = None) -> None: ...
+    def set_rate(self, rate: float, arrival: str = "constant", duration: float | None = None) -> None:
+        """Open model: task iterations arrive at `rate` a second from now on (0 pauses them); with
+        `duration`, none arrives after that many seconds from now."""
+    def arrivals(self) -> list[float]:
+        """Open model: intended times (seconds since the start) of the arrivals that fell due."""
+    def begin_iteration(self, user: int, intended: float) -> None:
+        """Open model: `user` starts the iteration of the arrival due at `intended`."""
     def set_users(self, users: int) -> None: ...
     def counts(self) -> tuple[int, int]:
         """(completed, failed) so far."""

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     import argparse
 
     from squall.hub import Hub
+    from squall.open_model import OpenPool
     from squall.shape import LoadTestShape
     from squall.user.users import User
 
@@ -48,6 +49,8 @@ class Environment:
         self.exceptions: dict[tuple[str, str], ExceptionEntry] = {}  # keyed by (message, traceback)
         self._user_ids = itertools.count(1)
         self.stats = None
+        # The open model (`--rate`): where users take their next arrival; None in the closed model.
+        self.open_pool: OpenPool | None = None
 
     def next_user_id(self) -> int:
         return next(self._user_ids)

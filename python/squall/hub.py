@@ -32,6 +32,7 @@ class Hub:
         self.mqtt_clients: dict[int, MqttClient] = {}  # user id -> its MQTT client, for messages
         self.seq = itertools.count()
         self.entered: float | None = None  # when the running greenlet got control; None while the hub runs
+        self.on_arrivals: Callable[[list[float]], None] | None = None  # the open model's dispatch
 
     def spawn(self, fn: Callable[..., Any], *args: Any) -> greenlet:
         g = greenlet(lambda *_first_switch: fn(*args), parent=self.main)
@@ -101,6 +102,10 @@ class Hub:
                 due = [t for t in (deadline, self.timers[0][0] if self.timers else None) if t is not None]
                 wake = max(0.0, min(due, default=now + 0.1) - now)
             self._dispatch(self.engine.poll(wake))
+            if self.on_arrivals is not None:
+                arrivals = self.engine.arrivals()
+                if arrivals:
+                    self.on_arrivals(arrivals)
 
     def _dispatch(self, completions: list[Completion]) -> None:
         for c in completions:

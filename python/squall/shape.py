@@ -9,13 +9,15 @@ if TYPE_CHECKING:
     from squall.runners import Runner
     from squall.user.users import User
 
-    # (users, spawn rate), or (users, spawn rate, the User classes to run from now on); None ends the test.
-    Tick = tuple[int, float] | tuple[int, float, list[type[User]] | None] | None
+    # (users, spawn rate), or (users, spawn rate, the User classes to run from now on); {"rate": R} for the
+    # open model (task iterations starting at R a second); None ends the test.
+    Tick = tuple[int, float] | tuple[int, float, list[type[User]] | None] | dict[str, float] | None
 
 
 class LoadTestShape:
     """Subclass it in a locustfile; `tick()` returns `(users, spawn_rate)`, `(users, spawn_rate,
-    user_classes)`, or None to end the test. Called about once a second."""
+    user_classes)`, `{"rate": R}` (squall's open model: task iterations start at R a second, `-u` users
+    at most), or None to end the test. Called about once a second."""
 
     abstract = True
     runner: Runner | None = None

@@ -43,18 +43,23 @@ class Spawner:
         n = sum(self.counts[c] for c in weighted) + 1
         return max(weighted, key=lambda c: c.weight / total_weight * n - self.counts[c])
 
+    def spawn_one(self) -> User:
+        """Starts one user of the class the weights call for next."""
+        cls = self._next_class()
+        u = cls(self.env)
+        g = u.hub.spawn(u.run)  # the environment's hub
+        self.env.runner.users[u] = g
+        self.spawned.append((u, g))
+        self.counts[cls] += 1
+        return u
+
     def step(self) -> None:
         now = time.monotonic()
         self.credit = min(self.credit + (now - self.last) * self.rate, max(self.rate, 1.0))
         self.last = now
         runner = self.env.runner
         while len(self.spawned) < self.target and self.credit >= 1.0:
-            cls = self._next_class()
-            u = cls(self.env)
-            g = u.hub.spawn(u.run)  # the environment's hub
-            runner.users[u] = g
-            self.spawned.append((u, g))
-            self.counts[cls] += 1
+            self.spawn_one()
             self.credit -= 1.0
         while len(self.spawned) > self.target:
             u, g = self.spawned.pop()

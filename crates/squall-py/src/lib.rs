@@ -414,6 +414,33 @@ impl ScriptEngine {
         Ok(())
     }
 
+    /// Open model: task iterations from now on arrive at `rate` a second (0 pauses them), spaced
+    /// `constant` or `poisson`; with `duration` (seconds), none arrives after that long from now.
+    #[pyo3(signature = (rate, arrival="constant", duration=None))]
+    fn set_rate(&self, rate: f64, arrival: &str, duration: Option<f64>) -> PyResult<()> {
+        let arrival = match arrival {
+            "constant" => squall_engine::Arrival::Constant,
+            "poisson" => squall_engine::Arrival::Poisson,
+            other => return Err(usage(format!("unknown arrival '{other}' (use constant or poisson)"))),
+        };
+        if !(rate >= 0.0 && rate.is_finite()) {
+            return Err(usage(format!("invalid rate {rate}")));
+        }
+        self.engine()?.set_rate(rate, arrival, duration);
+        Ok(())
+    }
+
+    /// Open model: the intended times (seconds since the start) of the arrivals that fell due.
+    fn arrivals(&self) -> PyResult<Vec<f64>> {
+        Ok(self.engine()?.arrivals())
+    }
+
+    /// Open model: `user` starts the iteration of the arrival due at `intended`.
+    fn begin_iteration(&self, user: u64, intended: f64) -> PyResult<()> {
+        self.engine()?.begin_iteration(user, intended);
+        Ok(())
+    }
+
     /// The number of users now.
     fn set_users(&self, users: u64) -> PyResult<()> {
         self.engine()?.set_users(users);

@@ -17,12 +17,14 @@ from typing import TYPE_CHECKING, Any, Callable, SupportsIndex, TypeVar
 from greenlet import getcurrent
 
 from squall import _engine, exitcodes, limits, locust_compat, processes, report
+from squall.commands.arguments import to_rate
 from squall.durations import parse_duration
 from squall.env import Environment
 from squall.errors import UsageError
 from squall.event import events
 from squall.exception import UserHung
 from squall.hub import Hub
+from squall.open_model import OpenPool
 from squall.report import html, locust_console
 from squall.shape import LoadTestShape
 from squall.signals import on_stop_signals
@@ -77,6 +79,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--insecure", action="store_true", help="accept any TLS certificate")
     p.add_argument(
         "--http2", action="store_true", help="HTTP/2 for the users' requests (ALPN over TLS, prior knowledge over http)"
+    )
+    p.add_argument(
+        "--rate",
+        type=to_rate,
+        help="open model: task iterations start at this rate a second, whatever the server does; -u caps the users",
+    )
+    p.add_argument(
+        "--arrival", choices=["constant", "poisson"], default="constant", help="open model: spacing of the arrivals"
     )
     p.add_argument("--config", metavar="FILE", help="a config file (key = value lines, or TOML [tool.locust])")
     p.add_argument("user_classes", nargs="*", metavar="UserClass", help="run only these User classes")
@@ -252,7 +262,21 @@ def _drive(
     """The test itself: spawning, shape ticks, periodic stats, the end; returns the stop reason."""
     runner = env.runner
     spawner = Spawner(env, classes)
-    spawner.set_target(users, spawn_rate)
+    worker = processes.worker()
+    share = worker[1] if worker else 1  # this process's part of a rate
+
+    def open_model(rate: float, duration: float | None = None) -> None:
+        """From now on, task iterations arrive at `rate` a second (the open model), for `duration`."""
+        if env.open_pool is None:
+            env.open_pool = OpenPool(env, spawner, users)
+            hub.on_arrivals = env.open_pool.dispatch
+            spawner.set_target(0, spawn_rate)
+        hub.engine.set_rate(rate / share, args.arrival, duration)
+
+    if args.rate:
+        open_model(args.rate, run_time)  # exactly rate x run time arrivals
+    else:
+        spawner.set_target(users, spawn_rate)
     start = time.monotonic()
     deadline = start + run_time if run_time else None
     runner.state = "spawning"
@@ -276,11 +300,14 @@ def _drive(
             tick = shape.tick()
             if tick is None:
                 break
-            worker = processes.worker()
-            rate = tick[1] / worker[1] if worker else tick[1]
-            spawner.set_target(processes.share(int(tick[0]), worker), rate, tick[2] if len(tick) > 2 else None)
-        spawner.step()
-        if len(spawner.spawned) >= spawner.target and runner.state == "spawning":
+            if isinstance(tick, dict):  # {"rate": R}: the open model at R iterations a second
+                open_model(float(tick["rate"]))
+            else:
+                rate = tick[1] / share
+                spawner.set_target(processes.share(int(tick[0]), worker), rate, tick[2] if len(tick) > 2 else None)
+        if env.open_pool is None:
+            spawner.step()
+        if (env.open_pool or len(spawner.spawned) >= spawner.target) and runner.state == "spawning":
             runner.state = "running"
             events.spawning_complete.fire(user_count=runner.user_count)
         if now >= next_stats and not args.only_summary:
@@ -289,6 +316,13 @@ def _drive(
         hub.run_until(min(t for t in (now + 0.1, deadline) if t is not None))
     runner.state = "stopping"
     events.test_stopping.fire(environment=env)
+    if env.open_pool is not None and not runner.quitting:
+        # No more arrivals; the iterations running, and those waiting for a user, may finish (up to a
+        # grace); what still waits then was never started: dropped.
+        hub.engine.set_rate(0.0, args.arrival)
+        drain_by = time.monotonic() + max(stop_timeout, 10.0)
+        while not env.open_pool.all_idle() and time.monotonic() < drain_by:
+            hub.run_until(min(drain_by, time.monotonic() + 0.05))
     if stop_timeout > 0:  # users finish the task they are in, up to --stop-timeout
         runner.stopping = True
         stop_by = time.monotonic() + stop_timeout

@@ -175,6 +175,10 @@ class TaskSet(metaclass=TaskHolderMeta):
         return owner.wait_time()
 
     def wait(self) -> None:
+        pool = self.user.environment.open_pool
+        if pool is not None:  # the open model: the next task starts with the next arrival
+            pool.next_iteration(self.user)
+            return
         if self.user.environment.runner.stopping:
             raise StopUser()  # the test is ending: the task is done, so stop here (--stop-timeout)
         self.user.hub.sleep(self.wait_time_value())

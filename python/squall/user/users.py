@@ -54,6 +54,8 @@ class User(metaclass=TaskHolderMeta):
             except Exception as e:
                 self.environment.report_exception(self, e, user_traceback(e))
                 return
+            if self.environment.open_pool is not None:
+                self.environment.open_pool.first_iteration(self)
             DefaultTaskSet(self).run()
         except (StopUser, GreenletExit):
             try:

@@ -25,7 +25,9 @@ use crate::http::request::{parse_url, path_and_query, serialize_h1_head};
 use crate::mqtt::script::{Event, Op, Sink, UserTx};
 use crate::net::{tls, Connector};
 use crate::run::clock::AsyncTimer;
+use crate::run::schedule::{Arrival, Arrivals};
 use crate::run::RunCore;
+use crate::stats::lag::{Lag, ScheduleReport};
 use crate::stats::result::{self, LoadReport, RunResult, Summary};
 use crate::stats::{self, EndpointId, Failure, FailureKind, Outcome, Recorder};
 use crate::types::StopReason;
@@ -174,6 +176,19 @@ struct Engine {
     /// Requests cancelled unmeasured because their user stopped.
     cancelled: Cell<u64>,
     next_id: Cell<u64>,
+    /// Open model (`--rate`): the arrivals, those due and not yet handed to the script, the intended
+    /// start of each user's current iteration (its next request is timed from it), the send lag.
+    open: RefCell<Option<OpenModel>>,
+}
+
+struct OpenModel {
+    arrivals: Arrivals,
+    due: Vec<f64>,
+    begins: HashMap<u64, Instant>,
+    lag: Lag,
+    /// The rate asked for first, and whether it ever changed (a shape): the report gives the mean then.
+    first_rate: f64,
+    changed: bool,
 }
 
 impl Sink for Engine {
@@ -364,6 +379,7 @@ impl ScriptEngine {
             running: RefCell::default(),
             cancelled: Cell::new(0),
             next_id: Cell::new(1),
+            open: RefCell::new(None),
         });
         Ok(ScriptEngine {
             rt,
@@ -390,7 +406,8 @@ impl ScriptEngine {
         let known = self.engine.known_url(&r.base, &r.url)?;
         let id = self.next_id();
         let user = r.user;
-        let task = self.local.spawn_local(run_request(self.engine.clone(), id, r, known));
+        let begin = self.engine.open.borrow_mut().as_mut().and_then(|o| o.begins.remove(&user));
+        let task = self.local.spawn_local(run_request(self.engine.clone(), id, r, known, begin));
         self.engine.running.borrow_mut().insert(id, (user, task.abort_handle()));
         Ok(id)
     }
@@ -399,7 +416,10 @@ impl ScriptEngine {
     /// (a zero timeout: one turn of the runtime, I/O included); returns the completions.
     pub fn poll(&self, timeout: Duration) -> Vec<Completion> {
         let engine = &self.engine;
-        if engine.done.borrow().is_empty() {
+        let start = engine.core.start;
+        let next_arrival = || engine.open.borrow().as_ref().and_then(|o| o.arrivals.next_due());
+        let arrival_due = || next_arrival().is_some_and(|t| start + Duration::from_secs_f64(t) <= Instant::now());
+        if engine.done.borrow().is_empty() && !arrival_due() {
             let deadline = Instant::now() + timeout;
             self.rt.block_on(self.local.run_until(async {
                 if timeout.is_zero() {
@@ -407,20 +427,61 @@ impl ScriptEngine {
                     return;
                 }
                 while engine.done.borrow().is_empty() && engine.messages.borrow().is_empty() {
+                    let wake = next_arrival().map_or(deadline, |t| deadline.min(start + Duration::from_secs_f64(t)));
                     tokio::select! {
                         _ = engine.ready.notified() => {}
-                        _ = self.timer.sleep_until(deadline) => break,
+                        _ = self.timer.sleep_until(wake) => if wake == deadline || arrival_due() { break },
                     }
                 }
             }));
         }
         let now = Instant::now();
+        if let Some(open) = engine.open.borrow_mut().as_mut() {
+            let OpenModel { arrivals, due, .. } = open;
+            arrivals.take_due(now.saturating_duration_since(start).as_secs_f64(), due);
+        }
         if now.duration_since(self.last_roll.get()) > Duration::from_millis(100) {
             self.last_roll.set(now);
             engine.recorder.borrow_mut().roll(now);
             engine.core.timeline.publish_ready(now);
         }
         std::mem::take(&mut *engine.done.borrow_mut())
+    }
+
+    /// Open model: arrivals from now on at `rate` a second (0 pauses them), spaced by `arrival`; with
+    /// `duration`, none is due after that long from now.
+    pub fn set_rate(&self, rate: f64, arrival: Arrival, duration: Option<f64>) {
+        let at = self.engine.core.elapsed().as_secs_f64();
+        let mut open = self.engine.open.borrow_mut();
+        let o = open.get_or_insert_with(|| OpenModel {
+            arrivals: Arrivals::new(arrival),
+            due: Vec::new(),
+            begins: HashMap::default(),
+            lag: Lag::default(),
+            first_rate: rate,
+            changed: false,
+        });
+        o.changed |= rate != o.first_rate && rate > 0.0; // a pause at the end is no change of rate
+        o.arrivals.set_rate(at, rate);
+        if let Some(d) = duration {
+            o.arrivals.end_at(at + d);
+        }
+    }
+
+    /// Open model: the arrivals that fell due (their intended times, seconds since the start), in order.
+    pub fn arrivals(&self) -> Vec<f64> {
+        self.engine.open.borrow_mut().as_mut().map_or(Vec::new(), |o| std::mem::take(&mut o.due))
+    }
+
+    /// Open model: `user` starts the iteration of the arrival due at `intended`; its next request is
+    /// timed from then, and the lag of the start is recorded.
+    pub fn begin_iteration(&self, user: u64, intended: f64) {
+        let engine = &self.engine;
+        let at = engine.core.start + Duration::from_secs_f64(intended.max(0.0));
+        if let Some(o) = engine.open.borrow_mut().as_mut() {
+            o.lag.note(Instant::now().saturating_duration_since(at));
+            o.begins.insert(user, at);
+        }
     }
 
     /// MQTT messages that arrived for scripted users since the last call.
@@ -546,13 +607,20 @@ impl ScriptEngine {
         recorder.finish();
         core.timeline.publish_until(duration.as_secs() + 1);
         let users = core.timeline.users();
+        let schedule = engine.open.borrow().as_ref().map(|o| {
+            let issued = o.arrivals.issued();
+            let mean = if duration.is_zero() { 0.0 } else { issued as f64 / duration.as_secs_f64() };
+            let rate = if o.changed { mean } else { o.first_rate };
+            let arrival = if o.arrivals.is_poisson() { "poisson" } else { "constant" };
+            ScheduleReport::new(rate, arrival, issued, &o.lag, issued.saturating_sub(o.lag.sent))
+        });
         result::build(result::Inputs {
             kind: "script".into(),
             url,
             method: String::new(),
             start_unix: core.start_unix,
             load: LoadReport {
-                model: "users".into(),
+                model: if engine.open.borrow().is_some() { "open" } else { "users" }.into(),
                 connections: users as usize,
                 threads: 1,
                 requests: None,
@@ -563,7 +631,7 @@ impl ScriptEngine {
                 timeout_s: 0.0,
             },
             names: engine.names.into_inner(),
-            schedule: None,
+            schedule,
             reason: core.reason(),
             duration,
             totals: std::mem::take(&mut recorder.totals),
@@ -575,8 +643,9 @@ impl ScriptEngine {
     }
 }
 
-async fn run_request(engine: Rc<Engine>, id: u64, r: ScriptRequest, known: KnownUrl) {
-    let begin = Instant::now();
+async fn run_request(engine: Rc<Engine>, id: u64, r: ScriptRequest, known: KnownUrl, begin: Option<Instant>) {
+    // The first request of an open-model iteration counts from the iteration's intended start.
+    let begin = begin.unwrap_or_else(Instant::now);
     let result = match tokio::time::timeout(r.timeout, follow(&engine, &r, known.clone())).await {
         Ok(result) => result,
         Err(_) => Err(Failure::new(FailureKind::Timeout, "")),
