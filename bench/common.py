@@ -60,19 +60,52 @@ http {{
   keepalive_timeout 120s;
   client_body_temp_path {dir}/body;
   server {{ listen 127.0.0.1:{port} backlog=8192; location / {{ return 200 "hello\\n"; }} }}
+  {tls_server}
 }}
 """
 
 
-class PinnedNginx:
-    """nginx with one worker pinned to `core`, answering `return 200` on a free loopback port."""
+TLS_SERVER = """server {{ listen 127.0.0.1:{port} ssl http2 backlog=8192; ssl_certificate {dir}/cert.pem;
+    ssl_certificate_key {dir}/key.pem; http2_max_concurrent_streams 1000; keepalive_requests 100000000;
+    location / {{ return 200 "hello\\n"; }} }}"""
 
-    def __init__(self, core=0):
+
+class PinnedNginx:
+    """nginx with one worker pinned to `core`, answering `return 200` on a free loopback port; with
+    `tls`, also over TLS with HTTP/2 (a self-signed certificate) at `tls_url`."""
+
+    def __init__(self, core=0, tls=False):
         self.dir = Path(tempfile.mkdtemp(prefix="squall-bench-nginx-"))
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         mask = "1".ljust(core + 1, "0")[::-1]
-        (self.dir / "nginx.conf").write_text(NGINX_CONF.format(dir=self.dir, port=self.port, mask=mask))
+        tls_server = ""
+        if tls:
+            self.tls_port = free_port()
+            self.tls_url = f"https://127.0.0.1:{self.tls_port}/"
+            subprocess.run(
+                [
+                    "openssl",
+                    "req",
+                    "-x509",
+                    "-newkey",
+                    "rsa:2048",
+                    "-nodes",
+                    "-days",
+                    "2",
+                    "-subj",
+                    "/CN=localhost",
+                    "-keyout",
+                    self.dir / "key.pem",
+                    "-out",
+                    self.dir / "cert.pem",
+                ],
+                check=True,
+                capture_output=True,
+            )
+            tls_server = TLS_SERVER.format(dir=self.dir, port=self.tls_port)
+        conf = NGINX_CONF.format(dir=self.dir, port=self.port, mask=mask, tls_server=tls_server)
+        (self.dir / "nginx.conf").write_text(conf)
         binary = shutil.which("nginx") or "/usr/sbin/nginx"
         self.proc = subprocess.Popen(
             ["taskset", "-c", str(core), binary, "-p", self.dir, "-c", self.dir / "nginx.conf"]
