@@ -16,6 +16,12 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from greenlet import GreenletExit, getcurrent, greenlet
 
+# Greenlet timers (think times, sleeps) fire up to this late, so that the hub wakes once for all the
+# timers of a millisecond instead of once for each: 1,000 users with between(0.1, 0.2) have a timer due
+# every 150 µs, and each wake costs a poll of the engine (about half the CPU per request, measured).
+# Never early: a sleep lasts at least what was asked, as time.sleep does.
+TIMER_SLACK = 0.001
+
 if TYPE_CHECKING:
     from squall._engine import Completion, ScriptEngine
     from squall.contrib.mqtt import MqttClient
@@ -99,7 +105,8 @@ class Hub:
             if self.ready:
                 wake = 0.0
             else:
-                due = [t for t in (deadline, self.timers[0][0] if self.timers else None) if t is not None]
+                first = self.timers[0][0] + TIMER_SLACK if self.timers else None
+                due = [t for t in (deadline, first) if t is not None]
                 wake = max(0.0, min(due, default=now + 0.1) - now)
             self._dispatch(self.engine.poll(wake))
             if self.on_arrivals is not None:
