@@ -31,9 +31,9 @@ def aggregated_requests(prefix):
     return int(float(rows[-1]["Request Count"]))
 
 
-def run_once(tool, flavour, url, users, secs, tmp):
-    prefix = tmp / f"{tool}-{flavour}"
-    cmd = [
+def command(tool, flavour, url, users, secs, prefix):
+    """The headless run of bench/locustfiles/FLAVOUR.py by squall or Locust, all users started at once."""
+    return [
         *(SQUALL if tool == "squall" else [LOCUST]),
         "-f",
         BENCH / "locustfiles" / f"{flavour}.py",
@@ -50,6 +50,11 @@ def run_once(tool, flavour, url, users, secs, tmp):
         prefix,
         "--only-summary",
     ]
+
+
+def run_once(tool, flavour, url, users, secs, tmp):
+    prefix = tmp / f"{tool}-{flavour}"
+    cmd = command(tool, flavour, url, users, secs, prefix)
     if tool == "locust":
         cmd += ["--loglevel", "WARNING"]
     out, cpu, rss, code = run_measured(cmd, core=1, timeout=secs * 4 + 60)
@@ -92,23 +97,7 @@ def many_users(users=10_000, secs=40, settle=10):
     try:
         with tempfile.TemporaryDirectory() as d:
             prefix = Path(d) / "many"
-            cmd = [
-                *SQUALL,
-                "-f",
-                BENCH / "locustfiles" / "between.py",
-                "--headless",
-                "-u",
-                users,
-                "-r",
-                users,
-                "-t",
-                f"{secs}s",
-                "-H",
-                nginx.url.rstrip("/"),
-                "--csv",
-                prefix,
-                "--only-summary",
-            ]
+            cmd = command("squall", "between", nginx.url, users, secs, prefix)
             proc = subprocess.Popen(["taskset", "-c", "1", *map(str, cmd)], stdout=subprocess.DEVNULL)
             t0 = time.monotonic()
             time.sleep(settle)

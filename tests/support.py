@@ -26,6 +26,30 @@ def squall_get(url):
         return resp.read()
 
 
+def self_signed(workdir):
+    """A throwaway certificate for localhost: workdir/cert.pem and workdir/key.pem."""
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=localhost",
+            "-keyout",
+            workdir / "key.pem",
+            "-out",
+            workdir / "cert.pem",
+        ],
+        check=True,
+        capture_output=True,
+    )
+
+
 def wait_for_port(port, timeout=10.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -108,26 +132,7 @@ class Nginx:
         self.tls_url = f"https://127.0.0.1:{self.tls_port}"
         self.h2c_url = f"http://127.0.0.1:{self.h2c_port}"
         binary = shutil.which("nginx") or "/usr/sbin/nginx"
-        subprocess.run(
-            [
-                "openssl",
-                "req",
-                "-x509",
-                "-newkey",
-                "rsa:2048",
-                "-nodes",
-                "-days",
-                "2",
-                "-subj",
-                "/CN=localhost",
-                "-keyout",
-                workdir / "key.pem",
-                "-out",
-                workdir / "cert.pem",
-            ],
-            check=True,
-            capture_output=True,
-        )
+        self_signed(workdir)
         (workdir / "nginx.conf").write_text(
             NGINX_CONF.format(dir=workdir, port=self.port, tls_port=self.tls_port, h2c_port=self.h2c_port)
         )
@@ -207,26 +212,7 @@ class Mosquitto:
         if max_queued is not None:
             lines.append(f"max_queued_messages {max_queued}")
         if tls:
-            subprocess.run(
-                [
-                    "openssl",
-                    "req",
-                    "-x509",
-                    "-newkey",
-                    "rsa:2048",
-                    "-nodes",
-                    "-days",
-                    "2",
-                    "-subj",
-                    "/CN=localhost",
-                    "-keyout",
-                    workdir / "key.pem",
-                    "-out",
-                    workdir / "cert.pem",
-                ],
-                check=True,
-                capture_output=True,
-            )
+            self_signed(workdir)
             lines += [f"certfile {workdir / 'cert.pem'}", f"keyfile {workdir / 'key.pem'}"]
         if users:
             pw = workdir / "passwords"
