@@ -487,3 +487,12 @@ def test_a_shape_can_return_a_rate(odd_server, tmp_path):
     assert odd_server.served() == r["aggregate"]["requests"] == s["intended"] == s["sent"], s
     # 2 s at 100/s and 2 s at 300/s, give or take the shape's once-a-second ticks on a slow host.
     assert 700 <= s["intended"] <= 900, s
+
+
+def test_header_and_method_injection_is_refused(odd_server, tmp_path):
+    """A header value or method carrying CR/LF is refused before anything is sent, as requests refuses
+    it (an exception in the task), instead of putting an extra header or request on the wire."""
+    p, prefix = run_file("injection.py", odd_server, tmp_path, run_time="2s", expect=1)
+    messages = " ".join(row["Message"] for row in exceptions(prefix))
+    assert "invalid value for header" in messages and "invalid HTTP method" in messages, messages
+    assert odd_server.served() == 0

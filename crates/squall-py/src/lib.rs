@@ -404,8 +404,7 @@ impl ScriptEngine {
 
     #[pyo3(signature = (user, name, value, domain=""))]
     fn set_cookie(&self, user: u64, name: &str, value: &str, domain: &str) -> PyResult<()> {
-        self.engine()?.set_cookie(user, name, value, domain);
-        Ok(())
+        self.engine()?.set_cookie(user, name, value, domain).map_err(usage)
     }
 
     #[pyo3(signature = (user, name=None))]

@@ -39,17 +39,8 @@ impl RequestSpec {
     pub fn new(cfg: &BenchConfig, body: Vec<u8>) -> Result<Self, String> {
         let url = parse_url(&cfg.url)?;
         let method = cfg.method.to_ascii_uppercase();
-        if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
-            return Err(format!("invalid HTTP method '{}'", cfg.method));
-        }
-        for (k, v) in &cfg.headers {
-            if k.is_empty() || k.bytes().any(|b| !b.is_ascii_graphic() || b == b':') {
-                return Err(format!("invalid header name '{k}'"));
-            }
-            if v.bytes().any(|b| b == b'\r' || b == b'\n') {
-                return Err(format!("invalid value for header '{k}'"));
-            }
-        }
+        check_method(&cfg.method)?;
+        check_headers(&cfg.headers)?;
         let host = url.host_str().unwrap().trim_matches(|c| c == '[' || c == ']').to_string();
         let https = url.scheme() == "https";
         let port = url.port_or_known_default().unwrap_or(if https { 443 } else { 80 });
@@ -80,6 +71,28 @@ impl RequestSpec {
     fn serialize_h1(&self) -> Vec<u8> {
         serialize_h1(&self.method, &self.url, &self.headers, &self.body, self.keepalive)
     }
+}
+
+/// A method is a token of letters: anything else (a space, CR, LF) would rewrite the request line.
+pub fn check_method(method: &str) -> Result<(), String> {
+    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
+        return Err(format!("invalid HTTP method {method:?}"));
+    }
+    Ok(())
+}
+
+/// Header names are visible ASCII without ':'; values hold no CR, LF or NUL (which would end the
+/// header and inject another, or a whole request).
+pub fn check_headers(headers: &[(String, String)]) -> Result<(), String> {
+    for (k, v) in headers {
+        if k.is_empty() || k.bytes().any(|b| !b.is_ascii_graphic() || b == b':') {
+            return Err(format!("invalid header name {k:?}"));
+        }
+        if v.bytes().any(|b| matches!(b, b'\r' | b'\n' | 0)) {
+            return Err(format!("invalid value for header {k:?}: it contains CR, LF or NUL"));
+        }
+    }
+    Ok(())
 }
 
 /// The Host header value: the port only when it is not the scheme's default.
@@ -189,5 +202,7 @@ mod tests {
         let mut c = cfg("http://x/");
         c.headers = vec![("Bad Name".into(), "v".into())];
         assert!(RequestSpec::new(&c, vec![]).is_err());
+        assert!(check_headers(&[("X".into(), "a\r\nEvil: injected".into())]).is_err());
+        assert!(check_method("GET / HTTP/1.1\r\nX:").is_err() && check_method("PATCH").is_ok());
     }
 }

@@ -21,7 +21,7 @@ pub mod cookies;
 
 use crate::http::h1::{H1Conn, Response};
 use crate::http::h2::{build_request, H2Conn};
-use crate::http::request::{parse_url, path_and_query, serialize_h1_head};
+use crate::http::request::{check_headers, check_method, parse_url, path_and_query, serialize_h1_head};
 use crate::mqtt::script::{Event, Op, Sink, UserTx};
 use crate::net::{tls, Connector};
 use crate::run::clock::AsyncTimer;
@@ -403,6 +403,15 @@ impl ScriptEngine {
     /// Starts a request; its completion comes from `poll` under the returned id. A URL that cannot be
     /// requested (no host, a bad URL) is an error at once.
     pub fn submit(&self, r: ScriptRequest) -> Result<u64, String> {
+        // What `squall bench` rejects on its command line is rejected here too: a CR or LF in a
+        // script's header or method would put another header, or request, on the wire.
+        check_method(&r.method)?;
+        check_headers(&r.headers)?;
+        if let Some((name, _)) =
+            r.cookies.iter().find(|(n, v)| !n.bytes().chain(v.bytes()).all(|b| b.is_ascii_graphic() && b != b';'))
+        {
+            return Err(format!("invalid cookie {name:?}"));
+        }
         let known = self.engine.known_url(&r.base, &r.url)?;
         let id = self.next_id();
         let user = r.user;
@@ -543,8 +552,12 @@ impl ScriptEngine {
     }
 
     /// Sets a cookie in the user's jar (`domain` empty: sent to every host).
-    pub fn set_cookie(&self, user: u64, name: &str, value: &str, domain: &str) {
+    pub fn set_cookie(&self, user: u64, name: &str, value: &str, domain: &str) -> Result<(), String> {
+        if name.is_empty() || !name.bytes().chain(value.bytes()).all(|b| b.is_ascii_graphic() && b != b';') {
+            return Err(format!("invalid cookie {name:?}: names and values are visible ASCII without ';'"));
+        }
         self.engine.jars.borrow_mut().entry(user).or_default().set(name, value, domain);
+        Ok(())
     }
 
     /// Removes the user's cookies named `name` (all when None).
