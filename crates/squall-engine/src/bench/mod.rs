@@ -11,9 +11,9 @@ use crate::http::request::RequestSpec;
 use crate::net::{tls, Connector};
 use crate::run::schedule::{self, Schedule};
 use crate::run::{self, Load, Progress, Run, RunCore};
+use crate::stats;
 use crate::stats::lag::{Lag, ScheduleReport};
 use crate::stats::result::{self, RunResult};
-use crate::stats::{self, FailureKind};
 use crate::types::{StartError, StopReason};
 pub use config::BenchConfig;
 use std::collections::HashMap;
@@ -68,7 +68,8 @@ impl Bench {
 /// Checks the configuration, resolves and (by default) connects to the target once, then starts.
 pub fn start(cfg: BenchConfig, body: Vec<u8>) -> Result<Run<Bench>, StartError> {
     cfg.validate().map_err(StartError::Usage)?;
-    let mut spec = RequestSpec::new(&cfg, body).map_err(StartError::Usage)?;
+    let mut spec = RequestSpec::new(&cfg.url, &cfg.method, &cfg.headers, cfg.name.as_deref(), cfg.keepalive, body)
+        .map_err(StartError::Usage)?;
     let h2_template = if cfg.http2 { Some(request_template(&spec).map_err(StartError::Usage)?) } else { None };
     spec.resolve().map_err(StartError::Target)?;
     let alpn: &[&[u8]] = if cfg.http2 { &[b"h2"] } else { &[b"http/1.1"] };
@@ -136,17 +137,8 @@ fn preflight(connector: &Connector, spec: &RequestSpec, timeout: Duration, insec
         Ok(Err(f)) => Err(StartError::Target(format!(
             "cannot connect to {target}: {}{}",
             f.message(),
-            tls_hint(&f.kind, insecure)
+            tls::hint(&f.kind, insecure)
         ))),
-    }
-}
-
-/// The hint after a TLS failure, unless certificates are already not checked.
-pub fn tls_hint(kind: &FailureKind, insecure: bool) -> &'static str {
-    if *kind == FailureKind::Tls && !insecure {
-        " (use --insecure to skip certificate verification)"
-    } else {
-        ""
     }
 }
 

@@ -1,7 +1,6 @@
 //! The request a run sends and where it goes: URL checks, name resolution, the serialized HTTP/1.1
 //! request (built once, written as-is for every request).
 
-use crate::bench::config::BenchConfig;
 use crate::net::resolve;
 use std::net::SocketAddr;
 use url::Url;
@@ -36,23 +35,31 @@ pub fn parse_url(raw: &str) -> Result<Url, String> {
 }
 
 impl RequestSpec {
-    pub fn new(cfg: &BenchConfig, body: Vec<u8>) -> Result<Self, String> {
-        let url = parse_url(&cfg.url)?;
-        let method = cfg.method.to_ascii_uppercase();
-        check_method(&cfg.method)?;
-        check_headers(&cfg.headers)?;
+    /// The request to `url`; `name` (the stats name) defaults to the URL's path and query.
+    pub fn new(
+        url: &str,
+        method: &str,
+        headers: &[(String, String)],
+        name: Option<&str>,
+        keepalive: bool,
+        body: Vec<u8>,
+    ) -> Result<Self, String> {
+        let url = parse_url(url)?;
+        check_method(method)?;
+        check_headers(headers)?;
+        let method = method.to_ascii_uppercase();
         let host = url.host_str().unwrap().trim_matches(|c| c == '[' || c == ']').to_string();
         let https = url.scheme() == "https";
         let port = url.port_or_known_default().unwrap_or(if https { 443 } else { 80 });
-        let name = cfg.name.clone().unwrap_or_else(|| path_and_query(&url));
+        let name = name.map_or_else(|| path_and_query(&url), str::to_string);
         let mut spec = RequestSpec {
             https,
             addrs: Vec::new(),
             method,
             name,
-            headers: cfg.headers.clone(),
+            headers: headers.to_vec(),
             body,
-            keepalive: cfg.keepalive,
+            keepalive,
             h1_bytes: Vec::new(),
             host,
             port,
@@ -165,13 +172,13 @@ pub fn path_and_query(url: &Url) -> String {
 mod tests {
     use super::*;
 
-    fn cfg(url: &str) -> BenchConfig {
-        BenchConfig::from_json(&format!(r#"{{"url": "{url}", "requests": 1}}"#)).unwrap()
+    fn get(url: &str) -> Result<RequestSpec, String> {
+        RequestSpec::new(url, "GET", &[], None, true, vec![])
     }
 
     #[test]
     fn serializes_a_get() {
-        let spec = RequestSpec::new(&cfg("http://example.test:8080/a/b?x=1"), vec![]).unwrap();
+        let spec = get("http://example.test:8080/a/b?x=1").unwrap();
         let text = String::from_utf8(spec.h1_bytes).unwrap();
         assert!(text.starts_with("GET /a/b?x=1 HTTP/1.1\r\nHost: example.test:8080\r\n"), "{text}");
         assert!(text.ends_with("\r\n\r\n"));
@@ -181,11 +188,8 @@ mod tests {
 
     #[test]
     fn post_body_gets_length_and_user_headers_win() {
-        let mut c = cfg("https://example.test/");
-        c.method = "post".into();
-        c.headers = vec![("User-Agent".into(), "mine".into()), ("Content-Length".into(), "99".into())];
-        c.keepalive = false;
-        let spec = RequestSpec::new(&c, b"{}".to_vec()).unwrap();
+        let headers = [("User-Agent".into(), "mine".into()), ("Content-Length".into(), "99".into())];
+        let spec = RequestSpec::new("https://example.test/", "post", &headers, None, false, b"{}".to_vec()).unwrap();
         let text = String::from_utf8(spec.h1_bytes).unwrap();
         assert!(text.contains("User-Agent: mine\r\n") && !text.contains("squall/"));
         assert!(text.contains("Content-Length: 2\r\n") && !text.contains("99"));
@@ -199,9 +203,8 @@ mod tests {
         assert!(parse_url("localhost:8080").is_err());
         assert!(parse_url("ftp://x/").is_err());
         assert!(parse_url("http://").is_err());
-        let mut c = cfg("http://x/");
-        c.headers = vec![("Bad Name".into(), "v".into())];
-        assert!(RequestSpec::new(&c, vec![]).is_err());
+        assert!(RequestSpec::new("http://x/", "GET", &[("Bad Name".into(), "v".into())], None, true, vec![]).is_err());
+        assert!(get("http://x/").is_ok());
         assert!(check_headers(&[("X".into(), "a\r\nEvil: injected".into())]).is_err());
         assert!(check_method("GET / HTTP/1.1\r\nX:").is_err() && check_method("PATCH").is_ok());
     }

@@ -239,7 +239,7 @@ fn preflight(
                 Ok(())
             }
             Err(f) => {
-                let hint = crate::bench::tls_hint(&f.kind, cfg.insecure);
+                let hint = tls::hint(&f.kind, cfg.insecure);
                 Err(StartError::Target(format!("cannot connect to the broker at {host}:{port}: {}{hint}", f.message())))
             }
         }

@@ -1,10 +1,20 @@
 //! TLS client configuration (rustls with the ring provider and the Mozilla roots).
 
+use crate::stats::FailureKind;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
 use std::sync::Arc;
+
+/// The hint after a TLS failure, unless certificates are already not checked.
+pub fn hint(kind: &FailureKind, insecure: bool) -> &'static str {
+    if *kind == FailureKind::Tls && !insecure {
+        " (use --insecure to skip certificate verification)"
+    } else {
+        ""
+    }
+}
 
 pub fn client_config(insecure: bool, alpn: &[&[u8]]) -> Arc<ClientConfig> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
