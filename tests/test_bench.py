@@ -278,3 +278,25 @@ def test_timeouts_are_failures_and_the_run_goes_on(odd_server, tmp_path):
     # is for this shared machine's host, which can take the CPU away for a hundred milliseconds or more.
     assert r["aggregate"]["max_us"] < 400_000
     assert "request timed out" in p.stdout
+
+
+def test_the_live_stream_from_python_adds_up_to_the_result(nginx):
+    """The engine's per-second stream, as the dashboard, thresholds and remote drivers will read it:
+    each second once, in order, while the run goes on; together they hold what the result holds, and
+    nginx logged every one of those requests."""
+    from squall import _engine
+
+    nginx.reset_log()
+    config = {"url": nginx.url + "/", "rate": 300.0, "duration": 3.0, "connections": 10, "threads": 1}
+    run = _engine.Run.bench(config, b"")
+    seen = []
+    while not run.wait(0.0):
+        for second in run.seconds(len(seen), 0.2):
+            assert second["t"] == len(seen)
+            seen.append(sum(e["requests"] for e in second["endpoints"]))
+    assert len(seen) >= 2, seen  # published while the run went on
+    for second in run.seconds(len(seen), 0.0):  # and what the end published
+        seen.append(sum(e["requests"] for e in second["endpoints"]))
+    r = run.result()
+    assert r["aggregate"]["requests"] == sum(seen) == 900 == nginx.requests_logged()
+    assert [s["requests"] for s in r["timeseries"]] == seen[: len(r["timeseries"])]
