@@ -496,3 +496,42 @@ def test_header_and_method_injection_is_refused(odd_server, tmp_path):
     messages = " ".join(row["Message"] for row in exceptions(prefix))
     assert "invalid value for header" in messages and "invalid HTTP method" in messages, messages
     assert odd_server.served() == 0
+
+
+def test_script_requests_time_out_like_bench_requests(tmp_path):
+    """A server that accepts but never answers: each request ends at its `timeout=` (0.3 s) as a
+    failure, timed from its start; the watchdog that ends it looks every 10 ms, and the hub polls at
+    least every 100 ms, so each takes 0.3 s to 0.45 s."""
+    import socket
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(100)  # the kernel completes the handshakes; nobody reads
+    try:
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        prefix = tmp_path / "out"
+        p = squall(
+            "-f",
+            FILES / "timeouts.py",
+            "-H",
+            url,
+            "--headless",
+            "-u",
+            2,
+            "-r",
+            10,
+            "-t",
+            "2s",
+            "--csv",
+            prefix,
+            timeout=60,
+        )
+    finally:
+        silent.close()
+    assert p.returncode == 1, (p.stdout[-2000:], p.stderr[-2000:])
+    row = stats(prefix)["silent"]
+    assert int(row["Request Count"]) >= 4 and row["Failure Count"] == row["Request Count"], row
+    assert float(row["Min Response Time"]) >= 300 and float(row["Max Response Time"]) <= 450, row
+    assert exceptions(prefix) == []  # the responses said what the task expected
+    failures = list(csv.DictReader(open(f"{prefix}_failures.csv")))
+    assert [f["Error"] for f in failures] == ["request timed out"], failures

@@ -133,6 +133,25 @@ struct KnownUrl {
     name: Rc<str>,
 }
 
+/// A request in flight, as the watchdog and a stopping user see it.
+struct Running {
+    user: u64,
+    /// Cancels the request's task (its user stopped, or it timed out).
+    task: tokio::task::AbortHandle,
+    /// Its latency counts from here (an open-model iteration's intended start, else its submission).
+    begin: Instant,
+    /// Past this, the watchdog ends it as timed out.
+    deadline: Instant,
+    record: bool,
+    endpoint: EndpointId,
+    name: Rc<str>,
+    url: url::Url,
+}
+
+/// How often the watchdog looks for requests past their timeout. Like bench's watchdog, one scan of
+/// the requests in flight (at most one a user, usually) instead of a timer per request.
+const WATCH_TICK: Duration = Duration::from_millis(10);
+
 struct PreparedHead {
     method: String,
     url: String,
@@ -171,8 +190,10 @@ struct Engine {
     ready: Notify,
     /// Each MQTT user's connection task.
     mqtt: RefCell<HashMap<u64, UserTx>>,
-    /// Request tasks not yet completed: request id -> (user, handle to cancel it when its user stops).
-    running: RefCell<HashMap<u64, (u64, tokio::task::AbortHandle)>>,
+    /// Requests not yet completed, by id.
+    running: RefCell<HashMap<u64, Running>>,
+    /// When the watchdog last looked for requests past their timeout.
+    last_watch: Cell<Instant>,
     /// Requests cancelled unmeasured because their user stopped.
     cancelled: Cell<u64>,
     next_id: Cell<u64>,
@@ -377,6 +398,7 @@ impl ScriptEngine {
             ready: Notify::new(),
             mqtt: RefCell::default(),
             running: RefCell::default(),
+            last_watch: Cell::new(Instant::now()),
             cancelled: Cell::new(0),
             next_id: Cell::new(1),
             open: RefCell::new(None),
@@ -412,12 +434,18 @@ impl ScriptEngine {
         {
             return Err(format!("invalid cookie {name:?}"));
         }
-        let known = self.engine.known_url(&r.base, &r.url)?;
+        let engine = &self.engine;
+        let known = engine.known_url(&r.base, &r.url)?;
         let id = self.next_id();
         let user = r.user;
-        let begin = self.engine.open.borrow_mut().as_mut().and_then(|o| o.begins.remove(&user));
-        let task = self.local.spawn_local(run_request(self.engine.clone(), id, r, known, begin));
-        self.engine.running.borrow_mut().insert(id, (user, task.abort_handle()));
+        // The first request of an open-model iteration counts from the iteration's intended start.
+        let begin = engine.open.borrow_mut().as_mut().and_then(|o| o.begins.remove(&user)).unwrap_or_else(Instant::now);
+        let name: Rc<str> = r.name.as_deref().map_or_else(|| known.name.clone(), Rc::from);
+        let endpoint = engine.endpoint(&r.method, &name);
+        let (record, deadline, url) = (r.record, Instant::now() + r.timeout, known.url.clone());
+        let task = self.local.spawn_local(run_request(engine.clone(), id, r, known, begin, endpoint, name.clone()));
+        let running = Running { user, task: task.abort_handle(), begin, deadline, record, endpoint, name, url };
+        engine.running.borrow_mut().insert(id, running);
         Ok(id)
     }
 
@@ -445,6 +473,10 @@ impl ScriptEngine {
             }));
         }
         let now = Instant::now();
+        if now.duration_since(engine.last_watch.get()) >= WATCH_TICK {
+            engine.last_watch.set(now);
+            self.time_out(now);
+        }
         if let Some(open) = engine.open.borrow_mut().as_mut() {
             let OpenModel { arrivals, due, .. } = open;
             arrivals.take_due(now.saturating_duration_since(start).as_secs_f64(), due);
@@ -493,6 +525,33 @@ impl ScriptEngine {
         }
     }
 
+    /// Ends the requests past their timeout: each is cancelled (its connection closes) and counted
+    /// as a failure, "request timed out", with its time so far.
+    fn time_out(&self, now: Instant) {
+        let engine = &self.engine;
+        let expired: Vec<u64> =
+            engine.running.borrow().iter().filter(|(_, r)| r.deadline <= now).map(|(id, _)| *id).collect();
+        for id in expired {
+            let Some(r) = engine.running.borrow_mut().remove(&id) else { continue };
+            r.task.abort();
+            let elapsed = now.saturating_duration_since(r.begin);
+            let failure = Failure::new(FailureKind::Timeout, "");
+            let error = Some(failure.message());
+            if r.record {
+                engine.recorder.borrow_mut().record(now, r.endpoint, elapsed, &Outcome::Failed(failure));
+            }
+            let (url, name) = (r.url.to_string(), r.name.to_string());
+            engine.push(Completion {
+                id,
+                elapsed_us: elapsed.as_micros() as u64,
+                error,
+                url,
+                name,
+                ..Completion::default()
+            });
+        }
+    }
+
     /// MQTT messages that arrived for scripted users since the last call.
     pub fn messages(&self) -> Vec<Message> {
         std::mem::take(&mut *self.engine.messages.borrow_mut())
@@ -530,10 +589,10 @@ impl ScriptEngine {
     /// Locust), counted as abandoned.
     pub fn close_user(&self, user: u64) {
         let engine = &self.engine;
-        engine.running.borrow_mut().retain(|_, (u, task)| {
-            let theirs = *u == user;
+        engine.running.borrow_mut().retain(|_, r| {
+            let theirs = r.user == user;
             if theirs {
-                task.abort();
+                r.task.abort();
                 engine.cancelled.set(engine.cancelled.get() + 1);
             }
             !theirs
@@ -605,8 +664,8 @@ impl ScriptEngine {
         core.set_reason(reason);
         let duration = core.elapsed();
         let abandoned = engine.cancelled.get() + engine.running.borrow().len() as u64;
-        for (_, (_, task)) in engine.running.borrow_mut().drain() {
-            task.abort();
+        for (_, r) in engine.running.borrow_mut().drain() {
+            r.task.abort();
         }
         engine.mqtt.borrow_mut().clear(); // MQTT users say goodbye
         rt.block_on(local.run_until(async {
@@ -656,23 +715,24 @@ impl ScriptEngine {
     }
 }
 
-async fn run_request(engine: Rc<Engine>, id: u64, r: ScriptRequest, known: KnownUrl, begin: Option<Instant>) {
-    // The first request of an open-model iteration counts from the iteration's intended start.
-    let begin = begin.unwrap_or_else(Instant::now);
-    let result = match tokio::time::timeout(r.timeout, follow(&engine, &r, known.clone())).await {
-        Ok(result) => result,
-        Err(_) => Err(Failure::new(FailureKind::Timeout, "")),
-    };
+async fn run_request(
+    engine: Rc<Engine>,
+    id: u64,
+    r: ScriptRequest,
+    known: KnownUrl,
+    begin: Instant,
+    endpoint: EndpointId,
+    name: Rc<str>,
+) {
+    let result = follow(&engine, &r, &known).await;
     let now = Instant::now();
     let elapsed = now.saturating_duration_since(begin);
-    let name = r.name.clone().unwrap_or_else(|| known.name.to_string());
     let completion = match result {
         Ok((mut resp, url)) => {
             if r.record {
                 let outcome =
                     Outcome::Response { status: resp.status, body_bytes: resp.body_bytes, wire_bytes: resp.wire_bytes };
-                let ep = engine.endpoint(&r.method, &name);
-                engine.recorder.borrow_mut().record(now, ep, elapsed, &outcome);
+                engine.recorder.borrow_mut().record(now, endpoint, elapsed, &outcome);
             }
             Completion {
                 id,
@@ -682,21 +742,20 @@ async fn run_request(engine: Rc<Engine>, id: u64, r: ScriptRequest, known: Known
                 elapsed_us: elapsed.as_micros() as u64,
                 error: None,
                 url,
-                name,
+                name: name.to_string(),
             }
         }
         Err(failure) => {
             let error = failure.message();
             if r.record {
-                let ep = engine.endpoint(&r.method, &name);
-                engine.recorder.borrow_mut().record(now, ep, elapsed, &Outcome::Failed(failure));
+                engine.recorder.borrow_mut().record(now, endpoint, elapsed, &Outcome::Failed(failure));
             }
             Completion {
                 id,
                 elapsed_us: elapsed.as_micros() as u64,
                 error: Some(error),
                 url: known.url.to_string(),
-                name,
+                name: name.to_string(),
                 ..Completion::default()
             }
         }
@@ -708,8 +767,8 @@ async fn run_request(engine: Rc<Engine>, id: u64, r: ScriptRequest, known: Known
 /// The request, and the redirects it leads to when asked to follow them. Returns the final response
 /// and its URL. Cookies set along the way go into the user's jar (and so with the following hops);
 /// an `Authorization` header is not sent on to another host, nor from https to http.
-async fn follow(engine: &Engine, r: &ScriptRequest, first: KnownUrl) -> Result<(Response, String), Failure> {
-    let KnownUrl { mut url, mut origin, .. } = first;
+async fn follow(engine: &Engine, r: &ScriptRequest, first: &KnownUrl) -> Result<(Response, String), Failure> {
+    let (mut url, mut origin) = (std::borrow::Cow::Borrowed(&first.url), first.origin);
     let (mut method, mut body) = (r.method.as_str(), std::borrow::Cow::Borrowed(&r.body[..]));
     let mut headers = std::borrow::Cow::Borrowed(&r.headers[..]);
     let mut hops = 0;
@@ -746,7 +805,7 @@ async fn follow(engine: &Engine, r: &ScriptRequest, first: KnownUrl) -> Result<(
             headers.to_mut().retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
         }
         let known = engine.remember(next);
-        (url, origin) = (known.url, known.origin);
+        (url, origin) = (std::borrow::Cow::Owned(known.url), known.origin);
         // As browsers and python-requests do: 303 always, and 301/302 after a POST, become a GET.
         if resp.status == 303 || (matches!(resp.status, 301 | 302) && method == "POST") {
             method = "GET";
