@@ -535,3 +535,12 @@ def test_script_requests_time_out_like_bench_requests(tmp_path):
     assert exceptions(prefix) == []  # the responses said what the task expected
     failures = list(csv.DictReader(open(f"{prefix}_failures.csv")))
     assert [f["Error"] for f in failures] == ["request timed out"], failures
+
+
+def test_the_command_line_host_wins_over_the_class_host(odd_server, tmp_path):
+    """As in Locust, -H replaces a User class's own `host`: a file written against production and run
+    with -H pointing elsewhere must not load production."""
+    p, prefix = run_file("host_override.py", odd_server, tmp_path, run_time="1s")
+    assert exceptions(prefix) == [] and int(stats(prefix)["/ok"]["Request Count"]) > 0
+    n = int(stats(prefix)["/ok"]["Request Count"])
+    assert n <= odd_server.served() <= n + 1  # one may be in flight when the run ends

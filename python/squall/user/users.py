@@ -76,5 +76,9 @@ class HttpUser(User):
 
     def __init__(self, environment: Environment) -> None:
         super().__init__(environment)
-        host = self.host or environment.host
-        self.client = HttpSession(host, self.user_id, self.hub, environment)
+        # As in Locust, the command line's host (-H, or the config's) wins over the class's: a file written
+        # against production and run with -H staging must load staging. An mqtt:// host is the MQTT users'.
+        given = environment.host
+        if given and not given.startswith(("mqtt://", "mqtts://")):
+            self.host = given
+        self.client = HttpSession(self.host, self.user_id, self.hub, environment)
