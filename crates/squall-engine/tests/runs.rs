@@ -133,7 +133,8 @@ fn the_live_stream_publishes_every_second_once_and_adds_up_to_the_result() {
     assert_eq!(r.aggregate.summary.requests, 1200);
     let per_second: Vec<u64> = r.timeseries.iter().map(|s| s.summary.requests).collect();
     // What the stream showed is what the result holds for those seconds (none came late on loopback),
-    // and a full second of a 400/s schedule holds 400 completions give or take the ones in flight.
+    // and a full second of a 400/s schedule holds about 400 completions (a starved host shifts some
+    // into the next second; the total above is exact).
     assert_eq!(per_second[..seen.len()], seen[..], "{per_second:?} {seen:?}");
-    assert!((390..=410).contains(&per_second[1]), "{per_second:?}");
+    assert!((300..=500).contains(&per_second[1]), "{per_second:?}");
 }
