@@ -454,12 +454,11 @@ impl ScriptEngine {
     /// Live totals per endpoint, then the aggregate (method "", name "Aggregated"): dicts with the
     /// method, name and summary.
     fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let rows: Vec<EndpointView> = Vec::new();
         let snap = self.engine()?.snapshot();
-        let mut rows = rows;
-        for e in &snap {
-            rows.push(EndpointView { method: &e.method, name: &e.name, summary: e.summary.clone() });
-        }
+        let rows: Vec<EndpointView> = snap
+            .iter()
+            .map(|e| EndpointView { method: &e.method, name: &e.name, summary: e.summary.clone() })
+            .collect();
         Ok(pythonize(py, &rows)?)
     }
 

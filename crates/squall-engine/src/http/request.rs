@@ -118,9 +118,21 @@ pub fn authority(url: &Url) -> String {
 /// A whole HTTP/1.1 request. User headers replace squall's defaults of the same name; squall sets
 /// Content-Length from the body and Connection from `keepalive`.
 pub fn serialize_h1(method: &str, url: &Url, headers: &[(String, String)], body: &[u8], keepalive: bool) -> Vec<u8> {
-    use std::io::Write;
     let mut out = serialize_h1_head(method, url, headers);
-    if !body.is_empty() || matches!(method, "POST" | "PUT" | "PATCH") {
+    finish_h1(&mut out, method, body, keepalive);
+    out
+}
+
+/// Whether a request carries Content-Length: it has a body, or its method expects one.
+pub fn needs_length(method: &str, body: &[u8]) -> bool {
+    !body.is_empty() || matches!(method, "POST" | "PUT" | "PATCH")
+}
+
+/// Ends a request whose head (`serialize_h1_head`, and any per-request headers) is in `out`:
+/// Content-Length, Connection when not kept alive, the blank line, the body.
+pub fn finish_h1(out: &mut Vec<u8>, method: &str, body: &[u8], keepalive: bool) {
+    use std::io::Write;
+    if needs_length(method, body) {
         let _ = write!(out, "Content-Length: {}\r\n", body.len());
     }
     if !keepalive {
@@ -128,7 +140,6 @@ pub fn serialize_h1(method: &str, url: &Url, headers: &[(String, String)], body:
     }
     out.extend_from_slice(b"\r\n");
     out.extend_from_slice(body);
-    out
 }
 
 /// The request line and headers, without Content-Length, Connection and the blank line: the part of

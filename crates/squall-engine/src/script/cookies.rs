@@ -3,6 +3,15 @@
 //! by domain only (a cookie set by host A is never sent to host B); paths, `Secure` and expiry dates
 //! other than deletion (`Max-Age=0`, an empty value with a past `Expires`) are not tracked.
 
+/// A cookie the script gives (`cookies=`, or `self.client.cookies[name] = value`) goes into a Cookie
+/// header as it is: its name and value must be visible ASCII without ';' (a CR or LF would inject).
+pub fn check(name: &str, value: &str) -> Result<(), String> {
+    if name.is_empty() || !name.bytes().chain(value.bytes()).all(|b| b.is_ascii_graphic() && b != b';') {
+        return Err(format!("invalid cookie {name:?}: names and values are visible ASCII without ';'"));
+    }
+    Ok(())
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cookie {
     pub name: String,

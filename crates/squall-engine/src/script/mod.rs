@@ -21,7 +21,9 @@ pub mod cookies;
 
 use crate::http::h1::{H1Conn, Response};
 use crate::http::h2::{build_request, H2Conn};
-use crate::http::request::{check_headers, check_method, parse_url, path_and_query, serialize_h1_head};
+use crate::http::request::{
+    check_headers, check_method, finish_h1, needs_length, parse_url, path_and_query, serialize_h1_head,
+};
 use crate::mqtt::script::{Event, Op, Sink, UserTx};
 use crate::net::{tls, Connector};
 use crate::run::clock::AsyncTimer;
@@ -171,7 +173,6 @@ struct Engine {
     core: Arc<RunCore>,
     /// name -> [(method, id)]: looked up by &str, so a request allocates nothing to find its endpoint.
     endpoints: RefCell<HashMap<String, Vec<(String, EndpointId)>>>,
-    names: RefCell<Vec<(String, String)>>,
     /// base -> url -> parsed.
     urls: RefCell<HashMap<String, HashMap<String, KnownUrl>>>,
     origins: RefCell<Vec<Origin>>,
@@ -243,10 +244,7 @@ impl Engine {
                 return id;
             }
         }
-        let mut names = self.names.borrow_mut();
-        let id = names.len();
-        names.push((method.to_string(), name.to_string()));
-        self.core.timeline.add_name(method, name);
+        let id = self.core.timeline.add_name(method, name);
         self.endpoints.borrow_mut().entry(name.to_string()).or_default().push((method.to_string(), id));
         id
     }
@@ -350,12 +348,7 @@ impl Engine {
             out.extend_from_slice(c.as_bytes());
             out.extend_from_slice(b"\r\n");
         }
-        if !body.is_empty() || matches!(method, "POST" | "PUT" | "PATCH") {
-            use std::io::Write;
-            let _ = write!(out, "Content-Length: {}\r\n", body.len());
-        }
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(body);
+        finish_h1(&mut out, method, body, true);
         out
     }
 }
@@ -384,7 +377,6 @@ impl ScriptEngine {
             recorder: RefCell::new(Recorder::new(core.timeline.clone())),
             core,
             endpoints: RefCell::default(),
-            names: RefCell::default(),
             urls: RefCell::default(),
             origins: RefCell::default(),
             heads: RefCell::default(),
@@ -429,10 +421,8 @@ impl ScriptEngine {
         // script's header or method would put another header, or request, on the wire.
         check_method(&r.method)?;
         check_headers(&r.headers)?;
-        if let Some((name, _)) =
-            r.cookies.iter().find(|(n, v)| !n.bytes().chain(v.bytes()).all(|b| b.is_ascii_graphic() && b != b';'))
-        {
-            return Err(format!("invalid cookie {name:?}"));
+        for (name, value) in &r.cookies {
+            cookies::check(name, value)?;
         }
         let engine = &self.engine;
         let known = engine.known_url(&r.base, &r.url)?;
@@ -612,9 +602,7 @@ impl ScriptEngine {
 
     /// Sets a cookie in the user's jar (`domain` empty: sent to every host).
     pub fn set_cookie(&self, user: u64, name: &str, value: &str, domain: &str) -> Result<(), String> {
-        if name.is_empty() || !name.bytes().chain(value.bytes()).all(|b| b.is_ascii_graphic() && b != b';') {
-            return Err(format!("invalid cookie {name:?}: names and values are visible ASCII without ';'"));
-        }
+        cookies::check(name, value)?;
         self.engine.jars.borrow_mut().entry(user).or_default().set(name, value, domain);
         Ok(())
     }
@@ -638,13 +626,14 @@ impl ScriptEngine {
         let summary = |s: &stats::EndpointStats| result::summarize_stats(s);
         let mut all = stats::EndpointStats::default();
         let mut rows: Vec<EndpointSnapshot> = engine
-            .names
-            .borrow()
-            .iter()
+            .core
+            .timeline
+            .names()
+            .into_iter()
             .zip(recorder.totals.iter())
             .map(|((method, name), s)| {
                 all.merge(s);
-                EndpointSnapshot { method: method.clone(), name: name.clone(), summary: summary(s) }
+                EndpointSnapshot { method, name, summary: summary(s) }
             })
             .collect();
         rows.push(EndpointSnapshot { method: String::new(), name: "Aggregated".into(), summary: summary(&all) });
@@ -702,7 +691,7 @@ impl ScriptEngine {
                 keepalive: true,
                 timeout_s: 0.0,
             },
-            names: engine.names.into_inner(),
+            names: core.timeline.names(),
             schedule,
             reason: core.reason(),
             duration,
@@ -841,7 +830,7 @@ async fn exchange(
             all.push(("cookie".into(), c.to_string()));
         }
         let has_length = headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-length"));
-        if !has_length && (!body.is_empty() || matches!(method, "POST" | "PUT" | "PATCH")) {
+        if !has_length && needs_length(method, body) {
             all.push(("content-length".into(), body.len().to_string()));
         }
         let req = build_request(method, url, &all).map_err(|m| Failure::new(FailureKind::Protocol, m))?;
