@@ -290,13 +290,24 @@ def test_the_live_stream_from_python_adds_up_to_the_result(nginx):
     config = {"url": nginx.url + "/", "rate": 300.0, "duration": 3.0, "connections": 10, "threads": 1}
     run = _engine.Run.bench(config, b"")
     seen = []
+    cursor = 0
     while not run.wait(0.0):
-        for second in run.seconds(len(seen), 0.2):
+        live = run.live(cursor, 0.2)
+        for second in live["timeseries"]:
             assert second["t"] == len(seen)
-            seen.append(sum(e["requests"] for e in second["endpoints"]))
+            assert second["requests"] == sum(e["requests"] for e in second["endpoints"])
+            seen.append(second["requests"])
+        cursor = live["cursor"]
+        # The live totals are the published seconds added up, exact percentiles included.
+        assert live["totals"]["aggregate"]["requests"] == sum(seen)
     assert len(seen) >= 2, seen  # published while the run went on
-    for second in run.seconds(len(seen), 0.0):  # and what the end published
-        seen.append(sum(e["requests"] for e in second["endpoints"]))
+    live = run.live(cursor, 0.0)  # and what the end published
+    seen += [second["requests"] for second in live["timeseries"]]
+    totals = live["totals"]
     r = run.result()
     assert r["aggregate"]["requests"] == sum(seen) == 900 == nginx.requests_logged()
+    assert totals["aggregate"]["requests"] == 900 and totals["endpoints"][0]["status_codes"] == {"200": 900}
+    assert totals["aggregate"]["percentiles_us"] == r["aggregate"]["percentiles_us"]
+    assert totals["aggregate"]["spectrum"] == r["aggregate"]["spectrum"]
+    assert r["timeseries"][-1]["cumulative"]["requests"] == 900
     assert [s["requests"] for s in r["timeseries"]] == seen[: len(r["timeseries"])]

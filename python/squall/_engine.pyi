@@ -42,8 +42,11 @@ class Run:
         """End the run early; the result keeps what was measured."""
     def wait(self, timeout: float) -> bool:
         """Wait up to `timeout` seconds; True once the run has finished."""
-    def seconds(self, cursor: int, timeout: float) -> list[dict[str, Any]]:
-        """The live stream: seconds published from `cursor` on, each {t, users, endpoints: [...]}."""
+    def live(self, cursor: int, timeout: float) -> dict[str, Any]:
+        """The live stream and totals: `{cursor, timeseries, totals}`; `timeseries` holds the seconds
+        published from `cursor` on (waiting up to `timeout` for one), shaped as the result's, and
+        `totals` the aggregate, endpoints and errors so far (since the last `reset_totals`)."""
+    def reset_totals(self) -> None: ...
     def result(self) -> dict[str, Any]:
         """The result document; waits for the end of the run. Once only."""
 
@@ -129,10 +132,9 @@ class ScriptEngine:
     def set_users(self, users: int) -> None: ...
     def counts(self) -> tuple[int, int]:
         """(completed, failed) so far."""
-    def snapshot(self) -> list[dict[str, Any]]:
-        """Live totals per endpoint, then the aggregate (method "", name "Aggregated")."""
-    def seconds(self, cursor: int) -> list[dict[str, Any]]:
-        """The live stream: seconds published from `cursor` on."""
+    def live(self, cursor: int) -> dict[str, Any]:
+        """The live stream and totals (see `Run.live`); never waits."""
+    def reset_totals(self) -> None: ...
     def finish(self, reason: str, url: str) -> dict[str, Any]:
         """Ends the run; returns the result document."""
 

@@ -9,10 +9,9 @@ use pyo3::types::{PyBytes, PyDict};
 use pythonize::{depythonize, pythonize};
 use squall_engine::mqtt::codec::Version;
 use squall_engine::mqtt::script::{Op, OwnedHello};
-use squall_engine::run::{Load, Progress as EngineProgress, Run as EngineRun};
+use squall_engine::run::{Load, Progress as EngineProgress, Run as EngineRun, RunCore};
 use squall_engine::script::{ScriptEngine as Engine, ScriptOptions, ScriptRequest, Verdict};
-use squall_engine::stats::result::{self, RunResult, Summary};
-use squall_engine::stats::stream::Second;
+use squall_engine::stats::result::{self, RunResult};
 use squall_engine::{BenchConfig, StartError, StopReason};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -25,7 +24,7 @@ trait RunHandle: Send + Sync {
     fn progress(&self) -> EngineProgress;
     fn stop(&self);
     fn is_finished(&self) -> bool;
-    fn seconds_since(&self, cursor: u64, timeout: Duration) -> (Vec<Arc<Second>>, Vec<(String, String)>);
+    fn core(&self) -> &Arc<RunCore>;
     fn wait(self: Box<Self>) -> RunResult;
 }
 
@@ -39,8 +38,8 @@ impl<L: Load> RunHandle for EngineRun<L> {
     fn is_finished(&self) -> bool {
         EngineRun::is_finished(self)
     }
-    fn seconds_since(&self, cursor: u64, timeout: Duration) -> (Vec<Arc<Second>>, Vec<(String, String)>) {
-        (EngineRun::seconds_since(self, cursor, timeout), self.core().timeline.names())
+    fn core(&self) -> &Arc<RunCore> {
+        EngineRun::core(self)
     }
     fn wait(self: Box<Self>) -> RunResult {
         EngineRun::wait(*self)
@@ -140,15 +139,23 @@ impl Run {
         })
     }
 
-    /// The live stream: the seconds published from `cursor` on (waiting up to `timeout` for one), each
-    /// a dict: t, users, and per endpoint its summary for that second.
-    fn seconds<'py>(&self, py: Python<'py>, cursor: u64, timeout: f64) -> PyResult<Bound<'py, PyAny>> {
-        let (seconds, names) = {
-            let guard = self.run.lock().unwrap();
-            let run = guard.as_ref().ok_or_else(|| PyRuntimeError::new_err("the run's result was taken"))?;
-            py.detach(|| run.seconds_since(cursor, Duration::from_secs_f64(timeout.max(0.0))))
-        };
-        seconds_to_py(py, &seconds, &names)
+    /// The live stream from `cursor` on (waiting up to `timeout` for a new second) and the live totals:
+    /// a dict `{cursor, timeseries, totals}` (see `live_to_py`).
+    fn live<'py>(&self, py: Python<'py>, cursor: u64, timeout: f64) -> PyResult<Bound<'py, PyAny>> {
+        let guard = self.run.lock().unwrap();
+        let run = guard.as_ref().ok_or_else(|| PyRuntimeError::new_err("the run's result was taken"))?;
+        let core = run.core().clone();
+        drop(guard);
+        py.detach(|| core.timeline.seconds_since(cursor, Duration::from_secs_f64(timeout.max(0.0))));
+        live_to_py(py, &core, cursor)
+    }
+
+    /// Starts the live totals afresh (the dashboard's "reset stats"); the result keeps everything.
+    fn reset_totals(&self) -> PyResult<()> {
+        let guard = self.run.lock().unwrap();
+        let run = guard.as_ref().ok_or_else(|| PyRuntimeError::new_err("the run's result was taken"))?;
+        run.core().timeline.reset_totals();
+        Ok(())
     }
 
     /// Waits for the end of the run and returns its result document.
@@ -160,43 +167,32 @@ impl Run {
 }
 
 #[derive(serde::Serialize)]
-struct SecondView<'a> {
-    t: u64,
-    users: u64,
-    endpoints: Vec<EndpointView<'a>>,
+struct LiveView {
+    /// Seconds published so far: the cursor of the next call.
+    cursor: u64,
+    timeseries: Vec<result::SecondReport>,
+    totals: TotalsView,
 }
 
 #[derive(serde::Serialize)]
-struct EndpointView<'a> {
-    method: &'a str,
-    name: &'a str,
-    #[serde(flatten)]
-    summary: Summary,
+struct TotalsView {
+    aggregate: result::EndpointReport,
+    endpoints: Vec<result::EndpointReport>,
+    errors: Vec<result::ErrorReport>,
 }
 
-fn seconds_to_py<'py>(
-    py: Python<'py>,
-    seconds: &[Arc<Second>],
-    names: &[(String, String)],
-) -> PyResult<Bound<'py, PyAny>> {
-    let views: Vec<SecondView> = seconds
-        .iter()
-        .map(|s| SecondView {
-            t: s.t,
-            users: s.users,
-            endpoints: s
-                .endpoints
-                .iter()
-                .enumerate()
-                .filter(|(_, e)| e.requests > 0)
-                .map(|(i, e)| {
-                    let (method, name) = names.get(i).map_or(("", ""), |(m, n)| (m.as_str(), n.as_str()));
-                    EndpointView { method, name, summary: result::summarize_stats(e) }
-                })
-                .collect(),
-        })
-        .collect();
-    Ok(pythonize(py, &views)?)
+/// The seconds published from `cursor` on, as the result's time series has them, and the live totals.
+fn live_to_py<'py>(py: Python<'py>, core: &RunCore, cursor: u64) -> PyResult<Bound<'py, PyAny>> {
+    let timeline = &core.timeline;
+    let names = timeline.names();
+    let seconds = timeline.seconds_since(cursor, Duration::ZERO);
+    let t = result::live_totals(&timeline.totals(), &names);
+    let view = LiveView {
+        cursor: cursor + seconds.len() as u64,
+        timeseries: seconds.iter().map(|s| result::live_second(s, &names, core.start_unix)).collect(),
+        totals: TotalsView { aggregate: t.aggregate, endpoints: t.endpoints, errors: t.errors },
+    };
+    Ok(pythonize(py, &view)?)
 }
 
 /// Starts a run on its own thread (resolving and connecting can take up to the timeout) while this
@@ -451,22 +447,14 @@ impl ScriptEngine {
         Ok(self.engine()?.counts())
     }
 
-    /// Live totals per endpoint, then the aggregate (method "", name "Aggregated"): dicts with the
-    /// method, name and summary.
-    fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let snap = self.engine()?.snapshot();
-        let rows: Vec<EndpointView> = snap
-            .iter()
-            .map(|e| EndpointView { method: &e.method, name: &e.name, summary: e.summary.clone() })
-            .collect();
-        Ok(pythonize(py, &rows)?)
+    /// The live stream and totals (see `Run.live`); never waits.
+    fn live<'py>(&self, py: Python<'py>, cursor: u64) -> PyResult<Bound<'py, PyAny>> {
+        live_to_py(py, self.engine()?.core(), cursor)
     }
 
-    /// The live stream: seconds published from `cursor` on (see `Run.seconds`); never waits.
-    fn seconds<'py>(&self, py: Python<'py>, cursor: u64) -> PyResult<Bound<'py, PyAny>> {
-        let core = self.engine()?.core();
-        let seconds = core.timeline.seconds_since(cursor, Duration::ZERO);
-        seconds_to_py(py, &seconds, &core.timeline.names())
+    fn reset_totals(&self) -> PyResult<()> {
+        self.engine()?.core().timeline.reset_totals();
+        Ok(())
     }
 
     /// Ends the run (`reason`: completed, duration or interrupted); returns the result document.

@@ -30,8 +30,8 @@ use crate::run::clock::AsyncTimer;
 use crate::run::schedule::{Arrival, Arrivals};
 use crate::run::RunCore;
 use crate::stats::lag::{Lag, ScheduleReport};
-use crate::stats::result::{self, LoadReport, RunResult, Summary};
-use crate::stats::{self, EndpointId, Failure, FailureKind, Outcome, Recorder};
+use crate::stats::result::{self, LoadReport, RunResult};
+use crate::stats::{EndpointId, Failure, FailureKind, Outcome, Recorder};
 use crate::types::StopReason;
 use bytes::Bytes;
 use cookies::Jar;
@@ -94,13 +94,6 @@ pub struct Verdict {
     pub status: u16,
     pub body_bytes: u64,
     pub failure: Option<String>,
-}
-
-/// Live totals of one endpoint, for the periodic console table.
-pub struct EndpointSnapshot {
-    pub method: String,
-    pub name: String,
-    pub summary: Summary,
 }
 
 /// An MQTT message that arrived for a scripted user's subscription.
@@ -617,27 +610,6 @@ impl ScriptEngine {
     /// The number of users now (the run's users gauge).
     pub fn set_users(&self, users: u64) {
         self.engine.core.timeline.set_users(users);
-    }
-
-    /// Live totals per endpoint, then the aggregate (method "", name "Aggregated").
-    pub fn snapshot(&self) -> Vec<EndpointSnapshot> {
-        let engine = &self.engine;
-        let recorder = engine.recorder.borrow();
-        let summary = |s: &stats::EndpointStats| result::summarize_stats(s);
-        let mut all = stats::EndpointStats::default();
-        let mut rows: Vec<EndpointSnapshot> = engine
-            .core
-            .timeline
-            .names()
-            .into_iter()
-            .zip(recorder.totals.iter())
-            .map(|((method, name), s)| {
-                all.merge(s);
-                EndpointSnapshot { method, name, summary: summary(s) }
-            })
-            .collect();
-        rows.push(EndpointSnapshot { method: String::new(), name: "Aggregated".into(), summary: summary(&all) });
-        rows
     }
 
     /// (completed, failed) so far.

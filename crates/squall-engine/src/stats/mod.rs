@@ -258,6 +258,8 @@ pub struct Recorder {
     second_idx: u64,
     second: Vec<EndpointStats>,
     pub errors: HashMap<ErrorKey, ErrorEntry>,
+    /// The current second's errors, for the timeline's live totals.
+    second_errors: HashMap<ErrorKey, ErrorEntry>,
     pub connect: Histogram<u64>,
     timeline: Arc<Timeline>,
     live: Arc<LiveCounters>,
@@ -273,6 +275,7 @@ impl Recorder {
             second_idx: 0,
             second: Vec::new(),
             errors: HashMap::new(),
+            second_errors: HashMap::new(),
             connect: new_histogram(),
             timeline,
             live,
@@ -304,14 +307,7 @@ impl Recorder {
         };
         if let Some(failure) = failure {
             self.live.failed.fetch_add(1, Ordering::Relaxed);
-            let at = self.since_start(now).as_micros() as u64;
-            self.errors
-                .entry(ErrorKey { endpoint, failure })
-                .and_modify(|e| {
-                    e.count += 1;
-                    e.last_us = at;
-                })
-                .or_insert(ErrorEntry { count: 1, first_us: at, last_us: at });
+            self.note_error(now, ErrorKey { endpoint, failure }, 1);
         }
     }
 
@@ -342,14 +338,23 @@ impl Recorder {
             stats[endpoint].failures += n;
         }
         self.live.failed.fetch_add(n, Ordering::Relaxed);
+        self.note_error(now, ErrorKey { endpoint, failure }, n);
+    }
+
+    /// Counts `n` failures of one kind in the totals and in the current second.
+    fn note_error(&mut self, now: Instant, key: ErrorKey, n: u64) {
         let at = self.since_start(now).as_micros() as u64;
-        self.errors
-            .entry(ErrorKey { endpoint, failure })
-            .and_modify(|e| {
-                e.count += n;
-                e.last_us = at;
-            })
-            .or_insert(ErrorEntry { count: n, first_us: at, last_us: at });
+        for errors in [&mut self.second_errors, &mut self.errors] {
+            match errors.get_mut(&key) {
+                Some(e) => {
+                    e.count += n;
+                    e.last_us = at;
+                }
+                None => {
+                    errors.insert(key.clone(), ErrorEntry { count: n, first_us: at, last_us: at });
+                }
+            }
+        }
     }
 
     pub fn timeline(&self) -> &Arc<Timeline> {
@@ -381,7 +386,7 @@ impl Recorder {
         if self.second.iter().any(|s| s.requests > 0) {
             let filled = self.second.len();
             let done = std::mem::replace(&mut self.second, Vec::with_capacity(filled));
-            self.timeline.push(self.second_idx, done);
+            self.timeline.push(self.second_idx, done, std::mem::take(&mut self.second_errors));
         }
     }
 }

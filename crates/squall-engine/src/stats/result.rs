@@ -3,7 +3,8 @@
 //! serialized losslessly (HdrHistogram V2 + deflate, base64) so results can be merged later.
 
 use crate::stats::lag::ScheduleReport;
-use crate::stats::stream::AllSeconds;
+pub use crate::stats::stream::Cumulative;
+use crate::stats::stream::{AllSeconds, Second};
 use crate::stats::{self, EndpointStats, ErrorEntry, ErrorKey, PERCENTILES};
 use crate::types::StopReason;
 use hdrhistogram::Histogram;
@@ -59,6 +60,9 @@ pub struct EndpointReport {
     #[serde(flatten)]
     pub summary: Summary,
     pub status_codes: BTreeMap<String, u64>,
+    /// The percentile spectrum, `[percentile, µs]` pairs (see `spectrum`).
+    #[serde(default)]
+    pub spectrum: Vec<(f64, u64)>,
     pub histogram: String,
 }
 
@@ -87,18 +91,9 @@ pub struct SecondReport {
     pub endpoints: Vec<SecondEndpoint>,
     /// Everything from the start of the run up to the end of this second.
     pub cumulative: Cumulative,
+    /// Empty in the live stream (a dashboard has no use for it), set in results.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub histogram: String,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Cumulative {
-    pub requests: u64,
-    pub failures: u64,
-    pub median_us: u64,
-    pub mean_us: f64,
-    pub min_us: u64,
-    pub max_us: u64,
-    pub body_bytes: u64,
 }
 
 /// One bar of the console's latency histogram: requests that took at most `upper_us`.
@@ -134,6 +129,8 @@ pub struct SecondEndpoint {
     pub name: String,
     #[serde(flatten)]
     pub summary: Summary,
+    pub status_codes: BTreeMap<String, u64>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub histogram: String,
 }
 
@@ -205,16 +202,125 @@ pub fn merged(stats: &[EndpointStats]) -> EndpointStats {
     all
 }
 
-pub fn endpoint_report(method: &str, name: &str, s: &EndpointStats) -> EndpointReport {
-    let mut status: Vec<_> = s.status.clone();
-    status.sort();
+fn status_codes(s: &EndpointStats) -> BTreeMap<String, u64> {
+    s.status.iter().map(|(c, n)| (c.to_string(), *n)).collect()
+}
+
+/// The percentile spectrum of a histogram, as HdrHistogram's percentile distribution prints it:
+/// five steps per halving of the distance to 100% (50%, 75%, 87.5%, ... each split in five), up to
+/// the maximum, so that a chart on a log axis of 1 / (1 - p) shows the tail to 99.999% and beyond
+/// with about 100 points. Values are exact to the histogram's 3 significant digits.
+pub fn spectrum(h: &Histogram<u64>) -> Vec<(f64, u64)> {
+    if h.is_empty() {
+        return Vec::new();
+    }
+    let mut out: Vec<(f64, u64)> = Vec::new();
+    for v in h.iter_quantiles(5) {
+        let p = v.quantile_iterated_to() * 100.0;
+        let value = h.highest_equivalent(v.value_iterated_to());
+        if out.last().is_some_and(|l| l.0 >= p) {
+            continue;
+        }
+        out.push((p, value));
+    }
+    out
+}
+
+/// An endpoint's report; `histogram` false leaves the serialized histogram out (live totals).
+pub fn endpoint_report_with(method: &str, name: &str, s: &EndpointStats, histogram: bool) -> EndpointReport {
     EndpointReport {
         method: method.to_string(),
         name: name.to_string(),
         summary: summarize_stats(s),
-        status_codes: status.into_iter().map(|(c, n)| (c.to_string(), n)).collect(),
-        histogram: stats::histogram_to_base64(&s.hist),
+        status_codes: status_codes(s),
+        spectrum: spectrum(&s.hist),
+        histogram: if histogram { stats::histogram_to_base64(&s.hist) } else { String::new() },
     }
+}
+
+pub fn endpoint_report(method: &str, name: &str, s: &EndpointStats) -> EndpointReport {
+    endpoint_report_with(method, name, s, true)
+}
+
+/// The error table, most frequent first.
+pub fn error_reports(errors: &HashMap<ErrorKey, ErrorEntry>, names: &[(String, String)]) -> Vec<ErrorReport> {
+    let mut out: Vec<ErrorReport> = errors
+        .iter()
+        .map(|(k, e)| {
+            let (m, n) = names.get(k.endpoint).map_or(("", ""), |(m, n)| (m.as_str(), n.as_str()));
+            ErrorReport {
+                method: m.to_string(),
+                name: n.to_string(),
+                kind: k.failure.kind.as_str().to_string(),
+                status: (k.failure.status != 0).then_some(k.failure.status),
+                message: k.failure.message(),
+                count: e.count,
+                first_seen_s: e.first_us as f64 / 1e6,
+                last_seen_s: e.last_us as f64 / 1e6,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| b.count.cmp(&a.count).then(a.message.cmp(&b.message)));
+    out
+}
+
+/// One second of the time series: the aggregate and each endpoint that saw requests; serialized
+/// histograms only when `histograms` (results, not the live stream).
+pub fn second_report(
+    t: u64,
+    unix: f64,
+    users: u64,
+    per: &[EndpointStats],
+    names: &[(String, String)],
+    cumulative: Cumulative,
+    histograms: bool,
+) -> SecondReport {
+    let all = merged(per);
+    let hist = |h: &Histogram<u64>| if histograms { stats::histogram_to_base64(h) } else { String::new() };
+    SecondReport {
+        t,
+        unix,
+        users,
+        summary: summarize_stats(&all),
+        endpoints: per
+            .iter()
+            .zip(names.iter())
+            .filter(|(s, _)| s.requests > 0)
+            .map(|(s, (m, n))| SecondEndpoint {
+                method: m.clone(),
+                name: n.clone(),
+                summary: summarize_stats(s),
+                status_codes: status_codes(s),
+                histogram: hist(&s.hist),
+            })
+            .collect(),
+        cumulative,
+        histogram: hist(&all.hist),
+    }
+}
+
+/// A published second of the live stream, as the result's time series has it (no histograms).
+pub fn live_second(s: &Second, names: &[(String, String)], start_unix: f64) -> SecondReport {
+    second_report(s.t, start_unix + s.t as f64, s.users, &s.endpoints, names, s.cumulative.clone(), false)
+}
+
+/// The live totals as the result has them: the aggregate, each endpoint, the errors.
+pub struct LiveTotals {
+    pub aggregate: EndpointReport,
+    pub endpoints: Vec<EndpointReport>,
+    pub errors: Vec<ErrorReport>,
+}
+
+pub fn live_totals(totals: &stats::stream::Totals, names: &[(String, String)]) -> LiveTotals {
+    let endpoints = totals
+        .endpoints
+        .iter()
+        .zip(names.iter())
+        .filter(|(s, _)| s.requests > 0)
+        .map(|(s, (m, n))| endpoint_report_with(m, n, s, false))
+        .collect();
+    let aggregate = endpoint_report_with("", "Aggregated", &merged(&totals.endpoints), false);
+    LiveTotals { aggregate, endpoints, errors: error_reports(&totals.errors, names) }
 }
 
 pub fn build(inp: Inputs) -> RunResult {
@@ -226,64 +332,19 @@ pub fn build(inp: Inputs) -> RunResult {
     let all = merged(&totals);
     let aggregate = endpoint_report("", "Aggregated", &all);
 
-    let mut errors: Vec<ErrorReport> = inp
-        .errors
-        .into_iter()
-        .map(|(k, e)| {
-            let (m, n) = &names[k.endpoint];
-            ErrorReport {
-                method: m.clone(),
-                name: n.clone(),
-                kind: k.failure.kind.as_str().to_string(),
-                status: (k.failure.status != 0).then_some(k.failure.status),
-                message: k.failure.message(),
-                count: e.count,
-                first_seen_s: e.first_us as f64 / 1e6,
-                last_seen_s: e.last_us as f64 / 1e6,
-            }
-        })
-        .collect();
-    errors.sort_by(|a, b| b.count.cmp(&a.count).then(a.message.cmp(&b.message)));
+    let errors = error_reports(&inp.errors, names);
 
     // Every second of the run gets a row, empty ones included: a stalled server shows as a gap of zeros.
     let last_sec = inp.duration.as_secs_f64().ceil().max(1.0) as u64 - 1;
     let last_sec = last_sec.max(inp.seconds.seconds.keys().next_back().copied().unwrap_or(0));
     let mut running = EndpointStats::default();
+    let empty = Vec::new();
     let timeseries = (0..=last_sec)
         .map(|t| {
-            let empty = Vec::new();
             let per = inp.seconds.seconds.get(&t).unwrap_or(&empty);
-            let all = merged(per);
-            running.merge(&all);
-            let r = &running.hist;
-            let cumulative = Cumulative {
-                requests: running.requests,
-                failures: running.failures,
-                median_us: if r.is_empty() { 0 } else { r.value_at_percentile(50.0) },
-                mean_us: if r.is_empty() { 0.0 } else { r.mean() },
-                min_us: if r.is_empty() { 0 } else { r.min() },
-                max_us: if r.is_empty() { 0 } else { r.max() },
-                body_bytes: running.body_bytes,
-            };
-            SecondReport {
-                t,
-                unix: inp.start_unix + t as f64,
-                users: inp.seconds.users_at(t),
-                summary: summarize_stats(&all),
-                endpoints: per
-                    .iter()
-                    .zip(names.iter())
-                    .filter(|(s, _)| s.requests > 0)
-                    .map(|(s, (m, n))| SecondEndpoint {
-                        method: m.clone(),
-                        name: n.clone(),
-                        summary: summarize_stats(s),
-                        histogram: stats::histogram_to_base64(&s.hist),
-                    })
-                    .collect(),
-                cumulative,
-                histogram: stats::histogram_to_base64(&all.hist),
-            }
+            running.merge(&merged(per));
+            let unix = inp.start_unix + t as f64;
+            second_report(t, unix, inp.seconds.users_at(t), per, names, Cumulative::of(&running), true)
         })
         .collect();
 
@@ -397,4 +458,26 @@ pub struct MqttReport {
     pub client_rate: Spread,
     pub delivery: Option<DeliveryReport>,
     pub per_client: Vec<ClientReport>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_spectrum_climbs_to_the_maximum_and_agrees_with_the_percentiles() {
+        let mut h = stats::new_histogram();
+        for v in 1..=100_000u64 {
+            h.record(v).unwrap();
+        }
+        let s = spectrum(&h);
+        assert!(s.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1), "increasing");
+        assert_eq!(*s.last().unwrap(), (100.0, h.highest_equivalent(100_000)));
+        assert!(s.iter().any(|&(p, _)| p > 99.999), "the tail is there");
+        // 5 steps per halving of the distance to 100%: about 5 x log2(100,000) points.
+        assert!((60..=120).contains(&s.len()), "{}", s.len());
+        let (p, v) = s.iter().copied().find(|&(p, _)| p >= 50.0).unwrap();
+        assert_eq!(v, h.highest_equivalent(h.value_at_percentile(p)));
+        assert!(spectrum(&stats::new_histogram()).is_empty());
+    }
 }

@@ -8,9 +8,13 @@
 //! `STRAGGLER_LIMIT` after it ended, so that one stalled thread cannot hold the stream back. A
 //! count that reaches the timeline after its second was published still goes into the final result
 //! (`all`), not into the stream: the stream is prompt, the result exact.
+//!
+//! Beside the seconds, the timeline keeps the live totals a dashboard's table shows: every endpoint's
+//! statistics and the errors, summed over the seconds published (and the late counts) since the start
+//! or since the last `reset_totals`, so that reading them costs one copy, not a merge of every second.
 
-use super::EndpointStats;
-use std::collections::BTreeMap;
+use super::{merge_errors, EndpointStats, ErrorEntry, ErrorKey};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -37,6 +41,43 @@ pub struct Second {
     /// Virtual users (connections, users or clients) during this second: the most seen.
     pub users: u64,
     pub endpoints: Vec<EndpointStats>,
+    /// Everything published from the start of the run up to the end of this second, all endpoints.
+    pub cumulative: Cumulative,
+}
+
+/// Running totals at the end of a second (the aggregate over every endpoint).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Cumulative {
+    pub requests: u64,
+    pub failures: u64,
+    pub median_us: u64,
+    pub mean_us: f64,
+    pub min_us: u64,
+    pub max_us: u64,
+    pub body_bytes: u64,
+}
+
+impl Cumulative {
+    pub fn of(running: &EndpointStats) -> Cumulative {
+        let r = &running.hist;
+        let empty = r.is_empty();
+        Cumulative {
+            requests: running.requests,
+            failures: running.failures,
+            median_us: if empty { 0 } else { r.value_at_percentile(50.0) },
+            mean_us: if empty { 0.0 } else { r.mean() },
+            min_us: if empty { 0 } else { r.min() },
+            max_us: if empty { 0 } else { r.max() },
+            body_bytes: running.body_bytes,
+        }
+    }
+}
+
+/// The live totals: per endpoint (by id) and the errors, since the start or the last reset.
+#[derive(Debug, Clone, Default)]
+pub struct Totals {
+    pub endpoints: Vec<EndpointStats>,
+    pub errors: HashMap<ErrorKey, ErrorEntry>,
 }
 
 pub struct Timeline {
@@ -61,6 +102,11 @@ struct Inner {
     users: BTreeMap<u64, (u64, u64)>,
     /// The gauge's value at the end of the last published second.
     users_carried: u64,
+    /// Errors of seconds not yet published, by second.
+    open_errors: BTreeMap<u64, HashMap<ErrorKey, ErrorEntry>>,
+    /// Every published second merged (all endpoints), for each second's `cumulative`.
+    running: EndpointStats,
+    totals: Totals,
 }
 
 /// Everything a run measured, second by second: for the final result.
@@ -119,15 +165,31 @@ impl Timeline {
         self.inner.lock().unwrap().users_now
     }
 
-    /// A recorder's finished second.
-    pub fn push(&self, sec: u64, stats: Vec<EndpointStats>) {
+    /// A recorder's finished second and the errors it saw in it.
+    pub fn push(&self, sec: u64, stats: Vec<EndpointStats>, errors: HashMap<ErrorKey, ErrorEntry>) {
         let mut inner = self.inner.lock().unwrap();
-        let slot = if (sec as usize) < inner.published.len() {
-            inner.late.entry(sec).or_default()
+        let inner = &mut *inner;
+        if (sec as usize) < inner.published.len() {
+            // Too late for the stream, not for the totals.
+            super::merge_vec(&mut inner.totals.endpoints, &stats);
+            merge_errors(&mut inner.totals.errors, errors);
+            super::merge_vec(inner.late.entry(sec).or_default(), &stats);
         } else {
-            inner.open.entry(sec).or_default()
-        };
-        super::merge_vec(slot, &stats);
+            super::merge_vec(inner.open.entry(sec).or_default(), &stats);
+            if !errors.is_empty() {
+                merge_errors(inner.open_errors.entry(sec).or_default(), errors);
+            }
+        }
+    }
+
+    /// The live totals (see the module's doc).
+    pub fn totals(&self) -> Totals {
+        self.inner.lock().unwrap().totals.clone()
+    }
+
+    /// Starts the live totals afresh (a dashboard's "reset stats"); the result keeps everything.
+    pub fn reset_totals(&self) {
+        self.inner.lock().unwrap().totals = Totals::default();
     }
 
     /// Publishes the seconds that are complete (see the module's policy); the run's coordinator calls
@@ -161,7 +223,17 @@ impl Timeline {
                 }
                 None => inner.users_carried,
             };
-            inner.published.push(Arc::new(Second { t, users, endpoints }));
+            let mut all = EndpointStats::default();
+            for e in endpoints.iter().filter(|e| e.requests > 0) {
+                all.merge(e);
+            }
+            inner.running.merge(&all);
+            super::merge_vec(&mut inner.totals.endpoints, &endpoints);
+            if let Some(errors) = inner.open_errors.remove(&t) {
+                merge_errors(&mut inner.totals.errors, errors);
+            }
+            let cumulative = Cumulative::of(&inner.running);
+            inner.published.push(Arc::new(Second { t, users, endpoints, cumulative }));
         }
         if inner.published.len() > before {
             self.published_cv.notify_all();
@@ -254,5 +326,34 @@ mod tests {
         let s = timeline.seconds_since(0, Duration::ZERO);
         // Before the gauge was set: 0; its second: the most; after: the value it ended with.
         assert_eq!(s.iter().map(|s| s.users).collect::<Vec<_>>(), [0, 0, 0, 0, 0, 7, 4]);
+    }
+
+    #[test]
+    fn totals_add_up_published_seconds_late_counts_and_errors_and_reset() {
+        use crate::stats::{Failure, FailureKind};
+        let start = Instant::now();
+        let timeline = Timeline::new(start);
+        let mut a = Recorder::new(timeline.clone());
+        let at = |ms: u64| start + Duration::from_millis(ms);
+        let refused = Outcome::Failed(Failure::new(FailureKind::ConnectRefused, ""));
+        a.record(at(100), 0, Duration::from_millis(1), &ok());
+        a.record(at(200), 1, Duration::from_millis(3), &refused);
+        a.record(at(1100), 0, Duration::from_millis(2), &ok()); // rolls: second 0 goes to the timeline
+        assert_eq!(timeline.totals().endpoints.len(), 0, "nothing published yet");
+        timeline.publish_ready(at(1500));
+        let t = timeline.totals();
+        assert_eq!((t.endpoints[0].requests, t.endpoints[1].failures), (1, 1));
+        assert_eq!(t.errors.values().map(|e| e.count).sum::<u64>(), 1);
+        let s = timeline.seconds_since(0, Duration::ZERO);
+        assert_eq!((s[0].cumulative.requests, s[0].cumulative.failures), (2, 1));
+        // Second 1 is published by force; a's count for it arrives late and still joins the totals.
+        assert_eq!(timeline.publish_ready(at(4100)), 2);
+        assert_eq!(timeline.totals().endpoints[0].requests, 1);
+        a.finish();
+        assert_eq!(timeline.totals().endpoints[0].requests, 2);
+        assert_eq!(timeline.totals().endpoints[0].hist.max(), timeline.all().seconds[&1][0].hist.max());
+        timeline.reset_totals();
+        assert_eq!(timeline.totals().endpoints.len(), 0);
+        assert_eq!(timeline.all().seconds.values().map(|v| v[0].requests).sum::<u64>(), 2, "the result keeps all");
     }
 }
