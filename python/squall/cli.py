@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from squall import __version__, config, exitcodes
-from squall.commands import bench, demo, mqtt, run
+from squall.commands import bench, demo, mqtt, report, run
 from squall.commands.arguments import Parser
 from squall.errors import UsageError
 from squall.event import events
@@ -25,6 +25,7 @@ def build_parser() -> tuple[Parser, argparse.ArgumentParser]:
     bench.add_parser(commands)
     mqtt.add_parser(commands)
     demo.add_parser(commands)
+    report.add_parsers(commands)
     run_parser = commands.add_parser(
         "run",
         help="run a locustfile (also: squall -f FILE ...)",

@@ -11,6 +11,7 @@ from squall.commands.arguments import to_duration, to_positive_int, to_rate
 from squall.commands.drive import drive
 from squall.commands.progress import ProgressLine
 from squall.errors import UsageError
+from squall.web import live, page
 
 if TYPE_CHECKING:
     from squall.commands.arguments import Subcommands
@@ -60,7 +61,9 @@ def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
         help="write Locust-format PREFIX_stats.csv, _stats_history.csv, _failures.csv, _exceptions.csv",
     )
     out.add_argument("--csv-full-history", action="store_true", help="per-endpoint rows in the history CSV too")
+    out.add_argument("--html", metavar="FILE", help="write a self-contained HTML report with charts")
     out.add_argument("-q", "--quiet", action="store_true", help="no live progress line")
+    live.add_arguments(p.add_argument_group("dashboard"), default_port=None)
     p.set_defaults(func=run)
     return p
 
@@ -131,15 +134,29 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"squall bench: error: {e}\n")
         return exitcodes.CANNOT_START
     line = ProgressLine(config) if not args.quiet and sys.stderr.isatty() else None
-    result, signum = drive(engine_run, line)
-    return finish(result, signum, args)
+    dashboard = None
+    if args.web_port is not None:
+        controls = {"start": False, "users": False, "stop": True, "reset": True}
+        dashboard = live.start(args, "bench", "http", args.url, controls=controls)
+    result, signum = drive(engine_run, line, dashboard)
+    code = finish(result, signum, args)
+    if dashboard is not None:
+        live.linger(dashboard)
+    return code
 
 
 def finish(result: dict[str, Any], signum: int | None, args: argparse.Namespace) -> int:
     """Prints the summary, writes the requested files, and picks the exit code."""
     sys.stdout.write(report.console.summary(result))
     sys.stdout.flush()
-    written = report.write_files(result, json_path=args.json, csv_prefix=args.csv, full_history=args.csv_full_history)
+    written = report.write_files(
+        result,
+        json_path=args.json,
+        csv_prefix=args.csv,
+        full_history=args.csv_full_history,
+        html_path=args.html,
+        html_meta=page.meta("bench", getattr(args, "argv", None) or [], args.url),
+    )
     for path in written:
         sys.stderr.write(f"wrote {path}\n")
     agg = result["aggregate"]

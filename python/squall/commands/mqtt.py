@@ -19,6 +19,7 @@ from squall.commands.drive import drive
 from squall.commands.progress import MqttProgressLine
 from squall.errors import UsageError
 from squall.report import mqtt_console
+from squall.web import live, page
 
 if TYPE_CHECKING:
     from squall.commands.arguments import Subcommands
@@ -125,8 +126,9 @@ def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
     out.add_argument("--json", metavar="FILE", help="write the full result (summary, time series, histograms)")
     out.add_argument("--csv", metavar="PREFIX", help="write Locust-format CSV files")
     out.add_argument("--csv-full-history", action="store_true", help="per-endpoint rows in the history CSV too")
-    out.add_argument("--html", metavar="FILE", help="write a single-file HTML report")
+    out.add_argument("--html", metavar="FILE", help="write a self-contained HTML report with charts")
     out.add_argument("-q", "--quiet", action="store_true", help="no live progress line")
+    live.add_arguments(p.add_argument_group("dashboard"), default_port=None)
     p.set_defaults(func=run)
     return p
 
@@ -237,12 +239,18 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"squall mqtt: error: {e}\n")
         return exitcodes.CANNOT_START
     show = not args.quiet and worker is None and sys.stderr.isatty()
-    result, signum = drive(engine_run, MqttProgressLine(config) if show else None)
+    dashboard = None
+    if args.web_port is not None and worker is None:
+        controls = {"start": False, "users": False, "stop": True, "reset": True}
+        dashboard = live.start(args, "mqtt", "mqtt", config["broker"], controls=controls)
+    result, signum = drive(engine_run, MqttProgressLine(config) if show else None, dashboard)
     if worker is not None:
         with open(os.environ["SQUALL_WORKER_RESULT"], "w") as f:
             json.dump(result, f)
     else:
         _final_output(result, args)
+    if dashboard is not None:
+        live.linger(dashboard)
     if signum is not None:
         return exitcodes.INTERRUPTED if signum == signal.SIGINT else exitcodes.TERMINATED
     return exit_code(result)
@@ -264,7 +272,12 @@ def _final_output(result: dict[str, Any], args: argparse.Namespace) -> None:
     sys.stdout.write(mqtt_console.summary(result))
     sys.stdout.flush()
     written = report.write_files(
-        result, json_path=args.json, csv_prefix=args.csv, full_history=args.csv_full_history, html_path=args.html
+        result,
+        json_path=args.json,
+        csv_prefix=args.csv,
+        full_history=args.csv_full_history,
+        html_path=args.html,
+        html_meta=page.meta("mqtt", getattr(args, "argv", None) or [], result["mqtt"]["broker"]),
     )
     for path in written:
         sys.stderr.write(f"wrote {path}\n")

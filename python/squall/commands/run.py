@@ -25,15 +25,18 @@ from squall.event import events
 from squall.exception import UserHung
 from squall.hub import Hub
 from squall.open_model import OpenPool
-from squall.report import html, locust_console
+from squall.report import locust_console
 from squall.shape import LoadTestShape
 from squall.signals import on_stop_signals
 from squall.spawner import Spawner
 from squall.user.task import filter_tasks_by_tags
 from squall.user.users import User
+from squall.web import live, page
 
 if TYPE_CHECKING:
     from types import FrameType
+
+    from squall.web.server import Dashboard
 
     # (when, {(method, name): (requests, failures)}) at the last live table, for the recent rates.
     LiveCounts = tuple[float, dict[tuple[str, str], tuple[int, int]]]
@@ -55,8 +58,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-u", "--users", default="1", help="peak number of users")
     p.add_argument("-r", "--spawn-rate", default="1", help="users started per second")
     p.add_argument("-t", "--run-time", help="stop after this long: 300s, 20m, 3h, 1h30m")
-    p.add_argument("--headless", action="store_true", help="no web UI (squall always runs headless for now)")
-    p.add_argument("--autostart", action="store_true", help="accepted for compatibility")
+    p.add_argument("--headless", action="store_true", help="no dashboard: start at once, end with the run")
+    p.add_argument("--autostart", action="store_true", help="with the dashboard: start at once, not from the page")
+    p.add_argument(
+        "--autoquit",
+        type=int,
+        default=None,
+        metavar="SECONDS",
+        help="with the dashboard: quit this long after the run ends (default: serve the result until Ctrl-C)",
+    )
     p.add_argument("--csv", metavar="PREFIX", help="write Locust's CSV files")
     p.add_argument("--csv-full-history", action="store_true", help="per-endpoint rows in the history CSV")
     p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report ({u}, {r}, {t} are replaced)")
@@ -89,6 +99,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--arrival", choices=["constant", "poisson"], default="constant", help="open model: spacing of the arrivals"
     )
     p.add_argument("--config", metavar="FILE", help="a config file (key = value lines, or TOML [tool.locust])")
+    live.add_arguments(p.add_argument_group("dashboard"), default_port=8089)
     p.add_argument("user_classes", nargs="*", metavar="UserClass", help="run only these User classes")
 
 
@@ -170,6 +181,8 @@ def run(args: argparse.Namespace) -> int:
     spawn_rate = _number(args.spawn_rate, "spawn rate", float, 0.001)
     worker = processes.worker()
     if worker is None and args.processes != 1:
+        if not args.headless:
+            sys.stderr.write("squall: the dashboard does not follow --processes runs yet; running headless\n")
         return processes.run_processes(args, users, _final_output)
     if worker is not None:
         users, spawn_rate = processes.share(users, worker), spawn_rate / worker[1]
@@ -196,9 +209,16 @@ def run(args: argparse.Namespace) -> int:
     if args.tags or args.exclude_tags:
         for c in classes:
             filter_tasks_by_tags(c, args.tags, args.exclude_tags)
-    if not args.headless:
-        sys.stderr.write("squall: the web dashboard is not there yet; running headless\n")
     limits.ensure_open_files(max(users, 1))  # one keep-alive connection per user
+    dashboard = None
+    if not args.headless and worker is None:
+        interactive = shape_class is None and not args.rate
+        controls = {"start": not args.autostart, "users": interactive, "stop": True, "reset": True}
+        form = {"users": users, "spawn_rate": spawn_rate, "host": args.host or ""}
+        load = {"model": "open" if args.rate else "users", "users": users, "spawn_rate": spawn_rate}
+        title = f"squall: {os.path.basename(args.locustfile)}"
+        dashboard = live.start(args, "run", "http", args.host or "", controls=controls, form=form, load=load)
+        dashboard.store.meta["title"] = title
 
     engine = _engine.ScriptEngine(insecure=args.insecure, http2=args.http2)
     hub = Hub(engine)
@@ -224,7 +244,15 @@ def run(args: argparse.Namespace) -> int:
     signal.setitimer(signal.ITIMER_REAL, 1.0, 1.0)
     try:
         with on_stop_signals(on_signal):
-            reason = _drive(env, hub, classes, shape, users, spawn_rate, run_time, stop_timeout, args)
+            start = _wait_for_start(dashboard, received) if dashboard and not args.autostart else {}
+            if start is None:
+                reason = "interrupted"
+            else:
+                users = start.get("users", users)
+                spawn_rate = start.get("spawn_rate", spawn_rate)
+                if start.get("host"):
+                    env.host = args.host = start["host"]
+                reason = _drive(env, hub, classes, shape, users, spawn_rate, run_time, stop_timeout, args, dashboard)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous_alarm)
@@ -232,12 +260,16 @@ def run(args: argparse.Namespace) -> int:
         reason = "interrupted"
     result = engine.finish(reason, args.host or "")
     result["exceptions"] = [dict(x, nodes="local") for x in env.exceptions.values()]
+    if dashboard is not None:
+        dashboard.store.finish(result)
     if worker is not None:
         with open(os.environ["SQUALL_WORKER_RESULT"], "w") as f:
             json.dump(result, f)
     else:
         _final_output(result, args)
     events.quitting.fire(environment=env, reason=reason)
+    if dashboard is not None and not received:
+        _serve_the_end(dashboard, args.autoquit)
     if received:
         return exitcodes.INTERRUPTED if received[0] == signal.SIGINT else exitcodes.TERMINATED
     if env.process_exit_code is not None:
@@ -258,8 +290,10 @@ def _drive(
     run_time: float | None,
     stop_timeout: float,
     args: argparse.Namespace,
+    dashboard: Dashboard | None = None,
 ) -> str:
-    """The test itself: spawning, shape ticks, periodic stats, the end; returns the stop reason."""
+    """The test itself: spawning, shape ticks, periodic stats, the dashboard, the end; returns the stop
+    reason."""
     runner = env.runner
     spawner = Spawner(env, classes)
     worker = processes.worker()
@@ -285,6 +319,10 @@ def _drive(
     next_tick = start
     last_counts: LiveCounts = (start, {})
     reason = "completed"
+    publisher = None
+    if dashboard is not None:
+        publisher = live.Publisher(dashboard.store, hub.engine.live)
+        dashboard.store.set(started=start)
     while True:
         now = time.monotonic()
         hub.engine.set_users(runner.user_count)
@@ -313,8 +351,23 @@ def _drive(
         if now >= next_stats and not args.only_summary:
             next_stats = now + STATS_INTERVAL
             last_counts = _print_live(hub.engine, last_counts)
+        if dashboard is not None and publisher is not None:
+            for action, command in dashboard.take_commands():
+                if action == "users" and not shape and env.open_pool is None:
+                    users = processes.share(command["users"], worker)
+                    spawner.set_target(users, command["spawn_rate"] / share)
+                    runner.state = "spawning"
+                elif action == "stop":
+                    runner.quit()
+                elif action == "reset":
+                    hub.engine.reset_totals()
+            exceptions = [dict(x, nodes="local") for x in env.exceptions.values()]
+            target = None if env.open_pool else spawner.target
+            publisher.tick(users=runner.user_count, target_users=target, state=runner.state, exceptions=exceptions)
         hub.run_until(min(t for t in (now + 0.1, deadline) if t is not None))
     runner.state = "stopping"
+    if publisher is not None:
+        publisher.tick(force=True, state="stopping")
     events.test_stopping.fire(environment=env)
     if env.open_pool is not None and not runner.quitting:
         # No more arrivals; the iterations running, and those waiting for a user, may finish (up to a
@@ -336,6 +389,34 @@ def _drive(
     runner.state = "stopped"
     events.test_stop.fire(environment=env)
     return reason
+
+
+def _wait_for_start(dashboard: Dashboard, received: list[int]) -> dict[str, Any] | None:
+    """Without --autostart the run starts from the dashboard, as Locust's does; None if stopped first."""
+    sys.stderr.write(f"squall: open {dashboard.url} to start the test\n")
+    dashboard.store.set(state="ready")
+    while not received:
+        for action, command in dashboard.take_commands():
+            if action == "start":
+                return command
+            if action == "stop":
+                return None
+        _real_sleep(0.05)
+    return None
+
+
+def _serve_the_end(dashboard: Dashboard, autoquit: int | None) -> None:
+    """After the run the dashboard shows its result: for `--autoquit` seconds, or until Ctrl-C."""
+    if autoquit is not None:
+        live.linger(dashboard, max(autoquit, 0))
+        return
+    sys.stderr.write(f"squall: the run ended; its dashboard stays at {dashboard.url} until Ctrl-C\n")
+    try:
+        while True:
+            _real_sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    dashboard.stop()
 
 
 def _print_live(engine: _engine.ScriptEngine, last: LiveCounts) -> LiveCounts:
@@ -386,6 +467,8 @@ def _final_output(result: dict[str, Any], args: argparse.Namespace) -> None:
             .replace("{r}", str(args.spawn_rate))
             .replace("{t}", str(args.run_time or ""))
         )
-        written.append(html.write(result, path, title=f"squall: {os.path.basename(args.locustfile)}"))
+        command_meta = page.meta("run", getattr(args, "argv", None) or [], args.host or "")
+        command_meta["title"] = f"squall: {os.path.basename(args.locustfile)}"
+        written.append(page.write_report(path, result, command_meta))
     for path in written:
         sys.stderr.write(f"wrote {path}\n")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from squall.report import console, html, locust_csv
+from squall.report import console, locust_csv
 
 
 def write_files(
@@ -14,11 +14,15 @@ def write_files(
     csv_prefix: str | None = None,
     full_history: bool = False,
     html_path: str | None = None,
+    html_meta: dict[str, Any] | None = None,
 ) -> list[str]:
-    """Writes the requested files; returns their paths."""
+    """Writes the requested files; returns their paths. The HTML report shows `html_meta` (the command
+    line, title: `squall.web.page.meta`)."""
     written = []
     if html_path:
-        html.write(result, html_path)
+        from squall.web import page
+
+        page.write_report(html_path, result, html_meta or page.meta(result["kind"], [], result["url"]))
         written.append(html_path)
     if json_path:
         with open(json_path, "w") as f:

@@ -5,6 +5,7 @@ exact HDR values (to the microsecond)."""
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Iterator
 from typing import Any
 
@@ -102,15 +103,26 @@ def history_rows(result: dict[str, Any], full_history: bool) -> Iterator[list[An
         yield [ts, sec["users"], "", "Aggregated", sec["requests"], sec["failures"], *_percentiles(sec), *totals]
 
 
+def _write_stats(result: dict[str, Any], f: Any) -> None:
+    dur = result["duration_s"]
+    w = csv.writer(f)
+    w.writerow(STATS_HEADER)
+    for e in sorted(result["endpoints"], key=lambda e: (e["name"], e["method"])):
+        w.writerow(stats_row(e["method"], e["name"], e, dur))
+    w.writerow(stats_row("", "Aggregated", result["aggregate"], dur))
+
+
+def stats_csv(result: dict[str, Any]) -> str:
+    """The `_stats.csv` file's text (the dashboard's download)."""
+    out = io.StringIO(newline="")
+    _write_stats(result, out)
+    return out.getvalue()
+
+
 def write(result: dict[str, Any], prefix: str, full_history: bool = False) -> list[str]:
     paths = {k: f"{prefix}_{k}.csv" for k in ("stats", "stats_history", "failures", "exceptions")}
-    dur = result["duration_s"]
     with open(paths["stats"], "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(STATS_HEADER)
-        for e in sorted(result["endpoints"], key=lambda e: (e["name"], e["method"])):
-            w.writerow(stats_row(e["method"], e["name"], e, dur))
-        w.writerow(stats_row("", "Aggregated", result["aggregate"], dur))
+        _write_stats(result, f)
     with open(paths["stats_history"], "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(HISTORY_HEADER)

@@ -1,0 +1,133 @@
+"""The one page of the dashboard and the reports (web/ builds it; see web/README.md for the data it
+reads). A report is the page with its data, script and style inlined: one file that opens offline from
+file://. The live dashboard is the same page linking its script and style and polling the run's API."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shlex
+import time
+from importlib import resources
+from typing import Any
+
+from squall import __version__
+
+# Options whose value is a secret: shown as *** in reports and on the dashboard.
+_SECRET_OPTIONS = {"--password", "--web-auth"}
+# Header values that carry credentials.
+_SECRET_HEADERS = re.compile(r"^\s*(authorization|proxy-authorization|cookie|x-api-key|api-key)\s*:", re.I)
+
+
+def _read(name: str) -> str:
+    return resources.files("squall.web").joinpath(name).read_text(encoding="utf-8")
+
+
+def asset(name: str) -> bytes:
+    """A built asset (app.js, app.css) of the page."""
+    return resources.files("squall.web").joinpath("assets").joinpath(name).read_bytes()
+
+
+def _finite(value: Any) -> Any:
+    """JSON has no NaN or infinity (a browser's JSON.parse refuses them): they become null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def to_json(data: Any) -> str:
+    return json.dumps(_finite(data), separators=(",", ":"))
+
+
+def _script_json(data: Any) -> str:
+    # Inside <script>, "</script>" or "<!--" in a string (an endpoint name, an error message) would end
+    # or change the element: every <, > and & is escaped as JSON allows.
+    return to_json(data).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def render(data: dict[str, Any], inline: bool) -> str:
+    """The page with `data` (mode, meta, and the result or runs); `inline` puts script and style in the
+    file (a report), else they load from /assets/ (the live dashboard)."""
+    page = _read("index.html")
+    if inline:
+        css = "<style>" + asset("app.css").decode().replace("</", "<\\/") + "</style>"
+        js = "<script>" + asset("app.js").decode().replace("</script", "<\\/script") + "</script>"
+    else:
+        css = '<link rel="stylesheet" href="/assets/app.css">'
+        js = '<script src="/assets/app.js"></script>'
+    tag = f'<script id="squall-data" type="application/json">{_script_json(data)}</script>'
+    for placeholder, text in (("<!--SQUALL_CSS-->", css), ("<!--SQUALL_DATA-->", tag), ("<!--SQUALL_JS-->", js)):
+        page = page.replace(placeholder, text, 1)
+    return page
+
+
+def redact_argv(argv: list[str]) -> list[str]:
+    """The command line without its secrets: passwords, credential headers, URL userinfo."""
+    out: list[str] = []
+    hide_next = False
+    for i, a in enumerate(argv):
+        if hide_next:
+            out.append("***")
+            hide_next = False
+            continue
+        option, eq, _value = a.partition("=")
+        if option in _SECRET_OPTIONS:
+            if eq:
+                out.append(f"{option}=***")
+            else:
+                out.append(a)
+                hide_next = True
+            continue
+        previous = argv[i - 1] if i else ""
+        if previous in ("-H", "--header") and _SECRET_HEADERS.match(a):
+            out.append(a.split(":", 1)[0] + ": ***")
+            continue
+        out.append(re.sub(r"(://[^/@:\s]+:)[^/@\s]*@", r"\1***@", a))
+    return out
+
+
+def meta(
+    command: str,
+    argv: list[str],
+    target: str,
+    *,
+    title: str | None = None,
+    controls: dict[str, bool] | None = None,
+    form: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """What the page shows about the run besides its numbers (web/README.md: META)."""
+    line = shlex.join(["squall", *redact_argv(argv)])
+    return {
+        "command": command,
+        "command_line": line,
+        "target": redact_argv([target])[0] if target else "",
+        "title": title or f"squall {command}: {target}",
+        "squall_version": __version__,
+        "generated_unix": time.time(),
+        "controls": controls or {"start": False, "users": False, "stop": False, "reset": False},
+        "form": form or {},
+        "thresholds": None,
+        "monitor": None,
+    }
+
+
+def report(result: dict[str, Any], page_meta: dict[str, Any]) -> str:
+    """The self-contained HTML report of one run."""
+    return render({"mode": "report", "meta": page_meta, "result": result}, inline=True)
+
+
+def compare(runs: list[tuple[str, dict[str, Any]]], page_meta: dict[str, Any]) -> str:
+    """The self-contained HTML comparison of several runs, labelled."""
+    data = {"mode": "compare", "meta": page_meta, "runs": [{"label": lbl, "result": r} for lbl, r in runs]}
+    return render(data, inline=True)
+
+
+def write_report(path: str, result: dict[str, Any], page_meta: dict[str, Any]) -> str:
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(report(result, page_meta))
+    return path
