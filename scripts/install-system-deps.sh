@@ -5,6 +5,10 @@ need=()
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ] || need+=(mosquitto)
+# The browser of the dashboard's tests (driven by Playwright through executable_path).
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+# Node and npm build and check web/ (the bundle itself is committed: installing squall needs no Node).
+command -v npm >/dev/null 2>&1 || need+=(nodejs npm)
 [ ${#need[@]} -eq 0 ] && exit 0
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"

@@ -126,6 +126,10 @@ def engine_config(args: argparse.Namespace) -> tuple[dict[str, Any], bytes]:
 def run(args: argparse.Namespace) -> int:
     config, body = engine_config(args)
     limits.ensure_open_files(config["connections"])
+    dashboard = None
+    if args.web_port is not None:  # before the run: a port in use is a usage error, not a lost run
+        controls = {"start": False, "users": False, "stop": True, "reset": True}
+        dashboard = live.start(args, "bench", "http", args.url, controls=controls, load=_load(config))
     try:
         engine_run = _engine.Run.bench(config, body)
     except _engine.UsageError as e:
@@ -134,15 +138,26 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"squall bench: error: {e}\n")
         return exitcodes.CANNOT_START
     line = ProgressLine(config) if not args.quiet and sys.stderr.isatty() else None
-    dashboard = None
-    if args.web_port is not None:
-        controls = {"start": False, "users": False, "stop": True, "reset": True}
-        dashboard = live.start(args, "bench", "http", args.url, controls=controls)
-    result, signum = drive(engine_run, line, dashboard)
+    partial = live.partial_files(args.json, "http", args.url, _load(config))
+    result, signum = drive(engine_run, line, dashboard, partial)
     code = finish(result, signum, args)
+    if partial is not None:
+        partial.done()
     if dashboard is not None:
         live.linger(dashboard)
     return code
+
+
+def _load(config: dict[str, Any]) -> dict[str, Any]:
+    """The load as the result's `load` will describe it, for the dashboard until the result exists."""
+    return {
+        "model": "open" if config["rate"] else "closed",
+        "connections": config["connections"],
+        "requests": config["requests"],
+        "duration_s": config["duration"],
+        "rate": config["rate"],
+        "http2": config["http2"],
+    }
 
 
 def finish(result: dict[str, Any], signum: int | None, args: argparse.Namespace) -> int:

@@ -1,4 +1,5 @@
-"""Drives an engine run from Python: the live progress line, the dashboard, Ctrl-C and SIGTERM."""
+"""Drives an engine run from Python: the live progress line, the dashboard, the partial files, Ctrl-C
+and SIGTERM."""
 
 from __future__ import annotations
 
@@ -6,19 +7,24 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from squall.signals import on_stop_signals
+from squall.web.live import Publisher
 
 if TYPE_CHECKING:
     from squall._engine import Progress, Run
     from squall.commands.progress import ProgressLine
+    from squall.web.live import PartialFiles
     from squall.web.server import Dashboard
 
 
 def drive(
-    engine_run: Run, line: ProgressLine | None = None, dashboard: Dashboard | None = None
+    engine_run: Run,
+    line: ProgressLine | None = None,
+    dashboard: Dashboard | None = None,
+    partial: PartialFiles | None = None,
 ) -> tuple[dict[str, Any], int | None]:
-    """Waits for the run to end, showing its progress on `line` and `dashboard` if given; returns
-    (result dict, the signal that stopped it or None). A signal, or Stop on the dashboard, stops the
-    run, and the result still holds everything measured until then.
+    """Waits for the run to end, showing its progress on `line` and `dashboard` and saving it in
+    `partial` if given; returns (result dict, the signal that stopped it or None). A signal, or Stop on
+    the dashboard, stops the run, and the result still holds everything measured until then.
     """
     received: list[int] = []
 
@@ -26,44 +32,53 @@ def drive(
         received.append(signum)
         engine_run.stop()
 
+    store = dashboard.store if dashboard is not None else None
     publisher = None
-    if dashboard is not None:
-        from squall.web.live import Publisher
-
-        publisher = Publisher(dashboard.store, lambda cursor: engine_run.live(cursor, 0.0))
-        dashboard.store.set(state="running", started=time.monotonic())
+    if store is not None or partial is not None:
+        publisher = Publisher(lambda cursor: engine_run.live(cursor, 0.0), store, partial)
+    if store is not None:
+        store.set(state="running", started=time.monotonic())
 
     with on_stop_signals(on_signal):
         try:
             while not engine_run.wait(0.25):
-                progress = engine_run.progress() if (line or dashboard) else None
+                progress = engine_run.progress() if (line or store) else None
                 if line and progress:
                     line.show(progress)
-                if dashboard is not None and publisher is not None and progress is not None:
-                    for action, _ in dashboard.take_commands():
-                        if action == "stop":
-                            engine_run.stop()
-                            dashboard.store.set(state="stopping")
-                        elif action == "reset":
-                            engine_run.reset_totals()
-                    mqtt = _mqtt(progress) if dashboard.store.kind == "mqtt" else None
-                    publisher.tick(users=progress.users, mqtt=mqtt)
+                if dashboard is not None:
+                    _obey(dashboard, engine_run)
+                if publisher is not None:
+                    fields = _fields(progress, dashboard.store.kind) if dashboard and progress else {}
+                    publisher.tick(**fields)
         finally:
             if line:
                 line.clear()
     if publisher is not None:
         publisher.tick(force=True)
     result = engine_run.result()
-    if dashboard is not None:
-        dashboard.store.finish(result)
+    if store is not None:
+        store.finish(result)
     return result, (received[0] if received else None)
 
 
-def _mqtt(p: Progress) -> dict[str, int]:
-    return {
-        "connected": p.connected,
-        "sent": p.sent,
-        "published": p.published,
-        "delivered": p.delivered,
-        "failed": p.mqtt_failed,
-    }
+def _obey(dashboard: Dashboard, engine_run: Run) -> None:
+    """The dashboard's commands a bench or MQTT run takes: stop, reset."""
+    for action, _ in dashboard.take_commands():
+        if action == "stop":
+            engine_run.stop()
+            dashboard.store.set(state="stopping")
+        elif action == "reset":
+            engine_run.reset_totals()
+
+
+def _fields(p: Progress, kind: str) -> dict[str, Any]:
+    fields: dict[str, Any] = {"users": p.users}
+    if kind == "mqtt":
+        fields["mqtt"] = {
+            "connected": p.connected,
+            "sent": p.sent,
+            "published": p.published,
+            "delivered": p.delivered,
+            "failed": p.mqtt_failed,
+        }
+    return fields

@@ -231,6 +231,10 @@ def run(args: argparse.Namespace) -> int:
         config["first_client"] = sum(processes.share(config["clients"], (i, worker[1])) for i in range(worker[0]))
         config["clients"] = processes.share(config["clients"], worker)
     limits.ensure_open_files(config["clients"] + config["subscribers"])
+    dashboard = None
+    if args.web_port is not None and worker is None:  # before the run: a busy port is a usage error
+        controls = {"start": False, "users": False, "stop": True, "reset": True}
+        dashboard = live.start(args, "mqtt", "mqtt", config["broker"], controls=controls)
     try:
         engine_run = _engine.Run.mqtt(config)
     except _engine.UsageError as e:
@@ -239,16 +243,15 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"squall mqtt: error: {e}\n")
         return exitcodes.CANNOT_START
     show = not args.quiet and worker is None and sys.stderr.isatty()
-    dashboard = None
-    if args.web_port is not None and worker is None:
-        controls = {"start": False, "users": False, "stop": True, "reset": True}
-        dashboard = live.start(args, "mqtt", "mqtt", config["broker"], controls=controls)
-    result, signum = drive(engine_run, MqttProgressLine(config) if show else None, dashboard)
+    partial = live.partial_files(args.json if worker is None else None, "mqtt", config["broker"], {})
+    result, signum = drive(engine_run, MqttProgressLine(config) if show else None, dashboard, partial)
     if worker is not None:
         with open(os.environ["SQUALL_WORKER_RESULT"], "w") as f:
             json.dump(result, f)
     else:
         _final_output(result, args)
+    if partial is not None:
+        partial.done()
     if dashboard is not None:
         live.linger(dashboard)
     if signum is not None:

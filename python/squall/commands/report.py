@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from squall import exitcodes
 from squall.errors import UsageError
 from squall.report.units import ms
-from squall.web import page
+from squall.web import live, page
 
 if TYPE_CHECKING:
     from squall.commands.arguments import Subcommands
@@ -30,7 +30,7 @@ def add_parsers(commands: Subcommands) -> None:
         description="Render a result saved with --json (or --json-file) as the dashboard's HTML report, "
         "or its charts as PNG files.",
     )
-    p.add_argument("result", metavar="RUN.json", help="a result document")
+    p.add_argument("result", metavar="RUN.json", help="a result document (or a crashed run's RUN.json.partial.jsonl)")
     p.add_argument("--html", metavar="FILE", help="write the self-contained HTML report here")
     p.add_argument("--png", metavar="DIR", help="write each chart as a PNG into DIR (needs a Chromium)")
     p.add_argument("--title", help="the report's title")
@@ -51,7 +51,15 @@ def add_parsers(commands: Subcommands) -> None:
 
 
 def load_result(path: str) -> dict[str, Any]:
-    """A result document, checked enough that the report cannot fail half way (exit 2 otherwise)."""
+    """A result document, checked enough that the report cannot fail half way (exit 2 otherwise); a
+    crashed run's RESULT.partial.jsonl gives what it had measured."""
+    if path.endswith(live.PARTIAL_SERIES):
+        try:
+            return live.read_partial(path)
+        except OSError as e:
+            raise UsageError(f"cannot read {path}: {e.strerror or e}") from None
+        except ValueError as e:
+            raise UsageError(str(e)) from None
     try:
         with open(path, encoding="utf-8") as f:
             doc = json.load(f)

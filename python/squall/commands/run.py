@@ -240,6 +240,8 @@ def run(args: argparse.Namespace) -> int:
         if held > HANG_LIMIT:
             raise UserHung(f"a task ran {held:.0f} s without yielding (no request, wait or sleep)")
 
+    load = {"model": "open" if args.rate else "users", "users": users, "spawn_rate": spawn_rate}
+    partial = live.partial_files(args.json_file if worker is None else None, "http", args.host or "", load)
     previous_alarm = signal.signal(signal.SIGALRM, watchdog)
     signal.setitimer(signal.ITIMER_REAL, 1.0, 1.0)
     try:
@@ -252,7 +254,9 @@ def run(args: argparse.Namespace) -> int:
                 spawn_rate = start.get("spawn_rate", spawn_rate)
                 if start.get("host"):
                     env.host = args.host = start["host"]
-                reason = _drive(env, hub, classes, shape, users, spawn_rate, run_time, stop_timeout, args, dashboard)
+                reason = _drive(
+                    env, hub, classes, shape, users, spawn_rate, run_time, stop_timeout, args, dashboard, partial
+                )
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous_alarm)
@@ -267,6 +271,8 @@ def run(args: argparse.Namespace) -> int:
             json.dump(result, f)
     else:
         _final_output(result, args)
+    if partial is not None:
+        partial.done()
     events.quitting.fire(environment=env, reason=reason)
     if dashboard is not None and not received:
         _serve_the_end(dashboard, args.autoquit)
@@ -291,6 +297,7 @@ def _drive(
     stop_timeout: float,
     args: argparse.Namespace,
     dashboard: Dashboard | None = None,
+    partial: live.PartialFiles | None = None,
 ) -> str:
     """The test itself: spawning, shape ticks, periodic stats, the dashboard, the end; returns the stop
     reason."""
@@ -320,8 +327,9 @@ def _drive(
     last_counts: LiveCounts = (start, {})
     reason = "completed"
     publisher = None
+    if dashboard is not None or partial is not None:
+        publisher = live.Publisher(hub.engine.live, dashboard.store if dashboard else None, partial)
     if dashboard is not None:
-        publisher = live.Publisher(dashboard.store, hub.engine.live)
         dashboard.store.set(started=start)
     while True:
         now = time.monotonic()
@@ -351,7 +359,7 @@ def _drive(
         if now >= next_stats and not args.only_summary:
             next_stats = now + STATS_INTERVAL
             last_counts = _print_live(hub.engine, last_counts)
-        if dashboard is not None and publisher is not None:
+        if dashboard is not None:
             for action, command in dashboard.take_commands():
                 if action == "users" and not shape and env.open_pool is None:
                     users = processes.share(command["users"], worker)
@@ -361,6 +369,7 @@ def _drive(
                     runner.quit()
                 elif action == "reset":
                     hub.engine.reset_totals()
+        if publisher is not None:
             exceptions = [dict(x, nodes="local") for x in env.exceptions.values()]
             target = None if env.open_pool else spawner.target
             publisher.tick(users=runner.user_count, target_users=target, state=runner.state, exceptions=exceptions)

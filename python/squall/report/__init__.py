@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from squall.report import console, locust_csv
+from squall.web import page
 
 
 def write_files(
@@ -20,8 +21,6 @@ def write_files(
     line, title: `squall.web.page.meta`)."""
     written = []
     if html_path:
-        from squall.web import page
-
         page.write_report(html_path, result, html_meta or page.meta(result["kind"], [], result["url"]))
         written.append(html_path)
     if json_path:

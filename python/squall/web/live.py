@@ -4,10 +4,14 @@ server, publishing the live stream once a second, and serving the end."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
+import os
 import sys
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
+from squall import __version__
 from squall.errors import UsageError
 from squall.web import page
 
@@ -49,7 +53,7 @@ def start(
     load: dict[str, Any] | None = None,
 ) -> Dashboard:
     """Starts the dashboard for this run (a one-line error, exit 2, when its port cannot be bound)."""
-    from squall.web.server import Dashboard, LiveStore
+    from squall.web.server import Dashboard, LiveStore  # http.server only when serving: start-up
 
     if args.web_auth is not None and ":" not in args.web_auth:
         raise UsageError("--web-auth takes USER:PASS")
@@ -64,12 +68,108 @@ def start(
     return dashboard
 
 
-class Publisher:
-    """Reads the engine's live stream at most once a `PUBLISH_EVERY` and hands it to the store."""
+PARTIAL_SERIES = ".partial.jsonl"
+PARTIAL_TOTALS = ".partial.json"
 
-    def __init__(self, store: LiveStore, read: Callable[[int], dict[str, Any]]) -> None:
-        self.store = store
+
+class PartialFiles:
+    """The run so far beside its result file, so that a crash (kill -9, a lost machine) loses at most
+    the last second: RESULT.partial.jsonl gets a header line and then each second as it is published
+    (appended and flushed), RESULT.partial.json the live totals (replaced whole, atomically). Both go
+    once the result itself is written; `squall report RESULT.partial.jsonl` renders what they hold."""
+
+    def __init__(self, result_path: str, header: dict[str, Any]) -> None:
+        self.series_path = result_path + PARTIAL_SERIES
+        self.totals_path = result_path + PARTIAL_TOTALS
+        self.series = open(self.series_path, "w", encoding="utf-8")  # noqa: SIM115 (open for the run)
+        self._line({"squall_partial": 1, **header})
+
+    def _line(self, doc: dict[str, Any]) -> None:
+        self.series.write(page.to_json(doc) + "\n")
+        self.series.flush()
+
+    def add(self, live: dict[str, Any]) -> None:
+        for point in live["timeseries"]:
+            self._line(point)
+        tmp = self.totals_path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(page.to_json(live["totals"]))
+        os.replace(tmp, self.totals_path)
+
+    def done(self) -> None:
+        """The result is written: the partial files have served."""
+        self.series.close()
+        for path in (self.series_path, self.totals_path):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+
+
+def read_partial(path: str) -> dict[str, Any]:
+    """A result document from a crashed run's partial files (`path`: RESULT.partial.jsonl)."""
+    lines = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            try:
+                lines.append(json.loads(line))
+            except json.JSONDecodeError:
+                break  # the line being written when the run died
+    if not lines or lines[0].get("squall_partial") != 1:
+        raise ValueError(f"{path} is not a squall partial result")
+    header, points = lines[0], lines[1:]
+    totals_path = path[: -len(PARTIAL_SERIES)] + PARTIAL_TOTALS if path.endswith(PARTIAL_SERIES) else ""
+    try:
+        with open(totals_path, encoding="utf-8") as f:
+            totals = json.load(f)
+    except (OSError, json.JSONDecodeError):
+        totals = {"aggregate": _empty_endpoint(), "endpoints": [], "errors": []}
+    return {
+        "squall_version": header.get("squall_version", ""),
+        "kind": header.get("kind", "http"),
+        "url": header.get("url", ""),
+        "method": "",
+        "start_unix": header.get("start_unix", 0.0),
+        "duration_s": float(len(points)),
+        "stop_reason": "crashed",
+        "load": header.get("load", {}),
+        "aggregate": totals["aggregate"],
+        "endpoints": totals["endpoints"],
+        "errors": totals["errors"],
+        "schedule": None,
+        "abandoned": 0,
+        "timeseries": points,
+    }
+
+
+def _empty_endpoint() -> dict[str, Any]:
+    return {
+        "method": "",
+        "name": "Aggregated",
+        "requests": 0,
+        "failures": 0,
+        "body_bytes": 0,
+        "wire_bytes": 0,
+        "min_us": 0,
+        "max_us": 0,
+        "mean_us": 0.0,
+        "stdev_us": 0.0,
+        "percentiles_us": {},
+        "status_codes": {},
+    }
+
+
+class Publisher:
+    """Reads the engine's live stream at most once a `PUBLISH_EVERY` and hands it to the dashboard's
+    store and to the partial files, whichever the run has."""
+
+    def __init__(
+        self,
+        read: Callable[[int], dict[str, Any]],
+        store: LiveStore | None = None,
+        partial: PartialFiles | None = None,
+    ) -> None:
         self.read = read
+        self.store = store
+        self.partial = partial
         self.cursor = 0
         self.last = 0.0
 
@@ -80,10 +180,34 @@ class Publisher:
         self.last = now
         live = self.read(self.cursor)
         self.cursor = live["cursor"]
-        self.store.publish(live, **fields)
+        if self.store is not None:
+            self.store.publish(live, **fields)
+        if self.partial is not None:
+            self.partial.add(live)
 
 
-def linger(dashboard: Dashboard, seconds: float = FINAL_GRACE) -> None:
-    """Keeps serving briefly after the run so that an open page gets the final result."""
+def partial_files(result_path: str | None, kind: str, url: str, load: dict[str, Any]) -> PartialFiles | None:
+    """The partial files of a run that writes its result to `result_path` (none without one)."""
+    if not result_path:
+        return None
+    header = {
+        "squall_version": __version__,
+        "kind": kind,
+        "url": page.redact_argv([url])[0],
+        "start_unix": time.time(),
+        "load": load,
+    }
+    try:
+        return PartialFiles(result_path, header)
+    except OSError as e:
+        raise UsageError(f"cannot write {result_path}{PARTIAL_SERIES}: {e.strerror or e}") from None
+
+
+def linger(dashboard: Dashboard, seconds: float | None = None) -> None:
+    """Keeps serving after the run for `seconds`, by default briefly and only while a page is open
+    (it polled in the last few seconds), so that the page gets the final result; then stops."""
+    if seconds is None:
+        polled = dashboard.store.last_poll
+        seconds = FINAL_GRACE if polled is not None and time.monotonic() - polled < 3 * PUBLISH_EVERY else 0.0
     time.sleep(seconds)
     dashboard.stop()

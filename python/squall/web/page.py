@@ -35,7 +35,7 @@ def _finite(value: Any) -> Any:
         return None
     if isinstance(value, dict):
         return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
+    if isinstance(value, (list, tuple)):
         return [_finite(v) for v in value]
     return value
 

@@ -49,6 +49,7 @@ class LiveStore:
         self.mqtt: dict[str, Any] | None = None
         self.result: dict[str, Any] | None = None
         self.load: dict[str, Any] = {}
+        self.last_poll: float | None = None  # when a page last asked for /api/live
 
     def publish(self, live: dict[str, Any], **fields: Any) -> None:
         """The engine's `live()` answer (new seconds and the totals) and any of the other fields."""
@@ -72,6 +73,7 @@ class LiveStore:
     def view(self, cursor: int) -> dict[str, Any]:
         """The answer to `GET /api/live?cursor=N` (web/README.md)."""
         with self.lock:
+            self.last_poll = time.monotonic()
             cursor = max(0, min(cursor, len(self.timeseries)))
             return {
                 "state": self.state,

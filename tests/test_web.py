@@ -1,0 +1,293 @@
+"""The dashboard and the reports in a real browser (Debian's Chromium driven by Playwright), against real
+runs on loopback: what the page shows is checked against the server's own count and the run's JSON."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from support import HERE, free_port, squall, squall_process, wait_for_port, wait_until
+
+FILES = HERE / "locustfiles"
+SHOTS = Path(os.environ.get("SQUALL_TEST_SHOTS", "/tmp/squall-test-shots"))
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert path, "Chromium is missing: `make test` installs it (scripts/install-system-deps.sh)"
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=path, args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+def open_page(browser, url, offline=False):
+    """A page at `url`; with `offline`, every request that is not file:// fails and is counted."""
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.console_errors = []
+    page.blocked = []
+    page.on("console", lambda m: m.type == "error" and page.console_errors.append(m.text))
+    page.on("pageerror", lambda e: page.console_errors.append(str(e)))
+    if offline:
+
+        def route(r):
+            if r.request.url.startswith("file:"):
+                r.continue_()
+            else:
+                page.blocked.append(r.request.url)
+                r.abort()
+
+        page.route("**/*", route)
+    page.goto(url)
+    page.wait_for_selector("body[data-ready='1']", timeout=30_000)
+    return page
+
+
+def number(page, testid):
+    text = page.locator(f"[data-testid='{testid}']").first.inner_text()
+    return float(text.replace(",", "").replace("%", "").replace("ms", "").strip())
+
+
+def points(page, chart):
+    return int(page.locator(f"[data-testid='chart-{chart}']").first.get_attribute("data-points") or 0)
+
+
+def shot(page, name):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def test_bench_report_opens_offline_with_its_charts_and_the_servers_count(nginx, browser, tmp_path):
+    nginx.reset_log()
+    out, html = tmp_path / "r.json", tmp_path / "r.html"
+    p = squall("bench", nginx.url + "/", "-c", 4, "--rate", 400, "-t", "3s", "--json", out, "--html", html, "-q")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(out.read_text())
+    page = open_page(browser, html.as_uri(), offline=True)
+    shot(page, "bench-report")
+    assert page.blocked == [] and page.console_errors == []
+    assert number(page, "total-requests") == r["aggregate"]["requests"] == nginx.requests_logged() == 1200
+    assert number(page, "total-failures") == 0
+    assert number(page, "p95-ms") == pytest.approx(r["aggregate"]["percentiles_us"]["95"] / 1000, abs=0.01)
+    for chart in ("rps", "latency", "users", "spectrum"):
+        assert points(page, chart) > 0, chart
+    assert points(page, "rps") == len(r["timeseries"])
+    row = page.locator("[data-testid='endpoint-row'][data-name='/']")
+    assert row.count() >= 1
+    # The command line is shown, and the page is one file: nothing to fetch.
+    assert "squall bench" in page.content()
+
+
+def test_report_and_compare_commands_render_saved_results(nginx, browser, tmp_path):
+    runs = []
+    for c in (2, 8):
+        out = tmp_path / f"c{c}.json"
+        p = squall("bench", nginx.url + "/", "-c", c, "-n", 2000, "--json", out, "-q")
+        assert p.returncode == 0, p.stderr
+        runs.append(out)
+    html = tmp_path / "again.html"
+    p = squall("report", runs[0], "--html", html)
+    assert p.returncode == 0, p.stderr
+    page = open_page(browser, html.as_uri(), offline=True)
+    assert number(page, "total-requests") == 2000 and page.console_errors == []
+    cmp_html = tmp_path / "cmp.html"
+    p = squall("compare", *runs, "--labels", "two,eight", "--html", cmp_html)
+    assert p.returncode == 0, p.stderr
+    assert "two" in p.stdout and "eight" in p.stdout and "change" in p.stdout
+    page = open_page(browser, cmp_html.as_uri(), offline=True)
+    shot(page, "compare")
+    assert page.console_errors == [] and page.blocked == []
+    text = page.inner_text("body")
+    assert "two" in text and "eight" in text
+    # Bad input: one line, exit 2, before anything is written.
+    p = squall("report", tmp_path / "missing.json", "--html", tmp_path / "x.html")
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
+    p = squall("compare", runs[0])
+    assert p.returncode == 2
+
+
+def test_png_charts_of_a_saved_result(nginx, tmp_path):
+    out = tmp_path / "r.json"
+    assert squall("bench", nginx.url + "/", "-c", 2, "-t", "2s", "--rate", 100, "--json", out, "-q").returncode == 0
+    p = squall("report", out, "--png", tmp_path / "png")
+    assert p.returncode == 0, p.stderr
+    pngs = sorted(f.name for f in (tmp_path / "png").iterdir())
+    assert {"rps.png", "latency.png", "spectrum.png"} <= set(pngs), pngs
+    for f in (tmp_path / "png").iterdir():
+        assert f.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def api(port, path, body=None):
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}", data=None if body is None else json.dumps(body).encode()
+    )
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return json.loads(resp.read()) if "json" in resp.headers["Content-Type"] else resp.read().decode()
+
+
+def test_bench_live_dashboard_draws_while_running_and_ends_on_the_result(nginx, browser, tmp_path):
+    nginx.reset_log()
+    port, out = free_port(), tmp_path / "r.json"
+    proc = squall_process(
+        "bench", nginx.url + "/", "-c", 4, "--rate", 300, "-t", "5s", "--web-port", port, "--json", out, "-q"
+    )
+    wait_for_port(port)
+    page = open_page(browser, f"http://127.0.0.1:{port}/")
+    wait_until(lambda: points(page, "rps") >= 2, "two seconds drawn live", proc)
+    assert page.locator("[data-testid='state']").inner_text().strip().lower() in ("running", "stopping")
+    metrics = api(port, "/metrics")
+    assert 'squall_requests_total{method="GET",name="/"}' in metrics
+    shot(page, "bench-live")
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0, stderr
+    r = json.loads(out.read_text())
+    # The page picked up the final result in the grace the dashboard keeps after the run.
+    wait_until(lambda: page.locator("[data-testid='state']").inner_text().strip().lower() != "running", "the end")
+    assert number(page, "total-requests") == r["aggregate"]["requests"] == nginx.requests_logged() == 1500
+    assert page.console_errors == []
+
+
+def test_locustfile_dashboard_starts_changes_users_and_stops_from_the_page(nginx, browser, tmp_path):
+    nginx.reset_log()
+    port, out = free_port(), tmp_path / "r.json"
+    proc = squall_process(
+        "-f", FILES / "dashboard.py", "-H", nginx.url, "--web-port", port, "--json-file", out,
+        "--autoquit", "3", "--only-summary", "-t", "60s",
+    )  # fmt: skip
+    wait_for_port(port)
+    page = open_page(browser, f"http://127.0.0.1:{port}/")
+    assert page.locator("[data-testid='state']").inner_text().strip().lower() == "ready"
+    time.sleep(0.5)
+    assert nginx.requests_logged() == 0  # nothing before Start
+    page.fill("[data-testid='start-users']", "3")
+    page.fill("[data-testid='start-rate']", "10")
+    page.click("[data-testid='start-button']")
+    wait_until(lambda: api(port, "/api/live?cursor=0")["users"] == 3, "3 users", proc)
+    # Five users from the page while it runs.
+    assert api(port, "/api/users", {"users": 5, "spawn_rate": 10}) == {"ok": True}
+    wait_until(lambda: api(port, "/api/live?cursor=0")["users"] == 5, "5 users", proc)
+    wait_until(lambda: points(page, "rps") >= 2, "charts", proc)
+    shot(page, "locustfile-live")
+    page.click("[data-testid='stop-button']")
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0, stderr
+    r = json.loads(out.read_text())
+    assert r["aggregate"]["requests"] == nginx.requests_logged() > 0
+    assert max(s["users"] for s in r["timeseries"]) == 5
+    # Controls that make no sense are refused, never queued.
+    assert "Traceback" not in stderr
+
+
+def test_dashboard_controls_refuse_bad_input(nginx, tmp_path):
+    port = free_port()
+    proc = squall_process("-f", FILES / "dashboard.py", "-H", nginx.url, "--web-port", port, "--only-summary")
+    try:
+        wait_for_port(port)
+        for body in (
+            {"users": -1, "spawn_rate": 1},
+            {"users": "x", "spawn_rate": 1},
+            {"users": 1, "spawn_rate": 1, "host": "ftp://x"},
+        ):
+            req = urllib.request.Request(f"http://127.0.0.1:{port}/api/start", data=json.dumps(body).encode())
+            with pytest.raises(urllib.error.HTTPError) as e:
+                urllib.request.urlopen(req, timeout=5)
+            assert e.value.code == 400 and json.loads(e.value.read())["ok"] is False
+        assert api(port, "/api/live?cursor=0")["state"] == "ready"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
+
+
+def test_mqtt_dashboard_and_report(browser, tmp_path):
+    from support import Mosquitto
+
+    (tmp_path / "mosq").mkdir()
+    broker = Mosquitto(tmp_path / "mosq")
+    try:
+        port, html, out = free_port(), tmp_path / "m.html", tmp_path / "m.json"
+        proc = squall_process(
+            "mqtt", "--broker", broker.url, "-u", 5, "--rate", 20, "-t", "3s", "--qos", 1, "--verify",
+            "--web-port", port, "--html", html, "--json", out, "-q",
+        )  # fmt: skip
+        wait_for_port(port)
+        page = open_page(browser, f"http://127.0.0.1:{port}/")
+        wait_until(lambda: points(page, "mqtt") >= 1, "the MQTT chart", proc)
+        stdout, stderr = proc.communicate(timeout=60)
+        assert proc.returncode == 0, stderr
+        r = json.loads(out.read_text())
+        report = open_page(browser, html.as_uri(), offline=True)
+        shot(report, "mqtt-report")
+        assert report.console_errors == [] and report.blocked == []
+        assert points(report, "mqtt") == len(r["timeseries"])
+        assert r["mqtt"]["delivery"]["delivered"] == 300
+    finally:
+        broker.stop()
+
+
+def test_the_dashboard_binds_loopback_and_refuses_controls_beyond_it_without_auth(nginx):
+    port = free_port()
+    proc = squall_process(
+        "bench", nginx.url + "/", "-c", 1, "--rate", 20, "-t", "3s", "--web-port", port, "--web-host", "0.0.0.0", "-q"
+    )
+    wait_for_port(port)
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/api/stop", data=b"{}")
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(req, timeout=5)
+    assert e.value.code == 403
+    _, stderr = proc.communicate(timeout=30)
+    assert "without --web-auth" in stderr and proc.returncode == 0
+
+
+def test_web_auth_guards_the_whole_dashboard(nginx):
+    port = free_port()
+    proc = squall_process(
+        "bench",
+        nginx.url + "/",
+        "-c",
+        1,
+        "--rate",
+        20,
+        "-t",
+        "20s",
+        "--web-port",
+        port,
+        "--web-auth",
+        "me:secret",
+        "-q",
+    )
+    wait_for_port(port)
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/api/live", timeout=5)
+    assert e.value.code == 401
+    import base64
+
+    auth = "Basic " + base64.b64encode(b"me:secret").decode()
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/api/stop", data=b"{}", headers={"Authorization": auth})
+    assert json.loads(urllib.request.urlopen(req, timeout=5).read()) == {"ok": True}
+    _, stderr = proc.communicate(timeout=30)  # stopped from the dashboard, long before its 20 s
+    assert proc.returncode == 0, stderr
+    assert "secret" not in stderr
+
+
+def test_busy_port_is_a_one_line_error(nginx):
+    port = free_port()
+    blocker = subprocess.Popen(
+        ["python3", "-m", "http.server", str(port), "--bind", "127.0.0.1"],
+        stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port)
+        p = squall("bench", nginx.url + "/", "-n", 10, "--web-port", port)
+        assert p.returncode == 2 and "cannot serve the dashboard" in p.stderr and "Traceback" not in p.stderr
+    finally:
+        blocker.kill()

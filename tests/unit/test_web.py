@@ -1,0 +1,128 @@
+"""The pure parts of the dashboard and the reports: what they show, hide and refuse."""
+
+import json
+import re
+
+import pytest
+
+from squall.commands.report import compare_table
+from squall.web import live, page
+from squall.web.metrics import prometheus
+from squall.web.server import LiveStore, _validate
+
+
+def endpoint(method, name, requests, failures=0, p50=1000, p95=2000, mean=1200.0):
+    return {
+        "method": method,
+        "name": name,
+        "requests": requests,
+        "failures": failures,
+        "body_bytes": 0,
+        "wire_bytes": 0,
+        "min_us": 100,
+        "max_us": 9000,
+        "mean_us": mean,
+        "stdev_us": 1.0,
+        "percentiles_us": {"50": p50, "95": p95, "99": p95 * 2, "100": 9000},
+        "status_codes": {"200": requests - failures},
+    }
+
+
+def result(requests=100, duration=10.0, p95=2000):
+    e = endpoint("GET", "/a", requests, p95=p95)
+    return {
+        "kind": "http",
+        "url": "http://x/",
+        "duration_s": duration,
+        "aggregate": dict(e, method="", name="Aggregated"),
+        "endpoints": [e],
+        "timeseries": [],
+    }
+
+
+def test_secrets_never_reach_the_page():
+    argv = [
+        "mqtt", "--password", "hunter2", "--web-auth=me:pw", "-H", "Authorization: Bearer abc",
+        "-H", "X-Trace: 1", "http://user:pass@host/x",
+    ]  # fmt: skip
+    shown = page.redact_argv(argv)
+    assert shown == [
+        "mqtt", "--password", "***", "--web-auth=***", "-H", "Authorization: ***",
+        "-H", "X-Trace: 1", "http://user:***@host/x",
+    ]  # fmt: skip
+    line = page.meta("bench", argv, "http://user:pass@host/")["command_line"]
+    assert "hunter2" not in line and "pass@" not in line and "abc" not in line
+
+
+def test_data_inside_the_script_element_cannot_close_it():
+    text = page._script_json({"name": "</script><script>alert(1)</script><!--", "x": float("nan")})
+    assert "<" not in text and ">" not in text
+    assert json.loads(text) == {"name": "</script><script>alert(1)</script><!--", "x": None}
+
+
+def test_controls_accept_only_sane_commands():
+    assert _validate("start", {"users": "5", "spawn_rate": 2, "host": "https://h"}, "ready") == {
+        "users": 5,
+        "spawn_rate": 2.0,
+        "host": "https://h",
+    }
+    for body, state in (
+        ({"users": 0, "spawn_rate": 1}, "ready"),  # at least one user to start
+        ({"users": 1, "spawn_rate": 0}, "ready"),
+        ({"users": 1, "spawn_rate": 1, "host": "file:///etc/passwd"}, "ready"),
+        ({"users": 1, "spawn_rate": 1}, "running"),  # started already
+    ):
+        with pytest.raises(ValueError):
+            _validate("start", body, state)
+    assert _validate("users", {"users": 0, "spawn_rate": 1}, "running")["users"] == 0
+    with pytest.raises(ValueError):
+        _validate("users", {"users": 3, "spawn_rate": 1}, "ready")
+
+
+def test_the_store_hands_each_client_the_seconds_it_has_not_seen():
+    store = LiveStore(page.meta("bench", [], "http://x/"), "http")
+    totals = {"aggregate": endpoint("", "Aggregated", 3), "endpoints": [], "errors": []}
+    store.publish(
+        {"cursor": 2, "timeseries": [{"t": 0, "unix": 5.0}, {"t": 1, "unix": 6.0}], "totals": totals}, users=4
+    )
+    store.publish({"cursor": 3, "timeseries": [{"t": 2, "unix": 7.0}], "totals": totals})
+    v = store.view(1)
+    assert [p["t"] for p in v["timeseries"]] == [1, 2] and v["cursor"] == 3 and v["users"] == 4
+    assert store.view(99)["timeseries"] == [] and store.view(-5)["cursor"] == 3
+    assert store.current_result()["stop_reason"] == "running"
+    store.finish({"done": True})
+    assert store.view(3)["finished"] and store.current_result() == {"done": True}
+
+
+def test_prometheus_text_is_well_formed():
+    r = result()
+    r["endpoints"].append(endpoint("POST", 'say "hi"\\n', 5, failures=1))
+    text = prometheus(r, {"users": 7}, "http")
+    sample = re.compile(r'^[a-z_]+(\{([a-z_]+="([^"\\]|\\.)*",?)*\})? -?[0-9.e+]+$')
+    for line in text.splitlines():
+        assert line.startswith("# ") or sample.match(line), line
+    assert 'squall_requests_total{method="GET",name="/a"} 100' in text
+    assert 'squall_failures_total{method="POST",name="say \\"hi\\"\\\\n"} 1' in text
+    assert 'squall_response_time_seconds{method="GET",name="/a",quantile="0.95"} 0.002000' in text
+    assert "squall_users 7" in text
+
+
+def test_a_crashed_runs_partial_files_make_a_result(tmp_path):
+    target = str(tmp_path / "r.json")
+    partial = live.partial_files(target, "http", "http://u:secret@h/", {"model": "closed"})
+    totals = {"aggregate": endpoint("", "Aggregated", 30), "endpoints": [endpoint("GET", "/", 30)], "errors": []}
+    partial.add({"timeseries": [{"t": 0, "requests": 10}, {"t": 1, "requests": 20}], "totals": totals})
+    with open(partial.series_path, "a") as f:
+        f.write('{"t": 2, "requ')  # the line being written when the process was killed
+    r = live.read_partial(partial.series_path)
+    assert [p["t"] for p in r["timeseries"]] == [0, 1] and r["aggregate"]["requests"] == 30
+    assert r["stop_reason"] == "crashed" and "secret" not in r["url"] and r["duration_s"] == 2.0
+    partial.done()
+    assert not list(tmp_path.iterdir())
+
+
+def test_compare_shows_the_change_from_the_first_run():
+    text = compare_table([("sync", result(100, p95=2000)), ("async", result(150, p95=1000))])
+    rows = {line.split()[0]: line for line in text.splitlines() if line.strip()}
+    assert "+50.0%" in rows["change"] and "-50.0%" in rows["change"]
+    assert "10.0" in rows["sync"] and "15.0" in rows["async"]
