@@ -5,7 +5,7 @@ STAMP  := $(VENV)/.installed
 DEV    := $(VENV)/.dev-installed
 SOURCES := $(shell find crates python -type f -not -path '*/__pycache__/*') Cargo.toml Cargo.lock pyproject.toml
 
-.PHONY: demo test lint install dev test-rust test-python test-unit bench bench-http bench-h2 bench-script bench-mqtt clean
+.PHONY: demo test lint install dev web test-rust test-python test-unit bench bench-http bench-h2 bench-script bench-mqtt bench-dashboard clean
 
 ## demo: create .venv, build and install squall, run the demo against the built-in target
 demo: $(STAMP)
@@ -53,7 +53,7 @@ dev: $(DEV)
 	$(VENV)/bin/maturin develop --release
 
 ## bench: the benchmarks against peers (installs wrk, ab, hey, oha, Locust, paho-mqtt, nginx, mosquitto); writes bench/RESULTS.md
-bench: bench-http bench-h2 bench-script bench-mqtt
+bench: bench-http bench-h2 bench-script bench-mqtt bench-dashboard
 
 bench-http: $(STAMP)
 	$(PY) bench/http_bench.py
@@ -66,6 +66,9 @@ bench-script: $(STAMP)
 
 bench-mqtt: $(STAMP)
 	$(PY) bench/mqtt_bench.py --skip-install
+
+bench-dashboard: $(STAMP) $(DEV)
+	$(PY) bench/dashboard_bench.py --skip-install
 
 clean:
 	rm -rf $(VENV) target dist

@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Opens the pages render.py wrote in headless Chromium (Playwright, Debian's chromium), offline:
+every request that is not file:// is aborted and counted. Checks body[data-ready=1], the charts'
+data-points, console errors, that hostile strings stayed text; screenshots into /tmp/web-shots/.
+
+    .venv/bin/python web/dev/browser_check.py [PAGES_DIR] [SHOTS_DIR]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from playwright.sync_api import sync_playwright
+
+PAGES = sys.argv[1] if len(sys.argv) > 1 else "/tmp/squall-web"
+SHOTS = sys.argv[2] if len(sys.argv) > 2 else "/tmp/web-shots"
+
+EXPECT = {
+    "report-bench-closed.html": ["chart-rps", "chart-latency", "chart-users", "chart-spectrum"],
+    "report-bench-closed-nospectrum.html": ["chart-rps", "chart-latency", "chart-users"],
+    "report-bench-open.html": ["chart-rps", "chart-latency", "chart-users", "chart-schedule", "chart-spectrum"],
+    "report-locustfile.html": ["chart-rps", "chart-latency", "chart-users", "chart-spectrum"],
+    "report-locustfile-rate.html": ["chart-rps", "chart-latency", "chart-users", "chart-schedule", "chart-spectrum"],
+    "report-mqtt.html": ["chart-mqtt", "chart-mqtt-latency", "chart-users", "chart-schedule", "chart-spectrum"],
+    "report-hostile.html": ["chart-rps", "chart-latency", "chart-users", "chart-spectrum"],
+    "report-failing.html": ["chart-rps", "chart-latency", "chart-users", "chart-spectrum"],
+    "report-empty.html": [],
+    "report-long.html": ["chart-rps", "chart-latency", "chart-users", "chart-spectrum"],
+    "compare.html": ["chart-rps", "chart-latency", "chart-spectrum"],
+    "compare3.html": ["chart-rps", "chart-latency", "chart-spectrum"],
+}
+
+
+def main() -> int:
+    os.makedirs(SHOTS, exist_ok=True)
+    failures = 0
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
+        for scheme in ("light", "dark"):
+            for width in (1280, 420) if scheme == "light" else (1280,):
+                ctx = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme, device_scale_factor=1)
+                blocked: list[str] = []
+
+                def route(r, blocked=blocked):
+                    if r.request.url.startswith("file://"):
+                        r.continue_()
+                    else:
+                        blocked.append(r.request.url)
+                        r.abort()
+
+                ctx.route("**/*", route)
+                for name, charts in EXPECT.items():
+                    if width == 420 and name not in ("report-locustfile.html", "report-mqtt.html", "compare.html"):
+                        continue
+                    if scheme == "dark" and name not in ("report-bench-open.html", "report-mqtt.html", "compare.html"):
+                        continue
+                    page = ctx.new_page()
+                    errors: list[str] = []
+                    page.on("console", lambda m, errors=errors: errors.append(m.text) if m.type in ("error", "warning") else None)
+                    page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
+                    page.goto("file://" + os.path.join(PAGES, name))
+                    page.wait_for_selector("body[data-ready='1']", timeout=10000)
+                    page.wait_for_timeout(300)
+                    points = page.evaluate(
+                        "() => Object.fromEntries([...document.querySelectorAll('.chart')].map(c => [c.dataset.testid, +c.dataset.points]))"
+                    )
+                    canvases = page.evaluate("() => document.querySelectorAll('.chart canvas').length")
+                    numbers = page.evaluate(
+                        "() => Object.fromEntries([...document.querySelectorAll('.card [data-testid], .card .s [data-testid]')]"
+                        ".map(e => [e.dataset.testid, [e.textContent, e.dataset.value]]))"
+                    )
+                    rows = page.evaluate(
+                        "() => [...document.querySelectorAll('[data-testid=endpoint-row]')].map(r => [r.dataset.method, r.dataset.name])"
+                    )
+                    pwned = page.evaluate("() => document.body.dataset.pwned || ''")
+                    problems = []
+                    for c in charts:
+                        if not points.get(c):
+                            problems.append(f"{c}: {points.get(c)} points")
+                    if canvases < len(charts):
+                        problems.append(f"{canvases} canvases for {len(charts)} charts")
+                    if name.endswith("nospectrum.html") and "chart-spectrum" in points:
+                        problems.append("a spectrum chart without a spectrum")
+                    if errors:
+                        problems.append("console: " + " | ".join(errors))
+                    if pwned:
+                        problems.append("hostile markup ran")
+                    if name == "report-hostile.html":
+                        n = page.evaluate("() => document.querySelectorAll('main img, main script, main b').length")
+                        if n:
+                            problems.append(f"{n} elements made from data")
+                    shot = os.path.join(SHOTS, f"{name[:-5]}-{scheme}-{width}.png")
+                    page.screenshot(path=shot, full_page=True)
+                    status = "ok" if not problems else "FAIL " + "; ".join(problems)
+                    failures += bool(problems)
+                    print(f"{name} [{scheme} {width}]: {status}\n  points {json.dumps(points)}\n  numbers {json.dumps(numbers)}\n  rows {rows}\n  -> {shot}")
+                    page.close()
+                if blocked:
+                    failures += 1
+                    print("FAIL: requests outside file://:", blocked)
+                ctx.close()
+        browser.close()
+    print("blocked requests: none" if not failures else f"{failures} problem(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

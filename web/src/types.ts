@@ -1,0 +1,176 @@
+// The data contract (web/README.md): result documents, live snapshots and the page's META.
+
+export type Percentiles = Record<string, number>;
+
+export interface Summary {
+  requests: number;
+  failures: number;
+  body_bytes?: number;
+  wire_bytes?: number;
+  min_us: number;
+  max_us: number;
+  mean_us: number;
+  stdev_us?: number;
+  percentiles_us: Percentiles;
+}
+
+export interface Endpoint extends Summary {
+  method: string;
+  name: string;
+  status_codes?: Record<string, number>;
+  /** [[percentile (0..100), value_us], ...] from the exact HDR histogram; older results lack it. */
+  spectrum?: [number, number][];
+}
+
+export interface Point extends Summary {
+  t: number;
+  unix?: number;
+  users?: number;
+  endpoints?: Endpoint[];
+}
+
+export interface ErrorEntry {
+  method: string;
+  name: string;
+  kind: string;
+  status?: number | null;
+  message: string;
+  count: number;
+  first_seen_s?: number;
+  last_seen_s?: number;
+}
+
+export interface ExceptionEntry {
+  count: number;
+  message: string;
+  traceback?: string;
+}
+
+export interface Schedule {
+  rate: number;
+  arrival?: string;
+  intended: number;
+  sent: number;
+  late: number;
+  late_after_ms?: number;
+  mean_lag_us?: number;
+  max_lag_us?: number;
+  dropped: number;
+}
+
+export interface Load {
+  model?: string;
+  connections?: number;
+  threads?: number;
+  requests?: number | null;
+  duration_s?: number | null;
+  ramp_s?: number | null;
+  http2?: boolean;
+  keepalive?: boolean;
+  timeout_s?: number;
+  rate?: number | null;
+  users?: number | null;
+  spawn_rate?: number | null;
+}
+
+export interface Delivery {
+  sent?: number;
+  delivered?: number;
+  lost?: number;
+  duplicated?: number;
+  out_of_order?: number;
+  received?: number;
+}
+
+export interface MqttResult {
+  broker?: string;
+  mqtt_version?: string;
+  qos?: number;
+  topic?: string;
+  filter?: string;
+  clients?: number;
+  rate_per_client?: number | null;
+  inflight?: number;
+  verify?: boolean;
+  subscribe_only?: boolean;
+  sent?: number;
+  published?: number;
+  failed?: number;
+  unsent?: number;
+  publish_rate?: number;
+  delivery?: Delivery | null;
+}
+
+export interface Result {
+  squall_version?: string;
+  kind?: string; // "http" | "script" | "mqtt"
+  url?: string;
+  method?: string;
+  start_unix?: number;
+  duration_s?: number;
+  stop_reason?: string;
+  load?: Load;
+  aggregate?: Endpoint;
+  endpoints?: Endpoint[];
+  errors?: ErrorEntry[];
+  exceptions?: ExceptionEntry[];
+  connect?: Summary | null;
+  schedule?: Schedule | null;
+  abandoned?: number;
+  timeseries?: Point[];
+  mqtt?: MqttResult | null;
+}
+
+export interface Controls {
+  start?: boolean;
+  users?: boolean;
+  stop?: boolean;
+  reset?: boolean;
+}
+
+export interface Meta {
+  command?: string; // "bench" | "run" | "mqtt"
+  command_line?: string;
+  target?: string;
+  title?: string;
+  squall_version?: string;
+  controls?: Controls | null;
+  form?: { users?: number; spawn_rate?: number; host?: string } | null;
+}
+
+export interface LiveMqtt {
+  connected?: number;
+  sent?: number;
+  published?: number;
+  delivered?: number;
+  failed?: number;
+}
+
+export interface Live {
+  state: string;
+  kind?: string;
+  elapsed_s?: number;
+  users?: number;
+  target_users?: number | null;
+  cursor: number;
+  timeseries?: Point[];
+  totals?: {
+    aggregate?: Endpoint;
+    endpoints?: Endpoint[];
+    errors?: ErrorEntry[];
+    exceptions?: ExceptionEntry[];
+  };
+  schedule?: Schedule | null;
+  mqtt?: LiveMqtt | null;
+  finished?: boolean;
+}
+
+export interface Run {
+  label: string;
+  result: Result;
+}
+
+export type Doc =
+  | { mode: "report"; meta?: Meta; result: Result }
+  | { mode: "live"; meta?: Meta }
+  | { mode: "compare"; meta?: Meta; runs: Run[] };

@@ -1,0 +1,716 @@
+// One run: key numbers, charts, tables. A report feeds it once; the dashboard feeds it every second.
+import type { Endpoint, ErrorEntry, ExceptionEntry, Meta, Point, Result, Schedule } from "./types";
+import { Chart, COLORS, PALETTE, join, spectrumTable, type SeriesDef } from "./charts";
+import {
+  busiest,
+  byMethod,
+  isOpen,
+  key,
+  labels,
+  latencyRow,
+  mqttFromResult,
+  mqttRow,
+  pacedCount,
+  perSecond,
+  STOP_REASONS,
+  sum,
+  type Command,
+  type Kind,
+  type Labels,
+  type MqttCounts,
+} from "./model";
+import {
+  errorsTable,
+  exceptionsTable,
+  kvTable,
+  percentileKeysOf,
+  percentilesTable,
+  SortTable,
+  statsTable,
+  statusTable,
+  type StatRow,
+} from "./tables";
+import { fill, fmtBytes, fmtDuration, fmtFixed, fmtInt, fmtMs, fmtPct, fmtRate, fmtUnix, h, num, pct, setText } from "./util";
+
+/** What one update brings: totals so far and the seconds not drawn yet. */
+export interface Snapshot {
+  aggregate: Endpoint | null;
+  endpoints: Endpoint[];
+  errors: ErrorEntry[];
+  exceptions: ExceptionEntry[] | null;
+  schedule: Schedule | null;
+  mqtt: MqttCounts | null;
+  /** seconds measured so far (report: duration_s) */
+  durationS: number;
+  /** the seconds to append to the charts */
+  points: Point[];
+  usersNow: number | null;
+  targetUsers: number | null;
+}
+
+export function snapshotFromResult(r: Result): Snapshot {
+  return {
+    aggregate: r.aggregate || null,
+    endpoints: r.endpoints || [],
+    errors: r.errors || [],
+    exceptions: r.exceptions || null,
+    schedule: r.schedule || null,
+    mqtt: mqttFromResult(r),
+    durationS: num(r.duration_s),
+    points: r.timeseries || [],
+    usersNow: null,
+    targetUsers: null,
+  };
+}
+
+export interface ViewOpts {
+  meta: Meta;
+  command: Command;
+  kind: Kind;
+  /** live: rates are the last second's; report: the run's averages */
+  live: boolean;
+  result?: Result;
+}
+
+interface ChartSpec {
+  id: string;
+  when: (s: Snapshot) => boolean;
+  make: (slot: HTMLElement) => Chart;
+  row?: (p: Point, s: Snapshot) => (number | null)[];
+  /** charts not drawn from the seconds (the spectrum) */
+  set?: (c: Chart, s: Snapshot) => void;
+  /** the chart's series; when it changes (a new endpoint), the chart is made anew */
+  sig?: (s: Snapshot) => string;
+}
+
+interface Card {
+  value: HTMLElement;
+  sub: HTMLElement | null;
+}
+
+const msFmt = (v: number) => fmtMs(v);
+const rateFmt = (v: number) => fmtRate(v);
+const intFmt = (v: number) => fmtInt(v);
+
+export class RunView {
+  readonly el: HTMLElement;
+  readonly nav: HTMLElement;
+  private L: Labels;
+  private points: Point[] = [];
+  private last: Snapshot | null = null;
+  private cards = new Map<string, Card>();
+  private facts = new Map<string, HTMLElement>();
+  private charts = new Map<string, Chart>();
+  private slots = new Map<string, HTMLElement>();
+  private specs: ChartSpec[];
+  private sigs = new Map<string, string>();
+  private sections = new Map<string, { sec: HTMLElement; body: HTMLElement; link: HTMLElement }>();
+  private stats: SortTable<StatRow>;
+  private pctTable: SortTable<Endpoint> | null = null;
+  private pctKeys = "";
+  private factsBox: HTMLElement;
+  private cardsBox: HTMLElement;
+
+  constructor(private o: ViewOpts) {
+    this.L = labels(o.command);
+    this.nav = h("nav", { class: "tabs", "aria-label": "sections" });
+    this.el = h("div", { class: "run" });
+    this.factsBox = h("dl", { class: "facts", testid: "facts" });
+    this.cardsBox = h("div", { class: "cards" });
+    this.el.appendChild(h("section", { class: "summary", id: "summary" }, this.factsBox, this.cardsBox));
+    this.buildFacts();
+    this.buildCards();
+
+    const reqLabel = o.command === "mqtt" ? "operations" : "requests";
+    this.stats = statsTable(o.live, reqLabel);
+    this.section("stats", "Statistics", h("div", { class: "scroll" }, this.stats.el));
+    const grid = h("div", { class: "charts", testid: "charts" });
+    this.section("charts", "Charts", grid);
+    this.specs = this.chartSpecs();
+    for (const s of this.specs) {
+      const slot = h("div", { class: "slot" });
+      this.slots.set(s.id, slot);
+      grid.appendChild(slot);
+    }
+    this.section("percentiles", "Response time percentiles", h("div", { class: "scroll" }), "exact HDR values, ms");
+    this.section("status", "Status codes", h("div", { class: "scroll" }));
+    this.section("failures", "Failures", h("div", { class: "scroll" }));
+    if (o.kind === "script" || o.command === "run") this.section("exceptions", "Exceptions", h("div", { class: "scroll" }));
+    this.section("schedule", "Schedule", h("div", { class: "scroll" }), "open model");
+    if (o.command === "mqtt") this.section("mqtt", "MQTT delivery", h("div", { class: "scroll" }));
+    if (!o.live && o.result) this.section("details", "Run details", h("div", { class: "scroll" }));
+    this.show("status", false);
+    this.show("schedule", false);
+  }
+
+  // ---------------------------------------------------------------- layout
+
+  private section(id: string, title: string, body: HTMLElement, note?: string): void {
+    const sec = h(
+      "section",
+      { id: "sec-" + id, class: "sec", testid: "section-" + id },
+      h("h2", null, title, note ? h("span", { class: "note" }, " · " + note) : null),
+      body,
+    );
+    const link = h("a", { href: "#sec-" + id }, title.replace("Response time percentiles", "Percentiles"));
+    this.nav.appendChild(link);
+    this.el.appendChild(sec);
+    this.sections.set(id, { sec, body, link });
+  }
+
+  /** Appends a section owned by the caller (the dashboard's downloads). */
+  addSection(id: string, title: string, body: HTMLElement): void {
+    this.section(id, title, body);
+  }
+
+  private show(id: string, on: boolean): void {
+    const s = this.sections.get(id);
+    if (!s) return;
+    s.sec.hidden = !on;
+    s.link.hidden = !on;
+  }
+
+  private body(id: string): HTMLElement | null {
+    const s = this.sections.get(id);
+    return s ? s.body : null;
+  }
+
+  // ---------------------------------------------------------------- facts
+
+  private buildFacts(): void {
+    const { meta, result, live, command } = this.o;
+    const add = (k: string, label: string, value: string, cls?: string) => {
+      const dd = h("dd", { testid: "fact-" + k, class: cls || null }, value);
+      this.facts.set(k, dd);
+      this.factsBox.appendChild(h("div", { class: cls === "mono" ? "wide" : null }, h("dt", null, label), dd));
+    };
+    const target = meta.target || (result && result.url) || "";
+    if (target) add("target", "Target", target, "mono");
+    if (meta.command_line) add("command", "Command", meta.command_line, "mono");
+    if (result) {
+      add("load", "Load", this.loadText(result));
+      add("start", "Started", fmtUnix(result.start_unix));
+      add("duration", "Duration", fmtDuration(result.duration_s));
+      if (!live) add("stop", "Stopped", STOP_REASONS[result.stop_reason || ""] || result.stop_reason || "–");
+    } else {
+      add("users", this.L.Users, "–");
+      add("elapsed", "Elapsed", "–");
+    }
+    const v = meta.squall_version || (result && result.squall_version);
+    if (v) add("version", "squall", v);
+    void command;
+  }
+
+  private loadText(r: Result): string {
+    const l = r.load || {};
+    const parts: string[] = [];
+    const open = isOpen(r, r.schedule);
+    const sched = r.schedule;
+    const m = r.mqtt;
+    if (this.o.command === "mqtt") {
+      if (open && sched) parts.push(`open model, ${fmtRate(sched.rate)} msg/s`);
+      else parts.push("as fast as acknowledged");
+      if (m && m.rate_per_client) parts.push(`${fmtRate(m.rate_per_client)}/s per client`);
+      parts.push(`${fmtInt(num(m && m.clients) || num(l.connections))} clients`);
+      if (m && m.qos !== undefined) parts.push("QoS " + m.qos);
+      if (m && m.mqtt_version) parts.push("MQTT " + m.mqtt_version);
+    } else if (open) {
+      const rate = sched ? sched.rate : num(l.rate);
+      parts.push(`open model, ${fmtRate(rate)} ${this.L.paced}/s` + (sched && sched.arrival ? ` (${sched.arrival})` : ""));
+      const n = num(l.users) || num(l.connections);
+      parts.push(`up to ${fmtInt(n)} ${n === 1 ? this.L.users.replace(/s$/, "") : this.L.users}`);
+    } else if (l.model === "users" || this.o.command === "run") {
+      const n = num(l.users) || num(l.connections);
+      parts.push(`${fmtInt(n)} user${n === 1 ? "" : "s"}`);
+      if (l.spawn_rate) parts.push(`spawn rate ${fmtRate(l.spawn_rate)}/s`);
+    } else {
+      parts.push(`closed model, ${fmtInt(num(l.connections))} connection${num(l.connections) === 1 ? "" : "s"}`);
+    }
+    if (l.requests) parts.push(`${fmtInt(l.requests)} requests`);
+    if (l.ramp_s) parts.push(`ramp ${fmtDuration(l.ramp_s)}`);
+    if (l.threads) parts.push(`${l.threads} thread${l.threads === 1 ? "" : "s"}`);
+    if (l.http2) parts.push("HTTP/2");
+    if (l.keepalive === false) parts.push("no keep-alive");
+    return parts.join(" · ");
+  }
+
+  // ---------------------------------------------------------------- cards
+
+  private card(id: string, label: string, sub = true): void {
+    const value = h("div", { class: "v", testid: id }, "–");
+    const s = sub ? h("div", { class: "s" }) : null;
+    this.cardsBox.appendChild(h("div", { class: "card", "data-card": id }, h("div", { class: "l" }, label), value, s));
+    this.cards.set(id, { value, sub: s });
+  }
+
+  private buildCards(): void {
+    const live = this.o.live;
+    if (this.o.command === "mqtt") {
+      this.card("mqtt-published", "Published");
+      this.card("mqtt-delivered", "Delivered");
+      this.card("mqtt-lost", "Lost");
+      this.card("rps", live ? "Current msg/s" : "Messages/s");
+      this.card("publish-p95-ms", "PUBLISH p95 (ms)");
+      this.card("deliver-p95-ms", "DELIVER p95 (ms)");
+      this.card("total-failures", "Failures");
+    } else {
+      this.card("total-requests", "Requests");
+      this.card("total-failures", "Failures");
+      this.card("rps", live ? "Current RPS" : "Requests/s");
+      this.card("p50-ms", "Median (ms)");
+      this.card("p95-ms", "95%ile (ms)");
+      this.card("p99-ms", "99%ile (ms)");
+      this.card("max-ms", "Max (ms)");
+    }
+    if (live) this.card("users-now", this.L.Users);
+  }
+
+  private setCard(id: string, value: string, raw: number | null, sub?: (string | Node)[]): void {
+    const c = this.cards.get(id);
+    if (!c) return;
+    setText(c.value, value);
+    if (raw === null) c.value.removeAttribute("data-value");
+    else c.value.setAttribute("data-value", String(raw));
+    if (c.sub && sub) fill(c.sub, sub);
+  }
+
+  private subVal(testid: string, text: string, raw: number | null): HTMLElement {
+    return h("span", { testid, "data-value": raw === null ? null : String(raw) }, text);
+  }
+
+  private updateCards(s: Snapshot): void {
+    const a = s.aggregate;
+    const reqs = a ? num(a.requests) : 0;
+    const fails = a ? num(a.failures) : 0;
+    const failPct = reqs ? (100 * fails) / reqs : 0;
+    const lastP = this.points.length ? this.points[this.points.length - 1] : null;
+    const msv = (us: number | null) => (us === null ? null : us / 1000);
+    this.setCard("total-failures", fmtInt(fails), fails, [
+      this.subVal("fail-pct", fmtPct(failPct), +failPct.toFixed(4)),
+      this.o.command === "mqtt" ? " of " : " of requests",
+      this.o.command === "mqtt" ? this.subVal("total-requests", fmtInt(reqs), reqs) : "",
+      this.o.command === "mqtt" ? " operations" : "",
+    ]);
+    if (this.o.command === "mqtt") {
+      const m = s.mqtt;
+      const pubEps = byMethod(s.endpoints, "PUBLISH");
+      const delEps = byMethod(s.endpoints, "DELIVER");
+      const published = m && m.published !== null ? m.published : sum(pubEps, (e) => num(e.requests) - num(e.failures));
+      const delivered = m && m.delivered !== null ? m.delivered : delEps.length ? sum(delEps, (e) => num(e.requests) - num(e.failures)) : null;
+      const lost = m && m.lost !== null ? m.lost : delEps.length ? sum(delEps, (e) => num(e.failures)) : null;
+      const sent = m && m.sent !== null ? m.sent : null;
+      this.setCard("mqtt-published", fmtInt(published), published, [sent !== null ? "of " + fmtInt(sent) + " sent" : ""]);
+      this.setCard("mqtt-delivered", delivered === null ? "–" : fmtInt(delivered), delivered, [
+        delivered !== null && published ? fmtPct((100 * delivered) / published) + " of published" : "no --verify",
+      ]);
+      const dup = m ? m.duplicated : null;
+      const ooo = m ? m.out_of_order : null;
+      this.setCard("mqtt-lost", lost === null ? "–" : fmtInt(lost), lost, [
+        dup !== null || ooo !== null ? `${fmtInt(dup ?? 0)} duplicated · ${fmtInt(ooo ?? 0)} out of order` : "",
+      ]);
+      const rate = this.o.live ? (lastP ? pacedCount(lastP, "mqtt") : null) : s.durationS ? published / s.durationS : null;
+      this.setCard("rps", fmtRate(rate), rate === null ? null : +rate.toFixed(3), [s.schedule ? "intended " + fmtRate(s.schedule.rate) : ""]);
+      for (const [method, id] of [
+        ["PUBLISH", "publish"],
+        ["DELIVER", "deliver"],
+      ]) {
+        const e = busiest(byMethod(s.endpoints, method));
+        const p = e && e.requests ? e.percentiles_us : undefined;
+        const p95 = pct(p, "95");
+        this.setCard(id + "-p95-ms", fmtMs(p95), msv(p95), [
+          "p50 ",
+          this.subVal(id + "-p50-ms", fmtMs(pct(p, "50")), msv(pct(p, "50"))),
+          " · p99 ",
+          this.subVal(id + "-p99-ms", fmtMs(pct(p, "99")), msv(pct(p, "99"))),
+        ]);
+      }
+    } else {
+      const p = a && a.requests ? a.percentiles_us : undefined;
+      this.setCard("total-requests", fmtInt(reqs), reqs, [a ? fmtBytes(num(a.body_bytes)) + " received" : ""]);
+      const avg = s.durationS ? reqs / s.durationS : null;
+      const cur = lastP ? num(lastP.requests) : null;
+      const rate = this.o.live ? cur : avg;
+      this.setCard("rps", fmtRate(rate), rate === null ? null : +rate.toFixed(3), [
+        this.o.live ? (avg !== null ? "average " + fmtRate(avg) : "") : s.schedule ? "intended " + fmtRate(s.schedule.rate) : "average",
+      ]);
+      this.setCard("p50-ms", fmtMs(pct(p, "50")), msv(pct(p, "50")), [
+        "average ",
+        this.subVal("avg-ms", a && a.requests ? fmtMs(a.mean_us) : "–", a && a.requests ? +(a.mean_us / 1000).toFixed(6) : null),
+      ]);
+      this.setCard("p95-ms", fmtMs(pct(p, "95")), msv(pct(p, "95")), ["p90 " + fmtMs(pct(p, "90"))]);
+      this.setCard("p99-ms", fmtMs(pct(p, "99")), msv(pct(p, "99")), ["p99.9 " + fmtMs(pct(p, "99.9"))]);
+      const max = a && a.requests ? num(a.max_us) : null;
+      this.setCard("max-ms", fmtMs(max), msv(max), ["min " + (a && a.requests ? fmtMs(a.min_us) : "–")]);
+    }
+    const sc = s.schedule;
+    if (sc) {
+      if (!this.cards.has("sched-late")) this.card("sched-late", `Late (> ${fmtInt(num(sc.late_after_ms) || 10)} ms)`);
+      const late = num(sc.late);
+      const dropped = num(sc.dropped);
+      this.setCard("sched-late", fmtInt(late), late, [
+        num(sc.intended) ? fmtPct((100 * late) / num(sc.intended)) + " · " : "",
+        this.subVal("sched-dropped", fmtInt(dropped), dropped),
+        " dropped",
+      ]);
+      const el = this.cardsBox.querySelector('[data-card="sched-late"]');
+      if (el) el.classList.toggle("bad", late > 0 || dropped > 0);
+    }
+    const fc = this.cardsBox.querySelector('[data-card="total-failures"]');
+    if (fc) fc.classList.toggle("bad", fails > 0);
+    if (this.o.live) {
+      const u = s.usersNow;
+      this.setCard("users-now", fmtInt(u), u, [s.targetUsers !== null && s.targetUsers !== undefined ? "target " + fmtInt(s.targetUsers) : ""]);
+      const fu = this.facts.get("users");
+      if (fu) setText(fu, fmtInt(u) + (s.targetUsers !== null && s.targetUsers !== undefined ? " → " + fmtInt(s.targetUsers) : ""));
+      const fe = this.facts.get("elapsed");
+      if (fe) setText(fe, fmtDuration(s.durationS));
+    }
+  }
+
+  // ---------------------------------------------------------------- charts
+
+  /** A second's count as a rate (a result's last, partial second is scaled or left out). */
+  private rate(count: number, p: Point): number | null {
+    return perSecond(count, p.t, this.o.live || !this.o.result ? null : num(this.o.result.duration_s));
+  }
+
+  private chartSpecs(): ChartSpec[] {
+    const cmd = this.o.command;
+    const L = this.L;
+    const always = () => true;
+    const lat = (testid: string, title: string): ((slot: HTMLElement) => Chart) => (slot) =>
+      new Chart(slot, {
+        testid,
+        title,
+        unit: "ms",
+        yFmt: msFmt,
+        logToggle: true,
+        emptyMax: 1000,
+        series: [
+          { label: "p50", color: COLORS.p50 },
+          { label: "p95", color: COLORS.p95 },
+          { label: "p99", color: COLORS.p99 },
+          { label: "max", color: COLORS.max, width: 1, dash: [4, 3] },
+        ],
+      });
+    const specs: ChartSpec[] = [];
+    if (cmd === "mqtt") {
+      specs.push({
+        id: "mqtt",
+        when: always,
+        make: (slot) =>
+          new Chart(slot, {
+            testid: "chart-mqtt",
+            title: "Messages per second",
+            yFmt: rateFmt,
+            series: [
+              { label: "published", color: COLORS.rps },
+              { label: "delivered", color: COLORS.delivered, dash: [6, 3] },
+              { label: "lost", color: COLORS.lost },
+              { label: "unsent/failed", color: COLORS.unsent },
+            ],
+          }),
+        row: (p) => mqttRow(p).map((c) => this.rate(c, p)),
+      });
+      // PUBLISH (solid) and DELIVER (dashed, when --verify subscribes) on one chart: the delivery's extra
+      // time over the broker's acknowledgement shows directly.
+      const pick = (p: Point, m: string) => latencyRow(busiest(byMethod(p.endpoints, m))).slice(0, 3);
+      const hasDeliver = (s: Snapshot | null) => !!s && byMethod(s.endpoints, "DELIVER").length > 0;
+      specs.push({
+        id: "mqtt-latency",
+        when: (s) => byMethod(s.endpoints, "PUBLISH").length > 0 || hasDeliver(s),
+        sig: (s) => String(hasDeliver(s)),
+        make: (slot) => {
+          const series: SeriesDef[] = [
+            { label: "PUBLISH p50", color: COLORS.p50 },
+            { label: "PUBLISH p95", color: COLORS.p95 },
+            { label: "PUBLISH p99", color: COLORS.p99 },
+          ];
+          if (hasDeliver(this.last))
+            series.push(
+              { label: "DELIVER p50", color: COLORS.p50, dash: [5, 3] },
+              { label: "DELIVER p95", color: COLORS.p95, dash: [5, 3] },
+              { label: "DELIVER p99", color: COLORS.p99, dash: [5, 3] },
+            );
+          return new Chart(slot, {
+            testid: "chart-mqtt-latency",
+            title: hasDeliver(this.last) ? "PUBLISH (ack) and DELIVER (to the subscriber) latency" : "PUBLISH latency (broker ack)",
+            unit: "ms",
+            yFmt: msFmt,
+            logToggle: true,
+            emptyMax: 1000,
+            series,
+          });
+        },
+        row: (p, s) => (hasDeliver(s) ? [...pick(p, "PUBLISH"), ...pick(p, "DELIVER")] : pick(p, "PUBLISH")),
+      });
+    } else {
+      specs.push({
+        id: "rps",
+        when: always,
+        make: (slot) =>
+          new Chart(slot, {
+            testid: "chart-rps",
+            title: "Total requests per second",
+            yFmt: rateFmt,
+            series: [
+              { label: "RPS", color: COLORS.rps },
+              { label: "Failures/s", color: COLORS.fail },
+            ],
+          }),
+        row: (p) => [this.rate(num(p.requests), p), this.rate(num(p.failures), p)],
+      });
+      specs.push({ id: "latency", when: always, make: lat("chart-latency", "Response times"), row: (p) => latencyRow(p) });
+    }
+    specs.push({
+      id: "users",
+      when: always,
+      make: (slot) =>
+        new Chart(slot, {
+          testid: "chart-users",
+          title: "Number of " + L.users,
+          yFmt: intFmt,
+          intY: true,
+          emptyMax: 10,
+          series: [{ label: L.Users, color: COLORS.users }],
+        }),
+      row: (p) => [typeof p.users === "number" ? p.users : null],
+    });
+    specs.push({
+      id: "schedule",
+      when: (s) => !!s.schedule || (!!this.o.result && isOpen(this.o.result, null)),
+      make: (slot) =>
+        new Chart(slot, {
+          testid: "chart-schedule",
+          title: cmd === "mqtt" ? "Intended vs published messages/s" : cmd === "run" ? "Intended iterations/s vs requests/s" : "Intended vs achieved requests/s",
+          yFmt: rateFmt,
+          series: [
+            { label: cmd === "run" ? "intended iterations/s" : "intended", color: COLORS.intended, dash: [6, 4] },
+            { label: cmd === "mqtt" ? "published/s" : "achieved req/s", color: COLORS.rps },
+          ],
+        }),
+      row: (p, s) => [s.schedule ? num(s.schedule.rate) : null, this.rate(pacedCount(p, cmd), p)],
+      set: (c, s) => {
+        const sc = s.schedule;
+        c.note(sc ? `${fmtInt(sc.late)} late · ${fmtInt(sc.dropped)} dropped` : "");
+      },
+    });
+    specs.push({
+      id: "spectrum",
+      when: (s) => this.spectra(s).length > 0,
+      sig: (s) => this.spectra(s).map((x) => x.label).join("\u0000"),
+      make: (slot) => this.makeSpectrum(slot, this.last),
+      set: (c, s) => this.setSpectrum(c, s),
+    });
+    return specs;
+  }
+
+  private spectra(s: Snapshot): { label: string; spec: [number, number][] }[] {
+    const has = (e: Endpoint | null) => !!e && Array.isArray(e.spectrum) && e.spectrum.length > 0;
+    const out: { label: string; spec: [number, number][] }[] = [];
+    if (this.o.command === "mqtt") {
+      for (const e of s.endpoints) if (has(e)) out.push({ label: (e.method + " " + e.name).trim(), spec: e.spectrum! });
+      return out.slice(0, PALETTE.length);
+    }
+    if (has(s.aggregate)) out.push({ label: "Aggregated", spec: s.aggregate!.spectrum! });
+    if (s.endpoints.length > 1 || !out.length)
+      for (const e of s.endpoints) if (has(e)) out.push({ label: (e.method + " " + e.name).trim(), spec: e.spectrum! });
+    return out.slice(0, PALETTE.length);
+  }
+
+  private makeSpectrum(slot: HTMLElement, s: Snapshot | null): Chart {
+    const list = s ? this.spectra(s) : [];
+    const series: SeriesDef[] = list.map((x, i) => ({
+      label: x.label,
+      color: x.label === "Aggregated" ? "#8a8f98" : PALETTE[i % PALETTE.length],
+      width: x.label === "Aggregated" ? 2.25 : 1.5,
+    }));
+    return new Chart(slot, {
+      testid: "chart-spectrum",
+      title: "Latency by percentile",
+      unit: "ms",
+      x: "pctl",
+      yFmt: msFmt,
+      logToggle: true,
+      emptyMax: 1000,
+      spanGaps: true,
+      series,
+    });
+  }
+
+  private setSpectrum(c: Chart, s: Snapshot): void {
+    const list = this.spectra(s);
+    c.set(join(list.map((x) => spectrumTable(x.spec))));
+  }
+
+  private updateCharts(s: Snapshot, fresh: Point[]): void {
+    for (const spec of this.specs) {
+      let c = this.charts.get(spec.id);
+      const sig = spec.sig ? spec.sig(s) : "";
+      if (c && sig !== this.sigs.get(spec.id)) {
+        c.destroy(); // the endpoints changed: new series
+        this.charts.delete(spec.id);
+        c = undefined;
+      }
+      if (!c) {
+        if (!spec.when(s)) continue;
+        c = spec.make(this.slots.get(spec.id)!);
+        this.charts.set(spec.id, c);
+        this.sigs.set(spec.id, sig);
+        if (spec.row) for (const p of this.points) c.push(p.t, spec.row(p, s));
+      } else if (spec.row) {
+        for (const p of fresh) c.push(p.t, spec.row(p, s));
+      }
+      if (spec.set) spec.set(c, s);
+      c.draw();
+    }
+  }
+
+  // ---------------------------------------------------------------- tables
+
+  private updateTables(s: Snapshot): void {
+    const lastP = this.points.length ? this.points[this.points.length - 1] : null;
+    const cur = new Map<string, Endpoint>();
+    if (lastP) for (const e of lastP.endpoints || []) cur.set(key(e), e);
+    const d = s.durationS;
+    const rates = (e: Endpoint, agg: boolean): { rps: number | null; fps: number | null } => {
+      if (this.o.live) {
+        const c = agg ? lastP : cur.get(key(e));
+        if (!lastP) return { rps: null, fps: null };
+        return { rps: c ? num(c.requests) : 0, fps: c ? num(c.failures) : 0 };
+      }
+      return d ? { rps: num(e.requests) / d, fps: num(e.failures) / d } : { rps: null, fps: null };
+    };
+    const eps = s.endpoints.slice().sort((a, b) => (a.name || "").localeCompare(b.name || "") || (a.method || "").localeCompare(b.method || ""));
+    const agg = s.aggregate || null;
+    this.stats.set(
+      eps.map((e) => ({ e, ...rates(e, false) })),
+      agg ? { e: agg, ...rates(agg, true) } : null,
+    );
+
+    // percentiles
+    const keys = percentileKeysOf(agg ? [...eps, agg] : eps);
+    if (keys.join() !== this.pctKeys || !this.pctTable) {
+      this.pctKeys = keys.join();
+      this.pctTable = percentilesTable(keys);
+      fill(this.body("percentiles")!, this.pctTable.el);
+    }
+    if (this.pctTable) this.pctTable.set(eps, agg);
+    if (!keys.length) fill(this.body("percentiles")!, h("p", { class: "empty" }, "Nothing measured yet"));
+
+    const st = statusTable(eps, agg);
+    this.show("status", !!st);
+    if (st) fill(this.body("status")!, st);
+
+    fill(this.body("failures")!, errorsTable(s.errors));
+    const ex = this.body("exceptions");
+    if (ex) fill(ex, exceptionsTable(s.exceptions || []));
+
+    this.show("schedule", !!s.schedule);
+    if (s.schedule) fill(this.body("schedule")!, this.scheduleTable(s.schedule));
+
+    const mq = this.body("mqtt");
+    if (mq) fill(mq, this.mqttTable(s));
+    const det = this.body("details");
+    if (det && this.o.result) fill(det, this.detailsTable(this.o.result));
+  }
+
+  private scheduleTable(sc: Schedule): HTMLElement {
+    const P = this.L.paced;
+    const late = num(sc.late);
+    const intended = num(sc.intended);
+    return kvTable("schedule-table", [
+      ["Intended rate", fmtRate(sc.rate) + " " + P + "/s" + (sc.arrival ? ` (${sc.arrival} arrivals)` : ""), "schedule-rate"],
+      ["Intended", fmtInt(intended), "schedule-intended"],
+      ["Sent", fmtInt(sc.sent), "schedule-sent"],
+      [`Late (more than ${fmtInt(num(sc.late_after_ms) || 10)} ms)`, fmtInt(late) + (intended ? ` (${fmtPct((100 * late) / intended)})` : ""), "schedule-late"],
+      ["Dropped (never sent)", fmtInt(sc.dropped), "schedule-dropped"],
+      ["Mean lag", fmtMs(sc.mean_lag_us) + " ms", "schedule-mean-lag"],
+      ["Max lag", fmtMs(sc.max_lag_us) + " ms", "schedule-max-lag"],
+    ]);
+  }
+
+  private mqttTable(s: Snapshot): HTMLElement {
+    const m = s.mqtt;
+    const r = this.o.result && this.o.result.mqtt;
+    const v = (x: number | null | undefined) => (x === null || x === undefined ? "–" : fmtInt(x));
+    const rows: [string, string, string?][] = [];
+    if (m && m.connected !== null) rows.push(["Connected clients", v(m.connected), "mqtt-connected"]);
+    rows.push(["Sent", v(m && m.sent), "mqtt-sent"]);
+    rows.push(["Published (acknowledged)", v(m && m.published), "mqtt-published-n"]);
+    if (m && m.failed !== null) rows.push(["Failed", v(m.failed), "mqtt-failed"]);
+    if (m && m.unsent !== null) rows.push(["Unsent", v(m.unsent), "mqtt-unsent"]);
+    rows.push(["Delivered", v(m && m.delivered), "mqtt-delivered-n"]);
+    rows.push(["Lost", v(m && m.lost), "mqtt-lost-n"]);
+    if (m && m.duplicated !== null) rows.push(["Duplicated", v(m.duplicated), "mqtt-duplicated"]);
+    if (m && m.out_of_order !== null) rows.push(["Out of order", v(m.out_of_order), "mqtt-out-of-order"]);
+    if (r) {
+      if (r.broker) rows.push(["Broker", r.broker]);
+      if (r.topic) rows.push(["Topic", r.topic + (r.filter ? "  (subscribed: " + r.filter + ")" : "")]);
+      const conf = [
+        r.mqtt_version ? "MQTT " + r.mqtt_version : "",
+        r.qos !== undefined ? "QoS " + r.qos : "",
+        r.inflight ? "in flight " + r.inflight : "",
+        r.verify ? "verified delivery" : "",
+      ].filter(Boolean);
+      if (conf.length) rows.push(["Settings", conf.join(" · ")]);
+    }
+    return kvTable("mqtt-table", rows);
+  }
+
+  private detailsTable(r: Result): HTMLElement {
+    const rows: [string, string, string?][] = [];
+    const l = r.load || {};
+    rows.push(["Load model", (l.model || "–") + (l.timeout_s ? ` · timeout ${fmtDuration(l.timeout_s)}` : "")]);
+    const c = r.connect;
+    if (c && c.requests) {
+      rows.push([
+        "Connect time (ms)",
+        `${fmtInt(c.requests)} connects · min ${fmtMs(c.min_us)} · p50 ${fmtMs(pct(c.percentiles_us, "50"))} · p99 ${fmtMs(
+          pct(c.percentiles_us, "99"),
+        )} · max ${fmtMs(c.max_us)}`,
+        "connect-time",
+      ]);
+      if (c.failures) rows.push(["Connect failures", fmtInt(c.failures)]);
+    }
+    const a = r.aggregate;
+    const d = num(r.duration_s);
+    if (a && a.wire_bytes !== undefined)
+      rows.push([
+        "Transferred",
+        `${fmtBytes(a.wire_bytes)} on the wire` + (d ? ` (${fmtBytes(num(a.wire_bytes) / d)}/s)` : "") + ` · ${fmtBytes(a.body_bytes)} bodies`,
+      ]);
+    if (a && a.requests && a.stdev_us !== undefined) rows.push(["Latency mean ± stdev", `${fmtMs(a.mean_us)} ± ${fmtMs(a.stdev_us)} ms`]);
+    if (r.abandoned) rows.push(["In flight at the end", fmtInt(r.abandoned) + " (sent, not counted)", "abandoned"]);
+    rows.push(["Stop reason", STOP_REASONS[r.stop_reason || ""] || r.stop_reason || "–"]);
+    rows.push(["Duration", fmtFixed(d, 3) + " s"]);
+    return kvTable("details-table", rows);
+  }
+
+  // ---------------------------------------------------------------- updates
+
+  update(s: Snapshot): void {
+    const fresh: Point[] = [];
+    const lastT = this.points.length ? this.points[this.points.length - 1].t : -Infinity;
+    for (const p of s.points) if (typeof p.t === "number" && p.t > lastT) fresh.push(p);
+    this.points.push(...fresh);
+    this.last = s;
+    this.updateCards(s);
+    this.updateTables(s);
+    this.updateCharts(s, fresh);
+  }
+
+  /** A new run started (the live cursor went back): the charts start over. */
+  resetSeries(): void {
+    this.points = [];
+    this.charts.forEach((c) => c.destroy());
+    this.charts.clear();
+  }
+
+  destroy(): void {
+    this.charts.forEach((c) => c.destroy());
+    this.charts.clear();
+    this.el.remove();
+    this.nav.remove();
+  }
+}
