@@ -3,9 +3,11 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 DEV    := $(VENV)/.dev-installed
+NODE_MODULES := web/node_modules/.installed
+WEB_CHECK := $(CURDIR)/target/web-check
 SOURCES := $(shell find crates python -type f -not -path '*/__pycache__/*') Cargo.toml Cargo.lock pyproject.toml
 
-.PHONY: demo test lint install dev web test-rust test-python test-unit bench bench-http bench-h2 bench-script bench-mqtt bench-dashboard clean
+.PHONY: demo test lint lint-web install dev web test-rust test-python test-unit bench bench-http bench-h2 bench-script bench-mqtt bench-dashboard clean
 
 ## demo: create .venv, build and install squall, run the demo against the built-in target
 demo: $(STAMP)
@@ -24,6 +26,23 @@ lint: $(DEV)
 	$(VENV)/bin/ruff check python tests bench
 	$(VENV)/bin/ruff format --check python tests bench
 	$(VENV)/bin/mypy python/squall
+	$(MAKE) lint-web
+
+## lint-web: type-check web/ and check that the committed bundle is what its sources build to
+lint-web: $(NODE_MODULES)
+	cd web && npm run --silent check
+	rm -rf $(WEB_CHECK) && mkdir -p $(WEB_CHECK)
+	cd web && SQUALL_WEB_OUTDIR=$(WEB_CHECK)/ node build.mjs >/dev/null
+	@cmp -s $(WEB_CHECK)/app.js python/squall/web/assets/app.js && cmp -s $(WEB_CHECK)/app.css python/squall/web/assets/app.css \
+		|| (echo "python/squall/web/assets/ is not what web/src builds to: run make web and commit" >&2; exit 1)
+
+## web: rebuild the page's bundle (python/squall/web/assets/, committed) from web/src
+web: $(NODE_MODULES)
+	cd web && npm run build
+
+$(NODE_MODULES): web/package-lock.json
+	cd web && npm ci --no-audit --no-fund --loglevel=error
+	@touch $(NODE_MODULES)
 
 test-rust:
 	cargo test --workspace --exclude squall-py --locked

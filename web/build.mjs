@@ -2,7 +2,8 @@
 import * as esbuild from "esbuild";
 import { statSync } from "node:fs";
 
-const outdir = new URL("../python/squall/web/assets/", import.meta.url).pathname;
+// SQUALL_WEB_OUTDIR: build elsewhere (`make lint` compares that build with the committed bundle).
+const outdir = process.env.SQUALL_WEB_OUTDIR || new URL("../python/squall/web/assets/", import.meta.url).pathname;
 
 await esbuild.build({
   entryPoints: { app: "src/main.ts" },

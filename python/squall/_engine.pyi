@@ -152,3 +152,6 @@ class DemoTarget:
 
 def merge_results(docs: list[str]) -> dict[str, Any]:
     """Merges the result documents (JSON text) of several runs into one, losslessly (histograms added)."""
+
+def histogram_percentiles(histogram: str, percentiles: list[float]) -> list[int]:
+    """Exact values (µs) of a result's serialized histogram at the given percentiles (0 to 100)."""

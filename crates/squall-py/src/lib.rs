@@ -512,6 +512,14 @@ fn merge_results<'py>(py: Python<'py>, docs: Vec<String>) -> PyResult<Bound<'py,
     Ok(pythonize(py, &merged)?)
 }
 
+/// Exact values of a serialized histogram (an endpoint's `histogram` in a result) at the percentiles
+/// given (0 to 100), in microseconds.
+#[pyfunction]
+fn histogram_percentiles(histogram: &str, percentiles: Vec<f64>) -> PyResult<Vec<u64>> {
+    let h = squall_engine::stats::histogram_from_base64(histogram).map_err(UsageError::new_err)?;
+    Ok(percentiles.iter().map(|&p| if h.is_empty() { 0 } else { h.value_at_percentile(p.clamp(0.0, 100.0)) }).collect())
+}
+
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", squall_engine::VERSION)?;
@@ -525,6 +533,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ScriptEngine>()?;
     m.add_class::<DemoTarget>()?;
     m.add_function(wrap_pyfunction!(merge_results, m)?)?;
+    m.add_function(wrap_pyfunction!(histogram_percentiles, m)?)?;
     m.add_function(wrap_pyfunction!(start_demo_broker, m)?)?;
     Ok(())
 }
