@@ -106,4 +106,7 @@ def _convert(action: argparse.Action, value: Any, key: str) -> Any:
         return text in TRUE
     if action.nargs in ("*", "+"):
         return value if isinstance(value, list) else [v for v in str(value).replace(",", " ").split() if v]
+    if isinstance(action, argparse._AppendAction):  # repeatable (--threshold): a TOML list, or ';' between
+        items = value if isinstance(value, list) else str(value).split(";")
+        return [str(v).strip() for v in items if str(v).strip()]
     return action.type(value) if callable(action.type) else str(value)

@@ -80,4 +80,6 @@ def run_processes(
     final_output(result, args)
     if received:
         return exitcodes.INTERRUPTED if received[0] == signal.SIGINT else exitcodes.TERMINATED
+    if any(not t["passed"] for t in result.get("thresholds", [])):  # judged on the merged result
+        return exitcodes.THRESHOLDS
     return max(codes)

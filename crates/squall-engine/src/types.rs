@@ -38,6 +38,10 @@ pub enum StopReason {
     /// The open model's backlog did not drain within one timeout after the schedule ended.
     #[serde(rename = "drain_timeout")]
     DrainTimeout = 4,
+    /// A threshold failed and `--threshold-abort` stopped the run (set by the driver, which stops
+    /// the engine as an interruption and then names the reason).
+    #[serde(rename = "threshold")]
+    Threshold = 5,
 }
 
 impl StopReason {
@@ -47,6 +51,7 @@ impl StopReason {
             2 => StopReason::Deadline,
             3 => StopReason::Interrupted,
             4 => StopReason::DrainTimeout,
+            5 => StopReason::Threshold,
             _ => StopReason::Running,
         }
     }
@@ -58,12 +63,13 @@ impl StopReason {
             StopReason::Deadline => "duration",
             StopReason::Interrupted => "interrupted",
             StopReason::DrainTimeout => "drain_timeout",
+            StopReason::Threshold => "threshold",
         }
     }
 
     /// The inverse of `as_str`; None for an unknown word.
     pub fn parse(s: &str) -> Option<Self> {
-        [Self::Running, Self::Completed, Self::Deadline, Self::Interrupted, Self::DrainTimeout]
+        [Self::Running, Self::Completed, Self::Deadline, Self::Interrupted, Self::DrainTimeout, Self::Threshold]
             .into_iter()
             .find(|r| r.as_str() == s)
     }
@@ -85,7 +91,13 @@ mod tests {
 
     #[test]
     fn reasons_round_trip_through_their_words_and_json() {
-        for r in [StopReason::Completed, StopReason::Deadline, StopReason::Interrupted, StopReason::DrainTimeout] {
+        for r in [
+            StopReason::Completed,
+            StopReason::Deadline,
+            StopReason::Interrupted,
+            StopReason::DrainTimeout,
+            StopReason::Threshold,
+        ] {
             assert_eq!(StopReason::parse(r.as_str()), Some(r));
             assert_eq!(StopReason::from_u8(r as u8), r);
             let json = serde_json::to_string(&r).unwrap();

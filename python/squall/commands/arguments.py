@@ -49,3 +49,24 @@ def to_rate(text: str) -> float:
     if not value > 0:
         raise UsageError(f"invalid rate '{text}': must be more than zero")
     return value
+
+
+def add_threshold_arguments(p: argparse.ArgumentParser) -> None:
+    """--threshold, --threshold-abort, --threshold-grace: the same for every command."""
+    g = p.add_argument_group("thresholds")
+    g.add_argument(
+        "--threshold",
+        action="append",
+        metavar="EXPR",
+        help="a pass/fail criterion, repeatable: p95<300ms, p99.9<1s, max<2s, error_rate<1%%, rps>=500, "
+        "'GET /x: p95<200ms', lost==0, deliver.p99<50ms; exit code 99 when one fails",
+    )
+    g.add_argument(
+        "--threshold-abort", action="store_true", help="stop the run as soon as a threshold fails (after the grace)"
+    )
+    g.add_argument(
+        "--threshold-grace",
+        default="10s",
+        metavar="DURATION",
+        help="with --threshold-abort: no check before this much of the run (default 10s)",
+    )

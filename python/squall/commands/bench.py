@@ -6,8 +6,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from squall import _engine, exitcodes, limits, report
-from squall.commands.arguments import to_duration, to_positive_int, to_rate
+from squall import _engine, exitcodes, limits, report, thresholds
+from squall.commands.arguments import add_threshold_arguments, to_duration, to_positive_int, to_rate
 from squall.commands.drive import drive
 from squall.commands.progress import ProgressLine
 from squall.errors import UsageError
@@ -64,6 +64,7 @@ def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
     out.add_argument("--html", metavar="FILE", help="write a self-contained HTML report with charts")
     out.add_argument("-q", "--quiet", action="store_true", help="no live progress line")
     live.add_arguments(p.add_argument_group("dashboard"), default_port=None)
+    add_threshold_arguments(p)
     p.set_defaults(func=run)
     return p
 
@@ -125,6 +126,7 @@ def engine_config(args: argparse.Namespace) -> tuple[dict[str, Any], bytes]:
 
 def run(args: argparse.Namespace) -> int:
     config, body = engine_config(args)
+    args.thresholds, watch = thresholds.from_args(args)
     limits.ensure_open_files(config["connections"])
     dashboard = None
     if args.web_port is not None:  # before the run: a port in use is a usage error, not a lost run
@@ -139,8 +141,8 @@ def run(args: argparse.Namespace) -> int:
         return exitcodes.CANNOT_START
     line = ProgressLine(config) if not args.quiet and sys.stderr.isatty() else None
     partial = live.partial_files(args.json, "http", args.url, _load(config))
-    result, signum = drive(engine_run, line, dashboard, partial)
-    code = finish(result, signum, args)
+    result, signum = drive(engine_run, line, dashboard, partial, watch)
+    code = finish(result, signum, args, watch)
     if partial is not None:
         partial.done()
     if dashboard is not None:
@@ -160,10 +162,14 @@ def _load(config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def finish(result: dict[str, Any], signum: int | None, args: argparse.Namespace) -> int:
-    """Prints the summary, writes the requested files, and picks the exit code."""
+def finish(
+    result: dict[str, Any], signum: int | None, args: argparse.Namespace, watch: thresholds.Watch | None = None
+) -> int:
+    """Prints the summary and the thresholds' verdicts, writes the requested files, and picks the exit
+    code."""
     sys.stdout.write(report.console.summary(result))
     sys.stdout.flush()
+    verdicts = thresholds.judge(result, getattr(args, "thresholds", []), watch)
     written = report.write_files(
         result,
         json_path=args.json,
@@ -177,6 +183,8 @@ def finish(result: dict[str, Any], signum: int | None, args: argparse.Namespace)
     agg = result["aggregate"]
     if signum is not None:
         return exitcodes.INTERRUPTED if signum == 2 else exitcodes.TERMINATED
+    if thresholds.failed(verdicts):
+        return exitcodes.THRESHOLDS
     if agg["requests"] > 0 and agg["failures"] == agg["requests"]:
         top = result["errors"][0]["message"] if result["errors"] else "failed"
         sys.stderr.write(f"squall bench: error: every request failed (most often: {top})\n")

@@ -12,6 +12,7 @@ from squall.web.live import Publisher
 if TYPE_CHECKING:
     from squall._engine import Progress, Run
     from squall.commands.progress import ProgressLine
+    from squall.thresholds import Watch
     from squall.web.live import PartialFiles
     from squall.web.server import Dashboard
 
@@ -21,10 +22,12 @@ def drive(
     line: ProgressLine | None = None,
     dashboard: Dashboard | None = None,
     partial: PartialFiles | None = None,
+    watch: Watch | None = None,
 ) -> tuple[dict[str, Any], int | None]:
-    """Waits for the run to end, showing its progress on `line` and `dashboard` and saving it in
-    `partial` if given; returns (result dict, the signal that stopped it or None). A signal, or Stop on
-    the dashboard, stops the run, and the result still holds everything measured until then.
+    """Waits for the run to end, showing its progress on `line` and `dashboard`, saving it in `partial`
+    and checking `watch`'s thresholds if given; returns (result dict, the signal that stopped it or
+    None). A signal, Stop on the dashboard or a failed threshold (`--threshold-abort`) stops the run,
+    and the result still holds everything measured until then.
     """
     received: list[int] = []
 
@@ -34,10 +37,11 @@ def drive(
 
     store = dashboard.store if dashboard is not None else None
     publisher = None
-    if store is not None or partial is not None:
+    if store is not None or partial is not None or watch is not None:
         publisher = Publisher(lambda cursor: engine_run.live(cursor, 0.0), store, partial)
+    started = time.monotonic()
     if store is not None:
-        store.set(state="running", started=time.monotonic())
+        store.set(state="running", started=started)
 
     with on_stop_signals(on_signal):
         try:
@@ -49,7 +53,9 @@ def drive(
                     _obey(dashboard, engine_run)
                 if publisher is not None:
                     fields = _fields(progress, dashboard.store.kind) if dashboard and progress else {}
-                    publisher.tick(**fields)
+                    live = publisher.tick(**fields)
+                    if watch is not None and watch.stops(live, time.monotonic() - started):
+                        engine_run.stop()
         finally:
             if line:
                 line.clear()

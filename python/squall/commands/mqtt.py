@@ -13,8 +13,8 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
-from squall import _engine, exitcodes, limits, processes, report
-from squall.commands.arguments import to_duration, to_positive_int, to_rate
+from squall import _engine, exitcodes, limits, processes, report, thresholds
+from squall.commands.arguments import add_threshold_arguments, to_duration, to_positive_int, to_rate
 from squall.commands.drive import drive
 from squall.commands.progress import MqttProgressLine
 from squall.errors import UsageError
@@ -129,6 +129,7 @@ def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
     out.add_argument("--html", metavar="FILE", help="write a self-contained HTML report with charts")
     out.add_argument("-q", "--quiet", action="store_true", help="no live progress line")
     live.add_arguments(p.add_argument_group("dashboard"), default_port=None)
+    add_threshold_arguments(p)
     p.set_defaults(func=run)
     return p
 
@@ -221,6 +222,7 @@ def _whole(text: str, flag: str, most: int) -> int:
 
 def run(args: argparse.Namespace) -> int:
     config = engine_config(args)
+    args.thresholds, watch = thresholds.from_args(args)
     n = to_positive_int(args.processes) if args.processes else 1
     worker = processes.worker()
     if n > 1 and worker is None and not args.subscribe_only:
@@ -244,7 +246,8 @@ def run(args: argparse.Namespace) -> int:
         return exitcodes.CANNOT_START
     show = not args.quiet and worker is None and sys.stderr.isatty()
     partial = live.partial_files(args.json if worker is None else None, "mqtt", config["broker"], {})
-    result, signum = drive(engine_run, MqttProgressLine(config) if show else None, dashboard, partial)
+    result, signum = drive(engine_run, MqttProgressLine(config) if show else None, dashboard, partial, watch)
+    args.watch = watch
     if worker is not None:
         with open(os.environ["SQUALL_WORKER_RESULT"], "w") as f:
             json.dump(result, f)
@@ -256,6 +259,8 @@ def run(args: argparse.Namespace) -> int:
         live.linger(dashboard)
     if signum is not None:
         return exitcodes.INTERRUPTED if signum == signal.SIGINT else exitcodes.TERMINATED
+    if any(not t["passed"] for t in result.get("thresholds", [])):
+        return exitcodes.THRESHOLDS
     return exit_code(result)
 
 
@@ -274,6 +279,7 @@ def exit_code(result: dict[str, Any]) -> int:
 def _final_output(result: dict[str, Any], args: argparse.Namespace) -> None:
     sys.stdout.write(mqtt_console.summary(result))
     sys.stdout.flush()
+    thresholds.judge(result, getattr(args, "thresholds", []), getattr(args, "watch", None))
     written = report.write_files(
         result,
         json_path=args.json,

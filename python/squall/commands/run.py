@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Callable, SupportsIndex, TypeVar
 
 from greenlet import getcurrent
 
-from squall import _engine, exitcodes, limits, locust_compat, processes, report
-from squall.commands.arguments import to_rate
+from squall import _engine, exitcodes, limits, locust_compat, processes, report, thresholds
+from squall.commands.arguments import add_threshold_arguments, to_rate
 from squall.durations import parse_duration
 from squall.env import Environment
 from squall.errors import UsageError
@@ -100,6 +100,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--config", metavar="FILE", help="a config file (key = value lines, or TOML [tool.locust])")
     live.add_arguments(p.add_argument_group("dashboard"), default_port=8089)
+    add_threshold_arguments(p)
     p.add_argument("user_classes", nargs="*", metavar="UserClass", help="run only these User classes")
 
 
@@ -179,6 +180,7 @@ def _number(text: str, what: str, cast: Callable[[str], Number], minimum: float 
 def run(args: argparse.Namespace) -> int:
     users = _number(args.users, "number of users", int)
     spawn_rate = _number(args.spawn_rate, "spawn rate", float, 0.001)
+    args.thresholds, args.watch = thresholds.from_args(args)
     worker = processes.worker()
     if worker is None and args.processes != 1:
         if not args.headless:
@@ -280,6 +282,8 @@ def run(args: argparse.Namespace) -> int:
         return exitcodes.INTERRUPTED if received[0] == signal.SIGINT else exitcodes.TERMINATED
     if env.process_exit_code is not None:
         return env.process_exit_code
+    if any(not t["passed"] for t in result.get("thresholds", [])):
+        return exitcodes.THRESHOLDS
     if result["aggregate"]["failures"] or result["exceptions"]:
         code: int = args.exit_code_on_error
         return code
@@ -327,7 +331,8 @@ def _drive(
     last_counts: LiveCounts = (start, {})
     reason = "completed"
     publisher = None
-    if dashboard is not None or partial is not None:
+    watch: thresholds.Watch | None = args.watch
+    if dashboard is not None or partial is not None or watch is not None:
         publisher = live.Publisher(hub.engine.live, dashboard.store if dashboard else None, partial)
     if dashboard is not None:
         dashboard.store.set(started=start)
@@ -372,7 +377,11 @@ def _drive(
         if publisher is not None:
             exceptions = [dict(x, nodes="local") for x in env.exceptions.values()]
             target = None if env.open_pool else spawner.target
-            publisher.tick(users=runner.user_count, target_users=target, state=runner.state, exceptions=exceptions)
+            live_now = publisher.tick(
+                users=runner.user_count, target_users=target, state=runner.state, exceptions=exceptions
+            )
+            if watch is not None and watch.stops(live_now, time.monotonic() - start):
+                runner.quit()
         hub.run_until(min(t for t in (now + 0.1, deadline) if t is not None))
     runner.state = "stopping"
     if publisher is not None:
@@ -449,6 +458,14 @@ def _print_live(engine: _engine.ScriptEngine, last: LiveCounts) -> LiveCounts:
 
 
 def _final_output(result: dict[str, Any], args: argparse.Namespace) -> None:
+    # The verdicts go into the result first (its files carry them); on stderr when stdout is --json's.
+    verdict_out = sys.stderr if args.json else sys.stdout
+    watch = getattr(args, "watch", None)
+    verdicts = thresholds.evaluate_all(getattr(args, "thresholds", []), result) if args.thresholds else []
+    if verdicts:
+        result["thresholds"] = [v.to_json() for v in verdicts]
+        if watch is not None and watch.failed:
+            result["stop_reason"] = "threshold"
     if args.json:
         rows = [dict(e, **{"type": e["method"]}) for e in result["endpoints"]]
         for r in rows:
@@ -479,5 +496,8 @@ def _final_output(result: dict[str, Any], args: argparse.Namespace) -> None:
         command_meta = page.meta("run", getattr(args, "argv", None) or [], args.host or "")
         command_meta["title"] = f"squall: {os.path.basename(args.locustfile)}"
         written.append(page.write_report(path, result, command_meta))
+    if verdicts:
+        verdict_out.write("\n" + thresholds.block(verdicts))
+        verdict_out.flush()
     for path in written:
         sys.stderr.write(f"wrote {path}\n")

@@ -173,10 +173,11 @@ class Publisher:
         self.cursor = 0
         self.last = 0.0
 
-    def tick(self, force: bool = False, **fields: Any) -> None:
+    def tick(self, force: bool = False, **fields: Any) -> dict[str, Any] | None:
+        """Publishes if a second has passed (or `force`); returns what it read, else None."""
         now = time.monotonic()
         if not force and now - self.last < PUBLISH_EVERY:
-            return
+            return None
         self.last = now
         live = self.read(self.cursor)
         self.cursor = live["cursor"]
@@ -184,6 +185,7 @@ class Publisher:
             self.store.publish(live, **fields)
         if self.partial is not None:
             self.partial.add(live)
+        return live
 
 
 def partial_files(result_path: str | None, kind: str, url: str, load: dict[str, Any]) -> PartialFiles | None:
