@@ -24,10 +24,12 @@ def test_failures_break_an_error_rate_threshold_with_exit_99(nginx, tmp_path):
     nginx.reset_log()
     out = tmp_path / "r.json"
     p = squall(
-        "bench", nginx.url + "/status/500", "-n", 200, "-c", 4, "--json", out,
+        "bench", nginx.url + "/status/500", "-n", 200, "-c", 4, "--json", out, "--csv", tmp_path / "run",
         "--threshold", "error_rate<1%", "--threshold", "p95<10s", "-q",
     )  # fmt: skip
     assert p.returncode == 99, p.stderr
+    rows = (tmp_path / "run_thresholds.csv").read_text().splitlines()
+    assert rows[0].startswith("Threshold,") and rows[1].startswith("error_rate<1%,,1.0,100.000%,False")
     r = json.loads(out.read_text())
     by = {t["threshold"]: t for t in r["thresholds"]}
     assert by["error_rate<1%"]["passed"] is False and by["error_rate<1%"]["value"] == 1.0

@@ -45,6 +45,7 @@ HISTORY_HEADER = [
 ]
 FAILURES_HEADER = ["Method", "Name", "Error", "Occurrences", "First Seen", "Last Seen"]
 EXCEPTIONS_HEADER = ["Count", "Message", "Traceback", "Nodes"]
+THRESHOLDS_HEADER = ["Threshold", "Endpoint", "Measured", "Shown", "Passed", "Reason"]
 
 
 def _percentiles(s: dict[str, Any]) -> list[str]:
@@ -142,6 +143,13 @@ def write(result: dict[str, Any], prefix: str, full_history: bool = False) -> li
                     round(start + e["last_seen_s"], 3),
                 ]
             )
+    if result.get("thresholds"):  # squall's own file: Locust has no thresholds
+        paths["thresholds"] = f"{prefix}_thresholds.csv"
+        with open(paths["thresholds"], "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(THRESHOLDS_HEADER)
+            for t in result["thresholds"]:
+                w.writerow([t["threshold"], t["endpoint"] or "", t["value"], t["shown"], t["passed"], t["reason"]])
     with open(paths["exceptions"], "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(EXCEPTIONS_HEADER)

@@ -58,7 +58,10 @@ def start(
     if args.web_auth is not None and ":" not in args.web_auth:
         raise UsageError("--web-auth takes USER:PASS")
     argv = getattr(args, "argv", None) or sys.argv[1:]
-    store = LiveStore(page.meta(command, argv, target, controls=controls, form=form), kind)
+    page_meta = page.meta(command, argv, target, controls=controls, form=form)
+    page_meta["load"] = load or {}
+    page_meta["thresholds"] = list(args.threshold or []) or None  # pending until the run ends
+    store = LiveStore(page_meta, kind)
     store.load = load or {}
     try:
         dashboard = Dashboard(store, args.web_host, args.web_port, args.web_auth)
