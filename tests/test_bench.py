@@ -310,4 +310,6 @@ def test_the_live_stream_from_python_adds_up_to_the_result(nginx):
     assert totals["aggregate"]["percentiles_us"] == r["aggregate"]["percentiles_us"]
     assert totals["aggregate"]["spectrum"] == r["aggregate"]["spectrum"]
     assert r["timeseries"][-1]["cumulative"]["requests"] == 900
+    # The open model's sends, second by second, add up to its schedule and to what nginx logged.
+    assert sum(s["schedule"]["sent"] for s in r["timeseries"] if "schedule" in s) == r["schedule"]["sent"] == 900
     assert [s["requests"] for s in r["timeseries"]] == seen[: len(r["timeseries"])]

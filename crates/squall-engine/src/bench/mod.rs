@@ -195,7 +195,7 @@ impl Load for Bench {
             stats::merge_errors(&mut errors, o.recorder.errors);
             connect.add(&o.recorder.connect).expect("auto-resizing histograms always merge");
             abandoned += o.abandoned;
-            lag.add(&o.lag);
+            lag.add(&o.recorder.lag);
         }
         let cfg = &self.cfg;
         let schedule = self.open.as_ref().map(|o| {

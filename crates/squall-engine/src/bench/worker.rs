@@ -7,7 +7,6 @@ use crate::http::h1::H1Conn;
 use crate::http::h2::H2Conn;
 use crate::net::Connector;
 use crate::run::dispatch::{Dispatch, Slot};
-use crate::stats::lag::Lag;
 use crate::stats::{self, Outcome, Recorder};
 use bytes::Bytes;
 use std::cell::{Cell, RefCell};
@@ -22,13 +21,10 @@ pub struct ThreadOutput {
     /// Requests still in flight when the run ended: neither counted nor lost silently.
     pub abandoned: u64,
     pub last_completion: Option<Instant>,
-    /// Open model: how late the sends went out.
-    pub lag: Lag,
 }
 
 struct ThreadCtx {
     shared: Arc<Bench>,
-    lag: RefCell<Lag>,
     connector: Connector,
     recorder: RefCell<Recorder>,
     in_flight: Cell<u64>,
@@ -64,7 +60,6 @@ pub(crate) fn worker_thread(
     let streams = if cfg.http2 { cfg.h2_streams } else { 1 };
     let ctx = Rc::new(ThreadCtx {
         connector,
-        lag: RefCell::default(),
         recorder: RefCell::new(recorder),
         in_flight: Cell::new(0),
         last_completion: Cell::new(None),
@@ -140,7 +135,7 @@ pub(crate) fn worker_thread(
     let ctx = Rc::try_unwrap(ctx).ok().expect("all tasks are gone");
     let mut recorder = ctx.recorder.into_inner();
     recorder.finish();
-    ThreadOutput { recorder, abandoned, last_completion, lag: ctx.lag.into_inner() }
+    ThreadOutput { recorder, abandoned, last_completion }
 }
 
 fn open_rx(ctx: &ThreadCtx) -> async_channel::Receiver<Instant> {
@@ -172,7 +167,8 @@ async fn next_send(
                 Some(t) => t,
                 None => ctx.dispatch.next(slot, &open.rx).await?,
             };
-            ctx.lag.borrow_mut().note(Instant::now().saturating_duration_since(intended));
+            let now = Instant::now();
+            ctx.recorder.borrow_mut().note_lag(now, now.saturating_duration_since(intended));
             Some(intended)
         }
     }

@@ -10,7 +10,6 @@ use super::conn::Conn;
 use super::message::{unix_us, Header};
 use super::run::{MqttShared, Phase, CONNECT, PUBLISH};
 use crate::run::clock::Pacer;
-use crate::stats::lag::Lag;
 use crate::stats::{Failure, FailureKind, Outcome, Recorder};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -83,8 +82,6 @@ pub struct ThreadCtx {
     pub recorder: RefCell<Recorder>,
     pub clients: RefCell<Vec<Rc<Client>>>,
     connecting: tokio::sync::Semaphore,
-    /// Paced runs: how late the messages went out.
-    pub lag: Cell<Lag>,
     /// When the last message was published (acknowledged, or written at QoS 0).
     pub last_publish: Cell<Option<Instant>>,
     /// When the last paced message was written: after the end if the generator fell behind.
@@ -99,7 +96,6 @@ impl ThreadCtx {
             recorder: RefCell::new(recorder),
             clients: RefCell::new(Vec::new()),
             connecting: tokio::sync::Semaphore::new(CONNECTING_AT_ONCE),
-            lag: Cell::default(),
             last_publish: Cell::new(None),
             last_paced_send: Cell::new(None),
         }
@@ -368,9 +364,7 @@ async fn publish(ctx: &ThreadCtx, c: &Client, conn: &mut Conn, plan: &mut Plan) 
                     break;
                 }
                 sent_at = due;
-                let mut lag = ctx.lag.get();
-                lag.note(now.duration_since(due));
-                ctx.lag.set(lag);
+                ctx.recorder.borrow_mut().note_lag(now, now.duration_since(due));
                 ctx.last_paced_send.set(Some(now));
                 plan.due = Some(due + plan.interval);
             }

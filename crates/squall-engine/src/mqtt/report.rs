@@ -41,7 +41,7 @@ pub struct Inputs<'a> {
     pub load_start: Instant,
     pub measured: Duration,
     pub duration: Duration,
-    pub outputs: Vec<(Recorder, Vec<ClientCounts>, Lag)>,
+    pub outputs: Vec<(Recorder, Vec<ClientCounts>)>,
     pub subscriber: Option<Recorder>,
     pub tracker: Option<Tracker>,
 }
@@ -55,10 +55,10 @@ pub fn build(inp: Inputs) -> RunResult {
     let mut recorders = Vec::new();
     let mut clients: Vec<ClientCounts> = Vec::new();
     let mut lag = Lag::default();
-    for (r, c, l) in inp.outputs {
+    for (r, c) in inp.outputs {
+        lag.add(&r.lag);
         recorders.push(r);
         clients.extend(c);
-        lag.add(&l);
     }
     clients.sort_by_key(|c| c.index);
 

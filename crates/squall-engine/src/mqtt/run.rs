@@ -11,7 +11,7 @@ use super::report::{self, ClientCounts};
 use super::verify::{self, Seen, SubCtx, Tracker};
 use crate::net::{tls, Connector};
 use crate::run::{self, Load, MqttCounts, Progress, Run, RunCore};
-use crate::stats::lag::{Lag, LATE_AFTER};
+use crate::stats::lag::LATE_AFTER;
 use crate::stats::result::RunResult;
 use crate::stats::Recorder;
 use crate::types::{StartError, StopReason};
@@ -133,7 +133,6 @@ pub type MqttRun = Run<MqttShared>;
 pub struct ThreadOutput {
     recorder: Recorder,
     clients: Vec<ClientCounts>,
-    lag: Lag,
     last_publish: Option<Instant>,
     last_paced_send: Option<Instant>,
 }
@@ -281,13 +280,7 @@ fn worker_thread(shared: Arc<MqttShared>, t: usize) -> ThreadOutput {
     let mut recorder = ctx.recorder.into_inner();
     recorder.finish();
     let clients = ctx.clients.into_inner().iter().map(|c| ClientCounts::of(c)).collect();
-    ThreadOutput {
-        recorder,
-        clients,
-        lag: ctx.lag.get(),
-        last_publish: ctx.last_publish.get(),
-        last_paced_send: ctx.last_paced_send.get(),
-    }
+    ThreadOutput { recorder, clients, last_publish: ctx.last_publish.get(), last_paced_send: ctx.last_paced_send.get() }
 }
 
 fn subscriber_thread(shared: Arc<MqttShared>) -> (Recorder, Tracker) {
@@ -458,7 +451,7 @@ impl Load for MqttShared {
             load_start,
             measured,
             duration: end.duration_since(self.start),
-            outputs: outputs.into_iter().map(|o| (o.recorder, o.clients, o.lag)).collect(),
+            outputs: outputs.into_iter().map(|o| (o.recorder, o.clients)).collect(),
             subscriber: sub_recorder,
             tracker,
         })

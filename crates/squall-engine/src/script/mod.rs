@@ -29,7 +29,7 @@ use crate::net::{tls, Connector};
 use crate::run::clock::AsyncTimer;
 use crate::run::schedule::{Arrival, Arrivals};
 use crate::run::RunCore;
-use crate::stats::lag::{Lag, ScheduleReport};
+use crate::stats::lag::ScheduleReport;
 use crate::stats::result::{self, LoadReport, RunResult};
 use crate::stats::{EndpointId, Failure, FailureKind, Outcome, Recorder};
 use crate::types::StopReason;
@@ -192,7 +192,8 @@ struct Engine {
     cancelled: Cell<u64>,
     next_id: Cell<u64>,
     /// Open model (`--rate`): the arrivals, those due and not yet handed to the script, the intended
-    /// start of each user's current iteration (its next request is timed from it), the send lag.
+    /// start of each user's current iteration (its next request is timed from it); the send lag goes to
+    /// the recorder.
     open: RefCell<Option<OpenModel>>,
 }
 
@@ -200,7 +201,6 @@ struct OpenModel {
     arrivals: Arrivals,
     due: Vec<f64>,
     begins: HashMap<u64, Instant>,
-    lag: Lag,
     /// The rate asked for first, and whether it ever changed (a shape): the report gives the mean then.
     first_rate: f64,
     changed: bool,
@@ -481,7 +481,6 @@ impl ScriptEngine {
             arrivals: Arrivals::new(arrival),
             due: Vec::new(),
             begins: HashMap::default(),
-            lag: Lag::default(),
             first_rate: rate,
             changed: false,
         });
@@ -503,7 +502,8 @@ impl ScriptEngine {
         let engine = &self.engine;
         let at = engine.core.start + Duration::from_secs_f64(intended.max(0.0));
         if let Some(o) = engine.open.borrow_mut().as_mut() {
-            o.lag.note(Instant::now().saturating_duration_since(at));
+            let now = Instant::now();
+            engine.recorder.borrow_mut().note_lag(now, now.saturating_duration_since(at));
             o.begins.insert(user, at);
         }
     }
@@ -645,7 +645,8 @@ impl ScriptEngine {
             let mean = if duration.is_zero() { 0.0 } else { issued as f64 / duration.as_secs_f64() };
             let rate = if o.changed { mean } else { o.first_rate };
             let arrival = if o.arrivals.is_poisson() { "poisson" } else { "constant" };
-            ScheduleReport::new(rate, arrival, issued, &o.lag, issued.saturating_sub(o.lag.sent))
+            let lag = &recorder.lag;
+            ScheduleReport::new(rate, arrival, issued, lag, issued.saturating_sub(lag.sent))
         });
         result::build(result::Inputs {
             kind: "script".into(),

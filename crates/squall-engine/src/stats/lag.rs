@@ -1,6 +1,7 @@
 //! Send lag of paced load: how long after its intended time each paced request or message went out.
-//! One bookkeeping for every paced load (bench's open model, MQTT's per-client rate), kept per
-//! thread without atomics and added up at the end, and one report.
+//! One bookkeeping for every paced load (bench's open model, MQTT's per-client rate, a locustfile's
+//! `--rate`): each thread's recorder notes it (`Recorder::note_lag`) without atomics, per second for
+//! the time series and the live stream (`SecondSchedule`) and in total for the one report.
 
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -41,6 +42,35 @@ impl Lag {
         } else {
             self.sum_us as f64 / self.sent as f64
         }
+    }
+}
+
+/// One second of a paced load in the time series (`schedule` in each second): the sends that went out
+/// in it and how late.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SecondSchedule {
+    pub sent: u64,
+    pub late: u64,
+    pub mean_lag_us: f64,
+    pub max_lag_us: u64,
+    /// So that seconds of several processes merge exactly.
+    pub lag_sum_us: u64,
+}
+
+impl SecondSchedule {
+    /// None for a second without paced sends.
+    pub fn of(lag: &Lag) -> Option<SecondSchedule> {
+        (lag.sent > 0).then(|| SecondSchedule {
+            sent: lag.sent,
+            late: lag.late,
+            mean_lag_us: lag.mean_us(),
+            max_lag_us: lag.max_us,
+            lag_sum_us: lag.sum_us,
+        })
+    }
+
+    pub fn lag(&self) -> Lag {
+        Lag { sent: self.sent, late: self.late, sum_us: self.lag_sum_us, max_us: self.max_lag_us }
     }
 }
 

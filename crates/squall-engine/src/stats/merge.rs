@@ -4,7 +4,7 @@
 //! deserialization error, not a silent zero.
 
 use super::histogram_from_base64;
-use super::lag::ScheduleReport;
+use super::lag::{Lag, ScheduleReport};
 use super::result::{self, ClientReport, EndpointReport, ErrorReport, LoadReport, MqttReport, RunResult};
 use super::stream::AllSeconds;
 use super::{new_histogram, EndpointStats};
@@ -72,6 +72,7 @@ pub fn merge(docs: Vec<RunResult>) -> Result<RunResult, String> {
     let (mut abandoned, mut reason) = (0, first.stop_reason);
     let mut errors: BTreeMap<(String, String, String, String), ErrorReport> = BTreeMap::new();
     let mut schedule: Option<ScheduleReport> = None;
+    let mut lags: BTreeMap<u64, Lag> = BTreeMap::new();
     let mut mqtt: Option<MqttReport> = None;
 
     for doc in &docs {
@@ -88,6 +89,9 @@ pub fn merge(docs: Vec<RunResult>) -> Result<RunResult, String> {
         for sec in &doc.timeseries {
             let t = sec.t + offset;
             *users.entry(t).or_default() += sec.users;
+            if let Some(s) = &sec.schedule {
+                lags.entry(t).or_default().add(&s.lag());
+            }
             for e in &sec.endpoints {
                 let id = names.id(&e.method, &e.name);
                 let hist = histogram_from_base64(&e.histogram).map_err(|m| format!("bad histogram: {m}"))?;
@@ -98,7 +102,7 @@ pub fn merge(docs: Vec<RunResult>) -> Result<RunResult, String> {
                     failures: s.failures,
                     body_bytes: s.body_bytes,
                     wire_bytes: s.wire_bytes,
-                    status: Vec::new(),
+                    status: e.status_codes.iter().filter_map(|(c, n)| Some((c.parse().ok()?, *n))).collect(),
                 };
                 slot(seconds.entry(t).or_default(), id).merge(&part);
             }
@@ -154,7 +158,7 @@ pub fn merge(docs: Vec<RunResult>) -> Result<RunResult, String> {
         totals,
         errors: HashMap::new(),
         connect,
-        seconds: AllSeconds { seconds, users },
+        seconds: AllSeconds { seconds, users, lag: lags },
         abandoned,
     });
     let mut errors: Vec<ErrorReport> = errors.into_values().collect();

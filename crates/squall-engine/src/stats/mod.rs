@@ -9,6 +9,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use lag::Lag;
+
 /// Percentiles reported everywhere (the columns of Locust's and ab's tables).
 pub mod lag;
 pub mod merge;
@@ -260,6 +262,9 @@ pub struct Recorder {
     pub errors: HashMap<ErrorKey, ErrorEntry>,
     /// The current second's errors, for the timeline's live totals.
     second_errors: HashMap<ErrorKey, ErrorEntry>,
+    /// Paced loads: how late the sends went out, over the run and in the current second.
+    pub lag: Lag,
+    second_lag: Lag,
     pub connect: Histogram<u64>,
     timeline: Arc<Timeline>,
     live: Arc<LiveCounters>,
@@ -276,6 +281,8 @@ impl Recorder {
             second: Vec::new(),
             errors: HashMap::new(),
             second_errors: HashMap::new(),
+            lag: Lag::default(),
+            second_lag: Lag::default(),
             connect: new_histogram(),
             timeline,
             live,
@@ -357,6 +364,14 @@ impl Recorder {
         }
     }
 
+    /// A paced send went out `lag` after its intended time (at `now`).
+    #[inline]
+    pub fn note_lag(&mut self, now: Instant, lag: Duration) {
+        self.roll(now);
+        self.lag.note(lag);
+        self.second_lag.note(lag);
+    }
+
     pub fn timeline(&self) -> &Arc<Timeline> {
         &self.timeline
     }
@@ -383,10 +398,11 @@ impl Recorder {
     }
 
     pub fn flush(&mut self) {
-        if self.second.iter().any(|s| s.requests > 0) {
+        if self.second.iter().any(|s| s.requests > 0) || self.second_lag.sent > 0 {
             let filled = self.second.len();
             let done = std::mem::replace(&mut self.second, Vec::with_capacity(filled));
-            self.timeline.push(self.second_idx, done, std::mem::take(&mut self.second_errors));
+            let errors = std::mem::take(&mut self.second_errors);
+            self.timeline.push(self.second_idx, done, errors, std::mem::take(&mut self.second_lag));
         }
     }
 }

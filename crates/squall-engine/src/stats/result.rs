@@ -2,7 +2,7 @@
 //! summaries with exact HDR percentiles, the per-second time series, errors, and every histogram
 //! serialized losslessly (HdrHistogram V2 + deflate, base64) so results can be merged later.
 
-use crate::stats::lag::ScheduleReport;
+use crate::stats::lag::{Lag, ScheduleReport, SecondSchedule};
 pub use crate::stats::stream::Cumulative;
 use crate::stats::stream::{AllSeconds, Second};
 use crate::stats::{self, EndpointStats, ErrorEntry, ErrorKey, PERCENTILES};
@@ -91,6 +91,9 @@ pub struct SecondReport {
     pub endpoints: Vec<SecondEndpoint>,
     /// Everything from the start of the run up to the end of this second.
     pub cumulative: Cumulative,
+    /// Paced loads: this second's sends and their lag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<SecondSchedule>,
     /// Empty in the live stream (a dashboard has no use for it), set in results.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub histogram: String,
@@ -264,23 +267,29 @@ pub fn error_reports(errors: &HashMap<ErrorKey, ErrorEntry>, names: &[(String, S
     out
 }
 
+/// What a second of the time series says besides its endpoints.
+pub struct SecondHead {
+    pub t: u64,
+    pub unix: f64,
+    pub users: u64,
+    pub cumulative: Cumulative,
+    pub lag: Option<Lag>,
+}
+
 /// One second of the time series: the aggregate and each endpoint that saw requests; serialized
 /// histograms only when `histograms` (results, not the live stream).
 pub fn second_report(
-    t: u64,
-    unix: f64,
-    users: u64,
+    head: SecondHead,
     per: &[EndpointStats],
     names: &[(String, String)],
-    cumulative: Cumulative,
     histograms: bool,
 ) -> SecondReport {
     let all = merged(per);
     let hist = |h: &Histogram<u64>| if histograms { stats::histogram_to_base64(h) } else { String::new() };
     SecondReport {
-        t,
-        unix,
-        users,
+        t: head.t,
+        unix: head.unix,
+        users: head.users,
         summary: summarize_stats(&all),
         endpoints: per
             .iter()
@@ -294,14 +303,22 @@ pub fn second_report(
                 histogram: hist(&s.hist),
             })
             .collect(),
-        cumulative,
+        cumulative: head.cumulative,
+        schedule: head.lag.as_ref().and_then(SecondSchedule::of),
         histogram: hist(&all.hist),
     }
 }
 
 /// A published second of the live stream, as the result's time series has it (no histograms).
 pub fn live_second(s: &Second, names: &[(String, String)], start_unix: f64) -> SecondReport {
-    second_report(s.t, start_unix + s.t as f64, s.users, &s.endpoints, names, s.cumulative.clone(), false)
+    let head = SecondHead {
+        t: s.t,
+        unix: start_unix + s.t as f64,
+        users: s.users,
+        cumulative: s.cumulative.clone(),
+        lag: Some(s.lag),
+    };
+    second_report(head, &s.endpoints, names, false)
 }
 
 /// The live totals as the result has them: the aggregate, each endpoint, the errors.
@@ -343,8 +360,14 @@ pub fn build(inp: Inputs) -> RunResult {
         .map(|t| {
             let per = inp.seconds.seconds.get(&t).unwrap_or(&empty);
             running.merge(&merged(per));
-            let unix = inp.start_unix + t as f64;
-            second_report(t, unix, inp.seconds.users_at(t), per, names, Cumulative::of(&running), true)
+            let head = SecondHead {
+                t,
+                unix: inp.start_unix + t as f64,
+                users: inp.seconds.users_at(t),
+                cumulative: Cumulative::of(&running),
+                lag: inp.seconds.lag.get(&t).copied(),
+            };
+            second_report(head, per, names, true)
         })
         .collect();
 

@@ -13,6 +13,7 @@
 //! statistics and the errors, summed over the seconds published (and the late counts) since the start
 //! or since the last `reset_totals`, so that reading them costs one copy, not a merge of every second.
 
+use super::lag::Lag;
 use super::{merge_errors, EndpointStats, ErrorEntry, ErrorKey};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -43,6 +44,8 @@ pub struct Second {
     pub endpoints: Vec<EndpointStats>,
     /// Everything published from the start of the run up to the end of this second, all endpoints.
     pub cumulative: Cumulative,
+    /// Paced loads: the sends of this second and how late they went out.
+    pub lag: Lag,
 }
 
 /// Running totals at the end of a second (the aggregate over every endpoint).
@@ -104,6 +107,8 @@ struct Inner {
     users_carried: u64,
     /// Errors of seconds not yet published, by second.
     open_errors: BTreeMap<u64, HashMap<ErrorKey, ErrorEntry>>,
+    /// Send lag by second, published or not (small: four numbers a second).
+    lag: BTreeMap<u64, Lag>,
     /// Every published second merged (all endpoints), for each second's `cumulative`.
     running: EndpointStats,
     totals: Totals,
@@ -113,6 +118,7 @@ struct Inner {
 pub struct AllSeconds {
     pub seconds: BTreeMap<u64, Vec<EndpointStats>>,
     pub users: BTreeMap<u64, u64>,
+    pub lag: BTreeMap<u64, Lag>,
 }
 
 impl Timeline {
@@ -165,10 +171,13 @@ impl Timeline {
         self.inner.lock().unwrap().users_now
     }
 
-    /// A recorder's finished second and the errors it saw in it.
-    pub fn push(&self, sec: u64, stats: Vec<EndpointStats>, errors: HashMap<ErrorKey, ErrorEntry>) {
+    /// A recorder's finished second: its counts, the errors it saw in it, its send lag.
+    pub fn push(&self, sec: u64, stats: Vec<EndpointStats>, errors: HashMap<ErrorKey, ErrorEntry>, lag: Lag) {
         let mut inner = self.inner.lock().unwrap();
         let inner = &mut *inner;
+        if lag.sent > 0 {
+            inner.lag.entry(sec).or_default().add(&lag);
+        }
         if (sec as usize) < inner.published.len() {
             // Too late for the stream, not for the totals.
             super::merge_vec(&mut inner.totals.endpoints, &stats);
@@ -233,7 +242,8 @@ impl Timeline {
                 merge_errors(&mut inner.totals.errors, errors);
             }
             let cumulative = Cumulative::of(&inner.running);
-            inner.published.push(Arc::new(Second { t, users, endpoints, cumulative }));
+            let lag = inner.lag.get(&t).copied().unwrap_or_default();
+            inner.published.push(Arc::new(Second { t, users, endpoints, cumulative, lag }));
         }
         if inner.published.len() > before {
             self.published_cv.notify_all();
@@ -266,7 +276,7 @@ impl Timeline {
         for (t, (most, _)) in &inner.users {
             users.insert(*t, *most);
         }
-        AllSeconds { seconds, users }
+        AllSeconds { seconds, users, lag: inner.lag.clone() }
     }
 }
 
