@@ -329,3 +329,21 @@ def test_report_of_a_merged_processes_run(nginx, browser, tmp_path):
     r = json.loads(out.read_text())
     assert number(page, "total-requests") == r["aggregate"]["requests"] == nginx.requests_logged()
     assert points(page, "rps") == len(r["timeseries"]) and page.console_errors == []
+
+
+def test_the_report_shows_each_thresholds_verdict(nginx, browser, tmp_path):
+    out, html = tmp_path / "r.json", tmp_path / "r.html"
+    p = squall(
+        "bench", nginx.url + "/", "-n", 500, "-c", 2, "--json", out, "--html", html, "-q",
+        "--threshold", "p95<10s", "--threshold", "rps<1", "--threshold", "/typo: max<1s",
+    )  # fmt: skip
+    assert p.returncode == 99, p.stderr
+    page = open_page(browser, html.as_uri(), offline=True)
+    shot(page, "thresholds-report")
+    rows = page.locator("[data-testid='threshold-row']")
+    verdicts = {
+        rows.nth(i).get_attribute("data-threshold"): rows.nth(i).get_attribute("data-passed")
+        for i in range(rows.count())
+    }
+    assert verdicts == {"p95<10s": "true", "rps<1": "false", "/typo: max<1s": "false"}
+    assert "1 passed" in page.locator("[data-testid='thresholds-badge']").inner_text()

@@ -26,6 +26,7 @@ EXPECT = {
     "report-mqtt.html": ["chart-mqtt", "chart-mqtt-latency", "chart-users", "chart-schedule", "chart-spectrum"],
     "report-hostile.html": ["chart-rps", "chart-latency", "chart-users", "chart-spectrum"],
     "report-failing.html": ["chart-rps", "chart-latency", "chart-users", "chart-spectrum"],
+    "report-thresholds.html": ["chart-rps", "chart-latency", "chart-users", "chart-spectrum"],
     "report-empty.html": [],
     "report-long.html": ["chart-rps", "chart-latency", "chart-users", "chart-spectrum"],
     "compare.html": ["chart-rps", "chart-latency", "chart-spectrum"],
@@ -52,9 +53,9 @@ def main() -> int:
 
                 ctx.route("**/*", route)
                 for name, charts in EXPECT.items():
-                    if width == 420 and name not in ("report-locustfile.html", "report-mqtt.html", "compare.html"):
+                    if width == 420 and name not in ("report-locustfile.html", "report-mqtt.html", "compare.html", "report-thresholds.html"):
                         continue
-                    if scheme == "dark" and name not in ("report-bench-open.html", "report-mqtt.html", "compare.html"):
+                    if scheme == "dark" and name not in ("report-bench-open.html", "report-mqtt.html", "compare.html", "report-thresholds.html"):
                         continue
                     page = ctx.new_page()
                     errors: list[str] = []
@@ -91,6 +92,25 @@ def main() -> int:
                         n = page.evaluate("() => document.querySelectorAll('main img, main script, main b').length")
                         if n:
                             problems.append(f"{n} elements made from data")
+                    thr = page.evaluate(
+                        "() => ({rows: [...document.querySelectorAll('[data-testid=threshold-row]')].map(r => [r.dataset.threshold, r.dataset.passed]),"
+                        " badge: (document.querySelector('[data-testid=thresholds-badge]') || {}).textContent || '',"
+                        " stop: (document.querySelector('[data-testid=stop-reason]') || {}).textContent || '',"
+                        " tab: !![...document.querySelectorAll('nav.tabs a')].find(a => a.textContent === 'Thresholds' && !a.hidden),"
+                        " compare: [...document.querySelectorAll('[data-testid=compare-thresholds]')].map(c => c.textContent)})"
+                    )
+                    if name == "report-thresholds.html":
+                        want = [["p95<300ms", "true"], ["p99<1.5ms", "false"], ["error_rate<1%", "true"], ["rps>1000", "true"],
+                                ["GET browse: max<5ms", "false"], ["/typo: p95<100ms", "false"]]
+                        if thr["rows"] != want:
+                            problems.append(f"threshold rows {thr['rows']}")
+                        if thr["badge"] != "6 thresholds: 3 passed, 3 failed" or thr["stop"] != "stopped by a threshold" or not thr["tab"]:
+                            problems.append(f"thresholds badge/stop/tab {thr}")
+                    elif name == "compare.html":
+                        if thr["compare"] != ["3 passed, 3 failedstopped by a threshold", "3 passed, 0 failed"]:
+                            problems.append(f"compare thresholds {thr['compare']}")
+                    elif name != "report-hostile.html" and (thr["rows"] or thr["badge"] or thr["tab"]):
+                        problems.append(f"thresholds shown without any: {thr}")
                     shot = os.path.join(SHOTS, f"{name[:-5]}-{scheme}-{width}.png")
                     page.screenshot(path=shot, full_page=True)
                     status = "ok" if not problems else "FAIL " + "; ".join(problems)

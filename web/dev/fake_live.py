@@ -3,9 +3,15 @@
 timeseries through /api/live, one second per second, with the controls of the contract.
 
     python3 web/dev/fake_live.py [--sample locustfile] [--port 8089] [--no-start] [--outage 4:7] [--repeat 3]
+                                 [--thresholds] [--threshold-stop] [--verdict-delay 1.5] [--no-live-schedule]
 
 --no-start: the run starts at once (bench, mqtt) instead of waiting for POST /api/start.
 --outage A:B: /api/live fails from second A to second B of the replay (the page must say "disconnected").
+--thresholds: meta.thresholds lists texts (pending in the page) and the final result holds their verdicts
+(render.verdicts: some fail); --threshold-stop: its stop_reason is "threshold"; --verdict-delay S: for S
+seconds after the run ends /api/result answers without `thresholds` (as squall, which publishes the
+result a moment before it judges it). meta.load is set as squall's commands set it; --no-live-schedule:
+/api/live's schedule stays null (the page's intended rate then comes from meta.load.rate).
 Ctrl-C stops it. It listens on 127.0.0.1 only.
 """
 
@@ -26,8 +32,12 @@ import render  # noqa: E402  (the template filling and the spectrum of the sampl
 
 
 class Replay:
-    def __init__(self, result: dict, command: str, wait_for_start: bool, outage: tuple[float, float] | None, repeat: int = 1):
+    def __init__(self, result: dict, command: str, wait_for_start: bool, outage: tuple[float, float] | None, repeat: int = 1,
+                 verdict_delay: float = 0.0, live_schedule: bool = True):
         self.result = render.with_spectrum(result)
+        self.live_schedule = live_schedule
+        self.verdict_delay = verdict_delay
+        self.result_fetches = 0
         self.command = command
         base = self.result["timeseries"]
         self.points = [dict(p, t=p["t"] + i * len(base)) for i in range(repeat) for p in base]
@@ -57,6 +67,17 @@ class Replay:
         if elapsed >= end:
             return "stopping", False
         return ("spawning" if n < 2 and self.command == "run" else "running"), False
+
+    def final(self) -> dict:
+        """/api/result: without the verdicts for --verdict-delay seconds after the run ended."""
+        with self.lock:
+            self.result_fetches += 1
+            if self.started is None or "thresholds" not in self.result:
+                return self.result
+            end = self.stopped_at if self.stopped_at is not None else len(self.points)
+            if time.monotonic() - self.started < end + 2 + self.verdict_delay:
+                return {k: v for k, v in self.result.items() if k != "thresholds"}
+            return self.result
 
     def in_outage(self) -> bool:
         if not self.outage or self.started is None:
@@ -97,7 +118,7 @@ class Replay:
             n = self.published()
             state, finished = self.state(n)
             frac = n / max(1, len(self.points))
-            sched = self.result.get("schedule")
+            sched = self.result.get("schedule") if self.live_schedule else None
             if sched:
                 sched = dict(sched, intended=int(sched["intended"] * frac), sent=int(sched["sent"] * frac),
                              late=int(sched["late"] * frac))
@@ -154,6 +175,18 @@ class Replay:
             return {"ok": True}
 
 
+def live_load(result: dict, command: str, repeat: int) -> dict:
+    """meta.load as squall's commands set it for the dashboard (bench's _load, run's load; mqtt: {})."""
+    sched = result.get("schedule") or {}
+    if command == "bench":
+        return {"model": "open" if sched else "closed", "connections": result["load"]["connections"],
+                "requests": result["load"].get("requests"), "duration_s": len(result["timeseries"]) * repeat,
+                "rate": sched.get("rate"), "http2": result["load"].get("http2", False)}
+    if command == "run":  # no rate: squall's run command does not put --rate into meta.load
+        return {"model": "open" if sched else "users", "users": 20, "spawn_rate": 10}
+    return {}
+
+
 def make_handler(replay: Replay, page: str, assets: str):
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, fmt, *args):  # quiet
@@ -181,13 +214,15 @@ def make_handler(replay: Replay, page: str, assets: str):
                 cursor = int(parse_qs(u.query).get("cursor", ["0"])[0])
                 return self.send(200, json.dumps(replay.live(cursor)).encode(), "application/json")
             if u.path == "/api/result":
-                return self.send(200, json.dumps(replay.result).encode(), "application/json")
+                return self.send(200, json.dumps(replay.final()).encode(), "application/json")
             if u.path == "/download/result.json":
                 return self.send(200, json.dumps(replay.result).encode(), "application/json")
             if u.path == "/download/stats.csv":
                 return self.send(200, b"Type,Name\n", "text/csv")
             if u.path == "/download/report.html":
                 return self.send(200, b"<!doctype html><title>report</title>", "text/html")
+            if u.path == "/_result_fetches":  # for the browser check: the late verdicts were asked for again
+                return self.send(200, json.dumps(replay.result_fetches).encode(), "application/json")
             if u.path == "/_calls":  # for the browser check: the controls the page posted
                 return self.send(200, json.dumps(replay.calls).encode(), "application/json")
             return self.send(404, b"not found", "text/plain")
@@ -211,16 +246,24 @@ def main() -> None:
     ap.add_argument("--no-start", action="store_true")
     ap.add_argument("--outage", default="")
     ap.add_argument("--repeat", type=int, default=1, help="replay the seconds this many times (a longer run)")
+    ap.add_argument("--thresholds", action="store_true", help="configured thresholds: pending, then verdicts")
+    ap.add_argument("--threshold-stop", action="store_true", help='the result\'s stop_reason is "threshold"')
+    ap.add_argument("--verdict-delay", type=float, default=0.0)
+    ap.add_argument("--no-live-schedule", action="store_true")
     a = ap.parse_args()
     result = json.loads(render.read(os.path.join(render.SAMPLES, a.sample + ".json")))
+    if a.thresholds:
+        result = render.with_thresholds(result, stopped=a.threshold_stop)
     command = {"mqtt": "mqtt", "script": "run"}.get(result["kind"], "bench")
     wait = command == "run" and not a.no_start
     outage = tuple(float(x) for x in a.outage.split(":")) if a.outage else None
-    replay = Replay(result, command, wait, outage, a.repeat)  # type: ignore[arg-type]
+    replay = Replay(result, command, wait, outage, a.repeat, a.verdict_delay, not a.no_live_schedule)  # type: ignore[arg-type]
     ctl = command == "run"
     meta = render.meta_for(a.sample, result, title=f"{a.sample} (live)",
                            controls={"start": ctl, "users": ctl, "stop": True, "reset": True},
-                           form={"users": 20, "spawn_rate": 10, "host": result["url"]} if ctl else None)
+                           form={"users": 20, "spawn_rate": 10, "host": result["url"]} if ctl else None,
+                           load=live_load(result, command, a.repeat),
+                           thresholds=[v["threshold"] for v in result["thresholds"]] if a.thresholds else None)
     page = render.page({"mode": "live", "meta": meta}, inline=False)
     srv = ThreadingHTTPServer(("127.0.0.1", a.port), make_handler(replay, page, os.path.join(render.WEB, "assets")))
     print(f"http://127.0.0.1:{srv.server_address[1]}/  ({a.sample}, {command})", flush=True)

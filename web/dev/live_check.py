@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Drives the live dashboard against fake_live.py in headless Chromium: the start form, charts growing
-each second on the same canvas, edit users, reset, a network outage ("disconnected"), the final report.
+each second on the same canvas, edit users, reset, a network outage ("disconnected"), the final report;
+thresholds pending while live and their verdicts once the result arrives (late: squall judges the
+result after publishing it); the load from meta.load while live (bench: the intended rate too).
 
     .venv/bin/python web/dev/live_check.py [SHOTS_DIR]
 """
@@ -35,6 +37,15 @@ def serve(*args: str) -> tuple[subprocess.Popen, str]:
     return p, f"http://127.0.0.1:{port}/"
 
 
+def thresholds(page) -> dict:
+    return page.evaluate(
+        "() => ({rows: [...document.querySelectorAll('[data-testid=threshold-row]')].map(r => [r.dataset.threshold, r.dataset.passed || null, r.dataset.state]),"
+        " endpoints: [...document.querySelectorAll('[data-testid=threshold-row] td:nth-child(3)')].map(td => td.textContent),"
+        " badge: (document.querySelector('[data-testid=thresholds-badge]') || {}).textContent || '',"
+        " badges: document.querySelectorAll('[data-testid=thresholds-badge]').length})"
+    )
+
+
 def check(cond: bool, what: str, problems: list[str]) -> None:
     print(("ok   " if cond else "FAIL ") + what)
     if not cond:
@@ -48,7 +59,8 @@ def main() -> int:
         browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
 
         # 1. a locustfile: ready -> start -> running -> edit users -> reset -> outage -> finished
-        proc, url = serve("--sample", "locustfile", "--repeat", "2", "--outage", "6:8.5")
+        proc, url = serve("--sample", "locustfile", "--repeat", "2", "--outage", "6:8.5",
+                          "--thresholds", "--threshold-stop", "--verdict-delay", "1.5")
         try:
             ctx = browser.new_context(viewport={"width": 1280, "height": 900}, bypass_csp=True)  # wait_for_function evaluates strings
             page = ctx.new_page()
@@ -61,6 +73,13 @@ def main() -> int:
             check(page.is_visible("[data-testid=start-form]"), "start form shown when ready", problems)
             check(page.input_value("[data-testid=start-users]") == "20", "start form prefilled from meta.form", problems)
             check(not page.is_visible("[data-testid=stop-button]"), "no stop button before start", problems)
+            thr = thresholds(page)
+            check(len(thr["rows"]) == 6 and all(r == [r[0], None, "pending"] for r in thr["rows"]), f"thresholds pending while live {thr['rows']}", problems)
+            check(thr["rows"][4][0] == "GET browse: max<5ms" and thr["endpoints"][4] == "GET browse" and thr["endpoints"][0] == "all",
+                  f"pending thresholds' endpoints from their text {thr['endpoints']}", problems)
+            check(thr["badge"] == "6 thresholds: pending", f"thresholds badge pending: {thr['badge']!r}", problems)
+            check(page.text_content("[data-testid=fact-load]") == "20 users · spawn rate 10/s", "load from meta.load: "
+                  + repr(page.text_content("[data-testid=fact-load]")), problems)
             page.screenshot(path=os.path.join(SHOTS, "live-ready.png"))
             page.fill("[data-testid=start-users]", "0")
             page.click("[data-testid=start-button]")
@@ -103,6 +122,14 @@ def main() -> int:
             check(page.text_content("[data-testid=total-requests]") == "22,240", "final totals from /api/result", problems)
             check(page.is_visible("[data-testid=download-json]"), "download links kept", problems)
             check(not page.is_visible("[data-testid=stop-button]"), "no stop once finished", problems)
+            thr = thresholds(page)
+            want = [["p95<300ms", "true", "pass"], ["p99<1.5ms", "false", "fail"], ["error_rate<1%", "true", "pass"],
+                    ["rps>1000", "true", "pass"], ["GET browse: max<5ms", "false", "fail"], ["/typo: p95<100ms", "false", "fail"]]
+            check(thr["rows"] == want, f"final verdicts replace the pending rows {thr['rows']}", problems)
+            check(thr["badge"] == "6 thresholds: 3 passed, 3 failed" and thr["badges"] == 1, f"one thresholds badge, final: {thr}", problems)
+            check(page.text_content("[data-testid=stop-reason]") == "stopped by a threshold", "stop reason: stopped by a threshold", problems)
+            fetches = json.loads(urllib.request.urlopen(url + "_result_fetches").read())
+            check(fetches >= 2, f"the page asked again for the late verdicts ({fetches} fetches of /api/result)", problems)
             page.screenshot(path=os.path.join(SHOTS, "live-finished.png"), full_page=True)
             check(not errors, "no console errors " + " | ".join(errors), problems)
             ctx.close()
@@ -110,9 +137,9 @@ def main() -> int:
             proc.terminate()
             proc.wait()
 
-        # 2. mqtt and bench: no start form, starts at once
+        # 2. mqtt and bench: no start form, starts at once (bench: no live schedule, the rate from meta.load)
         for sample in ("mqtt", "bench-open"):
-            proc, url = serve("--sample", sample, "--no-start", "--repeat", "2")
+            proc, url = serve("--sample", sample, "--no-start", "--repeat", "2", *(["--no-live-schedule"] if sample == "bench-open" else []))
             try:
                 ctx = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="dark", bypass_csp=True)
                 page = ctx.new_page()
@@ -128,6 +155,14 @@ def main() -> int:
                 page.screenshot(path=os.path.join(SHOTS, f"live-{sample}-running.png"), full_page=True)
                 pts = page.evaluate("() => Object.fromEntries([...document.querySelectorAll('.chart')].map(c => [c.dataset.testid, +c.dataset.points]))")
                 print("   ", sample, "running", pts)
+                load = page.text_content("[data-testid=fact-load]")
+                if sample == "mqtt":  # meta.load is {}: the load shows once the live schedule tells the rate
+                    check(load == "open model, 1,000 msg/s" and page.is_visible("[data-testid=fact-load]"), f"mqtt: load from the schedule {load!r}", problems)
+                else:
+                    check(load == "open model, 3,000 requests/s · up to 20 connections · run time 12 s", f"bench: load from meta.load {load!r}", problems)
+                    intended = page.text_content("[data-testid=chart-schedule] .u-legend .u-series:nth-child(2) .u-value")
+                    check(pts.get("chart-schedule", 0) >= 3 and intended == "3,000", f"bench: intended rate from meta.load.rate ({intended!r})", problems)
+                check(page.locator("[data-testid=thresholds-table]").count() == 0, f"{sample}: no thresholds section without thresholds", problems)
                 page.wait_for_selector("body[data-finished='1']", timeout=20000)
                 check(not errors, f"{sample}: no console errors " + " | ".join(errors), problems)
                 ctx.close()

@@ -8,7 +8,9 @@ the aggregate get one computed here from their serialized HDR histogram, as the 
 per halving of the distance to 100%); report-NAME-nospectrum.html keeps a sample as it is. Also
 report-hostile.html (markup in names, messages and tracebacks: it must show as text), a live page
 shell (live.html, for fake_live.py), and compare pages (compare.html: bench closed vs open,
-compare3.html: three runs with different endpoints).
+compare3.html: three runs with different endpoints). report-thresholds.html: a locustfile run stopped by
+a threshold (`--threshold-abort`), with verdicts that pass and fail and one with no value (a typo'd
+endpoint); compare.html's runs carry verdicts too.
 """
 
 from __future__ import annotations
@@ -165,6 +167,54 @@ def meta_for(name: str, r: dict, **extra) -> dict:
     return meta
 
 
+OPS = {"<": lambda v, l: v < l, "<=": lambda v, l: v <= l, ">": lambda v, l: v > l, ">=": lambda v, l: v >= l}
+
+
+def _shown(metric: str, v: float | None) -> str:
+    """As squall.thresholds.Threshold.shown."""
+    if v is None:
+        return "n/a"
+    if metric == "error_rate":
+        return f"{v * 100:.3f}%"
+    if metric == "rps":
+        return f"{v:,.1f}/s"
+    return f"{v / 1000:.3f} ms" if v < 1_000_000 else f"{v / 1e6:.3f} s"
+
+
+def verdicts(r: dict) -> list[dict]:
+    """Verdicts in the shape of `result.thresholds` for the sample's own numbers: some pass, some fail, and
+    one names an endpoint the run does not have (no value, a reason)."""
+    a = r["aggregate"]
+    ep = max(r["endpoints"], key=lambda e: e["max_us"])
+    reqs = a["requests"] or 1
+    specs = [
+        # text, endpoint, metric, op, limit, value
+        ("p95<300ms", None, "p95", "<", 300_000.0, a["percentiles_us"].get("95")),
+        ("p99<1.5ms", None, "p99", "<", 1_500.0, a["percentiles_us"].get("99")),
+        ("error_rate<1%", None, "error_rate", "<", 0.01, a["failures"] / reqs),
+        ("rps>1000", None, "rps", ">", 1000.0, a["requests"] / (r["duration_s"] or 1)),
+        (f"{ep['method']} {ep['name']}: max<5ms", f"{ep['method']} {ep['name']}", "max", "<", 5_000.0, ep["max_us"]),
+        ("/typo: p95<100ms", "/typo", "p95", "<", 100_000.0, None),
+    ]
+    out = []
+    for text, endpoint, metric, op, limit, value in specs:
+        value = None if value is None else float(value)
+        out.append({
+            "threshold": text, "endpoint": endpoint, "metric": metric, "op": op, "limit": limit, "value": value,
+            "shown": _shown(metric, value), "passed": value is not None and OPS[op](value, limit),
+            "reason": "" if value is not None else f"no endpoint '{endpoint}' in this run",
+        })
+    return out
+
+
+def with_thresholds(r: dict, stopped: bool = False, passing_only: bool = False) -> dict:
+    r = copy.deepcopy(r)
+    r["thresholds"] = [v for v in verdicts(r) if v["passed"] or not passing_only]
+    if stopped:
+        r["stop_reason"] = "threshold"
+    return r
+
+
 def hostile(r: dict) -> dict:
     """A run whose names, errors and exceptions carry markup and script: they must show as text."""
     r = copy.deepcopy(r)
@@ -187,6 +237,11 @@ def hostile(r: dict) -> dict:
          "message": "request timed out after 1 s (a very long message that goes on and on to check the wrapping "
                     "of the failures table in a narrow window, with no spaces: " + "x" * 120 + ")",
          "count": 21, "first_seen_s": 1.0, "last_seen_s": 3.2},
+    ]
+    r["thresholds"] = [
+        {"threshold": r["endpoints"][0]["name"] + ": p95<1ms", "endpoint": "POST " + r["endpoints"][0]["name"],
+         "metric": "p95", "op": "<", "limit": 1000.0, "value": None, "shown": "<b>n/a</b>", "passed": False,
+         "reason": "no endpoint '" + evil + "' in this run"},
     ]
     r["exceptions"] = [
         {"count": 7, "message": "KeyError: '</pre><b>bold</b>'",
@@ -271,13 +326,15 @@ def main() -> None:
     h = hostile(with_spectrum(samples["locustfile"]))
     write("report-hostile.html", page({"mode": "report", "meta": meta_for("locustfile", h, title='<b>hostile</b> "title"'), "result": h}))
     write("report-failing.html", page({"mode": "report", "meta": meta_for("bench-closed", r), "result": failing(with_spectrum(r))}))
+    t = with_thresholds(with_spectrum(samples["locustfile"]), stopped=True)
+    write("report-thresholds.html", page({"mode": "report", "meta": meta_for("locustfile", t), "result": t}))
     write("report-empty.html", page({"mode": "report", "meta": meta_for("locustfile", samples["locustfile"]), "result": empty(samples["locustfile"])}))
     write("report-long.html", page({"mode": "report", "meta": meta_for("bench-closed", r), "result": long_run(with_spectrum(r))}))
     write("compare.html", page({
         "mode": "compare",
         "meta": {"command": "compare", "title": "bench: closed (A) vs open (B)", "squall_version": "0.1.0"},
-        "runs": [{"label": "A", "result": with_spectrum(samples["bench-closed"])},
-                 {"label": "B", "result": with_spectrum(samples["bench-open"])}],
+        "runs": [{"label": "A", "result": with_thresholds(with_spectrum(samples["bench-closed"]), stopped=True)},
+                 {"label": "B", "result": with_thresholds(with_spectrum(samples["bench-open"]), passing_only=True)}],
     }))
     write("compare3.html", page({
         "mode": "compare",

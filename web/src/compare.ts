@@ -1,7 +1,8 @@
 // Compare mode: runs A, B, ... side by side, each change against the first run.
 import type { Endpoint, Meta, Result, Run } from "./types";
 import { Chart, PALETTE, join, spectrumTable } from "./charts";
-import { commandOf, key, latencyRow, perSecond } from "./model";
+import { commandOf, key, latencyRow, perSecond, STOP_REASONS } from "./model";
+import { tally, tallyClass, thresholdRows } from "./thresholds";
 import { fmtDuration, fmtInt, fmtMs, fmtPct, fmtRate, fmtUnix, h, num, pct } from "./util";
 
 interface Metric {
@@ -59,7 +60,19 @@ export function renderCompare(meta: Meta, runs: Run[]): { el: HTMLElement; nav: 
     el.appendChild(h("section", { id: "sec-" + id, class: "sec", testid: "section-" + id }, h("h2", null, title), ...body));
   };
 
-  // the runs
+  // the runs (a thresholds column when any run has verdicts)
+  const withThr = runs.some((run) => Array.isArray(run.result.thresholds) && run.result.thresholds.length > 0);
+  const thrCell = (r: Result): HTMLElement => {
+    const rows = thresholdRows({}, r, false);
+    if (!rows.length) return h("td", { class: "thr-none" }, "–");
+    const t = tally(rows);
+    return h(
+      "td",
+      { testid: "compare-thresholds", "data-passed": String(t.passed), "data-failed": String(t.failed) },
+      h("span", { class: "badge thr " + tallyClass(t) }, `${t.passed} passed, ${t.failed} failed`),
+      r.stop_reason === "threshold" ? h("div", { class: "note" }, STOP_REASONS.threshold) : null,
+    );
+  };
   const runRows = runs.map((run, i) => {
     const r = run.result;
     const l = r.load || {};
@@ -74,6 +87,7 @@ export function renderCompare(meta: Meta, runs: Run[]): { el: HTMLElement; nav: 
       "tr",
       { testid: "compare-run", "data-run": run.label },
       h("td", null, h("span", { class: "swatch", style: "background:" + PALETTE[i % PALETTE.length] }), h("b", null, run.label)),
+      withThr ? thrCell(r) : null,
       h("td", { class: "mono" }, r.url || ""),
       h("td", null, cmd),
       h("td", null, load),
@@ -98,9 +112,9 @@ export function renderCompare(meta: Meta, runs: Run[]): { el: HTMLElement; nav: 
           h(
             "tr",
             null,
-            ["Run", "Target", "Command", "Load", "Started", "Duration", "Requests", "squall"].map((t, i) =>
-              h("th", { class: i === 5 || i === 6 ? "n" : null }, t),
-            ),
+            ["Run", withThr ? "Thresholds" : "", "Target", "Command", "Load", "Started", "Duration", "Requests", "squall"]
+              .filter(Boolean)
+              .map((t) => h("th", { class: t === "Duration" || t === "Requests" ? "n" : null }, t)),
           ),
         ),
         h("tbody", null, runRows),

@@ -1,7 +1,7 @@
 // Live mode: poll /api/live once a second, append the new seconds, run the controls; the final result
 // (once `finished`) replaces the live view with the report.
 import type { Live, Meta, Result } from "./types";
-import { commandOf, kindOf, byMethod, sum } from "./model";
+import { commandOf, kindOf, byMethod, sum, STOP_REASONS } from "./model";
 import { RunView, snapshotFromResult, type Snapshot } from "./view";
 import { badge, markReady, shell, type Shell } from "./shell";
 import { h, num, setText } from "./util";
@@ -151,6 +151,7 @@ export function startLive(root: HTMLElement, meta: Meta): void {
 
   let view = new RunView({ meta, command, kind, live: true });
   view.addSection("download", "Download data", downloads());
+  if (view.badge) S.badges.appendChild(view.badge);
   S.navSlot.appendChild(view.nav);
   S.main.appendChild(view.el);
   S.footer.append("squall " + (meta.squall_version || ""), " · live dashboard");
@@ -181,13 +182,23 @@ export function startLive(root: HTMLElement, meta: Meta): void {
     else if (!userEdited && edit.hidden && typeof l.users === "number") euIn.value = String(l.users);
   };
 
+  // squall may publish the result a moment before the thresholds' verdicts are put into it
+  let verdictWaits = 0;
+  const wantsVerdicts = Array.isArray(meta.thresholds) && meta.thresholds.length > 0;
+
   const finish = async (): Promise<boolean> => {
     const result = await getJson<Result>("/api/result");
     if (!result || typeof result !== "object" || !result.aggregate) return false;
+    if (wantsVerdicts && !Array.isArray(result.thresholds) && verdictWaits++ < 5) return false;
     const final = new RunView({ meta, command: commandOf(meta, result), kind: kindOf(command, result), live: false, result });
     final.addSection("download", "Download data", downloads());
+    if (view.badge) view.badge.remove();
     view.destroy();
     view = final;
+    if (view.badge) S.badges.appendChild(view.badge);
+    const reason = result.stop_reason || "";
+    if (reason && reason !== "running")
+      S.badges.insertBefore(badge("stop-reason", STOP_REASONS[reason] || reason, "state" + (reason === "threshold" ? " bad" : "")), conn);
     S.navSlot.appendChild(view.nav);
     S.main.appendChild(view.el);
     view.update(snapshotFromResult(result));

@@ -26,8 +26,9 @@ function report(root: HTMLElement, meta: Meta, result: Result): void {
   const title = meta.title || "squall " + command + " report";
   const S = shell(root, title);
   const reason = result.stop_reason || "";
-  S.badges.appendChild(badge("stop-reason", STOP_REASONS[reason] || reason || "finished", "state"));
+  S.badges.appendChild(badge("stop-reason", STOP_REASONS[reason] || reason || "finished", "state" + (reason === "threshold" ? " bad" : "")));
   const view = new RunView({ meta, command, kind: kindOf(command, result), live: false, result });
+  if (view.badge) S.badges.appendChild(view.badge);
   view.addSection(
     "download",
     "Download data",

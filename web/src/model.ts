@@ -37,6 +37,8 @@ export const STOP_REASONS: Record<string, string> = {
   duration: "run time reached",
   interrupted: "interrupted",
   drain_timeout: "open-model backlog did not drain",
+  threshold: "stopped by a threshold",
+  crashed: "crashed: the seconds saved before the end",
   running: "running",
 };
 
@@ -119,11 +121,12 @@ export function mqttFromResult(r: Result): MqttCounts | null {
 /**
  * A per-second count as a rate. The last second of a result usually covers only part of a second
  * (the run ended within it): its count is divided by the part it covers, or left out below half a second,
- * so the chart does not show a fall that never happened. `durationS` null: every second is whole (live).
+ * so the chart does not show a fall that never happened; a run shorter than a second keeps its only
+ * second (scaled). `durationS` null: every second is whole (live).
  */
 export function perSecond(count: number, t: number, durationS: number | null): number | null {
   if (durationS === null || !(durationS > t)) return count;
   const covered = Math.min(1, durationS - t);
   if (covered >= 0.999) return count;
-  return covered >= 0.5 ? count / covered : null;
+  return covered >= 0.5 || t === 0 ? count / Math.max(covered, 1e-3) : null;
 }

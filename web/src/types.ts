@@ -101,6 +101,24 @@ export interface MqttResult {
   delivery?: Delivery | null;
 }
 
+/** One threshold's verdict (`--threshold`): `result.thresholds`. */
+export interface Verdict {
+  threshold: string;
+  /** the endpoint the threshold names ("GET /x", "/x", "PUBLISH"); null: the whole run */
+  endpoint?: string | null;
+  /** "p95", "max", "error_rate", "rps", "lost", ... */
+  metric?: string;
+  op?: string;
+  limit?: number;
+  /** the measured value in the threshold's terms (µs, a fraction, per second, a count); null: none */
+  value?: number | null;
+  /** the measured value as text ("412.000 ms", "n/a") */
+  shown?: string;
+  passed: boolean;
+  /** why there is no value ("no endpoint '/typo' in this run"), or "" */
+  reason?: string;
+}
+
 export interface Result {
   squall_version?: string;
   kind?: string; // "http" | "script" | "mqtt"
@@ -119,6 +137,7 @@ export interface Result {
   abandoned?: number;
   timeseries?: Point[];
   mqtt?: MqttResult | null;
+  thresholds?: Verdict[] | null;
 }
 
 export interface Controls {
@@ -136,6 +155,10 @@ export interface Meta {
   squall_version?: string;
   controls?: Controls | null;
   form?: { users?: number; spawn_rate?: number; host?: string } | null;
+  /** the configured thresholds' texts (live: pending until the result's verdicts) */
+  thresholds?: string[] | null;
+  /** the load as configured (live: until the result's `load`); MQTT may send {} */
+  load?: Load | null;
 }
 
 export interface LiveMqtt {

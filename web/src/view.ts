@@ -1,5 +1,5 @@
 // One run: key numbers, charts, tables. A report feeds it once; the dashboard feeds it every second.
-import type { Endpoint, ErrorEntry, ExceptionEntry, Meta, Point, Result, Schedule } from "./types";
+import type { Endpoint, ErrorEntry, ExceptionEntry, Load, Meta, MqttResult, Point, Result, Schedule } from "./types";
 import { Chart, COLORS, PALETTE, join, spectrumTable, type SeriesDef } from "./charts";
 import {
   busiest,
@@ -30,6 +30,7 @@ import {
   statusTable,
   type StatRow,
 } from "./tables";
+import { thresholdRows, thresholdsBadge, thresholdsTable, tally } from "./thresholds";
 import { fill, fmtBytes, fmtDuration, fmtFixed, fmtInt, fmtMs, fmtPct, fmtRate, fmtUnix, h, num, pct, setText } from "./util";
 
 /** What one update brings: totals so far and the seconds not drawn yet. */
@@ -110,6 +111,8 @@ export class RunView {
   private pctKeys = "";
   private factsBox: HTMLElement;
   private cardsBox: HTMLElement;
+  /** the thresholds' tally for the page header (null: no thresholds) */
+  readonly badge: HTMLElement | null = null;
 
   constructor(private o: ViewOpts) {
     this.L = labels(o.command);
@@ -120,6 +123,18 @@ export class RunView {
     this.el.appendChild(h("section", { class: "summary", id: "summary" }, this.factsBox, this.cardsBox));
     this.buildFacts();
     this.buildCards();
+
+    const thr = thresholdRows(o.meta, o.result, o.live);
+    if (thr.length) {
+      const t = tally(thr);
+      const note = t.pending ? (o.live ? "verdicts when the run ends" : "") : t.failed ? `${t.failed} failed` : "all passed";
+      const stopped =
+        o.result && o.result.stop_reason === "threshold"
+          ? h("p", { class: "note stopped", testid: "threshold-stop" }, "A failing threshold stopped the run (--threshold-abort).")
+          : null;
+      this.section("thresholds", "Thresholds", h("div", null, stopped, h("div", { class: "scroll" }, thresholdsTable(thr))), note);
+      this.badge = thresholdsBadge(thr);
+    }
 
     const reqLabel = o.command === "mqtt" ? "operations" : "requests";
     this.stats = statsTable(o.live, reqLabel);
@@ -182,17 +197,19 @@ export class RunView {
     const add = (k: string, label: string, value: string, cls?: string) => {
       const dd = h("dd", { testid: "fact-" + k, class: cls || null }, value);
       this.facts.set(k, dd);
-      this.factsBox.appendChild(h("div", { class: cls === "mono" ? "wide" : null }, h("dt", null, label), dd));
+      this.factsBox.appendChild(h("div", { class: cls === "mono" ? "wide" : k === "load" ? "span2" : null }, h("dt", null, label), dd));
     };
     const target = meta.target || (result && result.url) || "";
     if (target) add("target", "Target", target, "mono");
     if (meta.command_line) add("command", "Command", meta.command_line, "mono");
     if (result) {
-      add("load", "Load", this.loadText(result));
+      add("load", "Load", this.loadText(result.load || {}, result.schedule || null, result.mqtt || null, isOpen(result, result.schedule)));
       add("start", "Started", fmtUnix(result.start_unix));
       add("duration", "Duration", fmtDuration(result.duration_s));
       if (!live) add("stop", "Stopped", STOP_REASONS[result.stop_reason || ""] || result.stop_reason || "–");
     } else {
+      add("load", "Load", "");
+      this.updateLiveLoad(null);
       add("users", this.L.Users, "–");
       add("elapsed", "Elapsed", "–");
     }
@@ -201,32 +218,50 @@ export class RunView {
     void command;
   }
 
-  private loadText(r: Result): string {
-    const l = r.load || {};
+  /**
+   * The live load fact from `meta.load` (and the live schedule); hidden while nothing is known. The user
+   * count the page's controls set (the live `target_users`) replaces the configured one; the spawn rate
+   * they set is not in the live data, so it is left out once the count differs.
+   */
+  private updateLiveLoad(sched: Schedule | null, target: number | null = null): void {
+    const dd = this.facts.get("load");
+    if (!dd) return;
+    let l: Load = this.o.meta.load || {};
+    if (target !== null && l.model === "users" && target !== l.users) l = { ...l, users: target, spawn_rate: null };
+    const known = Object.keys(l).length > 0 || !!sched;
+    const text = known ? this.loadText(l, sched, null, !!sched || l.model === "open") : "";
+    setText(dd, text);
+    if (dd.parentElement) dd.parentElement.hidden = !text;
+  }
+
+  private loadText(l: Load, sched: Schedule | null, m: MqttResult | null, open: boolean): string {
     const parts: string[] = [];
-    const open = isOpen(r, r.schedule);
-    const sched = r.schedule;
-    const m = r.mqtt;
+    const live = this.o.live;
+    const plural = (n: number, word: string) => `${fmtInt(n)} ${n === 1 ? word.replace(/s$/, "") : word}`;
+    const rate = sched ? num(sched.rate) : num(l.rate);
     if (this.o.command === "mqtt") {
-      if (open && sched) parts.push(`open model, ${fmtRate(sched.rate)} msg/s`);
-      else parts.push("as fast as acknowledged");
+      if (open) parts.push(rate ? `open model, ${fmtRate(rate)} msg/s` : "open model");
+      else if (!live || l.model) parts.push("as fast as acknowledged");
       if (m && m.rate_per_client) parts.push(`${fmtRate(m.rate_per_client)}/s per client`);
-      parts.push(`${fmtInt(num(m && m.clients) || num(l.connections))} clients`);
+      const clients = num(m && m.clients) || num(l.connections);
+      if (clients) parts.push(plural(clients, "clients"));
       if (m && m.qos !== undefined) parts.push("QoS " + m.qos);
       if (m && m.mqtt_version) parts.push("MQTT " + m.mqtt_version);
     } else if (open) {
-      const rate = sched ? sched.rate : num(l.rate);
-      parts.push(`open model, ${fmtRate(rate)} ${this.L.paced}/s` + (sched && sched.arrival ? ` (${sched.arrival})` : ""));
+      parts.push(
+        "open model" + (rate ? `, ${fmtRate(rate)} ${this.L.paced}/s` : "") + (sched && sched.arrival ? ` (${sched.arrival})` : ""),
+      );
       const n = num(l.users) || num(l.connections);
-      parts.push(`up to ${fmtInt(n)} ${n === 1 ? this.L.users.replace(/s$/, "") : this.L.users}`);
+      if (n) parts.push("up to " + plural(n, this.L.users));
     } else if (l.model === "users" || this.o.command === "run") {
       const n = num(l.users) || num(l.connections);
-      parts.push(`${fmtInt(n)} user${n === 1 ? "" : "s"}`);
-      if (l.spawn_rate) parts.push(`spawn rate ${fmtRate(l.spawn_rate)}/s`);
+      parts.push(plural(n, "users"));
     } else {
-      parts.push(`closed model, ${fmtInt(num(l.connections))} connection${num(l.connections) === 1 ? "" : "s"}`);
+      parts.push("closed model, " + plural(num(l.connections), "connections"));
     }
+    if (l.spawn_rate && this.o.command === "run") parts.push(`spawn rate ${+num(l.spawn_rate).toFixed(2)}/s`);
     if (l.requests) parts.push(`${fmtInt(l.requests)} requests`);
+    if (live && l.duration_s) parts.push(`run time ${fmtDuration(l.duration_s)}`);
     if (l.ramp_s) parts.push(`ramp ${fmtDuration(l.ramp_s)}`);
     if (l.threads) parts.push(`${l.threads} thread${l.threads === 1 ? "" : "s"}`);
     if (l.http2) parts.push("HTTP/2");
@@ -364,6 +399,7 @@ export class RunView {
       if (fu) setText(fu, fmtInt(u) + (s.targetUsers !== null && s.targetUsers !== undefined ? " → " + fmtInt(s.targetUsers) : ""));
       const fe = this.facts.get("elapsed");
       if (fe) setText(fe, fmtDuration(s.durationS));
+      this.updateLiveLoad(s.schedule, typeof s.targetUsers === "number" && s.targetUsers > 0 ? s.targetUsers : null);
     }
   }
 
@@ -393,6 +429,10 @@ export class RunView {
           { label: "max", color: COLORS.max, width: 1, dash: [4, 3] },
         ],
       });
+    // while live, the intended rate is the configured one until the live schedule says it
+    const ml = this.o.meta.load || null;
+    const liveOpen = this.o.live && !!ml && ml.model === "open";
+    const liveRate = this.o.live && ml && typeof ml.rate === "number" && ml.rate > 0 ? ml.rate : null;
     const specs: ChartSpec[] = [];
     if (cmd === "mqtt") {
       specs.push({
@@ -478,7 +518,7 @@ export class RunView {
     });
     specs.push({
       id: "schedule",
-      when: (s) => !!s.schedule || (!!this.o.result && isOpen(this.o.result, null)),
+      when: (s) => !!s.schedule || liveOpen || (!!this.o.result && isOpen(this.o.result, null)),
       make: (slot) =>
         new Chart(slot, {
           testid: "chart-schedule",
@@ -489,7 +529,7 @@ export class RunView {
             { label: cmd === "mqtt" ? "published/s" : "achieved req/s", color: COLORS.rps },
           ],
         }),
-      row: (p, s) => [s.schedule ? num(s.schedule.rate) : null, this.rate(pacedCount(p, cmd), p)],
+      row: (p, s) => [s.schedule ? num(s.schedule.rate) : liveRate, this.rate(pacedCount(p, cmd), p)],
       set: (c, s) => {
         const sc = s.schedule;
         c.note(sc ? `${fmtInt(sc.late)} late · ${fmtInt(sc.dropped)} dropped` : "");

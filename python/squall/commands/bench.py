@@ -146,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
     if partial is not None:
         partial.done()
     if dashboard is not None:
+        dashboard.store.finish(result)
         live.linger(dashboard)
     return code
 

@@ -61,10 +61,8 @@ def drive(
                 line.clear()
     if publisher is not None:
         publisher.tick(force=True)
-    result = engine_run.result()
-    if store is not None:
-        store.finish(result)
-    return result, (received[0] if received else None)
+    # The command hands the result to the dashboard once it has judged and written it (`store.finish`).
+    return engine_run.result(), (received[0] if received else None)
 
 
 def _obey(dashboard: Dashboard, engine_run: Run) -> None:

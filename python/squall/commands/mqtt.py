@@ -236,7 +236,10 @@ def run(args: argparse.Namespace) -> int:
     dashboard = None
     if args.web_port is not None and worker is None:  # before the run: a busy port is a usage error
         controls = {"start": False, "users": False, "stop": True, "reset": True}
-        dashboard = live.start(args, "mqtt", "mqtt", config["broker"], controls=controls)
+        load = {"model": "open" if config.get("rate") else "closed", "clients": config["clients"], "qos": args.qos}
+        if config.get("rate"):
+            load["rate"] = config["rate"] * config["clients"]
+        dashboard = live.start(args, "mqtt", "mqtt", config["broker"], controls=controls, load=load)
     try:
         engine_run = _engine.Run.mqtt(config)
     except _engine.UsageError as e:
@@ -256,6 +259,7 @@ def run(args: argparse.Namespace) -> int:
     if partial is not None:
         partial.done()
     if dashboard is not None:
+        dashboard.store.finish(result)
         live.linger(dashboard)
     if signum is not None:
         return exitcodes.INTERRUPTED if signum == signal.SIGINT else exitcodes.TERMINATED

@@ -217,7 +217,7 @@ def run(args: argparse.Namespace) -> int:
         interactive = shape_class is None and not args.rate
         controls = {"start": not args.autostart, "users": interactive, "stop": True, "reset": True}
         form = {"users": users, "spawn_rate": spawn_rate, "host": args.host or ""}
-        load = {"model": "open" if args.rate else "users", "users": users, "spawn_rate": spawn_rate}
+        load = {"model": "open" if args.rate else "users", "users": users, "spawn_rate": spawn_rate, "rate": args.rate}
         title = f"squall: {os.path.basename(args.locustfile)}"
         dashboard = live.start(args, "run", "http", args.host or "", controls=controls, form=form, load=load)
         dashboard.store.meta["title"] = title
@@ -266,8 +266,6 @@ def run(args: argparse.Namespace) -> int:
         reason = "interrupted"
     result = engine.finish(reason, args.host or "")
     result["exceptions"] = [dict(x, nodes="local") for x in env.exceptions.values()]
-    if dashboard is not None:
-        dashboard.store.finish(result)
     if worker is not None:
         with open(os.environ["SQUALL_WORKER_RESULT"], "w") as f:
             json.dump(result, f)
@@ -275,6 +273,8 @@ def run(args: argparse.Namespace) -> int:
         _final_output(result, args)
     if partial is not None:
         partial.done()
+    if dashboard is not None:
+        dashboard.store.finish(result)
     events.quitting.fire(environment=env, reason=reason)
     if dashboard is not None and not received:
         _serve_the_end(dashboard, args.autoquit)
