@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from squall import _engine, exitcodes, limits, report, thresholds
+from squall import _engine, exitcodes, limit, limits, report, thresholds
 from squall.commands.arguments import add_threshold_arguments, to_duration, to_positive_int, to_rate
 from squall.commands.drive import drive
 from squall.commands.progress import ProgressLine
@@ -37,6 +37,21 @@ def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
     )
     load.add_argument("--ramp", type=str, help="ramp connections (closed) or rate (open) linearly from zero")
     load.add_argument("--threads", type=str, help="engine threads (default: one per available core)")
+    search = p.add_argument_group("the breaking point")
+    search.add_argument(
+        "--find-limit",
+        action="store_true",
+        help="find the highest rate the target sustains within --slo (open-model steps: doubling, then bisecting)",
+    )
+    search.add_argument(
+        "--slo",
+        action="append",
+        metavar="EXPR",
+        help="with --find-limit: what a step must hold, in the --threshold language, repeatable "
+        "(default: p95<1s and error_rate<1%%)",
+    )
+    search.add_argument("--step-time", default="5s", help="with --find-limit: how long each step lasts (default 5s)")
+    search.add_argument("--max-rate", help="with --find-limit: the highest rate to try")
     req = p.add_argument_group("request")
     req.add_argument("-m", "--method", help="HTTP method (default GET, or POST with a body)")
     req.add_argument(
@@ -125,6 +140,8 @@ def engine_config(args: argparse.Namespace) -> tuple[dict[str, Any], bytes]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.find_limit:
+        return find_limit(args)
     config, body = engine_config(args)
     args.thresholds, watch = thresholds.from_args(args)
     limits.ensure_open_files(config["connections"])
@@ -191,3 +208,87 @@ def finish(
         sys.stderr.write(f"squall bench: error: every request failed (most often: {top})\n")
         return exitcodes.ALL_FAILED
     return exitcodes.OK
+
+
+def find_limit(args: argparse.Namespace) -> int:
+    """`--find-limit`: a closed-model probe for the scale, then open-model steps (`squall.limit`)."""
+    for flag, given in (("-n", args.requests), ("-t", args.duration), ("--rate", args.rate), ("--ramp", args.ramp)):
+        if given:
+            raise UsageError(f"--find-limit sets the load itself: drop {flag}")
+    if args.web_port is not None or args.threshold:
+        raise UsageError("--find-limit takes --slo, not --threshold; and no --web-port yet")
+    try:
+        slo_texts = args.slo or limit.DEFAULT_SLOS
+        slos = thresholds.parse_all(slo_texts)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    hold = to_duration(args.step_time)
+    most = to_rate(args.max_rate) if args.max_rate else None
+    args.duration = args.step_time
+    config, body = engine_config(args)
+    limits.ensure_open_files(config["connections"])
+    stopped: list[int] = []
+
+    def step(rate: float | None) -> dict[str, Any]:
+        if stopped:
+            raise KeyboardInterrupt
+        cfg = dict(config, rate=rate, duration=hold, requests=None)
+        try:
+            engine_run = _engine.Run.bench(cfg, body)
+        except _engine.UsageError as e:
+            raise UsageError(str(e)) from None
+        result, signum = drive(engine_run)
+        if signum is not None:
+            stopped.append(signum)
+        return result
+
+    limit.say(
+        f"Finding the limit of {config['method']} {args.url}: SLO {', '.join(slo_texts)}; "
+        f"{hold:g} s a step, up to {config['connections']} connections"
+    )
+    limit.say(limit.table_header("req/s"))
+    try:
+        probe = limit.judge(step(None), 0.0, slos, config["connections"])
+    except _engine.TargetError as e:
+        sys.stderr.write(f"squall bench: error: {e}\n")
+        return exitcodes.CANNOT_START
+    limit.say(limit.table_row("probe", probe, "req/s"))
+    rows = iter(range(1, 1000))
+    steps: list[limit.Step] = []
+
+    def measure(rate: float) -> limit.Step:
+        s = limit.judge(step(rate), rate, slos, config["connections"])
+        steps.append(s)
+        return s
+
+    try:
+        outcome = limit.find(
+            measure,
+            start=max(probe.achieved / 2, 1.0),
+            most=most,
+            on_step=lambda s: limit.say(limit.table_row(next(rows), s, "req/s")),
+        )
+    except KeyboardInterrupt:
+        outcome = limit.Outcome(None, None, "interrupted", steps)
+    best = max((s for s in outcome.steps if s.passed), key=lambda s: s.load, default=None)
+    shown = best or (outcome.steps[-1] if outcome.steps else probe)
+    result = shown.result or {}
+    result["limit"] = limit.report(outcome, "req/s", slo_texts)
+    result["limit"]["probe"] = probe.to_json()
+    if outcome.limit is not None:
+        limit.say(f"\nLimit: {outcome.limit:,.0f} req/s within {', '.join(slo_texts)} ({outcome.reason})")
+    else:
+        limit.say(f"\nNo limit established: {outcome.reason}")
+    written = report.write_files(
+        result,
+        json_path=args.json,
+        csv_prefix=args.csv,
+        full_history=args.csv_full_history,
+        html_path=args.html,
+        html_meta=page.meta("bench", getattr(args, "argv", None) or [], args.url),
+    )
+    for path in written:
+        sys.stderr.write(f"wrote {path}\n")
+    if stopped:
+        return exitcodes.INTERRUPTED if stopped[0] == 2 else exitcodes.TERMINATED
+    return exitcodes.OK if outcome.limit is not None else exitcodes.ALL_FAILED
