@@ -23,8 +23,8 @@ test: $(DEV) $(STAMP)
 lint: $(DEV)
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets --locked -- -D warnings
-	$(VENV)/bin/ruff check python tests bench
-	$(VENV)/bin/ruff format --check python tests bench
+	$(VENV)/bin/ruff check python tests bench examples
+	$(VENV)/bin/ruff format --check python tests bench examples
 	$(VENV)/bin/mypy python/squall
 	$(MAKE) lint-web
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from typing import TYPE_CHECKING, Any
 
 from squall import _engine, exitcodes, limit, limits, report, thresholds
@@ -240,7 +241,15 @@ def find_limit(args: argparse.Namespace) -> int:
         result, signum = drive(engine_run)
         if signum is not None:
             stopped.append(signum)
+        settle(result)
         return result
+
+    def settle(result: dict[str, Any]) -> None:
+        """Requests still queued at the target when a step ended would slow the next one down: wait
+        the time the target needs to serve them at the rate it just showed (at most 10 s)."""
+        done = result["aggregate"]["requests"] / max(result["duration_s"], 1e-9)
+        if result["abandoned"] and not stopped:
+            time.sleep(min(10.0, result["abandoned"] / max(done, 1.0)) + 0.2)
 
     limit.say(
         f"Finding the limit of {config['method']} {args.url}: SLO {', '.join(slo_texts)}; "
