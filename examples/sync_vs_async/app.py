@@ -15,6 +15,7 @@ The same app is served two ways:
     squall bench http://127.0.0.1:8002/cases --find-limit --json async.json
     squall compare sync.json async.json --labels sync,async --html compare.html
 """
+
 from __future__ import annotations
 
 import asyncio
