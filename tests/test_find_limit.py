@@ -58,3 +58,19 @@ def test_find_limit_refuses_what_it_sets_itself(capacity_server):
     for extra in (["--rate", "100"], ["-n", "10"], ["-t", "5s"], ["--slo", "p95<<1"]):
         p = squall("bench", capacity_server + "/", "--find-limit", *extra)
         assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+
+
+def test_locustfile_find_limit_counts_users(capacity_server, tmp_path):
+    """Users pacing one request every 100 ms: the capacity of 1,500 a second is 150 users."""
+    out = tmp_path / "u.json"
+    began = time.monotonic()
+    p = squall(
+        "-f", HERE / "locustfiles" / "paced.py", "-H", capacity_server, "--find-limit", "--step-time", "3s",
+        "--json-file", out, timeout=150,
+    )  # fmt: skip
+    assert p.returncode == 0, (p.stdout[-3000:], p.stderr[-3000:])
+    assert time.monotonic() - began < 120
+    r = json.loads(out.read_text())
+    users = CAPACITY / 10
+    assert r["limit"]["unit"] == "users" and 0.9 * users <= r["limit"]["load"] <= 1.1 * users, p.stdout
+    assert max(s["users"] for s in r["timeseries"]) == r["limit"]["load"]  # the result is that step's run

@@ -14,12 +14,13 @@ language), the target keeps up (achieved throughput at least 97% of the offered 
 the excess queues, so achieved stays at capacity while offered grows), and latency is not climbing
 within the step (its last second's median more than twice its first's and 5 ms more: a queue building
 up, which a short step can hide in its percentiles). A step in which the generator, not the target,
-fell behind (sends late while the connections were mostly idle) stops the search: no limit is reported
-that squall itself caused.
+fell behind (sends late although even the p99 latency kept at most half the connections busy) stops the
+search: no limit is reported that squall itself caused.
 """
 
 from __future__ import annotations
 
+import statistics
 import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
@@ -35,7 +36,7 @@ LATE_GENERATOR = 0.05  # late sends (> 10 ms) above this share, with idle connec
 @dataclass
 class Step:
     load: float  # offered: requests or messages a second, or users
-    achieved: float  # completed a second
+    achieved: float  # completed a second, in the steady part of the step (`steady_rate`)
     p50_us: float
     p95_us: float
     p99_us: float
@@ -54,6 +55,17 @@ class Step:
         return d
 
 
+def steady_rate(result: dict[str, Any]) -> float:
+    """Completed a second once the step is under way: the median of its whole seconds but the first (users
+    starting, connections opening) and the last (partial); the whole run's mean when it is too short."""
+    series = result.get("timeseries") or []
+    whole = int(result["duration_s"])
+    inner = [float(p.get("requests", 0)) for p in series[1:whole]]
+    if len(inner) >= 2:
+        return statistics.median(inner)
+    return result["aggregate"]["requests"] / (result["duration_s"] or 1e-9)
+
+
 def _median_of_second(point: dict[str, Any]) -> float:
     return float((point.get("percentiles_us") or {}).get("50", 0))
 
@@ -63,11 +75,10 @@ def judge(
 ) -> Step:
     """A step's verdict from its result document (`offered`: the load it was asked to carry)."""
     agg = result["aggregate"]
-    duration = result["duration_s"] or 1e-9
     pct = agg.get("percentiles_us") or {}
     step = Step(
         load=offered,
-        achieved=agg["requests"] / duration,
+        achieved=steady_rate(result),
         p50_us=float(pct.get("50", 0)),
         p95_us=float(pct.get("95", 0)),
         p99_us=float(pct.get("99", 0)),
@@ -82,12 +93,14 @@ def judge(
     schedule = result.get("schedule") or {}
     sent = schedule.get("sent") or 0
     late_share = (schedule.get("late", 0) / sent) if sent else 0.0
-    # Little's law: connections busy on average = throughput x mean latency.
-    busy = step.achieved * agg.get("mean_us", 0) / 1e6
+    # Little's law: connections busy = throughput x latency. Sends go out late when no connection is
+    # free, which a slow target causes; only if even its p99 latency could not have kept half the
+    # connections busy was the generator itself behind.
+    busy = step.achieved * step.p99_us / 1e6
     if late_share > LATE_GENERATOR and connections and busy < 0.5 * connections and not failed:
         step.generator_bound = True
         step.reason = (
-            f"the generator fell behind: {late_share:.0%} of sends late with about {busy:.0f} of {connections} "
+            f"the generator fell behind: {late_share:.0%} of sends late with at most {busy:.0f} of {connections} "
             "connections busy (squall's limit, not the target's: use --threads, --processes or a bigger machine)"
         )
         return step

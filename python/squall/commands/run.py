@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, SupportsIndex, TypeVar
 from greenlet import getcurrent
 
 from squall import _engine, exitcodes, limits, locust_compat, processes, report, thresholds
+from squall.commands import run_limit
 from squall.commands.arguments import add_threshold_arguments, to_rate
 from squall.durations import parse_duration
 from squall.env import Environment
@@ -101,6 +102,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", metavar="FILE", help="a config file (key = value lines, or TOML [tool.locust])")
     live.add_arguments(p.add_argument_group("dashboard"), default_port=8089)
     add_threshold_arguments(p)
+    search = p.add_argument_group("the breaking point")
+    search.add_argument(
+        "--find-limit",
+        action="store_true",
+        help="find the most users the target serves within --slo (each step the file afresh with N users)",
+    )
+    search.add_argument(
+        "--slo",
+        action="append",
+        metavar="EXPR",
+        help="with --find-limit: what a step must hold (default p95<1s, error_rate<1%%)",
+    )
+    search.add_argument("--step-time", default="5s", help="with --find-limit: how long each step lasts (default 5s)")
+    search.add_argument("--max-users", help="with --find-limit: the most users to try")
     p.add_argument("user_classes", nargs="*", metavar="UserClass", help="run only these User classes")
 
 
@@ -180,8 +195,10 @@ def _number(text: str, what: str, cast: Callable[[str], Number], minimum: float 
 def run(args: argparse.Namespace) -> int:
     users = _number(args.users, "number of users", int)
     spawn_rate = _number(args.spawn_rate, "spawn rate", float, 0.001)
-    args.thresholds, args.watch = thresholds.from_args(args)
     worker = processes.worker()
+    if args.find_limit and worker is None:
+        return run_limit.find_limit(args, _final_output)
+    args.thresholds, args.watch = thresholds.from_args(args)
     if worker is None and args.processes != 1:
         if not args.headless:
             sys.stderr.write("squall: the dashboard does not follow --processes runs yet; running headless\n")
