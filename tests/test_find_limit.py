@@ -74,3 +74,24 @@ def test_locustfile_find_limit_counts_users(capacity_server, tmp_path):
     users = CAPACITY / 10
     assert r["limit"]["unit"] == "users" and 0.9 * users <= r["limit"]["load"] <= 1.1 * users, p.stdout
     assert max(s["users"] for s in r["timeseries"]) == r["limit"]["load"]  # the result is that step's run
+
+
+def test_mqtt_find_limit_counts_acknowledged_messages(tmp_path):
+    """A broker that acknowledges at most 2,000 QoS 1 messages a second (tests/servers/capacity_broker.py)."""
+    port, capacity = free_port(), 2000
+    broker = subprocess.Popen([sys.executable, HERE / "servers" / "capacity_broker.py", str(port), str(capacity)])
+    try:
+        wait_for_port(port)
+        out = tmp_path / "m.json"
+        began = time.monotonic()
+        p = squall(
+            "mqtt", "--broker", f"mqtt://127.0.0.1:{port}", "-u", 20, "--qos", 1, "--find-limit",
+            "--step-time", "2s", "--json", out, timeout=150,
+        )  # fmt: skip
+        assert p.returncode == 0, (p.stdout, p.stderr)
+        assert time.monotonic() - began < 120
+        r = json.loads(out.read_text())
+        assert r["limit"]["unit"] == "msg/s" and 0.9 * capacity <= r["limit"]["load"] <= 1.1 * capacity, p.stdout
+    finally:
+        broker.kill()
+        broker.wait()

@@ -55,15 +55,31 @@ class Step:
         return d
 
 
-def steady_rate(result: dict[str, Any]) -> float:
+def steady_rate(result: dict[str, Any], focus: str | None = None) -> float:
     """Completed a second once the step is under way: the median of its whole seconds but the first (users
-    starting, connections opening) and the last (partial); the whole run's mean when it is too short."""
+    starting, connections opening) and the last (partial); the whole run's mean when it is too short.
+    `focus`: count only the endpoints of that method (MQTT's PUBLISH)."""
+
+    def count(p: dict[str, Any]) -> float:
+        if focus is None:
+            return float(p.get("requests", 0))
+        return float(sum(e["requests"] for e in p.get("endpoints", []) if e["method"] == focus))
+
     series = result.get("timeseries") or []
-    whole = int(result["duration_s"])
-    inner = [float(p.get("requests", 0)) for p in series[1:whole]]
+    inner = [count(p) for p in series[1 : int(result["duration_s"])]]
     if len(inner) >= 2:
         return statistics.median(inner)
-    return result["aggregate"]["requests"] / (result["duration_s"] or 1e-9)
+    whole = _focused(result, focus)
+    return float(whole["requests"]) / (result["duration_s"] or 1e-9)
+
+
+def _focused(result: dict[str, Any], focus: str | None) -> dict[str, Any]:
+    """The aggregate, or the endpoint of method `focus` (MQTT: PUBLISH) when there is one."""
+    if focus is not None:
+        for e in result.get("endpoints", []):
+            if e["method"] == focus:
+                return dict(e)
+    return dict(result["aggregate"])
 
 
 def _median_of_second(point: dict[str, Any]) -> float:
@@ -71,14 +87,19 @@ def _median_of_second(point: dict[str, Any]) -> float:
 
 
 def judge(
-    result: dict[str, Any], offered: float, slos: list[thresholds.Threshold], connections: int | None = None
+    result: dict[str, Any],
+    offered: float,
+    slos: list[thresholds.Threshold],
+    connections: int | None = None,
+    focus: str | None = None,
 ) -> Step:
-    """A step's verdict from its result document (`offered`: the load it was asked to carry)."""
-    agg = result["aggregate"]
+    """A step's verdict from its result document (`offered`: the load it was asked to carry; `focus`:
+    the endpoints of that method carry it, as MQTT's PUBLISH, else all of them)."""
+    agg = _focused(result, focus)
     pct = agg.get("percentiles_us") or {}
     step = Step(
         load=offered,
-        achieved=steady_rate(result),
+        achieved=steady_rate(result, focus),
         p50_us=float(pct.get("50", 0)),
         p95_us=float(pct.get("95", 0)),
         p99_us=float(pct.get("99", 0)),

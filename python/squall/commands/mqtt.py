@@ -13,7 +13,7 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
-from squall import _engine, exitcodes, limits, processes, report, thresholds
+from squall import _engine, exitcodes, limit, limits, processes, report, thresholds
 from squall.commands.arguments import add_threshold_arguments, to_duration, to_positive_int, to_rate
 from squall.commands.drive import drive
 from squall.commands.progress import MqttProgressLine
@@ -130,6 +130,20 @@ def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
     out.add_argument("-q", "--quiet", action="store_true", help="no live progress line")
     live.add_arguments(p.add_argument_group("dashboard"), default_port=None)
     add_threshold_arguments(p)
+    search = p.add_argument_group("the breaking point")
+    search.add_argument(
+        "--find-limit",
+        action="store_true",
+        help="find the highest message rate the broker sustains within --slo (the clients' total rate, in steps)",
+    )
+    search.add_argument(
+        "--slo",
+        action="append",
+        metavar="EXPR",
+        help="with --find-limit: what a step must hold (default publish.p95<1s and error_rate<1%%)",
+    )
+    search.add_argument("--step-time", default="5s", help="with --find-limit: how long each step lasts (default 5s)")
+    search.add_argument("--max-rate", help="with --find-limit: the highest total rate to try")
     p.set_defaults(func=run)
     return p
 
@@ -221,6 +235,8 @@ def _whole(text: str, flag: str, most: int) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.find_limit:
+        return find_limit(args)
     config = engine_config(args)
     args.thresholds, watch = thresholds.from_args(args)
     n = to_positive_int(args.processes) if args.processes else 1
@@ -300,3 +316,92 @@ def _final_output(result: dict[str, Any], args: argparse.Namespace) -> None:
         sys.stderr.write(f"squall mqtt: error: no message was published (most often: {top})\n")
     elif m["verify"] and m["delivery"]["lost"]:
         sys.stderr.write(f"squall mqtt: {m['delivery']['lost']:,} messages lost\n")
+
+
+MQTT_SLOS = ["publish.p95<1s", "error_rate<1%"]
+
+
+def find_limit(args: argparse.Namespace) -> int:
+    """`--find-limit`: a probe as fast as the in-flight windows allow, then paced steps (`squall.limit`)
+    over the clients' total rate; a step's throughput is PUBLISH's (acknowledged, or written at QoS 0)."""
+    for flag, given in (("-n", args.messages), ("-t", args.duration), ("--rate", args.rate)):
+        if given:
+            raise UsageError(f"--find-limit sets the load itself: drop {flag}")
+    if args.total_rate or args.web_port is not None or args.threshold or args.processes or args.subscribe_only:
+        raise UsageError("--find-limit takes --slo; not with --total-rate, --web-port, --threshold, --processes")
+    slo_texts = args.slo or MQTT_SLOS
+    try:
+        slos = thresholds.parse_all(slo_texts)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    hold = to_duration(args.step_time)
+    most = to_rate(args.max_rate) if args.max_rate else None
+    args.duration = args.step_time
+    config = engine_config(args)
+    clients = config["clients"]
+    limits.ensure_open_files(clients + config["subscribers"])
+    stopped: list[int] = []
+
+    def step(rate: float | None) -> dict[str, Any]:
+        if stopped:
+            raise KeyboardInterrupt
+        cfg = dict(config, rate=None if rate is None else rate / clients, duration=hold, messages=None)
+        try:
+            engine_run = _engine.Run.mqtt(cfg)
+        except _engine.UsageError as e:
+            raise UsageError(str(e)) from None
+        result, signum = drive(engine_run)
+        if signum is not None:
+            stopped.append(signum)
+        return result
+
+    limit.say(
+        f"Finding the limit of {args.broker} with {clients} clients at QoS {args.qos}: SLO {', '.join(slo_texts)}; "
+        f"{hold:g} s a step"
+    )
+    limit.say(limit.table_header("msg/s"))
+    try:
+        probe = limit.judge(step(None), 0.0, slos, focus="PUBLISH")
+    except _engine.TargetError as e:
+        sys.stderr.write(f"squall mqtt: error: {e}\n")
+        return exitcodes.CANNOT_START
+    limit.say(limit.table_row("probe", probe, "msg/s"))
+    rows = iter(range(1, 1000))
+    steps: list[limit.Step] = []
+
+    def measure(rate: float) -> limit.Step:
+        s = limit.judge(step(rate), rate, slos, focus="PUBLISH")
+        steps.append(s)
+        return s
+
+    try:
+        outcome = limit.find(
+            measure,
+            start=max(probe.achieved / 2, 1.0),
+            most=most,
+            on_step=lambda s: limit.say(limit.table_row(next(rows), s, "msg/s")),
+        )
+    except KeyboardInterrupt:
+        outcome = limit.Outcome(None, None, "interrupted", steps)
+    best = max((s for s in outcome.steps if s.passed), key=lambda s: s.load, default=None)
+    shown = best or (outcome.steps[-1] if outcome.steps else probe)
+    if outcome.limit is not None:
+        limit.say(f"\nLimit: {outcome.limit:,.0f} msg/s within {', '.join(slo_texts)} ({outcome.reason})")
+    else:
+        limit.say(f"\nNo limit established: {outcome.reason}")
+    result = shown.result or {}
+    result["limit"] = limit.report(outcome, "msg/s", slo_texts)
+    result["limit"]["probe"] = probe.to_json()
+    written = report.write_files(
+        result,
+        json_path=args.json,
+        csv_prefix=args.csv,
+        full_history=args.csv_full_history,
+        html_path=args.html,
+        html_meta=page.meta("mqtt", getattr(args, "argv", None) or [], args.broker),
+    )
+    for path in written:
+        sys.stderr.write(f"wrote {path}\n")
+    if stopped:
+        return exitcodes.INTERRUPTED if stopped[0] == signal.SIGINT else exitcodes.TERMINATED
+    return exitcodes.OK if outcome.limit is not None else exitcodes.ALL_FAILED
