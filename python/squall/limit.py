@@ -232,14 +232,15 @@ def table_row(i: int | str, s: Step, unit: str) -> str:
     )
 
 
-def report(outcome: Outcome, unit: str, slos: list[str]) -> dict[str, Any]:
-    """The `limit` object of the JSON."""
+def report(outcome: Outcome, unit: str, slos: list[str], **settings: Any) -> dict[str, Any]:
+    """The `limit` object of the JSON; `settings`: how the search ran (step_s, connections, ...)."""
     return {
         "load": outcome.limit,
         "unit": unit,
         "failed_at": outcome.failed_at,
         "reason": outcome.reason,
         "slo": slos,
+        "settings": {"keep_up": KEEP_UP, "precision": PRECISION, **settings},
         "steps": [s.to_json() for s in outcome.steps],
     }
 

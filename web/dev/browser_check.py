@@ -31,7 +31,23 @@ EXPECT = {
     "report-long.html": ["chart-rps", "chart-latency", "chart-users", "chart-spectrum"],
     "compare.html": ["chart-rps", "chart-latency", "chart-spectrum"],
     "compare3.html": ["chart-rps", "chart-latency", "chart-spectrum"],
+    "report-limit-sync.html": ["chart-limit", "chart-rps", "chart-latency", "chart-users", "chart-schedule", "chart-spectrum"],
+    "report-limit-async.html": ["chart-limit", "chart-rps", "chart-latency", "chart-users", "chart-schedule", "chart-spectrum"],
+    "report-limit-none.html": ["chart-limit", "chart-rps", "chart-latency", "chart-users", "chart-schedule", "chart-spectrum"],
+    "compare-limit.html": ["chart-limit-compare", "chart-rps", "chart-latency", "chart-spectrum"],
 }
+
+# --find-limit pages: the headline's number (text, data-value), the steps drawn, the rows, the compare cells
+LIMITS = {
+    "report-limit-sync.html": {"load": ["91", "90.75"], "points": 8, "rows": 9,
+                               "headline": "Limit: 91 req/s within p95<1s, error_rate<1%"},
+    "report-limit-async.html": {"load": ["1,859", "1859.25"], "points": 8, "rows": 9,
+                                "headline": "Limit: 1,859 req/s within p95<1s, error_rate<1%"},
+    "report-limit-none.html": {"load": ["", None], "points": 8, "rows": 9,
+                               "headline": "No limit established: at 44: p95<1s failed (measured 527.871 ms) <b>not markup</b>"},
+    "compare-limit.html": {"compare": ["limit 91 req/s", "limit 1,859 req/s"]},
+}
+WITH_LIMIT = tuple(LIMITS)
 
 
 def main() -> int:
@@ -53,9 +69,9 @@ def main() -> int:
 
                 ctx.route("**/*", route)
                 for name, charts in EXPECT.items():
-                    if width == 420 and name not in ("report-locustfile.html", "report-mqtt.html", "compare.html", "report-thresholds.html"):
+                    if width == 420 and name not in WITH_LIMIT and name not in ("report-locustfile.html", "report-mqtt.html", "compare.html", "report-thresholds.html"):
                         continue
-                    if scheme == "dark" and name not in ("report-bench-open.html", "report-mqtt.html", "compare.html", "report-thresholds.html"):
+                    if scheme == "dark" and name not in WITH_LIMIT and name not in ("report-bench-open.html", "report-mqtt.html", "compare.html", "report-thresholds.html"):
                         continue
                     page = ctx.new_page()
                     errors: list[str] = []
@@ -111,6 +127,28 @@ def main() -> int:
                             problems.append(f"compare thresholds {thr['compare']}")
                     elif name != "report-hostile.html" and (thr["rows"] or thr["badge"] or thr["tab"]):
                         problems.append(f"thresholds shown without any: {thr}")
+                    lim = page.evaluate(
+                        "() => { const q = (s) => document.querySelector(`[data-testid=${s}]`);"
+                        " const l = q('limit-load'), hl = q('limit-headline'), c = q('chart-limit');"
+                        " const rows = [...document.querySelectorAll('[data-testid=limit-step]')];"
+                        " return {load: l ? [l.textContent, l.getAttribute('data-value')] : null, headline: hl ? hl.textContent : null,"
+                        " points: c ? +c.dataset.points : null, rows: rows.length, probe: rows.length ? rows[0].dataset.probe : null,"
+                        " first_tab: (document.querySelector('nav.tabs a:not([hidden])') || {}).textContent || '',"
+                        " compare: [...document.querySelectorAll('[data-testid=compare-limit]')].map(c => c.textContent),"
+                        " badge: (q('limit-badge') || {}).textContent || '', section: !!q('section-limit')} }"
+                    )
+                    want = LIMITS.get(name)
+                    if want is None:
+                        if lim["section"] or lim["load"] or "chart-limit" in points or lim["badge"]:
+                            problems.append(f"a breaking point without a limit: {lim}")
+                    elif "compare" in want:
+                        if lim["compare"] != want["compare"] or not lim["section"]:
+                            problems.append(f"compare limits {lim}")
+                    else:
+                        if lim["load"] != want["load"] or lim["headline"] != want["headline"] or lim["points"] != want["points"]:
+                            problems.append(f"limit {lim}")
+                        if lim["rows"] != want["rows"] or lim["probe"] != "true" or lim["first_tab"] != "Breaking point":
+                            problems.append(f"limit table/tab {lim}")
                     shot = os.path.join(SHOTS, f"{name[:-5]}-{scheme}-{width}.png")
                     page.screenshot(path=shot, full_page=True)
                     status = "ok" if not problems else "FAIL " + "; ".join(problems)

@@ -11,6 +11,10 @@ shell (live.html, for fake_live.py), and compare pages (compare.html: bench clos
 compare3.html: three runs with different endpoints). report-thresholds.html: a locustfile run stopped by
 a threshold (`--threshold-abort`), with verdicts that pass and fail and one with no value (a typo'd
 endpoint); compare.html's runs carry verdicts too.
+
+Breaking point (`squall bench --find-limit`): report-limit-sync.html and report-limit-async.html are the
+samples as they are; report-limit-none.html is the sync search with no passing step (load null) and a
+generator-bound step; compare-limit.html compares the two searches (A: sync, B: async).
 """
 
 from __future__ import annotations
@@ -151,6 +155,8 @@ def meta_for(name: str, r: dict, **extra) -> dict:
         "locustfile": f"squall -f locustfile.py --headless -u 20 -r 10 -t 5s -H {r['url']} --json-file locustfile.json",
         "locustfile-rate": f"squall -f locustfile.py --headless --rate 200 -u 1 -t 4s -H {r['url']}",
         "mqtt": f"squall mqtt --broker {r['url']} -u 20 --rate 50 -t 4s --qos 1 --verify",
+        "limit-sync": f"squall bench {r['url']} --find-limit -c 50 --threshold 'p95<1s' --threshold 'error_rate<1%'",
+        "limit-async": f"squall bench {r['url']} --find-limit -c 50 --threshold 'p95<1s' --threshold 'error_rate<1%'",
     }
     meta = {
         "command": command,
@@ -212,6 +218,22 @@ def with_thresholds(r: dict, stopped: bool = False, passing_only: bool = False) 
     r["thresholds"] = [v for v in verdicts(r) if v["passed"] or not passing_only]
     if stopped:
         r["stop_reason"] = "threshold"
+    return r
+
+
+def limit_none(r: dict) -> dict:
+    """A --find-limit search in which no step passed (`load` null); one step was generator-bound."""
+    r = copy.deepcopy(r)
+    lim = r["limit"]
+    steps = lim["steps"]
+    for s in steps:
+        if s["passed"]:
+            s["passed"] = False
+            s["reason"] = f"p95<1s failed (measured {s['p95_us'] / 1000:.3f} ms) <b>not markup</b>"
+    steps[1]["generator_bound"] = True
+    steps[1]["reason"] = "the generator could not offer 88/s (connections busy)"
+    first = steps[0]
+    lim.update(load=None, failed_at=first["load"], reason=f"at {first['load']:,.0f}: {first['reason']}")
     return r
 
 
@@ -342,6 +364,14 @@ def main() -> None:
         "runs": [{"label": "A", "result": with_spectrum(samples["locustfile"])},
                  {"label": "B", "result": with_spectrum(samples["locustfile-rate"])},
                  {"label": "C", "result": samples["bench-closed"]}],
+    }))
+    limits = {n: with_spectrum(samples[n]) for n in ("limit-sync", "limit-async")}
+    ln = limit_none(limits["limit-sync"])
+    write("report-limit-none.html", page({"mode": "report", "meta": meta_for("limit-sync", ln), "result": ln}))
+    write("compare-limit.html", page({
+        "mode": "compare",
+        "meta": {"command": "compare", "title": "find-limit: sync (A) vs async (B)", "squall_version": "0.1.0"},
+        "runs": [{"label": "A", "result": limits["limit-sync"]}, {"label": "B", "result": limits["limit-async"]}],
     }))
     for p in written:
         print(p)

@@ -7,6 +7,14 @@ export interface SeriesDef {
   color: string;
   dash?: number[];
   width?: number;
+  /** the y scale (default "y"); another scale gets its axis from `extend` */
+  scale?: string;
+  /** no line: a legend entry for what a draw hook paints */
+  noPath?: boolean;
+  /** points: true always, false never; default while fewer than 40 x */
+  points?: boolean;
+  /** the legend's format (default: the chart's yFmt) */
+  fmt?: (v: number) => string;
 }
 
 export interface ChartOpts {
@@ -17,9 +25,20 @@ export interface ChartOpts {
   /** unit shown after the title, e.g. "ms" */
   unit?: string;
   series: SeriesDef[];
-  /** x is "time" (seconds since start) or "pctl" (log10(1 / (1 - p))). */
-  x?: "time" | "pctl";
+  /** x is "time" (seconds since start), "pctl" (log10(1 / (1 - p))) or "num" (a number, `xFmt`). */
+  x?: "time" | "pctl" | "num";
+  /** "num": the x axis' and legend's format, and the legend's name of x */
+  xFmt?: (v: number) => string;
+  xLabel?: string;
   logToggle?: boolean;
+  /** the scales the log toggle switches (default ["y"]; "x" only with x "num") */
+  logScales?: string[];
+  /** the log toggle starts on */
+  logDefault?: boolean;
+  /** "num": the x index whose values the legend shows while the cursor is off the plot (else none) */
+  restIdx?: () => number | null;
+  /** the last word on uPlot's options: more axes and scales, draw hooks */
+  extend?: (opts: uPlot.Options, log: boolean) => void;
   /** connect points across nulls (joined tables) */
   spanGaps?: boolean;
   height?: number;
@@ -45,12 +64,13 @@ const charts = new Set<Chart>();
 const INT_INCRS = [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1e3, 2e3, 2500, 5e3, 1e4, 2e4, 25e3, 5e4, 1e5, 2e5, 5e5, 1e6, 2e6, 5e6, 1e7];
 /** Whole seconds only on the time axis. */
 const TIME_INCRS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 28800, 86400];
-const theme = { axis: "#888", grid: "rgba(128,128,128,.18)" };
+export const theme = { axis: "#888", grid: "rgba(128,128,128,.18)", card: "#fff" };
 
 function readTheme(): void {
   const cs = getComputedStyle(document.documentElement);
   theme.axis = cs.getPropertyValue("--chart-axis").trim() || theme.axis;
   theme.grid = cs.getPropertyValue("--chart-grid").trim() || theme.grid;
+  theme.card = cs.getPropertyValue("--card").trim() || theme.card;
 }
 
 let themed = false;
@@ -109,6 +129,7 @@ export class Chart {
 
   constructor(parent: HTMLElement, readonly o: ChartOpts) {
     watchTheme();
+    this.log = !!o.logDefault;
     this.data = [[], ...o.series.map(() => [])];
     this.plot = h("div", { class: "plot" });
     this.noteEl = h("span", { class: "chart-note" });
@@ -119,7 +140,11 @@ export class Chart {
       this.noteEl,
     );
     if (o.logToggle) {
-      const btn = h("button", { class: "tog", type: "button", title: "logarithmic y axis", "aria-pressed": "false" }, "log");
+      const btn = h(
+        "button",
+        { class: "tog", type: "button", title: "logarithmic " + (o.logScales && o.logScales.indexOf("x") >= 0 ? "axes" : "y axis"), "aria-pressed": String(this.log) },
+        "log",
+      );
       btn.addEventListener("click", () => {
         this.log = !this.log;
         btn.setAttribute("aria-pressed", String(this.log));
@@ -210,7 +235,9 @@ export class Chart {
   /** The data as uPlot gets it: a log axis cannot take zeros. */
   private shaped(): Col[] {
     if (!this.log) return this.data;
-    return this.data.map((c, i) => (i === 0 ? c : c.map((v) => (v !== null && v > 0 ? v : null))));
+    const logs = this.o.logScales || ["y"];
+    const onLog = (i: number) => logs.indexOf(this.o.series[i - 1].scale || "y") >= 0;
+    return this.data.map((c, i) => (i === 0 || !onLog(i) ? c : c.map((v) => (v !== null && v > 0 ? v : null))));
   }
 
   private create(width: number): void {
@@ -218,6 +245,12 @@ export class Chart {
     const o = this.o;
     const yFmt = o.yFmt;
     const pctl = o.x === "pctl";
+    const numX = o.x === "num";
+    const xFmt = o.xFmt || ((v: number) => String(v));
+    const logs = o.logScales || ["y"];
+    const logY = this.log && logs.indexOf("y") >= 0;
+    const logX = this.log && numX && logs.indexOf("x") >= 0;
+    const rest = numX && o.restIdx ? o.restIdx() : null;
     const axisSize = (_u: uPlot, values: string[]) =>
       values && values.length ? Math.max(36, Math.max(...values.map((v) => (v || "").length)) * 7 + 16) : 40;
     const common = {
@@ -226,7 +259,9 @@ export class Chart {
       ticks: { stroke: () => theme.grid, width: 1, size: 4 },
       font: "11px system-ui, -apple-system, 'Segoe UI', sans-serif",
     };
-    const xAxis: uPlot.Axis = pctl
+    const xAxis: uPlot.Axis = numX
+      ? { ...common, values: (_u, splits) => splits.map((v) => (v === null ? "" : xFmt(v))) }
+      : pctl
       ? {
           ...common,
           splits: (_u, _i, min, max) => {
@@ -245,11 +280,15 @@ export class Chart {
           },
         };
     const yAxis: uPlot.Axis = { ...common, size: axisSize, values: (_u, splits) => splits.map((v) => (v === null ? "" : yFmt(v))) };
-    if (o.intY && !this.log) yAxis.incrs = INT_INCRS;
-    const yScale: uPlot.Scale = this.log
+    if (o.intY && !logY) yAxis.incrs = INT_INCRS;
+    const yScale: uPlot.Scale = logY
       ? { distr: 3, log: 10 }
       : { range: (_u, _min, max) => [0, max > 0 ? uPlot.rangeNum(0, max, 0.1, true)[1] ?? max : o.emptyMax ?? 1] };
-    const xScale: uPlot.Scale = pctl
+    const xScale: uPlot.Scale = numX
+      ? logX
+        ? { time: false, distr: 3, log: 10 }
+        : { time: false, range: (_u, _min, max) => [0, max > 0 ? uPlot.rangeNum(0, max, 0.1, true)[1] ?? max : 1] }
+      : pctl
       ? {
           time: false,
           range: (_u, _min, max) => [0, Math.max(3, Math.ceil((max || 0) - 1e-9))],
@@ -268,10 +307,11 @@ export class Chart {
       axes: [xAxis, yAxis],
       series: [
         {
-          label: pctl ? "percentile" : "time",
-          value: (_u, v, _si, idx) => {
-            if (idx === null) return pctl ? "" : "latest";
-            return v === null ? "–" : pctl ? pctlLabel(v) : fmtClock(v);
+          label: numX ? o.xLabel || "x" : pctl ? "percentile" : "time",
+          value: (u, v, _si, idx) => {
+            if (idx === null && rest !== null) v = u.data[0][rest];
+            else if (idx === null) return numX || pctl ? "" : "latest";
+            return v === null || v === undefined ? "–" : numX ? xFmt(v) : pctl ? pctlLabel(v) : fmtClock(v);
           },
         },
         ...o.series.map(
@@ -281,15 +321,19 @@ export class Chart {
             width: s.width ?? 1.5,
             dash: s.dash,
             spanGaps: !!o.spanGaps,
-            points: { show: (u: uPlot) => u.data[0].length < 40, size: 4 },
+            scale: s.scale || "y",
+            paths: s.noPath ? () => null : undefined,
+            points: { show: s.points !== undefined ? s.points : (u: uPlot) => u.data[0].length < 40, size: 4 },
             value: (u, raw, si, idx) => {
-              const v: number | null = idx === null ? (pctl ? null : lastOf(u.data[si])) : raw;
-              return v === null || v === undefined ? "–" : yFmt(v);
+              const v: number | null | undefined =
+                idx !== null ? raw : rest !== null ? u.data[si][rest] : pctl || numX ? null : lastOf(u.data[si]);
+              return v === null || v === undefined ? "–" : (s.fmt || yFmt)(v);
             },
           }),
         ),
       ],
     };
+    if (o.extend) o.extend(opts, this.log);
     this.u = new uPlot(opts, this.shaped() as uPlot.AlignedData, this.plot);
   }
 }

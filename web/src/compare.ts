@@ -3,6 +3,7 @@ import type { Endpoint, Meta, Result, Run } from "./types";
 import { Chart, PALETTE, join, spectrumTable } from "./charts";
 import { commandOf, key, latencyRow, perSecond, STOP_REASONS } from "./model";
 import { tally, tallyClass, thresholdRows } from "./thresholds";
+import { compareLimitCell, compareLimitChart, limitOf } from "./limit";
 import { fmtDuration, fmtInt, fmtMs, fmtPct, fmtRate, fmtUnix, h, num, pct } from "./util";
 
 interface Metric {
@@ -61,6 +62,7 @@ export function renderCompare(meta: Meta, runs: Run[]): { el: HTMLElement; nav: 
   };
 
   // the runs (a thresholds column when any run has verdicts)
+  const withLimit = runs.some((run) => !!limitOf(run.result));
   const withThr = runs.some((run) => Array.isArray(run.result.thresholds) && run.result.thresholds.length > 0);
   const thrCell = (r: Result): HTMLElement => {
     const rows = thresholdRows({}, r, false);
@@ -87,6 +89,7 @@ export function renderCompare(meta: Meta, runs: Run[]): { el: HTMLElement; nav: 
       "tr",
       { testid: "compare-run", "data-run": run.label },
       h("td", null, h("span", { class: "swatch", style: "background:" + PALETTE[i % PALETTE.length] }), h("b", null, run.label)),
+      withLimit ? compareLimitCell(r) : null,
       withThr ? thrCell(r) : null,
       h("td", { class: "mono" }, r.url || ""),
       h("td", null, cmd),
@@ -112,7 +115,7 @@ export function renderCompare(meta: Meta, runs: Run[]): { el: HTMLElement; nav: 
           h(
             "tr",
             null,
-            ["Run", withThr ? "Thresholds" : "", "Target", "Command", "Load", "Started", "Duration", "Requests", "squall"]
+            ["Run", withLimit ? "Breaking point" : "", withThr ? "Thresholds" : "", "Target", "Command", "Load", "Started", "Duration", "Requests", "squall"]
               .filter(Boolean)
               .map((t) => h("th", { class: t === "Duration" || t === "Requests" ? "n" : null }, t)),
           ),
@@ -121,6 +124,17 @@ export function renderCompare(meta: Meta, runs: Run[]): { el: HTMLElement; nav: 
       ),
     ),
   );
+
+  // the breaking points: achieved against offered load, one line per run
+  const charts: Chart[] = [];
+  if (withLimit) {
+    const box = h("div", { class: "charts" });
+    const lc = compareLimitChart(box, runs);
+    if (lc) {
+      sec("limit", "Breaking point", h("p", { class: "note" }, "Each run's --find-limit steps: filled points passed, rings failed; the vertical lines are the limits."), box);
+      charts.push(lc);
+    }
+  }
 
   // per endpoint and total, each metric for each run with its change against the first
   const order: { k: string; method: string; name: string; agg: boolean }[] = [{ k: "\u0001agg", method: "", name: "Aggregated", agg: true }];
@@ -195,7 +209,6 @@ export function renderCompare(meta: Meta, runs: Run[]): { el: HTMLElement; nav: 
         return [pts.map((p) => p.t), pts.map(f(run.result))];
       }),
     );
-  const charts: Chart[] = [];
   const rps = new Chart(slot(), { testid: "chart-rps", title: "Requests per second", yFmt: fmtRate, series: runSeries, spanGaps: false });
   rps.set(ts((r) => (p) => perSecond(num(p.requests), p.t, num(r.duration_s))));
   charts.push(rps);

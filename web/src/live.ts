@@ -151,7 +151,7 @@ export function startLive(root: HTMLElement, meta: Meta): void {
 
   let view = new RunView({ meta, command, kind, live: true });
   view.addSection("download", "Download data", downloads());
-  if (view.badge) S.badges.appendChild(view.badge);
+  S.badges.append(...view.badges);
   S.navSlot.appendChild(view.nav);
   S.main.appendChild(view.el);
   S.footer.append("squall " + (meta.squall_version || ""), " · live dashboard");
@@ -192,10 +192,10 @@ export function startLive(root: HTMLElement, meta: Meta): void {
     if (wantsVerdicts && !Array.isArray(result.thresholds) && verdictWaits++ < 5) return false;
     const final = new RunView({ meta, command: commandOf(meta, result), kind: kindOf(command, result), live: false, result });
     final.addSection("download", "Download data", downloads());
-    if (view.badge) view.badge.remove();
+    view.badges.forEach((b) => b.remove());
     view.destroy();
     view = final;
-    if (view.badge) S.badges.appendChild(view.badge);
+    S.badges.append(...view.badges);
     const reason = result.stop_reason || "";
     if (reason && reason !== "running")
       S.badges.insertBefore(badge("stop-reason", STOP_REASONS[reason] || reason, "state" + (reason === "threshold" ? " bad" : "")), conn);

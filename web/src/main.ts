@@ -28,7 +28,7 @@ function report(root: HTMLElement, meta: Meta, result: Result): void {
   const reason = result.stop_reason || "";
   S.badges.appendChild(badge("stop-reason", STOP_REASONS[reason] || reason || "finished", "state" + (reason === "threshold" ? " bad" : "")));
   const view = new RunView({ meta, command, kind: kindOf(command, result), live: false, result });
-  if (view.badge) S.badges.appendChild(view.badge);
+  S.badges.append(...view.badges);
   view.addSection(
     "download",
     "Download data",

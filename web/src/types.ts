@@ -119,6 +119,42 @@ export interface Verdict {
   reason?: string;
 }
 
+/** One step of `--find-limit` (the probe too: load 0, the closed model). */
+export interface LimitStep {
+  /** offered load (rate or users); 0 for the probe */
+  load: number;
+  achieved?: number;
+  p50_us?: number | null;
+  p95_us?: number | null;
+  p99_us?: number | null;
+  /** a fraction (0..1) */
+  error_rate?: number | null;
+  requests?: number;
+  abandoned?: number;
+  passed: boolean;
+  /** why it failed, or "" */
+  reason?: string;
+  /** the load generator could not offer the load: the step says nothing about the target */
+  generator_bound?: boolean;
+  verdicts?: Verdict[];
+}
+
+/** `squall bench --find-limit`: the breaking point search (`result.limit`). */
+export interface Limit {
+  /** the highest load that passed; null: none did */
+  load: number | null;
+  /** "req/s", "users", "msg/s" */
+  unit?: string;
+  /** the load of the step that failed above it, or null */
+  failed_at?: number | null;
+  reason?: string;
+  /** the thresholds each step was judged by */
+  slo?: string[];
+  probe?: LimitStep | null;
+  /** in the order run */
+  steps: LimitStep[];
+}
+
 export interface Result {
   squall_version?: string;
   kind?: string; // "http" | "script" | "mqtt"
@@ -138,6 +174,8 @@ export interface Result {
   timeseries?: Point[];
   mqtt?: MqttResult | null;
   thresholds?: Verdict[] | null;
+  /** `--find-limit`: the search (this result is the highest passing step's own) */
+  limit?: Limit | null;
 }
 
 export interface Controls {

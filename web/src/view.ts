@@ -31,6 +31,7 @@ import {
   type StatRow,
 } from "./tables";
 import { thresholdRows, thresholdsBadge, thresholdsTable, tally } from "./thresholds";
+import { limitBadge, limitOf, limitSection } from "./limit";
 import { fill, fmtBytes, fmtDuration, fmtFixed, fmtInt, fmtMs, fmtPct, fmtRate, fmtUnix, h, num, pct, setText } from "./util";
 
 /** What one update brings: totals so far and the seconds not drawn yet. */
@@ -111,8 +112,9 @@ export class RunView {
   private pctKeys = "";
   private factsBox: HTMLElement;
   private cardsBox: HTMLElement;
-  /** the thresholds' tally for the page header (null: no thresholds) */
-  readonly badge: HTMLElement | null = null;
+  /** for the page header: the breaking point, the thresholds' tally */
+  readonly badges: HTMLElement[] = [];
+  private drawLimit: (() => void) | null = null;
 
   constructor(private o: ViewOpts) {
     this.L = labels(o.command);
@@ -124,6 +126,14 @@ export class RunView {
     this.buildFacts();
     this.buildCards();
 
+    const lim = limitOf(o.result);
+    if (lim) {
+      const ls = limitSection(lim, o.result!);
+      this.section("limit", "Breaking point", ls.el, "--find-limit");
+      this.drawLimit = ls.draw;
+      this.badges.push(limitBadge(lim));
+    }
+
     const thr = thresholdRows(o.meta, o.result, o.live);
     if (thr.length) {
       const t = tally(thr);
@@ -133,7 +143,7 @@ export class RunView {
           ? h("p", { class: "note stopped", testid: "threshold-stop" }, "A failing threshold stopped the run (--threshold-abort).")
           : null;
       this.section("thresholds", "Thresholds", h("div", null, stopped, h("div", { class: "scroll" }, thresholdsTable(thr))), note);
-      this.badge = thresholdsBadge(thr);
+      this.badges.push(thresholdsBadge(thr));
     }
 
     const reqLabel = o.command === "mqtt" ? "operations" : "requests";
@@ -738,6 +748,10 @@ export class RunView {
     this.updateCards(s);
     this.updateTables(s);
     this.updateCharts(s, fresh);
+    if (this.drawLimit) {
+      this.drawLimit();
+      this.drawLimit = null;
+    }
   }
 
   /** A new run started (the live cursor went back): the charts start over. */

@@ -282,7 +282,9 @@ def find_limit(args: argparse.Namespace) -> int:
     best = max((s for s in outcome.steps if s.passed), key=lambda s: s.load, default=None)
     shown = best or (outcome.steps[-1] if outcome.steps else probe)
     result = shown.result or {}
-    result["limit"] = limit.report(outcome, "req/s", slo_texts)
+    result["limit"] = limit.report(
+        outcome, "req/s", slo_texts, step_s=hold, connections=config["connections"], start=max(probe.achieved / 2, 1.0)
+    )
     result["limit"]["probe"] = probe.to_json()
     if outcome.limit is not None:
         limit.say(f"\nLimit: {outcome.limit:,.0f} req/s within {', '.join(slo_texts)} ({outcome.reason})")

@@ -390,7 +390,9 @@ def find_limit(args: argparse.Namespace) -> int:
     else:
         limit.say(f"\nNo limit established: {outcome.reason}")
     result = shown.result or {}
-    result["limit"] = limit.report(outcome, "msg/s", slo_texts)
+    result["limit"] = limit.report(
+        outcome, "msg/s", slo_texts, step_s=hold, clients=clients, qos=args.qos, start=max(probe.achieved / 2, 1.0)
+    )
     result["limit"]["probe"] = probe.to_json()
     written = report.write_files(
         result,

@@ -143,7 +143,7 @@ def find_limit(args: argparse.Namespace, final_output: Callable[[dict[str, Any],
         limit.say(f"\nNo limit established: {outcome.reason}")
     if shown is not None and shown.result is not None:
         result = shown.result
-        result["limit"] = limit.report(outcome, "users", slo_texts)
+        result["limit"] = limit.report(outcome, "users", slo_texts, step_s=hold, start=start)
         args.thresholds, args.watch = [], None
         final_output(result, args)
     if received:
