@@ -14,8 +14,9 @@ language), the target keeps up (achieved throughput at least 97% of the offered 
 the excess queues, so achieved stays at capacity while offered grows), and latency is not climbing
 within the step (its last second's median more than twice its first's and 5 ms more: a queue building
 up, which a short step can hide in its percentiles). A step in which the generator, not the target,
-fell behind (sends late although even the p99 latency kept at most half the connections busy) stops the
-search: no limit is reported that squall itself caused.
+fell behind stops the search: no limit is reported that squall itself caused. It fell behind when its
+own watch (`squall.monitor.GeneratorWatch`) saw an engine thread or the process saturated, or when sends
+went out late although even the p99 latency kept at most half the connections busy.
 """
 
 from __future__ import annotations
@@ -124,6 +125,12 @@ def judge(
             f"the generator fell behind: {late_share:.0%} of sends late with at most {busy:.0f} of {connections} "
             "connections busy (squall's limit, not the target's: use --threads, --processes or a bigger machine)"
         )
+        return step
+    generator = result.get("generator") or {}
+    if generator.get("saturated") and not failed:  # squall.monitor.GeneratorWatch: short of CPU
+        step.generator_bound = True
+        warnings = generator.get("warnings") or ["an engine thread was saturated"]
+        step.reason = f"the generator saturated ({warnings[0]})"
         return step
     series = [p for p in result.get("timeseries", []) if p.get("requests")]
     if failed:

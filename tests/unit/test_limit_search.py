@@ -74,3 +74,16 @@ def test_latency_climbing_within_a_step_fails_it():
     }  # fmt: skip
     step = limit.judge(result, 1000, thresholds.parse_all(limit.DEFAULT_SLOS))
     assert not step.passed and "climbing" in step.reason
+
+
+def test_a_saturated_generator_is_not_the_targets_limit():
+    result = {
+        "duration_s": 1.0,
+        "aggregate": {"requests": 900, "failures": 0, "mean_us": 1000.0, "max_us": 2000, "min_us": 100,
+                      "percentiles_us": {"50": 1000, "95": 1500, "99": 1800}},
+        "endpoints": [],
+        "timeseries": [],
+        "generator": {"saturated": True, "warnings": ["engine thread 'squall-worker-0' at 99% CPU for 5 s"]},
+    }  # fmt: skip
+    step = limit.judge(result, 1000, thresholds.parse_all(limit.DEFAULT_SLOS))
+    assert step.generator_bound and "squall-worker-0" in step.reason

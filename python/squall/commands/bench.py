@@ -7,9 +7,9 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from squall import _engine, exitcodes, limit, limits, report, thresholds
+from squall import _engine, exitcodes, limit, limits, monitor, report, thresholds
 from squall.commands.arguments import add_threshold_arguments, to_duration, to_positive_int, to_rate
-from squall.commands.drive import drive
+from squall.commands.drive import drive, print_observations
 from squall.commands.progress import ProgressLine
 from squall.errors import UsageError
 from squall.web import live, page
@@ -81,6 +81,7 @@ def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
     out.add_argument("-q", "--quiet", action="store_true", help="no live progress line")
     live.add_arguments(p.add_argument_group("dashboard"), default_port=None)
     add_threshold_arguments(p)
+    monitor.add_arguments(p)
     p.set_defaults(func=run)
     return p
 
@@ -145,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
         return find_limit(args)
     config, body = engine_config(args)
     args.thresholds, watch = thresholds.from_args(args)
+    target_monitor = monitor.Monitor.from_args(args)
     limits.ensure_open_files(config["connections"])
     dashboard = None
     if args.web_port is not None:  # before the run: a port in use is a usage error, not a lost run
@@ -159,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
         return exitcodes.CANNOT_START
     line = ProgressLine(config) if not args.quiet and sys.stderr.isatty() else None
     partial = live.partial_files(args.json, "http", args.url, _load(config))
-    result, signum = drive(engine_run, line, dashboard, partial, watch)
+    result, signum = drive(engine_run, line, dashboard, partial, watch, target_monitor)
     code = finish(result, signum, args, watch)
     if partial is not None:
         partial.done()
@@ -188,6 +190,7 @@ def finish(
     code."""
     sys.stdout.write(report.console.summary(result))
     sys.stdout.flush()
+    print_observations(result)
     verdicts = thresholds.judge(result, getattr(args, "thresholds", []), watch)
     written = report.write_files(
         result,

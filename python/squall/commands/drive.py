@@ -3,15 +3,19 @@ and SIGTERM."""
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from squall.monitor import GeneratorWatch
+from squall.monitor import summary as monitor_summary
 from squall.signals import on_stop_signals
 from squall.web.live import Publisher
 
 if TYPE_CHECKING:
     from squall._engine import Progress, Run
     from squall.commands.progress import ProgressLine
+    from squall.monitor import Monitor
     from squall.thresholds import Watch
     from squall.web.live import PartialFiles
     from squall.web.server import Dashboard
@@ -23,6 +27,7 @@ def drive(
     dashboard: Dashboard | None = None,
     partial: PartialFiles | None = None,
     watch: Watch | None = None,
+    monitor: Monitor | None = None,
 ) -> tuple[dict[str, Any], int | None]:
     """Waits for the run to end, showing its progress on `line` and `dashboard`, saving it in `partial`
     and checking `watch`'s thresholds if given; returns (result dict, the signal that stopped it or
@@ -36,9 +41,11 @@ def drive(
         engine_run.stop()
 
     store = dashboard.store if dashboard is not None else None
-    publisher = None
-    if store is not None or partial is not None or watch is not None:
-        publisher = Publisher(lambda cursor: engine_run.live(cursor, 0.0), store, partial)
+    # Always on: the generator watches itself (0.1 ms a second), reading the stream once a second.
+    generator = GeneratorWatch()
+    publisher = Publisher(lambda cursor: engine_run.live(cursor, 0.0), store, partial, generator, monitor)
+    if monitor is not None:
+        monitor.start(time.time())
     started = time.monotonic()
     if store is not None:
         store.set(state="running", started=started)
@@ -51,18 +58,35 @@ def drive(
                     line.show(progress)
                 if dashboard is not None:
                     _obey(dashboard, engine_run)
-                if publisher is not None:
-                    fields = _fields(progress, dashboard.store.kind) if dashboard and progress else {}
-                    live = publisher.tick(**fields)
-                    if watch is not None and watch.stops(live, time.monotonic() - started):
-                        engine_run.stop()
+                fields = _fields(progress, dashboard.store.kind) if dashboard and progress else {}
+                live = publisher.tick(**fields)
+                if watch is not None and watch.stops(live, time.monotonic() - started):
+                    engine_run.stop()
         finally:
             if line:
                 line.clear()
-    if publisher is not None:
-        publisher.tick(force=True)
+    publisher.tick(force=True)
     # The command hands the result to the dashboard once it has judged and written it (`store.finish`).
-    return engine_run.result(), (received[0] if received else None)
+    result = engine_run.result()
+    observe(result, generator, monitor)
+    return result, (received[0] if received else None)
+
+
+def observe(result: dict[str, Any], generator: GeneratorWatch, monitor: Monitor | None) -> None:
+    """The generator's view of itself and the target's resources, into the result."""
+    result["generator"] = generator.to_json()
+    if monitor is not None:
+        result["monitor"] = monitor.stop()
+
+
+def print_observations(result: dict[str, Any], out: Any = None) -> None:
+    """The target's resources (peak and mean) on `out` (stdout), and the generator's warnings on stderr."""
+    if result.get("monitor"):
+        out = out or sys.stdout
+        out.write("\n" + monitor_summary(result["monitor"]))
+        out.flush()
+    for warning in (result.get("generator") or {}).get("warnings", []):
+        sys.stderr.write(f"squall: warning: {warning}\n")
 
 
 def _obey(dashboard: Dashboard, engine_run: Run) -> None:

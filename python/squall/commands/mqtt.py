@@ -13,9 +13,9 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
-from squall import _engine, exitcodes, limit, limits, processes, report, thresholds
+from squall import _engine, exitcodes, limit, limits, monitor, processes, report, thresholds
 from squall.commands.arguments import add_threshold_arguments, to_duration, to_positive_int, to_rate
-from squall.commands.drive import drive
+from squall.commands.drive import drive, print_observations
 from squall.commands.progress import MqttProgressLine
 from squall.errors import UsageError
 from squall.report import mqtt_console
@@ -130,6 +130,7 @@ def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
     out.add_argument("-q", "--quiet", action="store_true", help="no live progress line")
     live.add_arguments(p.add_argument_group("dashboard"), default_port=None)
     add_threshold_arguments(p)
+    monitor.add_arguments(p)
     search = p.add_argument_group("the breaking point")
     search.add_argument(
         "--find-limit",
@@ -239,6 +240,7 @@ def run(args: argparse.Namespace) -> int:
         return find_limit(args)
     config = engine_config(args)
     args.thresholds, watch = thresholds.from_args(args)
+    target_monitor = monitor.Monitor.from_args(args) if processes.worker() is None else None
     n = to_positive_int(args.processes) if args.processes else 1
     worker = processes.worker()
     if n > 1 and worker is None and not args.subscribe_only:
@@ -265,7 +267,8 @@ def run(args: argparse.Namespace) -> int:
         return exitcodes.CANNOT_START
     show = not args.quiet and worker is None and sys.stderr.isatty()
     partial = live.partial_files(args.json if worker is None else None, "mqtt", config["broker"], {})
-    result, signum = drive(engine_run, MqttProgressLine(config) if show else None, dashboard, partial, watch)
+    line = MqttProgressLine(config) if show else None
+    result, signum = drive(engine_run, line, dashboard, partial, watch, target_monitor)
     args.watch = watch
     if worker is not None:
         with open(os.environ["SQUALL_WORKER_RESULT"], "w") as f:
@@ -299,6 +302,7 @@ def exit_code(result: dict[str, Any]) -> int:
 def _final_output(result: dict[str, Any], args: argparse.Namespace) -> None:
     sys.stdout.write(mqtt_console.summary(result))
     sys.stdout.flush()
+    print_observations(result)
     thresholds.judge(result, getattr(args, "thresholds", []), getattr(args, "watch", None))
     written = report.write_files(
         result,

@@ -16,15 +16,17 @@ from typing import TYPE_CHECKING, Any, Callable, SupportsIndex, TypeVar
 
 from greenlet import getcurrent
 
-from squall import _engine, exitcodes, limits, locust_compat, processes, report, thresholds
+from squall import _engine, exitcodes, limits, locust_compat, monitor, processes, report, thresholds
 from squall.commands import run_limit
 from squall.commands.arguments import add_threshold_arguments, to_rate
+from squall.commands.drive import observe, print_observations
 from squall.durations import parse_duration
 from squall.env import Environment
 from squall.errors import UsageError
 from squall.event import events
 from squall.exception import UserHung
 from squall.hub import Hub
+from squall.monitor import GeneratorWatch
 from squall.open_model import OpenPool
 from squall.report import locust_console
 from squall.shape import LoadTestShape
@@ -102,6 +104,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", metavar="FILE", help="a config file (key = value lines, or TOML [tool.locust])")
     live.add_arguments(p.add_argument_group("dashboard"), default_port=8089)
     add_threshold_arguments(p)
+    monitor.add_arguments(p)
     search = p.add_argument_group("the breaking point")
     search.add_argument(
         "--find-limit",
@@ -199,6 +202,7 @@ def run(args: argparse.Namespace) -> int:
     if args.find_limit and worker is None:
         return run_limit.find_limit(args, _final_output)
     args.thresholds, args.watch = thresholds.from_args(args)
+    target_monitor = monitor.Monitor.from_args(args) if worker is None else None
     if worker is None and args.processes != 1:
         if not args.headless:
             sys.stderr.write("squall: the dashboard does not follow --processes runs yet; running headless\n")
@@ -259,6 +263,7 @@ def run(args: argparse.Namespace) -> int:
         if held > HANG_LIMIT:
             raise UserHung(f"a task ran {held:.0f} s without yielding (no request, wait or sleep)")
 
+    generator = GeneratorWatch()
     load = {"model": "open" if args.rate else "users", "users": users, "spawn_rate": spawn_rate}
     partial = live.partial_files(args.json_file if worker is None else None, "http", args.host or "", load)
     previous_alarm = signal.signal(signal.SIGALRM, watchdog)
@@ -274,8 +279,9 @@ def run(args: argparse.Namespace) -> int:
                 if start.get("host"):
                     env.host = args.host = start["host"]
                 reason = _drive(
-                    env, hub, classes, shape, users, spawn_rate, run_time, stop_timeout, args, dashboard, partial
-                )
+                    env, hub, classes, shape, users, spawn_rate, run_time, stop_timeout, args, dashboard, partial,
+                    generator, target_monitor,
+                )  # fmt: skip
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous_alarm)
@@ -283,6 +289,7 @@ def run(args: argparse.Namespace) -> int:
         reason = "interrupted"
     result = engine.finish(reason, args.host or "")
     result["exceptions"] = [dict(x, nodes="local") for x in env.exceptions.values()]
+    observe(result, generator, target_monitor)
     if worker is not None:
         with open(os.environ["SQUALL_WORKER_RESULT"], "w") as f:
             json.dump(result, f)
@@ -319,6 +326,8 @@ def _drive(
     args: argparse.Namespace,
     dashboard: Dashboard | None = None,
     partial: live.PartialFiles | None = None,
+    generator: GeneratorWatch | None = None,
+    target_monitor: monitor.Monitor | None = None,
 ) -> str:
     """The test itself: spawning, shape ticks, periodic stats, the dashboard, the end; returns the stop
     reason."""
@@ -347,10 +356,11 @@ def _drive(
     next_tick = start
     last_counts: LiveCounts = (start, {})
     reason = "completed"
-    publisher = None
     watch: thresholds.Watch | None = args.watch
-    if dashboard is not None or partial is not None or watch is not None:
-        publisher = live.Publisher(hub.engine.live, dashboard.store if dashboard else None, partial)
+    store = dashboard.store if dashboard else None
+    publisher = live.Publisher(hub.engine.live, store, partial, generator, target_monitor)
+    if target_monitor is not None:
+        target_monitor.start(time.time())
     if dashboard is not None:
         dashboard.store.set(started=start)
     while True:
@@ -391,18 +401,17 @@ def _drive(
                     runner.quit()
                 elif action == "reset":
                     hub.engine.reset_totals()
-        if publisher is not None:
+        if publisher.due():  # once a second: the generator's watch, the dashboard, the partial files
             exceptions = [dict(x, nodes="local") for x in env.exceptions.values()]
             target = None if env.open_pool else spawner.target
             live_now = publisher.tick(
-                users=runner.user_count, target_users=target, state=runner.state, exceptions=exceptions
+                force=True, users=runner.user_count, target_users=target, state=runner.state, exceptions=exceptions
             )
             if watch is not None and watch.stops(live_now, time.monotonic() - start):
                 runner.quit()
         hub.run_until(min(t for t in (now + 0.1, deadline) if t is not None))
     runner.state = "stopping"
-    if publisher is not None:
-        publisher.tick(force=True, state="stopping")
+    publisher.tick(force=True, state="stopping")
     events.test_stopping.fire(environment=env)
     if env.open_pool is not None and not runner.quitting:
         # No more arrivals; the iterations running, and those waiting for a user, may finish (up to a
@@ -513,6 +522,7 @@ def _final_output(result: dict[str, Any], args: argparse.Namespace) -> None:
         command_meta = page.meta("run", getattr(args, "argv", None) or [], args.host or "")
         command_meta["title"] = f"squall: {os.path.basename(args.locustfile)}"
         written.append(page.write_report(path, result, command_meta))
+    print_observations(result, verdict_out)
     if verdicts:
         verdict_out.write("\n" + thresholds.block(verdicts))
         verdict_out.flush()

@@ -16,6 +16,7 @@ from squall.errors import UsageError
 from squall.web import page
 
 if TYPE_CHECKING:
+    from squall.monitor import GeneratorWatch, Monitor
     from squall.web.server import Dashboard, LiveStore
 
 PUBLISH_EVERY = 1.0  # seconds; the stream itself is per second
@@ -61,6 +62,7 @@ def start(
     page_meta = page.meta(command, argv, target, controls=controls, form=form)
     page_meta["load"] = load or {}
     page_meta["thresholds"] = list(args.threshold or []) or None  # pending until the run ends
+    page_meta["monitor"] = [] if _monitoring(args) else None  # the live view carries the samples
     store = LiveStore(page_meta, kind)
     store.load = load or {}
     try:
@@ -169,12 +171,20 @@ class Publisher:
         read: Callable[[int], dict[str, Any]],
         store: LiveStore | None = None,
         partial: PartialFiles | None = None,
+        generator: GeneratorWatch | None = None,
+        monitor: Monitor | None = None,
     ) -> None:
         self.read = read
         self.store = store
         self.partial = partial
+        self.generator = generator
+        self.monitor = monitor
         self.cursor = 0
         self.last = 0.0
+
+    def due(self) -> bool:
+        """A second has passed since the last publication."""
+        return time.monotonic() - self.last >= PUBLISH_EVERY
 
     def tick(self, force: bool = False, **fields: Any) -> dict[str, Any] | None:
         """Publishes if a second has passed (or `force`); returns what it read, else None."""
@@ -184,7 +194,13 @@ class Publisher:
         self.last = now
         live = self.read(self.cursor)
         self.cursor = live["cursor"]
+        if self.generator is not None:
+            self.generator.sample(live["timeseries"][-1] if live["timeseries"] else None)
         if self.store is not None:
+            if self.monitor is not None:
+                fields["monitor"] = self.monitor.latest()
+            if self.generator is not None:
+                fields["generator"] = self.generator.to_json()
             self.store.publish(live, **fields)
         if self.partial is not None:
             self.partial.add(live)
@@ -216,3 +232,7 @@ def linger(dashboard: Dashboard, seconds: float | None = None) -> None:
         seconds = FINAL_GRACE if polled is not None and time.monotonic() - polled < 3 * PUBLISH_EVERY else 0.0
     time.sleep(seconds)
     dashboard.stop()
+
+
+def _monitoring(args: argparse.Namespace) -> bool:
+    return any(getattr(args, k, None) for k in ("monitor_pid", "monitor_name", "monitor_cgroup", "monitor_container"))

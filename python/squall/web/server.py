@@ -50,6 +50,8 @@ class LiveStore:
         self.result: dict[str, Any] | None = None
         self.load: dict[str, Any] = {}
         self.last_poll: float | None = None  # when a page last asked for /api/live
+        self.monitor: dict[str, Any] | None = None  # the target's resources so far (squall.monitor)
+        self.generator: dict[str, Any] | None = None  # the generator watching itself
 
     def publish(self, live: dict[str, Any], **fields: Any) -> None:
         """The engine's `live()` answer (new seconds and the totals) and any of the other fields."""
@@ -86,6 +88,8 @@ class LiveStore:
                 "totals": self.totals,
                 "schedule": self.schedule,
                 "mqtt": self.mqtt,
+                "monitor": self.monitor,
+                "generator": self.generator,
                 "finished": self.result is not None,
             }
 
