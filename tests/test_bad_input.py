@@ -4,7 +4,7 @@ import resource
 
 import pytest
 
-from support import free_port, squall
+from support import HERE, free_port, squall
 
 
 def one_line_error(p, code, *needles):
@@ -99,3 +99,32 @@ def test_silent_target_times_out_and_ctrl_c_is_prompt(tmp_path):
         assert time.monotonic() - t0 < 3
         assert proc.returncode == 130 and "Traceback" not in stderr
         held.close()
+
+
+def test_output_paths_are_checked_before_the_run(nginx, tmp_path):
+    nginx.reset_log()
+    missing = tmp_path / "no" / "such" / "dir"
+    for cmd in (
+        ["bench", nginx.url + "/", "-n", 5, "--json", missing / "r.json"],
+        ["bench", nginx.url + "/", "-n", 5, "--html", tmp_path],  # a directory
+        ["bench", nginx.url + "/", "-n", 5, "--csv", missing / "run"],
+        ["-f", HERE / "locustfiles" / "dashboard.py", "-H", nginx.url, "--headless", "-t", "1s",
+         "--json-file", missing / "r.json"],
+        ["-f", HERE / "locustfiles" / "dashboard.py", "-H", nginx.url, "--headless", "-t", "1s",
+         "--html", missing / "r_{u}.html"],
+    ):  # fmt: skip
+        p = squall(*cmd)
+        assert p.returncode == 2 and p.stderr.count("\n") == 1 and "Traceback" not in p.stderr, p.stderr
+    assert nginx.requests_logged() == 0  # refused before any load
+
+
+def test_a_server_that_never_answers_is_not_a_success(tmp_path):
+    import socket
+
+    with socket.socket() as silent:  # accepts connections (the kernel's backlog), never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(64)
+        port = silent.getsockname()[1]
+        p = squall("bench", f"http://127.0.0.1:{port}/", "-c", 2, "-t", "1s", "-q")
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert "no request completed" in p.stderr

@@ -145,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
     if args.find_limit:
         return find_limit(args)
     config, body = engine_config(args)
+    report.check_writable(json=args.json, csv=args.csv and args.csv + "_stats.csv", html=args.html)
     args.thresholds, watch = thresholds.from_args(args)
     target_monitor = monitor.Monitor.from_args(args)
     limits.ensure_open_files(config["connections"])
@@ -207,7 +208,11 @@ def finish(
         return exitcodes.INTERRUPTED if signum == 2 else exitcodes.TERMINATED
     if thresholds.failed(verdicts):
         return exitcodes.THRESHOLDS
-    if agg["requests"] > 0 and agg["failures"] == agg["requests"]:
+    if agg["requests"] == 0:  # nothing came back at all: not a success
+        in_flight = f" ({result['abandoned']:,} still in flight when it ended)" if result["abandoned"] else ""
+        sys.stderr.write(f"squall bench: error: no request completed{in_flight}\n")
+        return exitcodes.ALL_FAILED
+    if agg["failures"] == agg["requests"]:
         top = result["errors"][0]["message"] if result["errors"] else "failed"
         sys.stderr.write(f"squall bench: error: every request failed (most often: {top})\n")
         return exitcodes.ALL_FAILED

@@ -199,6 +199,9 @@ def run(args: argparse.Namespace) -> int:
     users = _number(args.users, "number of users", int)
     spawn_rate = _number(args.spawn_rate, "spawn rate", float, 0.001)
     worker = processes.worker()
+    if worker is None:
+        html = args.html and _html_path(args)
+        report.check_writable(json_file=args.json_file, csv=args.csv and args.csv + "_stats.csv", html=html)
     if args.find_limit and worker is None:
         return run_limit.find_limit(args, _final_output)
     args.thresholds, args.watch = thresholds.from_args(args)
@@ -483,6 +486,16 @@ def _print_live(engine: _engine.ScriptEngine, last: LiveCounts) -> LiveCounts:
     return now, counts
 
 
+def _html_path(args: argparse.Namespace) -> str:
+    """--html with Locust's {u}, {r} and {t} replaced."""
+    html: str = args.html
+    return (
+        html.replace("{u}", str(args.users))
+        .replace("{r}", str(args.spawn_rate))
+        .replace("{t}", str(args.run_time or ""))
+    )
+
+
 def _final_output(result: dict[str, Any], args: argparse.Namespace) -> None:
     # The verdicts go into the result first (its files carry them); on stderr when stdout is --json's.
     verdict_out = sys.stderr if args.json else sys.stdout
@@ -510,18 +523,16 @@ def _final_output(result: dict[str, Any], args: argparse.Namespace) -> None:
             f"squall: {result['abandoned']:,} requests in flight when their users stopped were "
             "cancelled; they are not in the stats\n"
         )
+    command_meta = page.meta("run", getattr(args, "argv", None) or [], args.host or "")
+    command_meta["title"] = f"squall: {os.path.basename(args.locustfile)}"
     written = report.write_files(
-        result, json_path=args.json_file, csv_prefix=args.csv, full_history=args.csv_full_history
+        result,
+        json_path=args.json_file,
+        csv_prefix=args.csv,
+        full_history=args.csv_full_history,
+        html_path=_html_path(args) if args.html else None,
+        html_meta=command_meta,
     )
-    if args.html:
-        path = (
-            args.html.replace("{u}", str(args.users))
-            .replace("{r}", str(args.spawn_rate))
-            .replace("{t}", str(args.run_time or ""))
-        )
-        command_meta = page.meta("run", getattr(args, "argv", None) or [], args.host or "")
-        command_meta["title"] = f"squall: {os.path.basename(args.locustfile)}"
-        written.append(page.write_report(path, result, command_meta))
     print_observations(result, verdict_out)
     if verdicts:
         verdict_out.write("\n" + thresholds.block(verdicts))

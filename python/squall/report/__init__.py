@@ -3,10 +3,31 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+import os
+import sys
+from typing import Any, Callable
 
+from squall.errors import UsageError
 from squall.report import console, locust_csv
 from squall.web import page
+
+
+def check_writable(**paths: str | None) -> None:
+    """Before a run: every output it will write can be created (its directory exists and is writable),
+    so a mistyped path is one line and exit 2 now, not a traceback after the whole run. The keywords
+    name the options (json_file="--json-file")."""
+    for option, path in paths.items():
+        if not path:
+            continue
+        flag = "--" + option.replace("_", "-")
+        target = os.path.abspath(path)
+        parent = os.path.dirname(target)
+        if os.path.isdir(target):
+            raise UsageError(f"{flag} {path}: is a directory")
+        if not os.path.isdir(parent):
+            raise UsageError(f"{flag} {path}: no such directory {parent}")
+        if not os.access(parent, os.W_OK) or (os.path.exists(target) and not os.access(target, os.W_OK)):
+            raise UsageError(f"{flag} {path}: not writable")
 
 
 def write_files(
@@ -18,19 +39,30 @@ def write_files(
     html_meta: dict[str, Any] | None = None,
 ) -> list[str]:
     """Writes the requested files; returns their paths. The HTML report shows `html_meta` (the command
-    line, title: `squall.web.page.meta`)."""
-    written = []
-    if html_path:
-        page.write_report(html_path, result, html_meta or page.meta(result["kind"], [], result["url"]))
-        written.append(html_path)
-    if json_path:
-        with open(json_path, "w") as f:
+    line, title: `squall.web.page.meta`). A file that still cannot be written (the disk filled up, the
+    directory went away) is said on stderr, and the others are written all the same."""
+    written: list[str] = []
+
+    def attempt(what: str, write: Callable[[], list[str]]) -> None:
+        try:
+            written.extend(write())
+        except OSError as e:
+            sys.stderr.write(f"squall: error: cannot write {what}: {e.strerror or e}\n")
+
+    def write_json(path: str) -> list[str]:
+        with open(path, "w") as f:
             json.dump(result, f, indent=1)
             f.write("\n")
-        written.append(json_path)
+        return [path]
+
+    if json_path:
+        attempt(json_path, lambda: write_json(json_path))
+    if html_path:
+        meta = html_meta or page.meta(result["kind"], [], result["url"])
+        attempt(html_path, lambda: [page.write_report(html_path, result, meta)])
     if csv_prefix:
-        written += locust_csv.write(result, csv_prefix, full_history=full_history)
+        attempt(f"the CSV files {csv_prefix}_*.csv", lambda: locust_csv.write(result, csv_prefix, full_history))
     return written
 
 
-__all__ = ["console", "locust_csv", "write_files"]
+__all__ = ["check_writable", "console", "locust_csv", "write_files"]
