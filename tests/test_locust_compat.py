@@ -557,3 +557,12 @@ def test_the_command_line_host_wins_over_the_class_host(odd_server, tmp_path):
     assert exceptions(prefix) == [] and int(stats(prefix)["/ok"]["Request Count"]) > 0
     n = int(stats(prefix)["/ok"]["Request Count"])
     assert n <= odd_server.served() <= n + 1  # one may be in flight when the run ends
+
+
+def test_a_redirect_loop_fails_after_30_redirects(odd_server, tmp_path):
+    p, prefix = run_file("redirect_loop.py", odd_server, tmp_path, run_time="20s", expect=1)
+    rows = list(csv.DictReader(open(f"{prefix}_failures.csv")))
+    assert [(r["Name"], r["Occurrences"]) for r in rows] == [("/loop", "3")]
+    assert "exceeded 30 redirects" in rows[0]["Error"]
+    # What the server saw: each of the 3 requests, then its 30 redirects followed.
+    assert odd_server.served("/loop") == 3 * 31

@@ -8,6 +8,7 @@
   /echo        200 with the request body; X-Method says the method, X-Query the query string
   /set-cookie  200 that sets the cookie `session=abc123`
   /redirect    302 to /ok
+  /loop        301 to itself, forever
   /login       302 to /headers that sets the cookie `auth=token1`
   /status/N    status N
   /graphql     POST a GraphQL JSON body: {"data": ...}, or {"errors": [...]} when the query says "broken"
@@ -117,6 +118,8 @@ def main(port):
             send(conn, response(200, b"ok\n", "Set-Cookie: session=abc123; Path=/\r\n"))
         elif path == "/redirect":
             send(conn, response(302, b"", "Location: /ok\r\n"))
+        elif path == "/loop":
+            send(conn, response(301, b"", "Location: /loop\r\n"))
         elif path == "/login":
             send(conn, response(302, b"", "Location: /headers\r\nSet-Cookie: auth=token1; HttpOnly\r\n"))
         elif path.startswith("/status/"):

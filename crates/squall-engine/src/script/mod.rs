@@ -754,11 +754,13 @@ async fn follow(engine: &Engine, r: &ScriptRequest, first: &KnownUrl) -> Result<
             }
         }
         let redirect = matches!(resp.status, 301 | 302 | 303 | 307 | 308);
-        let (Some(location), true, true) =
-            (resp.location.clone(), redirect && r.follow_redirects, hops < MAX_REDIRECTS)
-        else {
+        let (Some(location), true) = (resp.location.clone(), redirect && r.follow_redirects) else {
             return Ok((resp, url.to_string()));
         };
+        if hops >= MAX_REDIRECTS {
+            // As requests does: a loop or an endless chain fails; it is not the last 3xx's success.
+            return Err(Failure::new(FailureKind::TooManyRedirects, MAX_REDIRECTS.to_string()));
+        }
         let next = url
             .join(&location)
             .map_err(|_| Failure::new(FailureKind::Protocol, format!("bad redirect location '{location}'")))?;

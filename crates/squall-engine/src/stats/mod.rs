@@ -65,6 +65,8 @@ pub enum FailureKind {
     Lost,
     /// An MQTT message that fell due but was never written (no connection, or the run ended first).
     Unsent,
+    /// A redirect chain longer than the most a request follows (requests' TooManyRedirects).
+    TooManyRedirects,
 }
 
 impl FailureKind {
@@ -84,6 +86,7 @@ impl FailureKind {
             FailureKind::AckTimeout => "ack_timeout",
             FailureKind::Lost => "lost",
             FailureKind::Unsent => "unsent",
+            FailureKind::TooManyRedirects => "too_many_redirects",
         }
     }
 }
@@ -119,6 +122,7 @@ impl Failure {
             FailureKind::Protocol => format!("invalid HTTP response: {}", self.detail),
             FailureKind::AckTimeout => "no acknowledgement within the timeout".into(),
             FailureKind::Lost => "published but never delivered to the subscriber".into(),
+            FailureKind::TooManyRedirects => format!("exceeded {} redirects (TooManyRedirects)", self.detail),
             FailureKind::Io | FailureKind::Script | FailureKind::Refused | FailureKind::Unsent => self.detail.clone(),
         }
     }
