@@ -313,3 +313,22 @@ def test_the_live_stream_from_python_adds_up_to_the_result(nginx):
     # The open model's sends, second by second, add up to its schedule and to what nginx logged.
     assert sum(s["schedule"]["sent"] for s in r["timeseries"] if "schedule" in s) == r["schedule"]["sent"] == 900
     assert [s["requests"] for s in r["timeseries"]] == seen[: len(r["timeseries"])]
+
+
+def test_url_credentials_go_as_basic_auth_and_are_never_shown(nginx, tmp_path):
+    nginx.reset_log()
+    out, html = tmp_path / "r.json", tmp_path / "r.html"
+    url = nginx.url.replace("http://", "http://alice:s3cr%40t@") + "/"
+    p = squall("bench", url, "-n", 3, "-c", 1, "--json", out, "--csv", tmp_path / "run", "--html", html)
+    assert p.returncode == 0, p.stderr
+    # nginx's access log names the basic-auth user of each request: the credentials went out.
+    lines = (nginx.dir / "access.log").read_text().splitlines()
+    assert len(lines) == 3 and all(" - alice [" in line for line in lines), lines
+    for text in (
+        p.stdout,
+        p.stderr,
+        out.read_text(),
+        html.read_text(),
+        *(f.read_text() for f in tmp_path.glob("run_*.csv")),
+    ):
+        assert "s3cr" not in text

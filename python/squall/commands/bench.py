@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import base64
 import sys
 import time
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from squall import _engine, exitcodes, limit, limits, monitor, report, thresholds
 from squall.commands.arguments import add_threshold_arguments, to_duration, to_positive_int, to_rate
@@ -109,6 +111,21 @@ def _body(args: argparse.Namespace) -> bytes:
     return b""
 
 
+def _credentials(url: str, headers: list[tuple[str, str]]) -> tuple[str, list[tuple[str, str]]]:
+    """`http://user:secret@host/`: the credentials go as basic authentication (as curl, requests and oha
+    send them), unless an Authorization header is given, and the URL without them is what the engine,
+    the console and the files see, so the password is never printed or saved."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, headers
+    userinfo, host = parts.netloc.rsplit("@", 1)
+    user, _, password = userinfo.partition(":")
+    if not any(k.lower() == "authorization" for k, _ in headers):
+        token = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode()
+        headers = [*headers, ("Authorization", f"Basic {token}")]
+    return urlunsplit(parts._replace(netloc=host)), headers
+
+
 def engine_config(args: argparse.Namespace) -> tuple[dict[str, Any], bytes]:
     """The engine's configuration (a dict for JSON) and the request body, from parsed arguments."""
     body = _body(args)
@@ -120,10 +137,11 @@ def engine_config(args: argparse.Namespace) -> tuple[dict[str, Any], bytes]:
     rate = to_rate(args.rate) if args.rate else None
     if requests is not None and rate is None:
         connections = min(connections, requests)  # more would never send anything
+    url, headers = _credentials(args.url, _headers(args.header))
     config = {
-        "url": args.url,
+        "url": url,
         "method": (args.method or ("POST" if body else "GET")),
-        "headers": _headers(args.header),
+        "headers": headers,
         "name": args.name,
         "connections": connections,
         "requests": requests,
@@ -260,7 +278,7 @@ def find_limit(args: argparse.Namespace) -> int:
             time.sleep(min(10.0, result["abandoned"] / max(done, 1.0)) + 0.2)
 
     limit.say(
-        f"Finding the limit of {config['method']} {args.url}: SLO {', '.join(slo_texts)}; "
+        f"Finding the limit of {config['method']} {config['url']}: SLO {', '.join(slo_texts)}; "
         f"{hold:g} s a step, up to {config['connections']} connections"
     )
     limit.say(limit.table_header("req/s"))

@@ -102,11 +102,12 @@ def meta(
 ) -> dict[str, Any]:
     """What the page shows about the run besides its numbers (web/README.md: META)."""
     line = shlex.join(["squall", *redact_argv(argv)])
+    shown = redact_argv([target])[0] if target else ""
     return {
         "command": command,
         "command_line": line,
-        "target": redact_argv([target])[0] if target else "",
-        "title": title or f"squall {command}: {target}",
+        "target": shown,
+        "title": title or f"squall {command}: {shown}",
         "squall_version": __version__,
         "generated_unix": time.time(),
         "controls": controls or {"start": False, "users": False, "stop": False, "reset": False},
