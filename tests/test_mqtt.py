@@ -5,6 +5,8 @@ import csv
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -499,3 +501,24 @@ def test_deliveries_after_a_broker_stall_are_waited_for(tmp_path):
     unacknowledged = sum(e["count"] for e in r["errors"] if e["kind"] == "ack_timeout")
     assert d["lost"] <= unacknowledged
     assert (tmp_path / "r.json").stat().st_mtime > resumed  # still waiting for deliveries when the broker resumed
+
+
+def test_message_sizes_beyond_mqtt_are_refused_and_large_ones_delivered(broker, tmp_path):
+    began = time.monotonic()
+    p = squall("mqtt", "--broker", broker.url, "--size", 300_000_000, "-n", 1, timeout=30)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "does not fit in an MQTT message" in p.stderr
+    assert time.monotonic() - began < 10  # refused before anything is generated or connected
+    # 17 MB, above the 16 MiB squall's own subscriber used to cap: delivered, as mosquitto delivers it.
+    out = tmp_path / "big.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "squall", "mqtt", "--broker", broker.url, "--size", "17000000", "-n", "2",
+         "--qos", "1", "--verify", "--json", str(out), "-q"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    _, status, usage = os.wait4(proc.pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, proc.stderr.read()
+    r = json.loads(out.read_text())
+    assert r["mqtt"]["delivery"]["delivered"] == 2 and r["mqtt"]["delivery"]["lost"] == 0
+    # Memory: a few copies of the value (a pool of at most 64 MB, the messages in flight, the
+    # subscriber's buffer), not 64 of them (1.1 GB).
+    assert usage.ru_maxrss / 1024 < 400, usage.ru_maxrss

@@ -5,8 +5,11 @@ use bytes::{Bytes, BytesMut};
 use rumqttc::mqttbytes::{self, v4, QoS};
 use rumqttc::v5::mqttbytes::v5;
 
-/// Largest packet accepted from a broker.
-const MAX_INCOMING: usize = 16 * 1024 * 1024;
+/// Largest packet accepted from a broker: MQTT's own limit (a remaining length of at most 268,435,455
+/// bytes), so that `--verify` sees every message a broker can deliver. The read buffer grows only as
+/// far as a packet actually is.
+pub const MAX_PACKET: usize = 268_435_455;
+const MAX_INCOMING: usize = MAX_PACKET + 5;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Version {

@@ -194,6 +194,16 @@ impl MqttConfig {
         if self.password.is_some() && self.username.is_none() {
             return Err("a password needs a username".into());
         }
+        // A PUBLISH packet holds the topic (2 + its length), a packet id (2) and the payload (the verify
+        // header and the value) in at most MQTT's 268,435,455 bytes.
+        let value = self.payload.as_ref().map_or(self.size, Vec::len);
+        let packet = 2 + self.topic.len() + 8 + 2 + super::message::HEADER_LEN + value;
+        if packet > super::codec::MAX_PACKET {
+            return Err(format!(
+                "a {value}-byte value does not fit in an MQTT message (at most {} bytes in all, 256 MB)",
+                super::codec::MAX_PACKET
+            ));
+        }
         Ok(())
     }
 }

@@ -115,7 +115,11 @@ pub struct Payloads {
     duplicates: u64,
 }
 
+/// Distinct generated values: 64, fewer for large values so that the pool stays within
+/// `POOL_BYTES` (at least 2, so that consecutive messages still differ). Memory is then the pool
+/// plus the messages in flight, not 64 x the value's size (a 10 MB value took 650 MB before).
 const POOL: usize = 64;
+const POOL_BYTES: usize = 64 * 1024 * 1024;
 
 impl Payloads {
     pub fn new(cfg: &MqttConfig) -> Self {
@@ -124,7 +128,8 @@ impl Payloads {
         }
         let mut rng = SmallRng::from_os_rng();
         const ALNUM: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-        let pool = (0..POOL)
+        let count = (POOL_BYTES / cfg.size.max(1)).clamp(2, POOL);
+        let pool = (0..count)
             .map(|_| {
                 let v: Vec<u8> = (0..cfg.size)
                     .enumerate()
