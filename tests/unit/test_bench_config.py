@@ -129,3 +129,18 @@ def test_requests_and_duration_together():
 def test_bad_values_are_usage_errors(argv, message):
     with pytest.raises(UsageError, match=message):
         config_of(*argv)
+
+
+def test_mqtt_verify_never_ends_in_0_with_unsent_or_refused_messages():
+    from squall import exitcodes
+    from squall.commands.mqtt import exit_code
+
+    def result(**m):
+        base = {"subscribe_only": False, "published": 358, "verify": True, "unsent": 0, "failed": 0,
+                "delivery": {"lost": 0, "received": 358}}  # fmt: skip
+        return {"mqtt": {**base, **m}}
+
+    assert exit_code(result()) == exitcodes.OK
+    assert exit_code(result(unsent=392)) == exitcodes.LOST
+    assert exit_code(result(failed=35)) == exitcodes.LOST
+    assert exit_code(result(unsent=392, verify=False, delivery=None)) == exitcodes.OK  # without --verify: counted

@@ -297,6 +297,8 @@ def exit_code(result: dict[str, Any]) -> int:
         return exitcodes.ALL_FAILED
     if m["verify"] and delivery and delivery["lost"]:
         return exitcodes.LOST
+    if m["verify"] and (m["unsent"] or m["failed"]):  # never sent, or refused: not delivered either
+        return exitcodes.LOST
     return exitcodes.OK
 
 
@@ -321,6 +323,11 @@ def _final_output(result: dict[str, Any], args: argparse.Namespace) -> None:
         sys.stderr.write(f"squall mqtt: error: no message was published (most often: {top})\n")
     elif m["verify"] and m["delivery"]["lost"]:
         sys.stderr.write(f"squall mqtt: {m['delivery']['lost']:,} messages lost\n")
+    elif m["verify"] and (m["unsent"] or m["failed"]):
+        sys.stderr.write(
+            f"squall mqtt: {m['unsent']:,} messages never sent and {m['failed']:,} refused or unacknowledged: "
+            "not delivered\n"
+        )
 
 
 MQTT_SLOS = ["publish.p95<1s", "error_rate<1%"]
