@@ -113,3 +113,12 @@ def test_error_report():
     assert locust_console.error_report([]) == ""
     report = locust_console.error_report([{"count": 3, "method": "GET", "name": "/x", "message": "HTTP 500"}])
     assert report.splitlines()[-1] == f"{3:<20} GET /x: HTTP 500"
+
+
+def test_csv_numbers_carry_no_binary_noise():
+    from squall.report.locust_csv import stats_row
+
+    s = {"requests": 3, "failures": 1, "percentiles_us": {}, "mean_us": 190.61, "min_us": 1, "max_us": 2,
+         "body_bytes": 10}  # fmt: skip
+    row = stats_row("GET", "/", s, 0.7)
+    assert row[5] == 0.19061 and row[8] == 3.333333 and row[9] == 4.285714 and row[10] == 1.428571

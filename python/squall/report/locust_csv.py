@@ -55,7 +55,13 @@ def _percentiles(s: dict[str, Any]) -> list[str]:
 
 
 def _avg_size(s: dict[str, Any]) -> float:
-    return s["body_bytes"] / s["requests"] if s["requests"] else 0
+    return _clean(s["body_bytes"] / s["requests"]) if s["requests"] else 0
+
+
+def _clean(x: float) -> float:
+    """A computed mean or rate without binary noise (0.19060999999999997 is 0.19061): six decimals, more
+    than the microsecond and the request count hold."""
+    return round(x, 6)
 
 
 def stats_row(type_: str, name: str, s: dict[str, Any], duration: float) -> list[Any]:
@@ -66,12 +72,12 @@ def stats_row(type_: str, name: str, s: dict[str, Any], duration: float) -> list
         n,
         s["failures"],
         ms_exact(s["percentiles_us"]["50"]) if s["percentiles_us"] else 0,
-        s["mean_us"] / 1000.0,
+        _clean(s["mean_us"] / 1000.0),
         ms_exact(s["min_us"]),
         ms_exact(s["max_us"]),
         _avg_size(s),
-        n / duration if duration > 0 else 0,
-        s["failures"] / duration if duration > 0 else 0,
+        _clean(n / duration) if duration > 0 else 0,
+        _clean(s["failures"] / duration) if duration > 0 else 0,
         *_percentiles(s),
     ]
 
@@ -84,10 +90,10 @@ def history_rows(result: dict[str, Any], full_history: bool) -> Iterator[list[An
             cum["requests"],
             cum["failures"],
             ms_exact(cum["median_us"]),
-            cum["mean_us"] / 1000.0,
+            _clean(cum["mean_us"] / 1000.0),
             ms_exact(cum["min_us"]),
             ms_exact(cum["max_us"]),
-            cum["body_bytes"] / cum["requests"] if cum["requests"] else 0,
+            _clean(cum["body_bytes"] / cum["requests"]) if cum["requests"] else 0,
         ]
         if full_history:
             for e in sec["endpoints"]:

@@ -129,7 +129,7 @@ pub fn start(cfg: BenchConfig, body: Vec<u8>) -> Result<Run<Bench>, StartError> 
 
 /// One connection (and TLS handshake) before the run, so that a dead target is one clear error.
 fn preflight(connector: &Connector, spec: &RequestSpec, timeout: Duration, insecure: bool) -> Result<(), StartError> {
-    let target = format!("{}:{}", spec.host, spec.port);
+    let target = crate::net::host_port(&spec.host, spec.port);
     let outcome = run::runtime().block_on(async { tokio::time::timeout(timeout, connector.connect(0)).await });
     match outcome {
         Ok(Ok(_)) => Ok(()),
@@ -222,7 +222,7 @@ impl Load for Bench {
                 ramp_s: cfg.ramp,
                 http2: cfg.http2,
                 keepalive: cfg.keepalive,
-                timeout_s: cfg.timeout,
+                timeout_s: Some(cfg.timeout),
             },
             names: vec![(self.spec.method.clone(), self.spec.name.clone())],
             schedule,

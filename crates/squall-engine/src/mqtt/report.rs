@@ -159,7 +159,7 @@ pub fn build(inp: Inputs) -> RunResult {
             ramp_s: None,
             http2: false,
             keepalive: true,
-            timeout_s: cfg.timeout,
+            timeout_s: Some(cfg.timeout),
         },
         names,
         schedule: cfg.rate.map(|rate| {

@@ -239,7 +239,8 @@ fn preflight(
             }
             Err(f) => {
                 let hint = tls::hint(&f.kind, cfg.insecure);
-                Err(StartError::Target(format!("cannot connect to the broker at {host}:{port}: {}{hint}", f.message())))
+                let at = crate::net::host_port(host, port);
+                Err(StartError::Target(format!("cannot connect to the broker at {at}: {}{hint}", f.message())))
             }
         }
     })

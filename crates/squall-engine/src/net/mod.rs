@@ -99,6 +99,15 @@ impl AsyncWrite for Stream {
 }
 
 /// The addresses of `host`, or a one-line reason.
+/// `host:port` as people write it: an IPv6 address in brackets (`[::1]:8080`, not `::1:8080`).
+pub fn host_port(host: &str, port: u16) -> String {
+    if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
 pub fn resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>, String> {
     nonempty((host, port).to_socket_addrs().map(Iterator::collect), host)
 }
@@ -126,5 +135,17 @@ pub fn classify_io(e: &io::Error, phase: &str) -> Failure {
             Failure::new(FailureKind::Tls, e.to_string())
         }
         _ => Failure::new(FailureKind::Io, e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ipv6_addresses_are_bracketed() {
+        assert_eq!(host_port("::1", 80), "[::1]:80");
+        assert_eq!(host_port("[::1]", 80), "[::1]:80");
+        assert_eq!(host_port("example.com", 443), "example.com:443");
     }
 }

@@ -662,7 +662,7 @@ impl ScriptEngine {
                 ramp_s: None,
                 http2: engine.options.http2,
                 keepalive: true,
-                timeout_s: 0.0,
+                timeout_s: None,
             },
             names: core.timeline.names(),
             schedule,

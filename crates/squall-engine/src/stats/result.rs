@@ -147,7 +147,8 @@ pub struct LoadReport {
     pub ramp_s: Option<f64>,
     pub http2: bool,
     pub keepalive: bool,
-    pub timeout_s: f64,
+    /// The request timeout; null for locustfiles, whose requests each carry their own.
+    pub timeout_s: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
