@@ -36,8 +36,11 @@ def summary(r: dict[str, Any]) -> str:
             f"Measured     {m['measured_s']:.2f} s of publishing "
             f"(connecting took {m['connect_phase_s']:.2f} s){stopped}\n"
         )
+        # `sent` in the JSON counts every message given a number, the never-sent ones included: say both.
+        unsent = f", {_n(m['unsent'])} due but never sent" if m["unsent"] else ""
         w(
-            f"Published    {_n(m['published'])} of {_n(m['sent'] - m['unsent'])} sent, {m['publish_rate']:,.1f} msg/s; "
+            f"Published    {_n(m['published'])} of {_n(m['sent'])} messages ({_n(m['sent'] - m['unsent'])} sent"
+            f"{unsent}), {m['publish_rate']:,.1f} msg/s; "
             f"per client min {m['client_rate']['min']:,.1f}, median {m['client_rate']['median']:,.1f}, "
             f"max {m['client_rate']['max']:,.1f}\n"
         )
