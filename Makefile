@@ -7,7 +7,7 @@ NODE_MODULES := web/node_modules/.installed
 WEB_CHECK := $(CURDIR)/target/web-check
 SOURCES := $(shell find crates python -type f -not -path '*/__pycache__/*') Cargo.toml Cargo.lock pyproject.toml
 
-.PHONY: demo test lint lint-web install dev web test-rust test-python test-unit bench bench-http bench-h2 bench-script bench-mqtt bench-dashboard clean
+.PHONY: demo test lint lint-web fuzz install dev web test-rust test-python test-unit bench bench-http bench-h2 bench-script bench-mqtt bench-dashboard clean
 
 ## demo: create .venv, build and install squall, run the demo against the built-in target
 demo: $(STAMP)
@@ -49,6 +49,11 @@ test-rust:
 
 test-python: $(DEV) $(STAMP)
 	$(PY) -m pytest
+
+## fuzz: the parsers' fuzzing, longer than `make test` runs it (PROPTEST_CASES and SQUALL_FUZZ_N cases each)
+fuzz: $(DEV) $(STAMP)
+	PROPTEST_CASES=20000 cargo test --release -p squall-engine --test fuzz
+	SQUALL_FUZZ_N=200000 $(PY) -m pytest -q tests/unit/test_parser_fuzz.py
 
 ## test-unit: the fast Python unit tests only (no servers, no subprocesses), in a second or two
 test-unit: $(DEV) $(STAMP)

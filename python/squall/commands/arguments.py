@@ -46,8 +46,8 @@ def to_rate(text: str) -> float:
         value = float(text)
     except ValueError:
         raise UsageError(f"invalid rate '{text}' (requests per second)") from None
-    if not value > 0:
-        raise UsageError(f"invalid rate '{text}': must be more than zero")
+    if not value > 0 or value == float("inf"):  # nan fails the first test
+        raise UsageError(f"invalid rate '{text}': must be a number more than zero")
     return value
 
 
