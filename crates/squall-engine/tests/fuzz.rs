@@ -109,7 +109,7 @@ proptest! {
             raw.extend_from_slice(b"\r\n");
         }
         let got = exchange(raw, piece).expect("hung");
-        let (got_status, got_body) = got.map_err(|e| TestCaseError::fail(e))?;
+        let (got_status, got_body) = got.map_err(TestCaseError::fail)?;
         prop_assert_eq!(got_status, status);
         prop_assert_eq!(got_body, if has_body { body } else { Vec::new() });
     }
