@@ -7,7 +7,7 @@ NODE_MODULES := web/node_modules/.installed
 WEB_CHECK := $(CURDIR)/target/web-check
 SOURCES := $(shell find crates python -type f -not -path '*/__pycache__/*') Cargo.toml Cargo.lock pyproject.toml
 
-.PHONY: demo test lint lint-web fuzz install dev web test-rust test-python test-unit bench bench-http bench-h2 bench-script bench-mqtt bench-dashboard clean
+.PHONY: demo test lint lint-web fuzz soak install dev web test-rust test-python test-unit bench bench-http bench-h2 bench-script bench-mqtt bench-dashboard clean
 
 ## demo: create .venv, build and install squall, run the demo against the built-in target
 demo: $(STAMP)
@@ -54,6 +54,11 @@ test-python: $(DEV) $(STAMP)
 fuzz: $(DEV) $(STAMP)
 	PROPTEST_CASES=20000 cargo test --release -p squall-engine --test fuzz
 	SQUALL_FUZZ_N=200000 $(PY) -m pytest -q tests/unit/test_parser_fuzz.py
+
+## soak: 30 minutes of mixed load (HTTP users, the open model, MQTT); RSS and descriptors flat, counts exact
+soak: $(DEV) $(STAMP)
+	./scripts/install-system-deps.sh
+	$(PY) tests/soak.py --minutes 30
 
 ## test-unit: the fast Python unit tests only (no servers, no subprocesses), in a second or two
 test-unit: $(DEV) $(STAMP)
