@@ -21,12 +21,14 @@ went out late although even the p99 latency kept at most half the connections bu
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from squall import thresholds
+from squall.errors import UsageError
 
 DEFAULT_SLOS = ["p95<1s", "error_rate<1%"]
 KEEP_UP = 0.97  # achieved / offered below this: the target did not keep up
@@ -255,3 +257,71 @@ def report(outcome: Outcome, unit: str, slos: list[str], **settings: Any) -> dic
 def say(text: str) -> None:
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
+
+
+def add_arguments(p: argparse.ArgumentParser, what: str, most: str, slos: list[str]) -> None:
+    """--find-limit, --slo, --step-time and `most` (--max-rate or --max-users): the same for every command;
+    `what` says what is searched ("the highest rate the target sustains")."""
+    g = p.add_argument_group("the breaking point")
+    g.add_argument("--find-limit", action="store_true", help=f"find {what} within --slo, in steps")
+    g.add_argument(
+        "--slo",
+        action="append",
+        metavar="EXPR",
+        help=f"with --find-limit: what a step must hold, in the --threshold language, repeatable "
+        f"(default {', '.join(slos).replace('%', '%%')})",
+    )
+    g.add_argument("--step-time", default="5s", help="with --find-limit: how long each step lasts (default 5s)")
+    g.add_argument(most, help="with --find-limit: the most to try")
+
+
+def parse_slos(args: argparse.Namespace, default: list[str]) -> tuple[list[str], list[thresholds.Threshold]]:
+    """The --slo texts (or `default`) and their thresholds; UsageError for a malformed one."""
+    texts = args.slo or default
+    try:
+        return texts, thresholds.parse_all(texts)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
+def search(
+    measure: Callable[[float], Step],
+    unit: str,
+    slo_texts: list[str],
+    start: float,
+    most: float | None,
+    probe: Step | None = None,
+    whole: bool = False,
+    **settings: Any,
+) -> tuple[Outcome, dict[str, Any] | None]:
+    """Runs `find` with its per-step table on stdout (after the `probe` row, if any) and the verdict
+    line; returns the outcome and the result document to report: the highest passing step's (else the
+    last step's), with its `limit`. Ctrl-C ends the search with what it has."""
+    say(table_header(unit))
+    if probe is not None:
+        say(table_row("probe", probe, unit))
+    rows = iter(range(1, 1000))
+    steps: list[Step] = []
+
+    def measured(load: float) -> Step:
+        s = measure(load)
+        steps.append(s)
+        return s
+
+    try:
+        outcome = find(measured, start, most, whole=whole, on_step=lambda s: say(table_row(next(rows), s, unit)))
+    except KeyboardInterrupt:
+        outcome = Outcome(None, None, "interrupted", steps)
+    if outcome.limit is not None:
+        say(f"\nLimit: {outcome.limit:,.0f} {unit} within {', '.join(slo_texts)} ({outcome.reason})")
+    else:
+        say(f"\nNo limit established: {outcome.reason}")
+    best = max((s for s in outcome.steps if s.passed), key=lambda s: s.load, default=None)
+    shown = best or (outcome.steps[-1] if outcome.steps else probe)
+    if shown is None or shown.result is None:
+        return outcome, None
+    result = shown.result
+    result["limit"] = report(outcome, unit, slo_texts, start=start, **settings)
+    if probe is not None:
+        result["limit"]["probe"] = probe.to_json()
+    return outcome, result

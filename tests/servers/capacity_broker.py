@@ -10,27 +10,8 @@ usage: python capacity_broker.py PORT CAPACITY
 
 import asyncio
 import sys
-import time
 
-
-class Bucket:
-    def __init__(self, rate: float) -> None:
-        self.rate = rate
-        self.burst = max(1.0, rate / 20)
-        self.tokens = self.burst
-        self.at = time.monotonic()
-        self.lock = asyncio.Lock()
-
-    async def take(self) -> None:
-        async with self.lock:
-            while True:
-                now = time.monotonic()
-                self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
-                self.at = now
-                if self.tokens >= 1:
-                    self.tokens -= 1
-                    return
-                await asyncio.sleep((1 - self.tokens) / self.rate)
+from bucket import Bucket
 
 
 async def read_packet(reader: asyncio.StreamReader) -> tuple[int, bytes]:

@@ -12,29 +12,10 @@ usage: python capacity_server.py PORT CAPACITY
 
 import asyncio
 import sys
-import time
+
+from bucket import Bucket
 
 RESPONSE = b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Type: text/plain\r\n\r\nok\n"
-
-
-class Bucket:
-    def __init__(self, rate: float) -> None:
-        self.rate = rate
-        self.burst = max(1.0, rate / 20)
-        self.tokens = self.burst
-        self.at = time.monotonic()
-        self.lock = asyncio.Lock()  # first come, first served
-
-    async def take(self) -> None:
-        async with self.lock:
-            while True:
-                now = time.monotonic()
-                self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
-                self.at = now
-                if self.tokens >= 1:
-                    self.tokens -= 1
-                    return
-                await asyncio.sleep((1 - self.tokens) / self.rate)
 
 
 async def main(port: int, capacity: float) -> None:

@@ -119,7 +119,7 @@ def test_requests_and_duration_together():
         (["-c", "0"], "'0' must be at least 1"),
         (["-n", "ten"], "'ten' is not a whole number"),
         (["-t", "soon"], "invalid duration 'soon'"),
-        (["--rate", "0"], "invalid rate '0': must be more than zero"),
+        (["--rate", "0"], "invalid rate '0': must be a number more than zero"),
         (["--rate", "fast"], "invalid rate 'fast'"),
         (["--timeout", "0s"], "must be more than zero"),
         (["--h2-streams", "-1"], "'-1' must be at least 1"),

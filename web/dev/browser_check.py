@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Opens the pages render.py wrote in headless Chromium (Playwright, Debian's chromium), offline:
 every request that is not file:// is aborted and counted. Checks body[data-ready=1], the charts'
-data-points, console errors, that hostile strings stayed text; screenshots into /tmp/web-shots/.
+data-points, console errors, that hostile strings stayed text, the breaking point, the resources
+(`monitor`) and the generator's health; screenshots into /tmp/web-shots/.
 
     .venv/bin/python web/dev/browser_check.py [PAGES_DIR] [SHOTS_DIR]
 """
@@ -35,7 +36,22 @@ EXPECT = {
     "report-limit-async.html": ["chart-limit", "chart-rps", "chart-latency", "chart-users", "chart-schedule", "chart-spectrum"],
     "report-limit-none.html": ["chart-limit", "chart-rps", "chart-latency", "chart-users", "chart-schedule", "chart-spectrum"],
     "compare-limit.html": ["chart-limit-compare", "chart-rps", "chart-latency", "chart-spectrum"],
+    "report-bench-monitor.html": ["chart-rps", "chart-latency", "chart-users", "chart-spectrum", "chart-monitor-cpu", "chart-monitor-memory"],
+    "report-monitor-made-up.html": ["chart-rps", "chart-latency", "chart-users", "chart-spectrum", "chart-monitor-cpu", "chart-monitor-memory"],
+    "compare-monitor.html": ["chart-rps", "chart-latency", "chart-monitor-compare", "chart-spectrum"],
 }
+
+EVIL = '<img src=x onerror="document.body.dataset.pwned=1"><b>bold</b>'
+LEAD = "The generator, not the target, may be the limit: "
+# resources and the generator: charts' points, the table's rows, the banner's lines, the badge
+MONITOR = {
+    "report-bench-monitor.html": {"points": 3, "rows": ["name nginx", "host"], "errors": 0, "warnings": 0,
+                                  "badge": ["generator ok", "ok"], "threads": 5, "tab": True},
+    "report-monitor-made-up.html": {"points": 45, "rows": ["pid 4242 (gunicorn)", "container " + EVIL, "host"], "errors": 1,
+                                    "warnings": 2, "badge": ["generator saturated", "saturated"], "threads": 5, "tab": True},
+    "compare-monitor.html": {"compare": 2, "compare_points": 3, "compare_generator": 1},
+}
+WITH_MONITOR = tuple(MONITOR)
 
 # --find-limit pages: the headline's number (text, data-value), the steps drawn, the rows, the compare cells
 LIMITS = {
@@ -69,9 +85,9 @@ def main() -> int:
 
                 ctx.route("**/*", route)
                 for name, charts in EXPECT.items():
-                    if width == 420 and name not in WITH_LIMIT and name not in ("report-locustfile.html", "report-mqtt.html", "compare.html", "report-thresholds.html"):
+                    if width == 420 and name not in WITH_LIMIT + WITH_MONITOR and name not in ("report-locustfile.html", "report-mqtt.html", "compare.html", "report-thresholds.html"):
                         continue
-                    if scheme == "dark" and name not in WITH_LIMIT and name not in ("report-bench-open.html", "report-mqtt.html", "compare.html", "report-thresholds.html"):
+                    if scheme == "dark" and name not in WITH_LIMIT + WITH_MONITOR and name not in ("report-bench-open.html", "report-mqtt.html", "compare.html", "report-thresholds.html"):
                         continue
                     page = ctx.new_page()
                     errors: list[str] = []
@@ -149,6 +165,42 @@ def main() -> int:
                             problems.append(f"limit {lim}")
                         if lim["rows"] != want["rows"] or lim["probe"] != "true" or lim["first_tab"] != "Breaking point":
                             problems.append(f"limit table/tab {lim}")
+                    mon = page.evaluate(
+                        "() => { const q = (s) => document.querySelector(`[data-testid=${s}]`); const vis = (e) => !!e && !!e.offsetParent;"
+                        " const c = q('chart-monitor-cpu'), m = q('chart-monitor-memory'), cc = q('chart-monitor-compare'), b = q('generator-badge');"
+                        " return {section: vis(q('section-resources')), cpu: c ? +c.dataset.points : null, mem: m ? +m.dataset.points : null,"
+                        " rows: [...document.querySelectorAll('[data-testid=monitor-row]')].map(r => r.dataset.label),"
+                        " errors: document.querySelectorAll('[data-testid=monitor-error]').length,"
+                        " banner: vis(q('generator-warning')), lines: [...document.querySelectorAll('[data-testid=generator-warning-line]')].map(l => l.textContent),"
+                        " badge: vis(b) ? [b.textContent, b.dataset.state] : null,"
+                        " threads: document.querySelectorAll('[data-testid=generator-thread]').length,"
+                        " tab: !![...document.querySelectorAll('nav.tabs a')].find(a => a.textContent === 'Resources' && !a.hidden),"
+                        " tabs: [...document.querySelectorAll('nav.tabs a:not([hidden])')].map(a => a.textContent),"
+                        " compare: document.querySelectorAll('[data-testid=compare-monitor]').length, compare_points: cc ? +cc.dataset.points : null,"
+                        " compare_generator: document.querySelectorAll('[data-testid=compare-generator]').length,"
+                        " made: document.querySelectorAll('main img, main script').length} }"
+                    )
+                    want = MONITOR.get(name)
+                    if want is None:
+                        if mon["section"] or mon["cpu"] is not None or mon["banner"] or mon["tab"] or mon["compare"]:
+                            problems.append(f"resources shown without a monitor: {mon}")
+                    elif "compare" in want:
+                        got = {k: mon[k] for k in ("compare", "compare_points", "compare_generator")}
+                        if got != want:
+                            problems.append(f"compare monitor {got}")
+                    else:
+                        if mon["cpu"] != want["points"] or mon["mem"] != want["points"] or mon["rows"] != want["rows"] or mon["errors"] != want["errors"]:
+                            problems.append(f"resources {mon}")
+                        if len(mon["lines"]) != want["warnings"] or mon["banner"] != bool(want["warnings"]) or not all(l.startswith(LEAD) for l in mon["lines"]):
+                            problems.append(f"generator warnings {mon['lines']}")
+                        if mon["badge"] != want["badge"] or mon["threads"] != want["threads"] or mon["tab"] != want["tab"]:
+                            problems.append(f"generator badge/table/tab {mon}")
+                        if want["warnings"] and not any(EVIL in l for l in mon["lines"]):
+                            problems.append("the warning's markup did not show as text")
+                        if mon["tabs"][mon["tabs"].index("Charts") + 1] != "Resources":
+                            problems.append(f"the Resources tab is not after Charts: {mon['tabs']}")
+                    if mon["made"]:
+                        problems.append(f"{mon['made']} img/script elements made from data")
                     shot = os.path.join(SHOTS, f"{name[:-5]}-{scheme}-{width}.png")
                     page.screenshot(path=shot, full_page=True)
                     status = "ok" if not problems else "FAIL " + "; ".join(problems)

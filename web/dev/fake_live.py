@@ -4,6 +4,7 @@ timeseries through /api/live, one second per second, with the controls of the co
 
     python3 web/dev/fake_live.py [--sample locustfile] [--port 8089] [--no-start] [--outage 4:7] [--repeat 3]
                                  [--thresholds] [--threshold-stop] [--verdict-delay 1.5] [--no-live-schedule]
+                                 [--delay 2] [--monitor] [--monitor-delta] [--generator-warn-after 4]
 
 --no-start: the run starts at once (bench, mqtt) instead of waiting for POST /api/start.
 --outage A:B: /api/live fails from second A to second B of the replay (the page must say "disconnected").
@@ -12,6 +13,12 @@ timeseries through /api/live, one second per second, with the controls of the co
 seconds after the run ends /api/result answers without `thresholds` (as squall, which publishes the
 result a moment before it judges it). meta.load is set as squall's commands set it; --no-live-schedule:
 /api/live's schedule stays null (the page's intended rate then comes from meta.load.rate).
+--delay S: a run that starts at once (bench, mqtt, --no-start) starts S seconds after the server.
+Resources: a sample with `monitor` (bench-monitor), or any with --monitor (render.made_up_monitor), gets
+meta.monitor = [] and /api/live's `monitor`: every sample so far each second, as squall sends it (its
+seconds repeated with the timeseries'); --monitor-delta: only the samples from the cursor's second on.
+`generator`: the sample's (else render.generator_section) once the run started; --generator-warn-after S:
+saturated, with warnings, from S seconds into the run.
 Ctrl-C stops it. It listens on 127.0.0.1 only.
 """
 
@@ -33,7 +40,8 @@ import render  # noqa: E402  (the template filling and the spectrum of the sampl
 
 class Replay:
     def __init__(self, result: dict, command: str, wait_for_start: bool, outage: tuple[float, float] | None, repeat: int = 1,
-                 verdict_delay: float = 0.0, live_schedule: bool = True):
+                 verdict_delay: float = 0.0, live_schedule: bool = True, delay: float = 0.0, monitor_delta: bool = False,
+                 warn_after: float | None = None):
         self.result = render.with_spectrum(result)
         self.live_schedule = live_schedule
         self.verdict_delay = verdict_delay
@@ -42,7 +50,18 @@ class Replay:
         base = self.result["timeseries"]
         self.points = [dict(p, t=p["t"] + i * len(base)) for i in range(repeat) for p in base]
         self.lock = threading.Lock()
-        self.started: float | None = None if wait_for_start else time.monotonic()
+        self.started: float | None = None if wait_for_start else time.monotonic() + delay
+        self.monitor_delta = monitor_delta
+        self.warn_after = warn_after
+        # the monitor's samples, repeated as the seconds are
+        mon = self.result.get("monitor")
+        self.mon: dict | None = None
+        if mon:
+            shift = lambda series, i: [dict(x, t=x["t"] + i * len(base)) for x in series]  # noqa: E731
+            self.mon = {
+                "targets": [dict(t, series=[x for i in range(repeat) for x in shift(t["series"], i)]) for t in mon["targets"]],
+                "host": dict(mon["host"], series=[x for i in range(repeat) for x in shift(mon["host"]["series"], i)]),
+            }
         self.stopped_at: int | None = None
         self.target: int | None = None
         self.baseline: dict[str, dict] = {}
@@ -50,7 +69,7 @@ class Replay:
         self.calls: list[str] = []
 
     def published(self) -> int:
-        if self.started is None:
+        if self.started is None or time.monotonic() < self.started:
             return 0
         n = int(time.monotonic() - self.started)
         if self.stopped_at is not None:
@@ -58,7 +77,7 @@ class Replay:
         return min(n, len(self.points))
 
     def state(self, n: int) -> tuple[str, bool]:
-        if self.started is None:
+        if self.started is None or time.monotonic() < self.started:
             return "ready", False
         elapsed = time.monotonic() - self.started
         end = self.stopped_at if self.stopped_at is not None else len(self.points)
@@ -78,6 +97,34 @@ class Replay:
             if time.monotonic() - self.started < end + 2 + self.verdict_delay:
                 return {k: v for k, v in self.result.items() if k != "thresholds"}
             return self.result
+
+    def monitor(self, n: int, cursor: int) -> dict | None:
+        """`monitor` as squall's Monitor.latest() (or .since(cursor) with --monitor-delta) after n seconds."""
+        if self.mon is None:
+            return None
+        out = []
+        for t in self.mon["targets"]:
+            series = [x for x in t["series"] if x["t"] < n]
+            peak, mean = render._stats(series, render.TARGET_KEYS)
+            doc = {"label": t["label"], "series": series, "peak": peak, "mean": mean}
+            if t.get("error") and any(x["cpu_percent"] is None for x in series):
+                doc["error"] = t["error"]
+            out.append(doc)
+        host = [x for x in self.mon["host"]["series"] if x["t"] < n]
+        peak, mean = render._stats(host, render.HOST_KEYS)
+        doc = {"targets": out, "host": {"cpus": self.mon["host"]["cpus"], "series": host, "peak": peak, "mean": mean}}
+        if self.monitor_delta:
+            for t in doc["targets"]:
+                t["series"] = [x for x in t["series"] if x["t"] >= cursor]
+            doc["host"]["series"] = [x for x in doc["host"]["series"] if x["t"] >= cursor]
+        return doc
+
+    def generator(self) -> dict | None:
+        if self.started is None or time.monotonic() < self.started:
+            return None
+        if self.warn_after is not None:
+            return render.generator_section(time.monotonic() - self.started >= self.warn_after)
+        return self.result.get("generator") or render.generator_section(False)
 
     def in_outage(self) -> bool:
         if not self.outage or self.started is None:
@@ -136,7 +183,7 @@ class Replay:
             return {
                 "state": state,
                 "kind": "mqtt" if self.command == "mqtt" else "http",
-                "elapsed_s": round(time.monotonic() - self.started, 3) if self.started else 0.0,
+                "elapsed_s": max(0.0, round(time.monotonic() - self.started, 3)) if self.started else 0.0,
                 "users": self.points[n - 1]["users"] if n else 0,
                 "target_users": (self.target or 20) if self.command == "run" else None,
                 "cursor": n,
@@ -144,6 +191,8 @@ class Replay:
                 "totals": self.totals(n),
                 "schedule": sched,
                 "mqtt": mqtt,
+                "monitor": self.monitor(n, cursor),
+                "generator": self.generator(),
                 "finished": finished,
             }
 
@@ -250,20 +299,28 @@ def main() -> None:
     ap.add_argument("--threshold-stop", action="store_true", help='the result\'s stop_reason is "threshold"')
     ap.add_argument("--verdict-delay", type=float, default=0.0)
     ap.add_argument("--no-live-schedule", action="store_true")
+    ap.add_argument("--delay", type=float, default=0.0, help="a run that starts at once starts this many seconds later")
+    ap.add_argument("--monitor", action="store_true", help="a made-up monitor when the sample has none")
+    ap.add_argument("--monitor-delta", action="store_true", help="send the monitor's samples from the cursor on only")
+    ap.add_argument("--generator-warn-after", type=float, default=None)
     a = ap.parse_args()
     result = json.loads(render.read(os.path.join(render.SAMPLES, a.sample + ".json")))
+    if a.monitor and not result.get("monitor"):
+        result["monitor"] = render.made_up_monitor(result)
     if a.thresholds:
         result = render.with_thresholds(result, stopped=a.threshold_stop)
     command = {"mqtt": "mqtt", "script": "run"}.get(result["kind"], "bench")
     wait = command == "run" and not a.no_start
     outage = tuple(float(x) for x in a.outage.split(":")) if a.outage else None
-    replay = Replay(result, command, wait, outage, a.repeat, a.verdict_delay, not a.no_live_schedule)  # type: ignore[arg-type]
+    replay = Replay(result, command, wait, outage, a.repeat, a.verdict_delay, not a.no_live_schedule,  # type: ignore[arg-type]
+                    a.delay, a.monitor_delta, a.generator_warn_after)
     ctl = command == "run"
     meta = render.meta_for(a.sample, result, title=f"{a.sample} (live)",
                            controls={"start": ctl, "users": ctl, "stop": True, "reset": True},
                            form={"users": 20, "spawn_rate": 10, "host": result["url"]} if ctl else None,
                            load=live_load(result, command, a.repeat),
-                           thresholds=[v["threshold"] for v in result["thresholds"]] if a.thresholds else None)
+                           thresholds=[v["threshold"] for v in result["thresholds"]] if a.thresholds else None,
+                           monitor=[] if result.get("monitor") else None)
     page = render.page({"mode": "live", "meta": meta}, inline=False)
     srv = ThreadingHTTPServer(("127.0.0.1", a.port), make_handler(replay, page, os.path.join(render.WEB, "assets")))
     print(f"http://127.0.0.1:{srv.server_address[1]}/  ({a.sample}, {command})", flush=True)

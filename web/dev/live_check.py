@@ -2,7 +2,9 @@
 """Drives the live dashboard against fake_live.py in headless Chromium: the start form, charts growing
 each second on the same canvas, edit users, reset, a network outage ("disconnected"), the final report;
 thresholds pending while live and their verdicts once the result arrives (late: squall judges the
-result after publishing it); the load from meta.load while live (bench: the intended rate too).
+result after publishing it); the load from meta.load while live (bench: the intended rate too); the
+Resources section waiting, then its charts growing each second (whole or partial monitor answers) and the
+generator's warning banner and badge once it saturates.
 
     .venv/bin/python web/dev/live_check.py [SHOTS_DIR]
 """
@@ -165,6 +167,62 @@ def main() -> int:
                 check(page.locator("[data-testid=thresholds-table]").count() == 0, f"{sample}: no thresholds section without thresholds", problems)
                 page.wait_for_selector("body[data-finished='1']", timeout=20000)
                 check(not errors, f"{sample}: no console errors " + " | ".join(errors), problems)
+                ctx.close()
+            finally:
+                proc.terminate()
+                proc.wait()
+
+        # 3. resources (bench --monitor-*): waiting before the first sample, charts that grow on the same canvas
+        # with the load's (squall sends every sample each second; --monitor-delta: only the new ones), the
+        # generator's banner and badge once it saturates; the final result's own numbers at the end
+        for delta in (False, True):
+            tag = "delta" if delta else "full"
+            proc, url = serve("--sample", "bench-monitor", "--repeat", "4", "--delay", "2.5", "--generator-warn-after", "4",
+                              *(["--monitor-delta"] if delta else []))
+            try:
+                ctx = browser.new_context(viewport={"width": 1280, "height": 900}, bypass_csp=True)
+                page = ctx.new_page()
+                errors = []
+                page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+                page.on("pageerror", lambda e: errors.append(str(e)))
+                page.goto(url)
+                page.wait_for_selector("body[data-ready='1']", timeout=10000)
+                check(page.is_visible("[data-testid=section-resources]") and page.is_visible("[data-testid=monitor-waiting]")
+                      and page.locator("[data-testid=chart-monitor-cpu]").count() == 0, f"{tag}: resources waiting for the first sample", problems)
+                check(not page.is_visible("[data-testid=generator-badge]") and not page.is_visible("[data-testid=generator-warning]"),
+                      f"{tag}: no generator badge before the run", problems)
+                if not delta:
+                    page.screenshot(path=os.path.join(SHOTS, "live-monitor-waiting.png"))
+                page.wait_for_function("+((document.querySelector('[data-testid=chart-monitor-cpu]') || {}).dataset || {}).points >= 2", timeout=10000)
+                page.evaluate("window.__mc = document.querySelector('[data-testid=chart-monitor-cpu] canvas')")
+                n1 = int(page.get_attribute("[data-testid=chart-monitor-cpu]", "data-points"))
+                page.wait_for_function(f"+document.querySelector('[data-testid=chart-monitor-cpu]').dataset.points > {n1}", timeout=5000)
+                same = page.evaluate("window.__mc === document.querySelector('[data-testid=chart-monitor-cpu] canvas')")
+                check(same, f"{tag}: monitor samples appended on the same canvas", problems)
+                pts = page.evaluate("() => Object.fromEntries([...document.querySelectorAll('.chart')].map(c => [c.dataset.testid, +c.dataset.points]))")
+                check(pts["chart-monitor-cpu"] == pts["chart-monitor-memory"] == pts["chart-rps"] and not page.is_visible("[data-testid=monitor-waiting]"),
+                      f"{tag}: resources in step with the load {pts}", problems)
+                rows = page.evaluate("() => [...document.querySelectorAll('[data-testid=monitor-row]')].map(r => r.dataset.label)")
+                check(rows == ["name nginx", "host"], f"{tag}: monitor table rows {rows}", problems)
+                page.wait_for_selector("[data-testid=generator-warning]:visible", timeout=8000)
+                lines = page.evaluate("() => [...document.querySelectorAll('[data-testid=generator-warning-line]')].map(l => l.textContent)")
+                badge = page.text_content("[data-testid=generator-badge]")
+                check(len(lines) == 2 and all(x.startswith("The generator, not the target, may be the limit: ") for x in lines)
+                      and badge == "generator saturated", f"{tag}: generator warnings live ({badge!r}, {lines})", problems)
+                check(page.locator("[data-testid=generator-table] [data-testid=generator-thread]").count() == 5, f"{tag}: squall's threads live", problems)
+                if not delta:
+                    page.wait_for_timeout(1500)
+                    page.screenshot(path=os.path.join(SHOTS, "live-monitor-running.png"), full_page=True)
+                page.wait_for_selector("body[data-finished='1']", timeout=25000)
+                page.wait_for_timeout(300)
+                pts = page.evaluate("() => Object.fromEntries([...document.querySelectorAll('.chart')].map(c => [c.dataset.testid, +c.dataset.points]))")
+                badge = page.text_content("[data-testid=generator-badge]")
+                check(pts.get("chart-monitor-cpu") == 3 and badge == "generator ok" and not page.is_visible("[data-testid=generator-warning]")
+                      and page.locator("[data-testid=generator-badge]").count() == 1,
+                      f"{tag}: the final result's resources and generator ({pts}, {badge!r})", problems)
+                check(not errors, f"{tag}: no console errors " + " | ".join(errors), problems)
+                if not delta:
+                    page.screenshot(path=os.path.join(SHOTS, "live-monitor-finished.png"), full_page=True)
                 ctx.close()
             finally:
                 proc.terminate()

@@ -15,6 +15,12 @@ endpoint); compare.html's runs carry verdicts too.
 Breaking point (`squall bench --find-limit`): report-limit-sync.html and report-limit-async.html are the
 samples as they are; report-limit-none.html is the sync search with no passing step (load null) and a
 generator-bound step; compare-limit.html compares the two searches (A: sync, B: async).
+
+Resources (`--monitor-*`) and the generator's health: report-bench-monitor.html is the real sample (a
+bench run with --monitor-name nginx); report-monitor-made-up.html is a 45-second run with two targets
+(a gunicorn tree, and a container whose sampling failed, with markup in its label and error), a 4-core
+host, and the generator's warnings (saturated; markup in a warning must show as text);
+compare-monitor.html compares two monitored runs (B: more CPU, its generator warned).
 """
 
 from __future__ import annotations
@@ -326,6 +332,87 @@ def long_run(r: dict, seconds: int = 3600) -> dict:
     return r
 
 
+EVIL = '<img src=x onerror="document.body.dataset.pwned=1"><b>bold</b>'
+ADVICE = "the limit measured may be squall's, not the target's (use --threads, --processes or a bigger machine)"
+
+
+def _stats(series: list[dict], keys: tuple[str, ...]) -> tuple[dict, dict]:
+    """(peak, mean) as squall.monitor._aggregate."""
+    peak, mean = {}, {}
+    for k in keys:
+        vals = [s[k] for s in series if s.get(k) is not None]
+        peak[k] = max(vals) if vals else None
+        mean[k] = None if not vals else round(sum(vals) / len(vals)) if k.endswith("_bytes") else round(sum(vals) / len(vals), 1)
+    return peak, mean
+
+
+TARGET_KEYS = ("cpu_percent", "rss_bytes", "threads", "fds", "processes")
+HOST_KEYS = ("cpu_percent", "mem_used_bytes", "mem_total_bytes")
+
+
+def monitor_section(targets: list[tuple[str, list[dict], str | None]], host: list[dict], cpus: int) -> dict:
+    """A `monitor` section in squall's shape from (label, series, error) and the host's series."""
+    out = []
+    for label, series, error in targets:
+        peak, mean = _stats(series, TARGET_KEYS)
+        doc = {"label": label, "series": series, "peak": peak, "mean": mean}
+        if error:
+            doc["error"] = error
+        out.append(doc)
+    peak, mean = _stats(host, HOST_KEYS)
+    return {"targets": out, "host": {"cpus": cpus, "series": host, "peak": peak, "mean": mean}}
+
+
+def made_up_monitor(r: dict, scale: float = 1.0) -> dict:
+    """Two targets and a 4-core host over the run's seconds: a gunicorn tree whose CPU follows the load and
+    whose memory grows; a container whose sampling failed from second 5 on (nulls, an `error`)."""
+    pts = r["timeseries"]
+    start = r.get("start_unix") or 1.7e9
+    top = max(p["requests"] for p in pts) or 1
+    gun, web, host = [], [], []
+    for i, p in enumerate(pts):
+        t = p["t"]
+        stamp = {"t": t, "unix": round(start + t, 6)}
+        load = p["requests"] / top
+        cpu = round(scale * (60 + 180 * load + 25 * math.sin(t / 3)), 1)
+        gun.append({**stamp, "cpu_percent": cpu, "rss_bytes": int(180e6 + 2.5e6 * t * scale), "threads": 9 + (t % 4 == 0),
+                    "fds": 41 + t % 7, "processes": 5})
+        ok = t < 5
+        web.append({**stamp, "cpu_percent": round(scale * (22 + 8 * math.cos(t / 2)), 1) if ok else None,
+                    "rss_bytes": int(64e6) if ok else None, "threads": 4 if ok else None, "fds": None,
+                    "processes": 1 if ok else None})
+        host.append({**stamp, "cpu_percent": round(min(400.0, cpu + 95 + 20 * math.sin(t)), 1),
+                     "mem_used_bytes": int(2.1e9 + 3e6 * t), "mem_total_bytes": 16_700_000_000})
+    return monitor_section(
+        [("pid 4242 (gunicorn)", gun, None),
+         ("container " + EVIL, web, "PermissionError: [Errno 13] Permission denied: '/sys/fs/cgroup/<b>x</b>/memory.stat'")],
+        host, 4)
+
+
+def generator_section(warn: bool) -> dict:
+    """A `generator` section as squall.monitor.GeneratorWatch.to_json(); `warn`: saturated, two warnings."""
+    threads = [("main", 0.9, 1.6, 0), ("squall-worker-0", 97.2 if warn else 48.0, 100.0 if warn else 55.1, 12 if warn else 0),
+               ("squall-worker-1", 93.4 if warn else 45.2, 99.0 if warn else 51.0, 4 if warn else 0),
+               ("squall-coordinator", 0.1, 0.4, 0), ("squall-monitor", 0.1, 0.2, 0)]
+    return {
+        "threads": [{"name": n, "cpu_percent_mean": m, "cpu_percent_peak": pk, "saturated_s": s} for n, m, pk, s in threads],
+        "process": {"cpu_percent_mean": 190.6 if warn else 93.3, "cpu_percent_peak": 199.1 if warn else 106.0, "cpus": 4},
+        "warnings": [
+            f"the generator saturated: engine thread 'squall-worker-0' at 97% CPU for 12 s (and 1 other thread); {ADVICE}",
+            "sends fell behind the schedule: 1,234 late (>10 ms) in the last 5 s, 2,345 in all; squall was short of CPU "
+            "(above) " + EVIL,
+        ] if warn else [],
+        "saturated": warn,
+    }
+
+
+def monitored(r: dict, scale: float = 1.0, warn: bool = True) -> dict:
+    r = copy.deepcopy(r)
+    r["monitor"] = made_up_monitor(r, scale)
+    r["generator"] = generator_section(warn)
+    return r
+
+
 def main() -> None:
     out = sys.argv[1] if len(sys.argv) > 1 else "/tmp/squall-web"
     os.makedirs(out, exist_ok=True)
@@ -372,6 +459,21 @@ def main() -> None:
         "mode": "compare",
         "meta": {"command": "compare", "title": "find-limit: sync (A) vs async (B)", "squall_version": "0.1.0"},
         "runs": [{"label": "A", "result": limits["limit-sync"]}, {"label": "B", "result": limits["limit-async"]}],
+    }))
+    mu = monitored(long_run(with_spectrum(r), 45))
+    write("report-monitor-made-up.html", page({"mode": "report", "meta": meta_for("bench-closed", mu), "result": mu}))
+    bm = with_spectrum(samples["bench-monitor"])
+    b2 = copy.deepcopy(bm)
+    b2["monitor"] = monitor_section(
+        [(t["label"], [dict(x, cpu_percent=round(x["cpu_percent"] * 1.3, 1), rss_bytes=int(x["rss_bytes"] * 1.1)) for x in t["series"]], None)
+         for t in bm["monitor"]["targets"]],
+        bm["monitor"]["host"]["series"], bm["monitor"]["host"]["cpus"])
+    b2["generator"] = generator_section(True)
+    b2["start_unix"] += 600
+    write("compare-monitor.html", page({
+        "mode": "compare",
+        "meta": {"command": "compare", "title": "monitored: A vs B", "squall_version": "0.1.0"},
+        "runs": [{"label": "A", "result": bm}, {"label": "B", "result": b2}],
     }))
     for p in written:
         print(p)

@@ -46,6 +46,10 @@ export interface ChartOpts {
   emptyMax?: number;
   /** whole numbers only on the y axis (users) */
   intY?: boolean;
+  /** "time": the x range to show at least (the run's seconds, shared by the page's time charts); a zoom still narrows it */
+  xExtent?: (() => [number, number] | null) | null;
+  /** what `data-points` counts when not the x values (the resources' charts: the first series' samples) */
+  count?: () => number;
 }
 
 /** The last non-null value of a column: the legend shows it while the cursor is off the plot. */
@@ -187,7 +191,7 @@ export class Chart {
 
   /** Draws the current data: the plot is made once, then only its data is replaced. */
   draw(): void {
-    this.box.setAttribute("data-points", String(this.points));
+    this.box.setAttribute("data-points", String(this.o.count ? this.o.count() : this.points));
     const w = this.measure();
     if (!this.u) {
       if (!w) return; // not laid out yet: the resize observer draws it
@@ -295,7 +299,16 @@ export class Chart {
         }
       : {
           time: false,
-          range: (_u, min, max) => (min === max || min === null ? [Math.max(0, (min ?? 0) - 1), (max ?? 0) + 1] : [min, max]),
+          range: (u, min, max) => {
+            // widened to the shared extent when uPlot auto-ranges (the range covers all the data), not on a zoom
+            const ext = o.xExtent ? o.xExtent() : null;
+            const xs = u.data[0];
+            if (ext && min !== null && max !== null && xs.length && min <= xs[0] && max >= xs[xs.length - 1]) {
+              min = Math.min(min, ext[0]);
+              max = Math.max(max, ext[1]);
+            }
+            return min === max || min === null ? [Math.max(0, (min ?? 0) - 1), (max ?? 0) + 1] : [min, max];
+          },
         };
     const opts: uPlot.Options = {
       width,

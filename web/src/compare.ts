@@ -4,6 +4,8 @@ import { Chart, PALETTE, join, spectrumTable } from "./charts";
 import { commandOf, key, latencyRow, perSecond, STOP_REASONS } from "./model";
 import { tally, tallyClass, thresholdRows } from "./thresholds";
 import { compareLimitCell, compareLimitChart, limitOf } from "./limit";
+import { compareMonitorCell, compareMonitorChart, monitorExtent, monitorOf } from "./monitor";
+import { compareGeneratorMark } from "./generator";
 import { fmtDuration, fmtInt, fmtMs, fmtPct, fmtRate, fmtUnix, h, num, pct } from "./util";
 
 interface Metric {
@@ -64,6 +66,10 @@ export function renderCompare(meta: Meta, runs: Run[]): { el: HTMLElement; nav: 
   // the runs (a thresholds column when any run has verdicts)
   const withLimit = runs.some((run) => !!limitOf(run.result));
   const withThr = runs.some((run) => Array.isArray(run.result.thresholds) && run.result.thresholds.length > 0);
+  const withMon = runs.some((run) => {
+    const m = monitorOf(run.result.monitor);
+    return !!m && m.targets.length > 0;
+  });
   const thrCell = (r: Result): HTMLElement => {
     const rows = thresholdRows({}, r, false);
     if (!rows.length) return h("td", { class: "thr-none" }, "–");
@@ -88,9 +94,10 @@ export function renderCompare(meta: Meta, runs: Run[]): { el: HTMLElement; nav: 
     return h(
       "tr",
       { testid: "compare-run", "data-run": run.label },
-      h("td", null, h("span", { class: "swatch", style: "background:" + PALETTE[i % PALETTE.length] }), h("b", null, run.label)),
+      h("td", null, h("span", { class: "swatch", style: "background:" + PALETTE[i % PALETTE.length] }), h("b", null, run.label), compareGeneratorMark(r)),
       withLimit ? compareLimitCell(r) : null,
       withThr ? thrCell(r) : null,
+      withMon ? compareMonitorCell(r) : null,
       h("td", { class: "mono" }, r.url || ""),
       h("td", null, cmd),
       h("td", null, load),
@@ -115,7 +122,7 @@ export function renderCompare(meta: Meta, runs: Run[]): { el: HTMLElement; nav: 
           h(
             "tr",
             null,
-            ["Run", withLimit ? "Breaking point" : "", withThr ? "Thresholds" : "", "Target", "Command", "Load", "Started", "Duration", "Requests", "squall"]
+            ["Run", withLimit ? "Breaking point" : "", withThr ? "Thresholds" : "", withMon ? "Target resources (peak / mean)" : "", "Target", "Command", "Load", "Started", "Duration", "Requests", "squall"]
               .filter(Boolean)
               .map((t) => h("th", { class: t === "Duration" || t === "Requests" ? "n" : null }, t)),
           ),
@@ -209,12 +216,26 @@ export function renderCompare(meta: Meta, runs: Run[]): { el: HTMLElement; nav: 
         return [pts.map((p) => p.t), pts.map(f(run.result))];
       }),
     );
-  const rps = new Chart(slot(), { testid: "chart-rps", title: "Requests per second", yFmt: fmtRate, series: runSeries, spanGaps: false });
+  // the time charts share one x range: every run's seconds and samples
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const run of runs) {
+    const pts = run.result.timeseries || [];
+    const m = monitorExtent(run.result);
+    for (const [a, b] of [pts.length ? [pts[0].t, pts[pts.length - 1].t] : null, m].filter((x): x is number[] => !!x)) {
+      lo = Math.min(lo, a);
+      hi = Math.max(hi, b);
+    }
+  }
+  const xExtent = (): [number, number] | null => (lo <= hi ? [lo, hi] : null);
+  const rps = new Chart(slot(), { testid: "chart-rps", title: "Requests per second", yFmt: fmtRate, series: runSeries, spanGaps: false, xExtent });
   rps.set(ts((r) => (p) => perSecond(num(p.requests), p.t, num(r.duration_s))));
   charts.push(rps);
-  const p95 = new Chart(slot(), { testid: "chart-latency", title: "p95 response time", unit: "ms", yFmt: fmtMs, series: runSeries, logToggle: true });
+  const p95 = new Chart(slot(), { testid: "chart-latency", title: "p95 response time", unit: "ms", yFmt: fmtMs, series: runSeries, logToggle: true, xExtent });
   p95.set(ts(() => (p) => latencyRow(p)[1]));
   charts.push(p95);
+  const mc = compareMonitorChart(slot(), runs, xExtent);
+  if (mc) charts.push(mc);
   const withSpec = runs.map((r, i) => ({ r, i })).filter(({ r }) => r.result.aggregate && (r.result.aggregate.spectrum || []).length);
   if (withSpec.length) {
     const spec = new Chart(slot(), {

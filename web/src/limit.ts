@@ -377,7 +377,7 @@ function latency(steps: LimitStep[]): (number | null)[][] {
 }
 
 /** 1, 2, 5 times the powers of 10 within the range (a log axis over less than a few decades). */
-function logSplits(_u: uPlot, _i: number, min: number, max: number): number[] {
+export function logSplits(_u: uPlot, _i: number, min: number, max: number): number[] {
   const out: number[] = [];
   if (!(min > 0) || !(max > min)) return out;
   for (let e = Math.floor(Math.log10(min)); e <= Math.ceil(Math.log10(max)); e++)

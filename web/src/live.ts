@@ -5,6 +5,8 @@ import { commandOf, kindOf, byMethod, sum, STOP_REASONS } from "./model";
 import { RunView, snapshotFromResult, type Snapshot } from "./view";
 import { badge, markReady, shell, type Shell } from "./shell";
 import { h, num, setText } from "./util";
+import { monitorOf } from "./monitor";
+import { generatorOf } from "./generator";
 
 const POLL_MS = 1000;
 
@@ -37,6 +39,8 @@ function snapshotFromLive(l: Live): Snapshot {
     points: l.timeseries || [],
     usersNow: n(l.users),
     targetUsers: n(l.target_users),
+    monitor: monitorOf(l.monitor),
+    generator: generatorOf(l.generator),
   };
 }
 

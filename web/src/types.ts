@@ -155,6 +155,67 @@ export interface Limit {
   steps: LimitStep[];
 }
 
+/** One second of a monitored target (`monitor.targets[i].series`); `t` as the timeseries' `t`. */
+export interface TargetSample {
+  t: number;
+  unix?: number;
+  /** 100 = one core */
+  cpu_percent?: number | null;
+  rss_bytes?: number | null;
+  threads?: number | null;
+  /** null: not readable (another user's processes) */
+  fds?: number | null;
+  processes?: number | null;
+}
+
+export interface HostSample {
+  t: number;
+  unix?: number;
+  /** up to cpus * 100 */
+  cpu_percent?: number | null;
+  mem_used_bytes?: number | null;
+  mem_total_bytes?: number | null;
+}
+
+export interface MonitorTarget {
+  /** "name nginx", "pid 123 (gunicorn)", "cgroup /sys/fs/cgroup/...", "container web" */
+  label: string;
+  series: TargetSample[];
+  peak?: Partial<Record<"cpu_percent" | "rss_bytes" | "threads" | "fds" | "processes", number | null>>;
+  mean?: Partial<Record<"cpu_percent" | "rss_bytes" | "threads" | "fds" | "processes", number | null>>;
+  /** the first sampling failure, one line */
+  error?: string;
+}
+
+export interface MonitorHost {
+  cpus?: number;
+  series: HostSample[];
+  peak?: Partial<Record<"cpu_percent" | "mem_used_bytes" | "mem_total_bytes", number | null>>;
+  mean?: Partial<Record<"cpu_percent" | "mem_used_bytes" | "mem_total_bytes", number | null>>;
+}
+
+/** `--monitor-*`: the target's resources and the host's, every second (`result.monitor`, live `monitor`). */
+export interface Monitor {
+  targets: MonitorTarget[];
+  host: MonitorHost | null;
+}
+
+export interface GeneratorThread {
+  name: string;
+  cpu_percent_mean?: number;
+  cpu_percent_peak?: number;
+  saturated_s?: number;
+}
+
+/** squall watching itself (`result.generator`, live `generator`). */
+export interface Generator {
+  threads?: GeneratorThread[];
+  process?: { cpu_percent_mean?: number; cpu_percent_peak?: number; cpus?: number } | null;
+  /** one line each; empty when squall kept up */
+  warnings?: string[];
+  saturated?: boolean;
+}
+
 export interface Result {
   squall_version?: string;
   kind?: string; // "http" | "script" | "mqtt"
@@ -176,6 +237,8 @@ export interface Result {
   thresholds?: Verdict[] | null;
   /** `--find-limit`: the search (this result is the highest passing step's own) */
   limit?: Limit | null;
+  monitor?: Monitor | null;
+  generator?: Generator | null;
 }
 
 export interface Controls {
@@ -197,6 +260,8 @@ export interface Meta {
   thresholds?: string[] | null;
   /** the load as configured (live: until the result's `load`); MQTT may send {} */
   load?: Load | null;
+  /** [] when the run monitors something (the section waits for the first sample), else null */
+  monitor?: unknown[] | null;
 }
 
 export interface LiveMqtt {
@@ -223,6 +288,9 @@ export interface Live {
   };
   schedule?: Schedule | null;
   mqtt?: LiveMqtt | null;
+  /** the samples so far (squall sends them all each second; a part from some second on works too) */
+  monitor?: Monitor | null;
+  generator?: Generator | null;
   finished?: boolean;
 }
 

@@ -1,5 +1,5 @@
 // One run: key numbers, charts, tables. A report feeds it once; the dashboard feeds it every second.
-import type { Endpoint, ErrorEntry, ExceptionEntry, Load, Meta, MqttResult, Point, Result, Schedule } from "./types";
+import type { Endpoint, ErrorEntry, ExceptionEntry, Generator, Load, Meta, Monitor, MqttResult, Point, Result, Schedule } from "./types";
 import { Chart, COLORS, PALETTE, join, spectrumTable, type SeriesDef } from "./charts";
 import {
   busiest,
@@ -32,6 +32,8 @@ import {
 } from "./tables";
 import { thresholdRows, thresholdsBadge, thresholdsTable, tally } from "./thresholds";
 import { limitBadge, limitOf, limitSection } from "./limit";
+import { monitorOf, Resources } from "./monitor";
+import { generatorBadge, generatorOf, generatorTable, setBadge, setWarnings, warningBanner } from "./generator";
 import { fill, fmtBytes, fmtDuration, fmtFixed, fmtInt, fmtMs, fmtPct, fmtRate, fmtUnix, h, num, pct, setText } from "./util";
 
 /** What one update brings: totals so far and the seconds not drawn yet. */
@@ -48,6 +50,10 @@ export interface Snapshot {
   points: Point[];
   usersNow: number | null;
   targetUsers: number | null;
+  /** the target's resources so far (null: none yet, or not monitored) */
+  monitor: Monitor | null;
+  /** the generator watching itself (null: not in the data) */
+  generator: Generator | null;
 }
 
 export function snapshotFromResult(r: Result): Snapshot {
@@ -62,6 +68,8 @@ export function snapshotFromResult(r: Result): Snapshot {
     points: r.timeseries || [],
     usersNow: null,
     targetUsers: null,
+    monitor: monitorOf(r.monitor),
+    generator: generatorOf(r.generator),
   };
 }
 
@@ -115,6 +123,10 @@ export class RunView {
   /** for the page header: the breaking point, the thresholds' tally */
   readonly badges: HTMLElement[] = [];
   private drawLimit: (() => void) | null = null;
+  private res: Resources;
+  private banner: HTMLElement;
+  private genBadge: HTMLElement;
+  private genKey = "";
 
   constructor(private o: ViewOpts) {
     this.L = labels(o.command);
@@ -122,9 +134,14 @@ export class RunView {
     this.el = h("div", { class: "run" });
     this.factsBox = h("dl", { class: "facts", testid: "facts" });
     this.cardsBox = h("div", { class: "cards" });
+    this.banner = warningBanner();
+    this.el.appendChild(this.banner);
     this.el.appendChild(h("section", { class: "summary", id: "summary" }, this.factsBox, this.cardsBox));
     this.buildFacts();
     this.buildCards();
+
+    this.genBadge = generatorBadge();
+    this.badges.push(this.genBadge);
 
     const lim = limitOf(o.result);
     if (lim) {
@@ -157,13 +174,19 @@ export class RunView {
       this.slots.set(s.id, slot);
       grid.appendChild(slot);
     }
+    // the target's resources: shown once there are samples (live: waiting while meta.monitor says it is asked)
+    const waiting = o.live && Array.isArray(o.meta.monitor);
+    this.res = new Resources(() => this.extent(), waiting);
+    this.section("resources", "Resources", this.res.el, "--monitor-*");
+    this.show("resources", waiting || !!(o.result && monitorOf(o.result.monitor)));
     this.section("percentiles", "Response time percentiles", h("div", { class: "scroll" }), "exact HDR values, ms");
     this.section("status", "Status codes", h("div", { class: "scroll" }));
     this.section("failures", "Failures", h("div", { class: "scroll" }));
     if (o.kind === "script" || o.command === "run") this.section("exceptions", "Exceptions", h("div", { class: "scroll" }));
     this.section("schedule", "Schedule", h("div", { class: "scroll" }), "open model");
     if (o.command === "mqtt") this.section("mqtt", "MQTT delivery", h("div", { class: "scroll" }));
-    if (!o.live && o.result) this.section("details", "Run details", h("div", { class: "scroll" }));
+    this.section("details", "Run details", h("div", { class: "scroll" }));
+    this.show("details", !o.live && !!o.result);
     this.show("status", false);
     this.show("schedule", false);
   }
@@ -593,6 +616,16 @@ export class RunView {
     c.set(join(list.map((x) => spectrumTable(x.spec))));
   }
 
+  /** The seconds the time charts show: the load's and the monitor's, [first, last] (null: none yet). */
+  private extent(): [number, number] | null {
+    const p = this.points;
+    const m = this.res.extent();
+    if (!p.length) return m;
+    const lo = p[0].t;
+    const hi = p[p.length - 1].t;
+    return m ? [Math.min(lo, m[0]), Math.max(hi, m[1])] : [lo, hi];
+  }
+
   private updateCharts(s: Snapshot, fresh: Point[]): void {
     for (const spec of this.specs) {
       let c = this.charts.get(spec.id);
@@ -605,6 +638,7 @@ export class RunView {
       if (!c) {
         if (!spec.when(s)) continue;
         c = spec.make(this.slots.get(spec.id)!);
+        if ((c.o.x || "time") === "time") c.o.xExtent = () => this.extent();
         this.charts.set(spec.id, c);
         this.sigs.set(spec.id, sig);
         if (spec.row) for (const p of this.points) c.push(p.t, spec.row(p, s));
@@ -661,8 +695,19 @@ export class RunView {
 
     const mq = this.body("mqtt");
     if (mq) fill(mq, this.mqttTable(s));
+    this.updateDetails(s.generator);
+  }
+
+  /** Run details (reports) and squall's own threads (reports and, once it comes, the dashboard). */
+  private updateDetails(g: Generator | null): void {
     const det = this.body("details");
-    if (det && this.o.result) fill(det, this.detailsTable(this.o.result));
+    if (!det) return;
+    const key = JSON.stringify(g);
+    if (key === this.genKey && det.firstChild) return;
+    this.genKey = key;
+    const r = this.o.result;
+    fill(det, r ? this.detailsTable(r) : null, g ? generatorTable(g) : null);
+    this.show("details", !!r || !!g);
   }
 
   private scheduleTable(sc: Schedule): HTMLElement {
@@ -745,9 +790,14 @@ export class RunView {
     for (const p of s.points) if (typeof p.t === "number" && p.t > lastT) fresh.push(p);
     this.points.push(...fresh);
     this.last = s;
+    setWarnings(this.banner, s.generator);
+    setBadge(this.genBadge, s.generator);
+    const monitored = this.res.update(s.monitor);
+    if (monitored) this.show("resources", true);
     this.updateCards(s);
     this.updateTables(s);
     this.updateCharts(s, fresh);
+    this.res.draw();
     if (this.drawLimit) {
       this.drawLimit();
       this.drawLimit = null;
@@ -757,6 +807,7 @@ export class RunView {
   /** A new run started (the live cursor went back): the charts start over. */
   resetSeries(): void {
     this.points = [];
+    this.res.reset();
     this.charts.forEach((c) => c.destroy());
     this.charts.clear();
   }
@@ -764,6 +815,7 @@ export class RunView {
   destroy(): void {
     this.charts.forEach((c) => c.destroy());
     this.charts.clear();
+    this.res.destroy();
     this.el.remove();
     this.nav.remove();
   }

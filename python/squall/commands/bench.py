@@ -40,21 +40,7 @@ def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
     )
     load.add_argument("--ramp", type=str, help="ramp connections (closed) or rate (open) linearly from zero")
     load.add_argument("--threads", type=str, help="engine threads (default: one per available core)")
-    search = p.add_argument_group("the breaking point")
-    search.add_argument(
-        "--find-limit",
-        action="store_true",
-        help="find the highest rate the target sustains within --slo (open-model steps: doubling, then bisecting)",
-    )
-    search.add_argument(
-        "--slo",
-        action="append",
-        metavar="EXPR",
-        help="with --find-limit: what a step must hold, in the --threshold language, repeatable "
-        "(default: p95<1s and error_rate<1%%)",
-    )
-    search.add_argument("--step-time", default="5s", help="with --find-limit: how long each step lasts (default 5s)")
-    search.add_argument("--max-rate", help="with --find-limit: the highest rate to try")
+    limit.add_arguments(p, "the highest rate the target sustains", "--max-rate", limit.DEFAULT_SLOS)
     req = p.add_argument_group("request")
     req.add_argument("-m", "--method", help="HTTP method (default GET, or POST with a body)")
     req.add_argument(
@@ -244,11 +230,7 @@ def find_limit(args: argparse.Namespace) -> int:
             raise UsageError(f"--find-limit sets the load itself: drop {flag}")
     if args.web_port is not None or args.threshold:
         raise UsageError("--find-limit takes --slo, not --threshold; and no --web-port yet")
-    try:
-        slo_texts = args.slo or limit.DEFAULT_SLOS
-        slos = thresholds.parse_all(slo_texts)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
+    slo_texts, slos = limit.parse_slos(args, limit.DEFAULT_SLOS)
     hold = to_duration(args.step_time)
     most = to_rate(args.max_rate) if args.max_rate else None
     args.duration = args.step_time
@@ -281,41 +263,22 @@ def find_limit(args: argparse.Namespace) -> int:
         f"Finding the limit of {config['method']} {config['url']}: SLO {', '.join(slo_texts)}; "
         f"{hold:g} s a step, up to {config['connections']} connections"
     )
-    limit.say(limit.table_header("req/s"))
     try:
         probe = limit.judge(step(None), 0.0, slos, config["connections"])
     except _engine.TargetError as e:
         sys.stderr.write(f"squall bench: error: {e}\n")
         return exitcodes.CANNOT_START
-    limit.say(limit.table_row("probe", probe, "req/s"))
-    rows = iter(range(1, 1000))
-    steps: list[limit.Step] = []
-
-    def measure(rate: float) -> limit.Step:
-        s = limit.judge(step(rate), rate, slos, config["connections"])
-        steps.append(s)
-        return s
-
-    try:
-        outcome = limit.find(
-            measure,
-            start=max(probe.achieved / 2, 1.0),
-            most=most,
-            on_step=lambda s: limit.say(limit.table_row(next(rows), s, "req/s")),
-        )
-    except KeyboardInterrupt:
-        outcome = limit.Outcome(None, None, "interrupted", steps)
-    best = max((s for s in outcome.steps if s.passed), key=lambda s: s.load, default=None)
-    shown = best or (outcome.steps[-1] if outcome.steps else probe)
-    result = shown.result or {}
-    result["limit"] = limit.report(
-        outcome, "req/s", slo_texts, step_s=hold, connections=config["connections"], start=max(probe.achieved / 2, 1.0)
+    outcome, result = limit.search(
+        lambda rate: limit.judge(step(rate), rate, slos, config["connections"]),
+        "req/s",
+        slo_texts,
+        start=max(probe.achieved / 2, 1.0),
+        most=most,
+        probe=probe,
+        step_s=hold,
+        connections=config["connections"],
     )
-    result["limit"]["probe"] = probe.to_json()
-    if outcome.limit is not None:
-        limit.say(f"\nLimit: {outcome.limit:,.0f} req/s within {', '.join(slo_texts)} ({outcome.reason})")
-    else:
-        limit.say(f"\nNo limit established: {outcome.reason}")
+    result = result or {}
     written = report.write_files(
         result,
         json_path=args.json,

@@ -24,6 +24,9 @@ from squall.web import live, page
 if TYPE_CHECKING:
     from squall.commands.arguments import Subcommands
 
+# --find-limit's default SLO for MQTT: PUBLISH's latency (the broker's acknowledgement) and errors.
+MQTT_SLOS = ["publish.p95<1s", "error_rate<1%"]
+
 # The seed's variables and the flag each one sets (documented in the README).
 ENV = {
     "PU_TEST_LOAD_MQTT_DURATION": "duration",
@@ -131,20 +134,7 @@ def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
     live.add_arguments(p.add_argument_group("dashboard"), default_port=None)
     add_threshold_arguments(p)
     monitor.add_arguments(p)
-    search = p.add_argument_group("the breaking point")
-    search.add_argument(
-        "--find-limit",
-        action="store_true",
-        help="find the highest message rate the broker sustains within --slo (the clients' total rate, in steps)",
-    )
-    search.add_argument(
-        "--slo",
-        action="append",
-        metavar="EXPR",
-        help="with --find-limit: what a step must hold (default publish.p95<1s and error_rate<1%%)",
-    )
-    search.add_argument("--step-time", default="5s", help="with --find-limit: how long each step lasts (default 5s)")
-    search.add_argument("--max-rate", help="with --find-limit: the highest total rate to try")
+    limit.add_arguments(p, "the highest total message rate the broker sustains", "--max-rate", MQTT_SLOS)
     p.set_defaults(func=run)
     return p
 
@@ -330,9 +320,6 @@ def _final_output(result: dict[str, Any], args: argparse.Namespace) -> None:
         )
 
 
-MQTT_SLOS = ["publish.p95<1s", "error_rate<1%"]
-
-
 def find_limit(args: argparse.Namespace) -> int:
     """`--find-limit`: a probe as fast as the in-flight windows allow, then paced steps (`squall.limit`)
     over the clients' total rate; a step's throughput is PUBLISH's (acknowledged, or written at QoS 0)."""
@@ -341,11 +328,7 @@ def find_limit(args: argparse.Namespace) -> int:
             raise UsageError(f"--find-limit sets the load itself: drop {flag}")
     if args.total_rate or args.web_port is not None or args.threshold or args.processes or args.subscribe_only:
         raise UsageError("--find-limit takes --slo; not with --total-rate, --web-port, --threshold, --processes")
-    slo_texts = args.slo or MQTT_SLOS
-    try:
-        slos = thresholds.parse_all(slo_texts)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
+    slo_texts, slos = limit.parse_slos(args, MQTT_SLOS)
     hold = to_duration(args.step_time)
     most = to_rate(args.max_rate) if args.max_rate else None
     args.duration = args.step_time
@@ -371,41 +354,23 @@ def find_limit(args: argparse.Namespace) -> int:
         f"Finding the limit of {args.broker} with {clients} clients at QoS {args.qos}: SLO {', '.join(slo_texts)}; "
         f"{hold:g} s a step"
     )
-    limit.say(limit.table_header("msg/s"))
     try:
         probe = limit.judge(step(None), 0.0, slos, focus="PUBLISH")
     except _engine.TargetError as e:
         sys.stderr.write(f"squall mqtt: error: {e}\n")
         return exitcodes.CANNOT_START
-    limit.say(limit.table_row("probe", probe, "msg/s"))
-    rows = iter(range(1, 1000))
-    steps: list[limit.Step] = []
-
-    def measure(rate: float) -> limit.Step:
-        s = limit.judge(step(rate), rate, slos, focus="PUBLISH")
-        steps.append(s)
-        return s
-
-    try:
-        outcome = limit.find(
-            measure,
-            start=max(probe.achieved / 2, 1.0),
-            most=most,
-            on_step=lambda s: limit.say(limit.table_row(next(rows), s, "msg/s")),
-        )
-    except KeyboardInterrupt:
-        outcome = limit.Outcome(None, None, "interrupted", steps)
-    best = max((s for s in outcome.steps if s.passed), key=lambda s: s.load, default=None)
-    shown = best or (outcome.steps[-1] if outcome.steps else probe)
-    if outcome.limit is not None:
-        limit.say(f"\nLimit: {outcome.limit:,.0f} msg/s within {', '.join(slo_texts)} ({outcome.reason})")
-    else:
-        limit.say(f"\nNo limit established: {outcome.reason}")
-    result = shown.result or {}
-    result["limit"] = limit.report(
-        outcome, "msg/s", slo_texts, step_s=hold, clients=clients, qos=args.qos, start=max(probe.achieved / 2, 1.0)
+    outcome, result = limit.search(
+        lambda rate: limit.judge(step(rate), rate, slos, focus="PUBLISH"),
+        "msg/s",
+        slo_texts,
+        start=max(probe.achieved / 2, 1.0),
+        most=most,
+        probe=probe,
+        step_s=hold,
+        clients=clients,
+        qos=args.qos,
     )
-    result["limit"]["probe"] = probe.to_json()
+    result = result or {}
     written = report.write_files(
         result,
         json_path=args.json,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, SupportsIndex, TypeVar
 
 from greenlet import getcurrent
 
-from squall import _engine, exitcodes, limits, locust_compat, monitor, processes, report, thresholds
+from squall import _engine, exitcodes, limit, limits, locust_compat, monitor, processes, report, thresholds
 from squall.commands import run_limit
 from squall.commands.arguments import add_threshold_arguments, to_rate
 from squall.commands.drive import observe, print_observations
@@ -105,20 +105,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     live.add_arguments(p.add_argument_group("dashboard"), default_port=8089)
     add_threshold_arguments(p)
     monitor.add_arguments(p)
-    search = p.add_argument_group("the breaking point")
-    search.add_argument(
-        "--find-limit",
-        action="store_true",
-        help="find the most users the target serves within --slo (each step the file afresh with N users)",
+    limit.add_arguments(
+        p, "the most users the target serves (each step the file afresh)", "--max-users", limit.DEFAULT_SLOS
     )
-    search.add_argument(
-        "--slo",
-        action="append",
-        metavar="EXPR",
-        help="with --find-limit: what a step must hold (default p95<1s, error_rate<1%%)",
-    )
-    search.add_argument("--step-time", default="5s", help="with --find-limit: how long each step lasts (default 5s)")
-    search.add_argument("--max-users", help="with --find-limit: the most users to try")
     p.add_argument("user_classes", nargs="*", metavar="UserClass", help="run only these User classes")
 
 

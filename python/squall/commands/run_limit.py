@@ -76,11 +76,7 @@ def find_limit(args: argparse.Namespace, final_output: Callable[[dict[str, Any],
         raise UsageError("--find-limit sets the users itself: drop --rate and --processes")
     if args.threshold:
         raise UsageError("--find-limit takes --slo, not --threshold")
-    slo_texts = args.slo or limit.DEFAULT_SLOS
-    try:
-        slos = thresholds.parse_all(slo_texts)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
+    slo_texts, slos = limit.parse_slos(args, limit.DEFAULT_SLOS)
     hold = to_duration(args.step_time)
     most = int(args.max_users) if args.max_users else None
     start = max(1, int(args.users)) if args.users not in (None, "1") else 10
@@ -116,34 +112,8 @@ def find_limit(args: argparse.Namespace, final_output: Callable[[dict[str, Any],
         f"Finding the most users {os.path.basename(args.locustfile)} can have: SLO {', '.join(slo_texts)}; "
         f"{hold:g} s a step, all users started at once"
     )
-    limit.say(limit.table_header("users"))
-    rows = iter(range(1, 1000))
-    steps: list[limit.Step] = []
-
-    def measure_logged(users: float) -> limit.Step:
-        s = measure(users)
-        steps.append(s)
-        return s
-
-    try:
-        outcome = limit.find(
-            measure_logged,
-            start=start,
-            most=most,
-            whole=True,
-            on_step=lambda s: limit.say(limit.table_row(next(rows), s, "users")),
-        )
-    except KeyboardInterrupt:
-        outcome = limit.Outcome(None, None, "interrupted", steps)
-    best = max((s for s in outcome.steps if s.passed), key=lambda s: s.load, default=None)
-    shown = best or (outcome.steps[-1] if outcome.steps else None)
-    if outcome.limit is not None:
-        limit.say(f"\nLimit: {outcome.limit:,.0f} users within {', '.join(slo_texts)} ({outcome.reason})")
-    else:
-        limit.say(f"\nNo limit established: {outcome.reason}")
-    if shown is not None and shown.result is not None:
-        result = shown.result
-        result["limit"] = limit.report(outcome, "users", slo_texts, step_s=hold, start=start)
+    outcome, result = limit.search(measure, "users", slo_texts, start=start, most=most, whole=True, step_s=hold)
+    if result is not None:
         args.thresholds, args.watch = [], None
         final_output(result, args)
     if received:
