@@ -374,3 +374,32 @@ def test_the_report_of_a_find_limit_run_shows_the_breaking_point(browser, tmp_pa
     rows = page.locator("[data-testid='limit-step']")
     assert rows.count() == len(r["limit"]["steps"]) + 1  # and the probe
     assert page.console_errors == [] and page.blocked == []
+
+
+def test_the_report_shows_the_targets_resources_beside_the_load(nginx, browser, tmp_path):
+    out, html = tmp_path / "r.json", tmp_path / "r.html"
+    p = squall(
+        "bench",
+        nginx.url + "/",
+        "-c",
+        4,
+        "-t",
+        "3s",
+        "--monitor-pid",
+        nginx.proc.pid,
+        "--json",
+        out,
+        "--html",
+        html,
+        "-q",
+    )
+    assert p.returncode == 0, p.stderr
+    r = json.loads(out.read_text())
+    page = open_page(browser, html.as_uri(), offline=True)
+    shot(page, "resources-report")
+    assert points(page, "monitor-cpu") == len(r["monitor"]["targets"][0]["series"]) > 0
+    assert points(page, "monitor-memory") > 0
+    labels = {row.get_attribute("data-label") for row in page.locator("[data-testid='monitor-row']").all()}
+    assert labels == {r["monitor"]["targets"][0]["label"], "host"}
+    assert page.locator("[data-testid='generator-badge']").get_attribute("data-state") in ("ok", "warning")
+    assert page.console_errors == [] and page.blocked == []
