@@ -1,6 +1,7 @@
 """Thresholds end to end: verdicts against what the server saw or did, exit code 99, the abort."""
 
 import json
+import os
 import time
 
 import pytest
@@ -107,3 +108,15 @@ def test_a_bad_threshold_is_refused_before_the_run(nginx):
         p = squall(*cmd)
         assert p.returncode == 2 and p.stderr.count("\n") == 1 and "Traceback" not in p.stderr, p.stderr
     assert nginx.requests_logged() == 0
+
+
+def test_thresholds_are_reachable_from_a_locustfile(nginx, tmp_path):
+    seen = tmp_path / "seen.json"
+    p = squall(
+        "-f", FILES / "thresholds_api.py", "-H", nginx.url, "--headless", "-u", 2, "-t", "2s", "--only-summary",
+        env=dict(os.environ, SQUALL_TEST_OUT=str(seen)),
+    )  # fmt: skip
+    assert p.returncode == 3, p.stderr  # the file's own verdict, as Locust's process_exit_code pattern
+    got = json.loads(seen.read_text())
+    assert got["live"] == [["p95<10s", True], ["requests>=1", True]]
+    assert got["final"] == [["p99.5<10s", True], ["rps>1000000", False]]

@@ -146,6 +146,7 @@ def test_bench_live_dashboard_draws_while_running_and_ends_on_the_result(nginx, 
     assert page.locator("[data-testid='state']").inner_text().strip().lower() in ("running", "stopping")
     metrics = api(port, "/metrics")
     assert 'squall_requests_total{method="GET",name="/"}' in metrics
+    assert 'squall_response_time_seconds_bucket{method="GET",name="/",le="+Inf"}' in metrics
     shot(page, "bench-live")
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 0, stderr
@@ -172,8 +173,11 @@ def test_locustfile_dashboard_starts_changes_users_and_stops_from_the_page(nginx
     page.fill("[data-testid='start-rate']", "10")
     page.click("[data-testid='start-button']")
     wait_until(lambda: api(port, "/api/live?cursor=0")["users"] == 3, "3 users", proc)
-    # Five users from the page while it runs.
-    assert api(port, "/api/users", {"users": 5, "spawn_rate": 10}) == {"ok": True}
+    # Five users from the page's own form while it runs.
+    page.click("[data-testid='edit-users-button']")
+    page.fill("[data-testid='edit-users']", "5")
+    page.fill("[data-testid='edit-rate']", "10")
+    page.click("[data-testid='edit-submit']")
     wait_until(lambda: api(port, "/api/live?cursor=0")["users"] == 5, "5 users", proc)
     wait_until(lambda: points(page, "rps") >= 2, "charts", proc)
     shot(page, "locustfile-live")

@@ -4,9 +4,11 @@ options, and the exceptions its tasks raised."""
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
+from squall import thresholds
 from squall.event import Events
 from squall.event import events as default_events
 from squall.runners import LocalRunner
@@ -17,6 +19,7 @@ if TYPE_CHECKING:
     from squall.hub import Hub
     from squall.open_model import OpenPool
     from squall.shape import LoadTestShape
+    from squall.thresholds import Verdict
     from squall.user.users import User
 
 
@@ -51,6 +54,23 @@ class Environment:
         self.stats = None
         # The open model (`--rate`): where users take their next arrival; None in the closed model.
         self.open_pool: OpenPool | None = None
+        self.started_at: float | None = None  # time.monotonic() when the test started
+        self.result: dict[str, Any] | None = None  # the run's result document, once it has ended
+
+    def check_thresholds(self, *expressions: str) -> list[Verdict]:
+        """The verdicts of threshold expressions (`--threshold`'s language: "p95<300ms", "GET /x:
+        error_rate<1%") on the run so far, or on its result once it has ended (in `test_stop` and
+        `quitting` listeners: exact at any percentile). During the run they read the live totals, as
+        `--threshold-abort` does. squall's own API: Locust has no thresholds. ValueError for a
+        malformed expression."""
+        parsed = thresholds.parse_all(list(expressions))
+        if self.result is not None:
+            return thresholds.evaluate_all(parsed, self.result)
+        if self.hub is None or self.started_at is None:
+            raise RuntimeError("the test has not started")
+        totals = self.hub.engine.live(1 << 62)["totals"]  # a cursor past every second: the totals only
+        doc = {**totals, "duration_s": time.monotonic() - self.started_at}
+        return [thresholds.evaluate(t, doc, thresholds.live_percentile) for t in parsed]
 
     def next_user_id(self) -> int:
         return next(self._user_ids)

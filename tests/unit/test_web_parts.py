@@ -25,6 +25,7 @@ def endpoint(method, name, requests, failures=0, p50=1000, p95=2000, mean=1200.0
         "stdev_us": 1.0,
         "percentiles_us": {"50": p50, "95": p95, "99": p95 * 2, "100": 9000},
         "status_codes": {"200": requests - failures},
+        "buckets": [[1000, 10], [5000, 90], [10000, 100]],
     }
 
 
@@ -103,7 +104,9 @@ def test_prometheus_text_is_well_formed():
         assert line.startswith("# ") or sample.match(line), line
     assert 'squall_requests_total{method="GET",name="/a"} 100' in text
     assert 'squall_failures_total{method="POST",name="say \\"hi\\"\\\\n"} 1' in text
-    assert 'squall_response_time_seconds{method="GET",name="/a",quantile="0.95"} 0.002000' in text
+    assert 'squall_response_time_percentile_seconds{method="GET",name="/a",quantile="0.95"} 0.002000' in text
+    assert 'squall_response_time_seconds_bucket{method="GET",name="/a",le="0.005"} 90' in text
+    assert 'squall_response_time_seconds_bucket{method="GET",name="/a",le="+Inf"} 100' in text
     assert "squall_users 7" in text
 
 

@@ -282,6 +282,7 @@ def run(args: argparse.Namespace) -> int:
     result = engine.finish(reason, args.host or "")
     result["exceptions"] = [dict(x, nodes="local") for x in env.exceptions.values()]
     observe(result, generator, target_monitor)
+    env.result = result
     if worker is not None:
         with open(os.environ["SQUALL_WORKER_RESULT"], "w") as f:
             json.dump(result, f)
@@ -353,6 +354,7 @@ def _drive(
     publisher = live.Publisher(hub.engine.live, store, partial, generator, target_monitor)
     if target_monitor is not None:
         target_monitor.start(time.time())
+    env.started_at = start
     if dashboard is not None:
         dashboard.store.set(started=start)
     while True:

@@ -1,6 +1,7 @@
 """Prometheus' text exposition of a running test (`GET /metrics` on the dashboard's server), so that a
-test joins an existing Prometheus and Grafana: per endpoint, requests and failures as counters and the
-response time as a summary whose quantiles are the exact HDR percentiles; the users; MQTT's counters."""
+test joins an existing Prometheus and Grafana: per endpoint, requests and failures as counters, the
+response time as a histogram (Prometheus' usual bounds, counted from the HDR histogram) and its exact
+percentiles as gauges; the users; MQTT's counters."""
 
 from __future__ import annotations
 
@@ -28,16 +29,24 @@ def prometheus(result: dict[str, Any], live: dict[str, Any], kind: str) -> str:
     for e, lbl in zip(endpoints, labels):
         lines.append(f"squall_failures_total{{{lbl}}} {e['failures']}")
     lines += [
-        "# HELP squall_response_time_seconds Response time; quantiles are exact (HDR histogram, 3 digits).",
-        "# TYPE squall_response_time_seconds summary",
+        "# HELP squall_response_time_seconds Response time, by endpoint (bucket counts exact to 0.1%).",
+        "# TYPE squall_response_time_seconds histogram",
+    ]
+    for e, lbl in zip(endpoints, labels):
+        for le_us, count in e.get("buckets") or []:
+            lines.append(f'squall_response_time_seconds_bucket{{{lbl},le="{le_us / 1e6:g}"}} {count}')
+        lines.append(f'squall_response_time_seconds_bucket{{{lbl},le="+Inf"}} {e["requests"]}')
+        lines.append(f"squall_response_time_seconds_sum{{{lbl}}} {e['mean_us'] * e['requests'] / 1e6:.6f}")
+        lines.append(f"squall_response_time_seconds_count{{{lbl}}} {e['requests']}")
+    lines += [
+        "# HELP squall_response_time_percentile_seconds Exact percentiles of the response time (HDR histogram).",
+        "# TYPE squall_response_time_percentile_seconds gauge",
     ]
     for e, lbl in zip(endpoints, labels):
         pct = e.get("percentiles_us") or {}
         for key, q in QUANTILES.items():
             if key in pct:
-                lines.append(f'squall_response_time_seconds{{{lbl},quantile="{q}"}} {pct[key] / 1e6:.6f}')
-        lines.append(f"squall_response_time_seconds_sum{{{lbl}}} {e['mean_us'] * e['requests'] / 1e6:.6f}")
-        lines.append(f"squall_response_time_seconds_count{{{lbl}}} {e['requests']}")
+                lines.append(f'squall_response_time_percentile_seconds{{{lbl},quantile="{q}"}} {pct[key] / 1e6:.6f}')
     lines += [
         "# HELP squall_users Virtual users, connections or MQTT clients now.",
         "# TYPE squall_users gauge",

@@ -63,6 +63,10 @@ pub struct EndpointReport {
     /// The percentile spectrum, `[percentile, µs]` pairs (see `spectrum`).
     #[serde(default)]
     pub spectrum: Vec<(f64, u64)>,
+    /// `[upper bound µs, requests at most that long]` at Prometheus' usual bounds (`BUCKETS_US`), for
+    /// its histograms (the dashboard's /metrics).
+    #[serde(default)]
+    pub buckets: Vec<(u64, u64)>,
     pub histogram: String,
 }
 
@@ -230,6 +234,18 @@ pub fn spectrum(h: &Histogram<u64>) -> Vec<(f64, u64)> {
     out
 }
 
+/// Prometheus' default bucket bounds (5 ms to 10 s) and a few below, in microseconds.
+pub const BUCKETS_US: [u64; 14] = [
+    500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000, 1_000_000, 2_500_000, 5_000_000,
+    10_000_000,
+];
+
+/// Requests at most each bound long (cumulative, as Prometheus counts `le`); exact to the histogram's
+/// resolution (a value in the same 0.1% bucket as the bound counts as at most it).
+pub fn le_buckets(h: &Histogram<u64>) -> Vec<(u64, u64)> {
+    BUCKETS_US.iter().map(|&le| (le, if h.is_empty() { 0 } else { h.count_between(0, le) })).collect()
+}
+
 /// An endpoint's report; `histogram` false leaves the serialized histogram out (live totals).
 pub fn endpoint_report_with(method: &str, name: &str, s: &EndpointStats, histogram: bool) -> EndpointReport {
     EndpointReport {
@@ -238,6 +254,7 @@ pub fn endpoint_report_with(method: &str, name: &str, s: &EndpointStats, histogr
         summary: summarize_stats(s),
         status_codes: status_codes(s),
         spectrum: spectrum(&s.hist),
+        buckets: le_buckets(&s.hist),
         histogram: if histogram { stats::histogram_to_base64(&s.hist) } else { String::new() },
     }
 }
