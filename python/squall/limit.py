@@ -27,7 +27,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-from squall import thresholds
+from squall import exitcodes, thresholds
 from squall.errors import UsageError
 
 DEFAULT_SLOS = ["p95<1s", "error_rate<1%"]
@@ -325,3 +325,10 @@ def search(
     if probe is not None:
         result["limit"]["probe"] = probe.to_json()
     return outcome, result
+
+
+def exit_code(outcome: Outcome, stopped: list[int]) -> int:
+    """0 with a limit found; 1 without; 130 or 143 when a signal ended the search."""
+    if stopped:
+        return exitcodes.INTERRUPTED if stopped[0] == 2 else exitcodes.TERMINATED
+    return exitcodes.OK if outcome.limit is not None else exitcodes.ALL_FAILED

@@ -197,7 +197,7 @@ def finish(
     sys.stdout.flush()
     print_observations(result)
     verdicts = thresholds.judge(result, getattr(args, "thresholds", []), watch)
-    written = report.write_files(
+    report.write_and_say(
         result,
         json_path=args.json,
         csv_prefix=args.csv,
@@ -205,8 +205,6 @@ def finish(
         html_path=args.html,
         html_meta=page.meta("bench", getattr(args, "argv", None) or [], args.url),
     )
-    for path in written:
-        sys.stderr.write(f"wrote {path}\n")
     agg = result["aggregate"]
     if signum is not None:
         return exitcodes.INTERRUPTED if signum == 2 else exitcodes.TERMINATED
@@ -278,17 +276,12 @@ def find_limit(args: argparse.Namespace) -> int:
         step_s=hold,
         connections=config["connections"],
     )
-    result = result or {}
-    written = report.write_files(
-        result,
+    report.write_and_say(
+        result or {},
         json_path=args.json,
         csv_prefix=args.csv,
         full_history=args.csv_full_history,
         html_path=args.html,
         html_meta=page.meta("bench", getattr(args, "argv", None) or [], args.url),
     )
-    for path in written:
-        sys.stderr.write(f"wrote {path}\n")
-    if stopped:
-        return exitcodes.INTERRUPTED if stopped[0] == 2 else exitcodes.TERMINATED
-    return exitcodes.OK if outcome.limit is not None else exitcodes.ALL_FAILED
+    return limit.exit_code(outcome, stopped)

@@ -297,7 +297,7 @@ def _final_output(result: dict[str, Any], args: argparse.Namespace) -> None:
     sys.stdout.flush()
     print_observations(result)
     thresholds.judge(result, getattr(args, "thresholds", []), getattr(args, "watch", None))
-    written = report.write_files(
+    report.write_and_say(
         result,
         json_path=args.json,
         csv_prefix=args.csv,
@@ -305,8 +305,6 @@ def _final_output(result: dict[str, Any], args: argparse.Namespace) -> None:
         html_path=args.html,
         html_meta=page.meta("mqtt", getattr(args, "argv", None) or [], result["mqtt"]["broker"]),
     )
-    for path in written:
-        sys.stderr.write(f"wrote {path}\n")
     m = result["mqtt"]
     if not m["subscribe_only"] and m["published"] == 0:
         top = result["errors"][0]["message"] if result["errors"] else "nothing was acknowledged"
@@ -370,17 +368,12 @@ def find_limit(args: argparse.Namespace) -> int:
         clients=clients,
         qos=args.qos,
     )
-    result = result or {}
-    written = report.write_files(
-        result,
+    report.write_and_say(
+        result or {},
         json_path=args.json,
         csv_prefix=args.csv,
         full_history=args.csv_full_history,
         html_path=args.html,
         html_meta=page.meta("mqtt", getattr(args, "argv", None) or [], args.broker),
     )
-    for path in written:
-        sys.stderr.write(f"wrote {path}\n")
-    if stopped:
-        return exitcodes.INTERRUPTED if stopped[0] == signal.SIGINT else exitcodes.TERMINATED
-    return exitcodes.OK if outcome.limit is not None else exitcodes.ALL_FAILED
+    return limit.exit_code(outcome, stopped)

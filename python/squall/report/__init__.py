@@ -65,4 +65,12 @@ def write_files(
     return written
 
 
-__all__ = ["check_writable", "console", "locust_csv", "write_files"]
+def write_and_say(result: dict[str, Any], **files: Any) -> list[str]:
+    """`write_files`, then a "wrote PATH" line on stderr for each file written."""
+    written = write_files(result, **files)
+    for path in written:
+        sys.stderr.write(f"wrote {path}\n")
+    return written
+
+
+__all__ = ["check_writable", "console", "locust_csv", "write_and_say", "write_files"]
