@@ -566,3 +566,18 @@ def test_a_redirect_loop_fails_after_30_redirects(odd_server, tmp_path):
     assert "exceeded 30 redirects" in rows[0]["Error"]
     # What the server saw: each of the 3 requests, then its 30 redirects followed.
     assert odd_server.served("/loop") == 3 * 31
+
+
+def test_host_credentials_authenticate_every_request_and_are_never_shown(nginx, tmp_path):
+    nginx.reset_log()
+    out = tmp_path / "r.json"
+    host = nginx.url.replace("http://", "http://alice:s3cr%40t@")
+    p = squall(
+        "-f", FILES / "dashboard.py", "-H", host, "--headless", "-u", 1, "-t", "1s", "--json-file", out,
+        "--csv", tmp_path / "run",
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    lines = (nginx.dir / "access.log").read_text().splitlines()
+    assert lines and all(" - alice [" in line for line in lines)  # nginx names the basic-auth user
+    for text in (p.stdout, p.stderr, out.read_text(), *(f.read_text() for f in tmp_path.glob("run_*.csv"))):
+        assert "s3cr" not in text

@@ -6,6 +6,7 @@ Cookies set by responses are kept in the engine, per user, and sent back to the 
 
 from __future__ import annotations
 
+import base64
 import json as jsonlib
 import re
 import time
@@ -14,7 +15,7 @@ from contextlib import contextmanager
 from datetime import timedelta
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, Callable, overload
-from urllib.parse import urlencode
+from urllib.parse import unquote, urlencode, urlsplit, urlunsplit
 
 from squall.exception import CatchResponseError, ResponseError
 
@@ -247,11 +248,12 @@ class HttpSession:
     path and query unless told otherwise."""
 
     def __init__(self, base_url: str | None, user_id: int, hub: Hub, environment: Environment) -> None:
-        self.base_url = base_url or ""
+        self.base_url, credentials = split_userinfo(base_url or "")
         self.user_id = user_id
         self.hub = hub
         self.environment = environment
-        self.headers: dict[str, str] = {}
+        # A host given as http://user:secret@host/ authenticates every request, as requests does.
+        self.headers: dict[str, str] = {"Authorization": credentials} if credentials else {}
         self.cookies = CookieJar(hub.engine, user_id)
         self._rename: str | None = None
 
@@ -419,3 +421,14 @@ def _graphql_error(response: Response) -> str | None:
         return None
     first = errors[0]
     return f"GraphQL error: {first.get('message', first) if isinstance(first, dict) else first}"
+
+
+def split_userinfo(url: str) -> tuple[str, str | None]:
+    """(the URL without `user:secret@`, its basic-authentication header value or None)."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, host = parts.netloc.rsplit("@", 1)
+    user, _, password = userinfo.partition(":")
+    token = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode()
+    return urlunsplit(parts._replace(netloc=host)), f"Basic {token}"

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, SupportsIndex, TypeVar
 from greenlet import getcurrent
 
 from squall import _engine, exitcodes, limit, limits, locust_compat, monitor, processes, report, thresholds
+from squall.clients import split_userinfo
 from squall.commands import run_limit
 from squall.commands.arguments import add_threshold_arguments, to_rate
 from squall.commands.drive import observe, print_observations
@@ -229,7 +230,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.headless and worker is None:
         interactive = shape_class is None and not args.rate
         controls = {"start": not args.autostart, "users": interactive, "stop": True, "reset": True}
-        form = {"users": users, "spawn_rate": spawn_rate, "host": args.host or ""}
+        shown_host = split_userinfo(args.host or "")[0]  # the page never sees the credentials
+        form = {"users": users, "spawn_rate": spawn_rate, "host": shown_host}
         load = {"model": "open" if args.rate else "users", "users": users, "spawn_rate": spawn_rate, "rate": args.rate}
         title = f"squall: {os.path.basename(args.locustfile)}"
         dashboard = live.start(args, "run", "http", args.host or "", controls=controls, form=form, load=load)
@@ -268,7 +270,7 @@ def run(args: argparse.Namespace) -> int:
             else:
                 users = start.get("users", users)
                 spawn_rate = start.get("spawn_rate", spawn_rate)
-                if start.get("host"):
+                if start.get("host") and start["host"] != split_userinfo(args.host or "")[0]:  # a new host
                     env.host = args.host = start["host"]
                 reason = _drive(
                     env, hub, classes, shape, users, spawn_rate, run_time, stop_timeout, args, dashboard, partial,
@@ -279,7 +281,7 @@ def run(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGALRM, previous_alarm)
     if received:
         reason = "interrupted"
-    result = engine.finish(reason, args.host or "")
+    result = engine.finish(reason, page.redact_argv([args.host])[0] if args.host else "")
     result["exceptions"] = [dict(x, nodes="local") for x in env.exceptions.values()]
     observe(result, generator, target_monitor)
     env.result = result
