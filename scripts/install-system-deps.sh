@@ -5,6 +5,8 @@ need=()
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ] || need+=(mosquitto)
+# mosquitto_sub: an independent subscriber that counts deliveries (ground truth for --verify).
+command -v mosquitto_sub >/dev/null 2>&1 || need+=(mosquitto-clients)
 # The browser of the dashboard's tests (driven by Playwright through executable_path).
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 # Node and npm build and check web/ (the bundle itself is committed: installing squall needs no Node).

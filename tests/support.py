@@ -100,7 +100,10 @@ error_log {dir}/error.log;
 worker_rlimit_nofile 30000;
 events {{ worker_connections 20000; }}
 http {{
-  access_log {dir}/access.log;
+  # combined, then the arrival time to the millisecond and the connection's serial number (ground truth
+  # for arrival gaps and connection counts).
+  log_format timed '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent $msec $connection';
+  access_log {dir}/access.log timed;
   client_body_temp_path {dir}/body;
   proxy_temp_path {dir}/proxy;
   fastcgi_temp_path {dir}/fastcgi;
@@ -146,6 +149,15 @@ class Nginx:
         log = self.dir / "access.log"
         time.sleep(0.2)  # nginx writes each line as the request ends
         return sum(1 for _ in log.open()) if log.exists() else 0
+
+    def log(self):
+        """(arrival time in seconds, connection number) of each request logged since the last reset."""
+        time.sleep(0.2)
+        out = []
+        for line in (self.dir / "access.log").read_text().splitlines():
+            msec, conn = line.rsplit(" ", 2)[1:]
+            out.append((float(msec), int(conn)))
+        return out
 
     def reset_log(self):
         (self.dir / "access.log").write_text("")
@@ -196,7 +208,7 @@ class Mosquitto:
     QoS 1/2 messages for a subscriber with 1000 queued, which a moment of CPU starvation on a shared
     machine can reach at 10,000 msg/s."""
 
-    def __init__(self, workdir: Path, users=None, port=None, tls=False, max_queued=None):
+    def __init__(self, workdir: Path, users=None, port=None, tls=False, max_queued=None, extra=()):
         self.dir = workdir
         self.port = port or free_port()
         self.url = f"{'mqtts' if tls else 'mqtt'}://127.0.0.1:{self.port}"
@@ -211,6 +223,7 @@ class Mosquitto:
         ]
         if max_queued is not None:
             lines.append(f"max_queued_messages {max_queued}")
+        lines += list(extra)
         if tls:
             self_signed(workdir)
             lines += [f"certfile {workdir / 'cert.pem'}", f"keyfile {workdir / 'key.pem'}"]
