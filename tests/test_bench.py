@@ -7,6 +7,7 @@ import math
 import signal
 import subprocess
 import sys
+import threading
 import time
 import zlib
 
@@ -71,27 +72,54 @@ def pinned_odd_server():
     server.stop()
 
 
+class HostStalls:
+    """Watches the host itself while a run goes on: a thread that sleeps 1 ms at a time and records
+    the worst oversleep. On this shared virtual machine the host sometimes takes the CPU away for tens
+    of milliseconds; that, not squall, is what a retry is for."""
+
+    def __enter__(self):
+        self.worst, self._stop = 0.0, threading.Event()
+
+        def watch():
+            while not self._stop.is_set():
+                t = time.perf_counter()
+                time.sleep(0.001)
+                self.worst = max(self.worst, time.perf_counter() - t - 0.001)
+
+        self._thread = threading.Thread(target=watch, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_):
+        self._stop.set()
+        self._thread.join()
+
+
 def test_stalled_server_shows_in_open_model_percentiles(pinned_odd_server, tmp_path):
     """The server stalls 500 ms once a second. Measured from intended send times, squall's percentiles
-    match the server's ground truth (kernel receive timestamp to response written) within 1 ms beyond
-    the lag of its own sends, which it reports; a closed-model run hides the stall (coordinated
-    omission), as wrk-style measurement does.
+    match the server's ground truth (kernel receive timestamp to response written) within a fixed 5 ms:
+    squall's own send lag on a quiet host is a few milliseconds at most. A closed-model run hides the
+    stall (coordinated omission), as wrk-style measurement does.
     Server and squall each get a core of their own, as in the benchmarks, so that neither waits for
-    the other's CPU during the release of a stall's 1,000 held responses. The send lag is a few
-    milliseconds at most on a quiet machine; on this shared virtual machine the host sometimes takes
-    the CPU away for tens of milliseconds or more, and then squall's numbers include that delay and
-    say so (late sends, max lag), as an open-model generator must: its schedule does not wait."""
+    the other's CPU during the release of a stall's 1,000 held responses. The run is repeated (once)
+    only when the host itself stalled more than 10 ms meanwhile, as a separate watcher measures."""
     odd_server = pinned_odd_server
-    r, _ = run_json(
-        tmp_path, odd_server.url + "/stall", "--rate", 2000, "-t", "10s", "-c", 1500, "--threads", 1, timeout=60, core=1
-    )
-    truth = sorted(json.loads(squall_get(odd_server.url + "/__truth")))
+    for attempt in range(2):
+        before = len(json.loads(squall_get(odd_server.url + "/__truth")))  # the server's record so far
+        with HostStalls() as host:
+            r, _ = run_json(
+                tmp_path, odd_server.url + "/stall", "--rate", 2000, "-t", "10s", "-c", 1500, "--threads", 1,
+                timeout=60, core=1,
+            )  # fmt: skip
+        truth = sorted(json.loads(squall_get(odd_server.url + "/__truth"))[before:])
+        errors = {}
+        for pct in ("50", "99"):
+            true_us = truth[math.ceil(len(truth) * float(pct) / 100) - 1]  # HDR's rank: smallest v with >= p% <= v
+            errors[pct] = r["aggregate"]["percentiles_us"][pct] - true_us
+        if all(-1000 <= e <= 5000 for e in errors.values()) or host.worst < 0.010 or attempt == 1:
+            break
     assert len(truth) == r["aggregate"]["requests"] == 20000
-    lag_us = r["schedule"]["max_lag_us"]
-    for pct in ("50", "99"):
-        true_us = truth[math.ceil(len(truth) * float(pct) / 100) - 1]  # HDR's rank: the smallest v with >= p% <= v
-        got_us = r["aggregate"]["percentiles_us"][pct]
-        assert -1000 <= got_us - true_us <= 1000 + lag_us, (pct, got_us, true_us, r["schedule"])
+    assert all(-1000 <= e <= 5000 for e in errors.values()), (errors, host.worst, r["schedule"])
     # Half of every second is stalled, so the true p99 is 490 ms plus service time (p99.9: 499.5 ms).
     assert r["aggregate"]["percentiles_us"]["99"] >= 485_000
     assert r["aggregate"]["percentiles_us"]["99.9"] >= 495_000
