@@ -581,3 +581,64 @@ def test_host_credentials_authenticate_every_request_and_are_never_shown(nginx, 
     assert lines and all(" - alice [" in line for line in lines)  # nginx names the basic-auth user
     for text in (p.stdout, p.stderr, out.read_text(), *(f.read_text() for f in tmp_path.glob("run_*.csv"))):
         assert "s3cr" not in text
+
+
+def test_task_control_and_user_error_as_locust_defines_them(nginx, tmp_path):
+    """Three tasks, equal weights, 0.2 s wait: RescheduleTaskImmediately skips the wait, so /resched is
+    followed at once by another task; InterruptTaskSet returns from the nested set to the user; every
+    ValueError fires user_error once and is counted in the exceptions."""
+    nginx.reset_log()
+    seen = tmp_path / "seen.json"
+    out = tmp_path / "r.json"
+    p = squall(
+        "-f", FILES / "task_control.py", "-H", nginx.url, "--headless", "-u", 2, "-r", 2, "-t", "3s",
+        "--json-file", out, "--only-summary", env=dict(os.environ, SQUALL_TEST_OUT=str(seen)),
+    )  # fmt: skip
+    assert p.returncode == 1, p.stderr  # the task's exceptions make the exit code Locust's 1
+    counts = json.loads(seen.read_text())
+    r = json.loads(out.read_text())
+    logged = (nginx.dir / "access.log").read_text()
+    assert counts["resched"] == logged.count("GET /resched") > 0
+    assert counts["nested"] == logged.count("GET /nested") > 0
+    assert counts["user_errors"] == sum(x["count"] for x in r["exceptions"]) > 0
+    # A task ends in a 0.2 s wait unless it rescheduled: 2 users x 3 s / 0.2 s = 30 waits at most, so
+    # more than that many tasks ran only if the reschedules skipped theirs.
+    tasks = counts["resched"] + counts["nested"] + counts["user_errors"]
+    assert tasks > 30 + counts["resched"] // 2, counts
+
+
+def test_csv_full_history_has_a_row_per_endpoint_and_second(nginx, tmp_path):
+    prefix = tmp_path / "run"
+    p = squall(
+        "-f", FILES / "soak_mix.py", "-H", nginx.url, "--headless", "-u", 4, "-r", 4, "-t", "2s",
+        "--csv", prefix, "--csv-full-history", "--only-summary",
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    rows = list(csv.DictReader(open(f"{prefix}_stats_history.csv")))
+    names = {r["Name"] for r in rows}
+    assert {"browse", "cart", "Aggregated"} <= names
+    per_second = [r for r in rows if r["Name"] == "Aggregated"]
+    for agg in per_second:  # each second's endpoint rows add up to its aggregate row
+        parts = [r for r in rows if r["Timestamp"] == agg["Timestamp"] and r["Name"] != "Aggregated"]
+        assert sum(int(r["Requests/s"]) for r in parts) == int(agg["Requests/s"])
+
+
+def test_processes_minus_one_is_one_per_core(nginx, tmp_path):
+    nginx.reset_log()
+    out = tmp_path / "r.json"
+    p = squall(
+        "-f", FILES / "dashboard.py", "-H", nginx.url, "--headless", "-u", 4, "-r", 4, "-t", "2s",
+        "--processes", "-1", "--json-file", out, "--only-summary",
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert f"{os.cpu_count()} worker processes" in p.stderr
+    r = json.loads(out.read_text())
+    assert r["aggregate"]["requests"] <= nginx.requests_logged() <= r["aggregate"]["requests"] + r["abandoned"]
+
+
+def test_locust_headless_from_the_environment(nginx, tmp_path):
+    p = squall(
+        "-f", FILES / "dashboard.py", "-H", nginx.url, "-u", 1, "-t", "1s", "--only-summary",
+        env=dict(os.environ, LOCUST_HEADLESS="true"), timeout=60,
+    )  # fmt: skip
+    assert p.returncode == 0 and "dashboard at" not in p.stderr, p.stderr

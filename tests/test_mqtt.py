@@ -522,3 +522,23 @@ def test_message_sizes_beyond_mqtt_are_refused_and_large_ones_delivered(broker, 
     # Memory: a few copies of the value (a pool of at most 64 MB, the messages in flight, the
     # subscriber's buffer), not 64 of them (1.1 GB).
     assert usage.ru_maxrss / 1024 < 400, usage.ru_maxrss
+
+
+def test_total_rate_is_split_across_the_clients(broker, tmp_path):
+    p, r = run_json(tmp_path, "--broker", broker.url, "-u", 4, "--total-rate", 100, "-t", "2s", "--qos", 1)
+    assert p.returncode == 0, p.stderr
+    m = r["mqtt"]
+    assert m["rate_per_client"] == 25 and m["sent"] == 200 and m["published"] == 200
+
+
+@pytest.mark.parametrize("flag, clean", [("--clean-session", "c1"), ("--no-clean-session", "c0")])
+def test_clean_session_as_the_broker_sees_it(tmp_path, flag, clean):
+    (tmp_path / "m").mkdir()
+    b = Mosquitto(tmp_path / "m")
+    try:
+        p = squall("mqtt", "--broker", b.url, "-u", 2, "-n", 1, flag, "--client-id-prefix", "cs-", "-q")
+        assert p.returncode == 0, p.stderr
+        # mosquitto logs each CONNECT's flags: "(p2, c1, k60)" is protocol 3.1.1, clean session, keep-alive.
+        b.wait_for_log(rf"as cs-\d+ \(p\d, {clean},", 2)
+    finally:
+        b.stop()
