@@ -642,3 +642,31 @@ def test_locust_headless_from_the_environment(nginx, tmp_path):
         env=dict(os.environ, LOCUST_HEADLESS="true"), timeout=60,
     )  # fmt: skip
     assert p.returncode == 0 and "dashboard at" not in p.stderr, p.stderr
+
+
+def test_each_config_layer_contributes_the_setting_only_it_sets(nginx, tmp_path):
+    """~/.locust.conf, [tool.locust], ./locust.conf, --config, LOCUST_* and the command line each set
+    one setting no other sets; all six take effect, as the server sees: its connection numbers give the
+    users (one keep-alive connection each) and its log the host; the result gives the run time."""
+    nginx.reset_log()
+    home, cwd = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    cwd.mkdir()
+    (home / ".locust.conf").write_text("spawn-rate = 50\n")
+    (cwd / "pyproject.toml").write_text('[tool.locust]\nrun-time = "2s"\n')
+    (cwd / "locust.conf").write_text("users = 3\n")
+    (cwd / "extra.conf").write_text(f"host = {nginx.url}\n")
+    out = tmp_path / "r.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOCUST_")}
+    env.update(HOME=str(home), LOCUST_ONLY_SUMMARY="true")
+    p = squall(
+        "-f", FILES / "dashboard.py", "--config", "extra.conf", "--headless", "--json-file", out, cwd=cwd, env=env
+    )
+    assert p.returncode == 0, p.stderr
+    r = json.loads(out.read_text())
+    assert len({conn for _, conn in nginx.log()}) == 3  # users, from locust.conf
+    assert 2.0 <= r["duration_s"] < 2.5  # run-time, from pyproject.toml
+    assert r["aggregate"]["requests"] <= nginx.requests_logged() <= r["aggregate"]["requests"] + r["abandoned"]
+    assert p.stdout.count("Aggregated") == 2  # only the summary (LOCUST_ONLY_SUMMARY): stats and percentiles
+    # spawn-rate 50 from ~/.locust.conf: the 3 users started within the first second, not one a second.
+    assert r["timeseries"][0]["users"] == 3
