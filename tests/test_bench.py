@@ -360,3 +360,15 @@ def test_url_credentials_go_as_basic_auth_and_are_never_shown(nginx, tmp_path):
         *(f.read_text() for f in tmp_path.glob("run_*.csv")),
     ):
         assert "s3cr" not in text
+
+
+def test_saved_histograms_hold_exactly_what_was_counted(nginx, tmp_path):
+    """Decoded independently (tests/hdr.py), each saved histogram holds as many samples as its
+    endpoint's count, and nginx logged that many."""
+    from hdr import total
+
+    nginx.reset_log()
+    r, _ = run_json(tmp_path, nginx.url + "/", "-n", 3000, "-c", 8)
+    assert total(r["aggregate"]["histogram"]) == r["aggregate"]["requests"] == 3000 == nginx.requests_logged()
+    assert sum(total(s["histogram"]) for s in r["timeseries"]) == 3000
+    assert total(r["connect_histogram"]) == r["connect"]["requests"]
