@@ -4,53 +4,30 @@ counts from the server's side, losses forced at the broker and counted by an ind
 
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
 
-from support import HERE, Mosquitto, squall
+from support import HERE, Mosquitto, free_port, squall
 
 DELAY = 0.020
 
 
 @pytest.fixture(scope="module")
 def fixed_delay_server():
-    """HTTP/1.1 keep-alive server, a thread per connection, answering each request after sleeping
-    exactly DELAY (time.sleep: about 0.1 ms late at most on Linux)."""
-    srv = socket.socket()
-    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(128)
-
-    def serve(conn):
-        with conn:
-            buf = b""
-            while True:
-                while b"\r\n\r\n" not in buf:
-                    data = conn.recv(65536)
-                    if not data:
-                        return
-                    buf += data
-                _, buf = buf.split(b"\r\n\r\n", 1)
-                time.sleep(DELAY)
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-
-    def accept():
-        while True:
-            try:
-                conn, _ = srv.accept()
-            except OSError:
-                return
-            threading.Thread(target=serve, args=(conn,), daemon=True).start()
-
-    threading.Thread(target=accept, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.getsockname()[1]}/"
-    srv.close()
+    """tests/servers/delay_server.py: every answer after exactly DELAY (in a process of its own)."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, HERE / "servers" / "delay_server.py", str(port), str(DELAY * 1000)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdout.readline().strip() == "ready"
+    yield f"http://127.0.0.1:{port}/"
+    proc.kill()
+    proc.wait()
 
 
 def test_closed_model_latency_against_a_fixed_20ms_server(fixed_delay_server, tmp_path):
