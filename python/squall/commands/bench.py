@@ -11,7 +11,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 from squall import _engine, exitcodes, limit, limits, monitor, report, thresholds
 from squall.commands.arguments import add_threshold_arguments, to_duration, to_positive_int, to_rate
-from squall.commands.drive import drive, print_observations
+from squall.commands.drive import drive, find_rate_limit, print_observations
 from squall.commands.progress import ProgressLine
 from squall.errors import UsageError
 from squall.web import live, page
@@ -234,27 +234,12 @@ def find_limit(args: argparse.Namespace) -> int:
     args.duration = args.step_time
     config, body = engine_config(args)
     limits.ensure_open_files(config["connections"])
-    stopped: list[int] = []
-
-    def step(rate: float | None) -> dict[str, Any]:
-        if stopped:
-            raise KeyboardInterrupt
-        cfg = dict(config, rate=rate, duration=hold, requests=None)
-        try:
-            engine_run = _engine.Run.bench(cfg, body)
-        except _engine.UsageError as e:
-            raise UsageError(str(e)) from None
-        result, signum = drive(engine_run)
-        if signum is not None:
-            stopped.append(signum)
-        settle(result)
-        return result
 
     def settle(result: dict[str, Any]) -> None:
         """Requests still queued at the target when a step ended would slow the next one down: wait
         the time the target needs to serve them at the rate it just showed (at most 10 s)."""
         done = result["aggregate"]["requests"] / max(result["duration_s"], 1e-9)
-        if result["abandoned"] and not stopped:
+        if result["abandoned"]:
             time.sleep(min(10.0, result["abandoned"] / max(done, 1.0)) + 0.2)
 
     limit.say(
@@ -262,20 +247,19 @@ def find_limit(args: argparse.Namespace) -> int:
         f"{hold:g} s a step, up to {config['connections']} connections"
     )
     try:
-        probe = limit.judge(step(None), 0.0, slos, config["connections"])
+        outcome, result, stopped = find_rate_limit(
+            lambda rate: _engine.Run.bench(dict(config, rate=rate, duration=hold, requests=None), body),
+            lambda r, rate: limit.judge(r, rate, slos, config["connections"]),
+            "req/s",
+            slo_texts,
+            most,
+            after_step=settle,
+            step_s=hold,
+            connections=config["connections"],
+        )
     except _engine.TargetError as e:
         sys.stderr.write(f"squall bench: error: {e}\n")
         return exitcodes.CANNOT_START
-    outcome, result = limit.search(
-        lambda rate: limit.judge(step(rate), rate, slos, config["connections"]),
-        "req/s",
-        slo_texts,
-        start=max(probe.achieved / 2, 1.0),
-        most=most,
-        probe=probe,
-        step_s=hold,
-        connections=config["connections"],
-    )
     report.write_and_say(
         result or {},
         json_path=args.json,

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
+from squall import _engine, limit
+from squall.errors import UsageError
 from squall.monitor import GeneratorWatch
 from squall.monitor import summary as monitor_summary
 from squall.signals import on_stop_signals
@@ -110,3 +112,41 @@ def _fields(p: Progress, kind: str) -> dict[str, Any]:
             "failed": p.mqtt_failed,
         }
     return fields
+
+
+def find_rate_limit(
+    start: Callable[[float | None], Run],
+    judge: Callable[[dict[str, Any], float], limit.Step],
+    unit: str,
+    slo_texts: list[str],
+    most: float | None,
+    after_step: Callable[[dict[str, Any]], None] | None = None,
+    **settings: Any,
+) -> tuple[limit.Outcome, dict[str, Any] | None, list[int]]:
+    """`--find-limit` by rate (bench, mqtt): a closed-model probe for the scale (`start(None)`), then
+    `limit.search` from half of it over open-model steps (`start(rate)`), each driven to its end and
+    `judge`d; `after_step` runs after each step unless a signal stopped the search. Returns the
+    outcome, the result to report and the signals received. TargetError propagates from the probe."""
+    stopped: list[int] = []
+
+    def step(rate: float | None) -> dict[str, Any]:
+        if stopped:
+            raise KeyboardInterrupt
+        try:
+            engine_run = start(rate)
+        except _engine.UsageError as e:
+            raise UsageError(str(e)) from None
+        result, signum = drive(engine_run)
+        if signum is not None:
+            stopped.append(signum)
+        elif after_step is not None:
+            after_step(result)
+        return result
+
+    def measure(rate: float) -> limit.Step:
+        return judge(step(rate), rate)
+
+    probe = judge(step(None), 0.0)
+    start_at = max(probe.achieved / 2, 1.0)
+    outcome, result = limit.search(measure, unit, slo_texts, start=start_at, most=most, probe=probe, **settings)
+    return outcome, result, stopped

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from squall import _engine, exitcodes, limit, limits, monitor, processes, report, thresholds
 from squall.commands.arguments import add_threshold_arguments, to_duration, to_positive_int, to_rate
-from squall.commands.drive import drive, print_observations
+from squall.commands.drive import drive, find_rate_limit, print_observations
 from squall.commands.progress import MqttProgressLine
 from squall.errors import UsageError
 from squall.report import mqtt_console
@@ -333,41 +333,26 @@ def find_limit(args: argparse.Namespace) -> int:
     config = engine_config(args)
     clients = config["clients"]
     limits.ensure_open_files(clients + config["subscribers"])
-    stopped: list[int] = []
-
-    def step(rate: float | None) -> dict[str, Any]:
-        if stopped:
-            raise KeyboardInterrupt
-        cfg = dict(config, rate=None if rate is None else rate / clients, duration=hold, messages=None)
-        try:
-            engine_run = _engine.Run.mqtt(cfg)
-        except _engine.UsageError as e:
-            raise UsageError(str(e)) from None
-        result, signum = drive(engine_run)
-        if signum is not None:
-            stopped.append(signum)
-        return result
-
     limit.say(
         f"Finding the limit of {args.broker} with {clients} clients at QoS {args.qos}: SLO {', '.join(slo_texts)}; "
         f"{hold:g} s a step"
     )
     try:
-        probe = limit.judge(step(None), 0.0, slos, focus="PUBLISH")
+        outcome, result, stopped = find_rate_limit(
+            lambda rate: _engine.Run.mqtt(
+                dict(config, rate=None if rate is None else rate / clients, duration=hold, messages=None)
+            ),
+            lambda r, rate: limit.judge(r, rate, slos, focus="PUBLISH"),
+            "msg/s",
+            slo_texts,
+            most,
+            step_s=hold,
+            clients=clients,
+            qos=args.qos,
+        )
     except _engine.TargetError as e:
         sys.stderr.write(f"squall mqtt: error: {e}\n")
         return exitcodes.CANNOT_START
-    outcome, result = limit.search(
-        lambda rate: limit.judge(step(rate), rate, slos, focus="PUBLISH"),
-        "msg/s",
-        slo_texts,
-        start=max(probe.achieved / 2, 1.0),
-        most=most,
-        probe=probe,
-        step_s=hold,
-        clients=clients,
-        qos=args.qos,
-    )
     report.write_and_say(
         result or {},
         json_path=args.json,

@@ -64,7 +64,6 @@ def start(
     page_meta["thresholds"] = list(args.threshold or []) or None  # pending until the run ends
     page_meta["monitor"] = [] if _monitoring(args) else None  # the live view carries the samples
     store = LiveStore(page_meta, kind)
-    store.load = load or {}
     try:
         dashboard = Dashboard(store, args.web_host, args.web_port, args.web_auth)
     except OSError as e:

@@ -48,7 +48,6 @@ class LiveStore:
         self.schedule: dict[str, Any] | None = None
         self.mqtt: dict[str, Any] | None = None
         self.result: dict[str, Any] | None = None
-        self.load: dict[str, Any] = {}
         self.last_poll: float | None = None  # when a page last asked for /api/live
         self.monitor: dict[str, Any] | None = None  # the target's resources so far (squall.monitor)
         self.generator: dict[str, Any] | None = None  # the generator watching itself
@@ -107,7 +106,7 @@ class LiveStore:
                 "start_unix": self.timeseries[0]["unix"] if self.timeseries else time.time(),
                 "duration_s": float(len(self.timeseries)),
                 "stop_reason": "running",
-                "load": self.load,
+                "load": self.meta.get("load") or {},
                 "aggregate": agg,
                 "endpoints": self.totals["endpoints"],
                 "errors": self.totals["errors"],
