@@ -90,9 +90,11 @@ class ScriptEngine:
         body: bytes,
         timeout: float,
         record: bool,
-        follow_redirects: bool,
+        max_redirects: int | None,
+        insecure: bool = False,
     ) -> int:
-        """Starts a request; returns its id (UsageError for a URL that cannot be requested)."""
+        """Starts a request; returns its id (UsageError for a URL that cannot be requested).
+        `max_redirects` None: redirects are not followed; `insecure`: no certificate check."""
     def poll(self, timeout: float) -> list[Completion]:
         """Runs the engine until completions are ready or `timeout` seconds pass (GIL released)."""
     def messages(self) -> list[Message]: ...

@@ -17,7 +17,9 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, Callable, overload
 from urllib.parse import unquote, urlencode, urlsplit, urlunsplit
 
-from squall.exception import CatchResponseError, ResponseError
+from squall import requests_compat
+from squall.exception import CatchResponseError, LocustError, ResponseError
+from squall.requests_compat import CaseInsensitiveDict, NotSupported, error_class
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -32,15 +34,15 @@ if TYPE_CHECKING:
     RequestMeta = tuple[str, str, str, Mapping[str, Any]]
 
 DEFAULT_TIMEOUT = 60.0
+
+
+def __getattr__(name: str) -> Any:  # `locust.clients.HTTPError` and friends, made on first use
+    if name in ("HTTPError", "ConnectionError", "InvalidURL"):
+        return error_class(name)
+    raise AttributeError(name)
+
+
 METHODS_WITH_BODY = ("POST", "PUT", "PATCH")
-
-
-class HTTPError(ResponseError):
-    pass
-
-
-class ConnectionError(ResponseError):  # shadows the builtin on purpose: the name requests' users catch
-    pass
 
 
 class Headers(dict[str, str]):
@@ -72,12 +74,39 @@ class Headers(dict[str, str]):
         return dict.get(self, key.lower(), default)
 
 
+_WITH_BLOCK = "In order to use a with-block for requests, you must also pass catch_response=True"
+# What Locust says when a response that was not caught is judged: its responses are all context
+# managers, never entered without catch_response=True.
+_NOT_ENTERED = (
+    "Tried to set status on a request that has not yet been made. Make sure you use a with-block, like this:"
+    "\n\nwith self.client.request(..., catch_response=True) as response:\n    response.{}"
+)
+
+
+class SentRequest:
+    """`response.request`: what was sent (method, URL, headers, body), as requests keeps it."""
+
+    __slots__ = ("body", "headers", "method", "url")
+
+    def __init__(self, method: str, url: str, headers: list[tuple[str, str]], body: bytes) -> None:
+        self.method = method
+        self.url = url
+        self.headers = CaseInsensitiveDict(headers)
+        self.body = body or None
+
+    @property
+    def path_url(self) -> str:
+        parts = urlsplit(self.url)
+        return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+
+
 class Response:
     """What a request came to: requests' Response attributes that locustfiles use."""
 
     __slots__ = (
         "_headers",
         "_raw_headers",
+        "_sent",
         "content",
         "elapsed_us",
         "encoding",
@@ -96,12 +125,14 @@ class Response:
         content: bytes,
         elapsed_us: int,
         error: str | None,
+        sent: tuple[list[tuple[str, str]], bytes] | None = None,
     ) -> None:
         self.request_method = method
         self.url = url
         self.status_code = status  # 0 when no response came (error says why)
         self._raw_headers = raw_headers
         self._headers: Headers | None = None
+        self._sent = sent  # (headers, body) as sent, for `request`; built into an object only if read
         self.content = content
         self.elapsed_us = elapsed_us
         self.error = error
@@ -118,6 +149,11 @@ class Response:
         return self._headers
 
     @property
+    def request(self) -> SentRequest:
+        headers, body = self._sent or ([], b"")
+        return SentRequest(self.request_method, self.url, headers, body)
+
+    @property
     def reason(self) -> str:
         try:
             return HTTPStatus(self.status_code).phrase
@@ -129,6 +165,25 @@ class Response:
         return self.error is None and 0 < self.status_code < 400
 
     @property
+    def is_redirect(self) -> bool:
+        return "location" in self.headers and self.status_code in (301, 302, 303, 307, 308)
+
+    @property
+    def history(self) -> list[Response]:
+        return []  # redirects are followed in the engine, timed as one request; their responses are not kept
+
+    @property
+    def cookies(self) -> dict[str, str]:
+        """The cookies this response set (name -> value)."""
+        found = {}
+        for line in self._raw_headers.decode("latin-1").split("\r\n"):
+            k, sep, v = line.partition(":")
+            if sep and k.strip().lower() == "set-cookie":
+                name, _, rest = v.strip().partition("=")
+                found[name.strip()] = rest.split(";", 1)[0].strip()
+        return found
+
+    @property
     def text(self) -> str:
         encoding = self.encoding
         if encoding is None:
@@ -137,70 +192,134 @@ class Response:
         return self.content.decode(encoding, errors="replace")
 
     def json(self, **kwargs: Any) -> Any:
-        return jsonlib.loads(self.content, **kwargs)
+        try:
+            return jsonlib.loads(self.content, **kwargs)
+        except ValueError as e:
+            raise requests_compat.json_error(e, self.text) from None
+
+    def iter_content(self, chunk_size: int | None = 1, decode_unicode: bool = False) -> Iterator[Any]:
+        """The body in chunks (already read whole: the engine times the request to its last byte)."""
+        body: bytes | str = self.text if decode_unicode else self.content
+        step = chunk_size or len(body) or 1
+        for i in range(0, len(body), step):
+            yield body[i : i + step]
+
+    def iter_lines(
+        self, chunk_size: int = 512, decode_unicode: bool = False, delimiter: str | bytes | None = None
+    ) -> Iterator[Any]:
+        body: bytes | str = self.text if decode_unicode else self.content
+        yield from (body.split(delimiter) if delimiter else body.splitlines())  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        pass
 
     def raise_for_status(self) -> None:
         exc = self.exception()
         if exc is not None:
             raise exc
 
-    def exception(self) -> ResponseError | None:
+    def exception(self) -> Exception | None:
         """The exception a failed request stands for, as Locust reports it; None on success."""
         if self.error is not None:
-            return ConnectionError(self.error)
+            return error_class("ConnectionError")(self.error)
         if self.status_code >= 400:
             kind = "Client" if self.status_code < 500 else "Server"
-            return HTTPError(f"{self.status_code} {kind} Error: {self.reason} for url: {self.url}")
+            return error_class("HTTPError")(f"{self.status_code} {kind} Error: {self.reason} for url: {self.url}")
         return None
+
+    # As in Locust: judging a response needs catch_response=True, and a with-block says so.
+    def success(self) -> None:
+        raise LocustError(_NOT_ENTERED.format("success()"))
+
+    def failure(self, exc: object = None) -> None:
+        raise LocustError(_NOT_ENTERED.format("failure(...)"))
+
+    def __enter__(self) -> Response:
+        raise LocustError(_WITH_BLOCK)
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def __bool__(self) -> bool:
+        return self.ok
 
     def __repr__(self) -> str:
         return f"<Response [{self.status_code}]>"
 
 
 class ResponseContextManager:
-    """`with self.client.get(..., catch_response=True) as response:` — the block decides success."""
+    """`with self.client.get(..., catch_response=True) as response:` — the block decides success, as in
+    Locust: `success()` or `failure()` win; else a ResponseError raised in the block fails it; else its
+    status does. Any other exception leaves the block unreported and goes on to the task (Locust's rule:
+    the exceptions table shows it)."""
 
     def __init__(self, response: Response, report: Callable[[Response, str], None]) -> None:
         self._response = response
         self._report = report
         self._verdict: str | None = None  # None: judged at exit; "": success; text: failure message
+        self._entered = False
         # What "judged at exit" means beyond the status (GraphQL errors).
         self._default_failure: str | None = None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._response, name)
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        # The response's own fields (`encoding`) go to it; anything else a script hangs on the response
+        # (`resp.js` in `rest`) stays on this wrapper, which reads through to the response.
+        target = self._response if name in Response.__slots__ else self
+        object.__setattr__(target, name, value)
+
     def __enter__(self) -> ResponseContextManager:
+        self._entered = True
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool:
+        if self._verdict is not None:
+            self._report(self._response, self._verdict)
+            return exc is None
         if exc is not None:
             if isinstance(exc, ResponseError):
                 self._verdict = str(exc)
                 self._report(self._response, self._verdict)
                 return True
-            self._report(self._response, f"{type(exc).__name__}({exc})")
             return False
-        if self._verdict is None:
-            failed = self._response.exception()
-            self._verdict = str(failed) if failed is not None else (self._default_failure or "")
+        failed = self._response.exception()
+        self._verdict = str(failed) if failed is not None else (self._default_failure or "")
         self._report(self._response, self._verdict)
-        return False
+        return True
 
     def success(self) -> None:
+        if not self._entered:
+            raise LocustError(_NOT_ENTERED.format("success()"))
         self._verdict = ""
 
     def failure(self, exc: object) -> None:
         """Marks the request failed; `exc` is a message or an exception."""
+        if not self._entered:
+            raise LocustError(_NOT_ENTERED.format("failure(...)"))
         self._verdict = str(exc) if str(exc) else repr(exc)
+
+
+class Cookie:
+    """One cookie of `self.client.cookies`, as iterating requests' jar gives them."""
+
+    __slots__ = ("domain", "name", "path", "value")
+
+    def __init__(self, name: str, value: str, domain: str) -> None:
+        self.name, self.value, self.domain, self.path = name, value, domain, "/"
+
+    def __repr__(self) -> str:
+        return f"<Cookie {self.name}={self.value} for {self.domain or '*'}/>"
 
 
 class CookieJar(MutableMapping[str, str]):
     """`self.client.cookies`: the user's cookie jar, kept in the engine (which sends each cookie back to
-    the host that set it). Reads and writes like a dict of name -> value, as requests' jar does for the
-    common cases; a cookie set here goes to every host."""
+    the host that set it). As requests' RequestsCookieJar: a dict of name -> value for lookups (`jar[name]`,
+    `get`, `keys`, `items`, `get_dict`, `set`, `update`, `clear`), while iterating yields cookies (with
+    `.name`, `.value`, `.domain`). A cookie set here without a domain goes to every host."""
 
     def __init__(self, engine: Any, user_id: int) -> None:
         self._engine = engine
@@ -216,55 +335,118 @@ class CookieJar(MutableMapping[str, str]):
         raise KeyError(name)
 
     def __setitem__(self, name: str, value: str) -> None:
-        self._engine.set_cookie(self._user, name, str(value))
+        if value is None:
+            self._engine.remove_cookies(self._user, name)
+        else:
+            self._engine.set_cookie(self._user, name, str(value))
 
     def __delitem__(self, name: str) -> None:
         if name not in self:
             raise KeyError(name)
         self._engine.remove_cookies(self._user, name)
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(dict.fromkeys(n for n, _, _ in self._all()))
+    def __contains__(self, name: object) -> bool:
+        return any(n == name for n, _, _ in self._all())
+
+    def __iter__(self) -> Iterator[Cookie]:  # type: ignore[override]  # requests' jar yields cookies
+        return iter([Cookie(n, v, d) for n, v, d in self._all()])
 
     def __len__(self) -> int:
-        return len(dict.fromkeys(n for n, _, _ in self._all()))
+        return len(self._all())
 
-    def clear(self) -> None:
-        self._engine.remove_cookies(self._user)
+    def keys(self) -> list[str]:  # type: ignore[override]
+        return list(dict.fromkeys(n for n, _, _ in self._all()))
 
-    def get_dict(self) -> dict[str, str]:
-        return {n: v for n, v, _ in self._all()}
+    def values(self) -> list[str]:  # type: ignore[override]
+        return list(self.get_dict().values())
 
-    def set(self, name: str, value: str, domain: str = "", **_kw: Any) -> None:
-        self._engine.set_cookie(self._user, name, str(value), domain)
+    def items(self) -> list[tuple[str, str]]:  # type: ignore[override]
+        return list(self.get_dict().items())
+
+    def clear(self, domain: str | None = None, path: str | None = None, name: str | None = None) -> None:
+        if name is not None:
+            self._engine.remove_cookies(self._user, name)
+        else:
+            self._engine.remove_cookies(self._user)
+
+    def get_dict(self, domain: str | None = None, path: str | None = None) -> dict[str, str]:
+        return {n: v for n, v, d in self._all() if domain is None or d == domain}
+
+    def set(self, name: str, value: str | None, domain: str = "", **_kw: Any) -> None:
+        if value is None:
+            self._engine.remove_cookies(self._user, name)
+        else:
+            self._engine.set_cookie(self._user, name, str(value), domain)
+
+    def update(self, other: Any = (), /, **kw: str) -> None:
+        pairs = other.items() if hasattr(other, "items") else other
+        for n, v in [*pairs, *kw.items()]:
+            self[n] = v
 
     def __repr__(self) -> str:
         return f"<CookieJar {self.get_dict()!r}>"
 
 
 class HttpSession:
-    """One user's session: base URL, default headers, and the engine's connections and cookie jar for
-    this user. The engine joins the base and the URL, parses each once, and names the request by its
-    path and query unless told otherwise."""
+    """One user's session, shaped like requests' Session (which Locust's HttpSession is): `headers`,
+    `auth`, `cookies`, `params`, `verify`, `max_redirects`, `hooks`, set in `on_start` and used by every
+    request. The engine does the I/O: it joins the base and the URL, parses each once, keeps the
+    connections and the cookie jar, and names the request by its path and query unless told otherwise.
 
-    def __init__(self, base_url: str | None, user_id: int, hub: Hub, environment: Environment) -> None:
+    Every keyword requests' `Session.request` takes is accepted; those the engine cannot honour
+    (`proxies`, `cert`, a CA bundle path for `verify`) raise NotSupported when used, and any other keyword
+    is Python's TypeError, as in requests: nothing a script asks for is silently dropped."""
+
+    # What FastHttpUser changes (see squall.contrib.fasthttp).
+    default_insecure = False
+    # Headers every request carries unless the script replaces them, as requests' defaults do (its
+    # User-Agent, Accept and Connection; not Accept-Encoding: the engine does not decompress bodies).
+    default_headers: tuple[tuple[str, str], ...] = (("Accept", "*/*"),)
+
+    def __init__(
+        self,
+        base_url: str | None,
+        user_id: int,
+        hub: Hub,
+        environment: Environment,
+        user: Any = None,
+    ) -> None:
         self.base_url, credentials = split_userinfo(base_url or "")
         self.user_id = user_id
         self.hub = hub
         self.environment = environment
+        self.user = user
+        self.headers = CaseInsensitiveDict(self.default_headers)
         # A host given as http://user:secret@host/ authenticates every request, as requests does.
-        self.headers: dict[str, str] = {"Authorization": credentials} if credentials else {}
+        self.auth: Any = None
+        if credentials:
+            self.headers["Authorization"] = credentials
         self.cookies = CookieJar(hub.engine, user_id)
-        self._rename: str | None = None
+        self.params: dict[str, Any] = {}
+        self.verify: bool | str = True
+        self.proxies: dict[str, str] = {}
+        self.cert: str | tuple[str, str] | None = None
+        self.hooks: dict[str, list[Callable[..., Any]]] = {"response": []}
+        self.max_redirects = 30
+        self.trust_env = True
+        self.stream = False
+        self.request_name: str | None = None  # Locust's: the stats name of the requests that follow
+        self.timeout: float | None = None  # squall's: every request's timeout unless the call gives one
 
     @contextmanager
     def rename_request(self, name: str) -> Iterator[None]:
         """Groups the requests made inside the block under one stats name."""
-        previous, self._rename = self._rename, name
+        previous, self.request_name = self.request_name, name
         try:
             yield
         finally:
-            self._rename = previous
+            self.request_name = previous
+
+    def mount(self, prefix: str, adapter: Any) -> None:
+        """requests' transport adapters tune connection pools: the engine keeps its own; accepted."""
+
+    def close(self) -> None:
+        pass
 
     def request(
         self,
@@ -275,48 +457,86 @@ class HttpSession:
         context: Mapping[str, Any] | None = None,
         *,
         params: Params | None = None,
-        headers: Mapping[str, str] | None = None,
-        json: Any = None,
-        data: str | bytes | bytearray | dict[str, Any] | None = None,
+        data: Any = None,
+        headers: Mapping[str, Any] | None = None,
         cookies: Mapping[str, str] | None = None,
+        files: Any = None,
+        auth: Any = None,
         timeout: float | tuple[float | None, float | None] | None = None,
         allow_redirects: bool = True,
-        **_ignored: Any,
+        proxies: Mapping[str, str] | None = None,
+        hooks: Mapping[str, Any] | None = None,
+        stream: bool | None = None,
+        verify: bool | str | None = None,
+        cert: str | tuple[str, str] | None = None,
+        json: Any = None,
+        **unexpected: Any,
     ) -> Response | ResponseContextManager:
         """One request, as requests' `Session.request` takes it (and Locust's `name`, `catch_response`,
         `context`). With `catch_response=True` the result is a context manager whose block judges it."""
+        if unexpected:  # requests' own words, which Locust's exceptions table shows
+            raise TypeError(f"Session.request() got an unexpected keyword argument '{next(iter(unexpected))}'")
         method = method.upper()
-        if params:
-            query = urlencode(params, doseq=True) if not isinstance(params, str) else params
-            url += ("&" if "?" in url else "?") + query
-        header_list = [*self.headers.items(), *headers.items()] if headers else list(self.headers.items())
+        if proxies or self.proxies:
+            raise NotSupported("proxies are not supported by squall: its engine connects to the target directly")
+        if cert is not None or self.cert is not None:
+            raise NotSupported("client certificates (cert=) are not supported by squall yet")
+        verify = self.verify if verify is None else verify
+        if isinstance(verify, str):
+            raise NotSupported("verify=<CA bundle path> is not supported by squall: use verify=False or the system CAs")
+        if url[:1] != "/" and "://" not in url and self.base_url[-1:] != "/":
+            # Locust joins host and path as text: "graphql" on http://host:8080 is http://host:8080graphql,
+            # which fails to parse (requests' InvalidURL, raised into the task), not a quiet /graphql.
+            url = self.base_url + url
+        query = params if not self.params else [*_param_pairs(self.params), *_param_pairs(params or {})]
+        if query:
+            encoded = query if isinstance(query, str) else urlencode(query, doseq=True)
+            url += ("&" if "?" in url else "?") + encoded
+        header_list = requests_compat.merge_headers(self.headers, headers)
         body = b""
-        if json is not None:
+        if files:
+            body, content_type = requests_compat.encode_files(files, data)
+            header_list.append(("Content-Type", content_type))
+        elif data is not None and not (isinstance(data, (dict, list)) and not data):
+            body = self._encode_data(data, header_list)
+        elif json is not None:
             body = jsonlib.dumps(json).encode()
             header_list.append(("Content-Type", "application/json"))
-        elif isinstance(data, dict):
-            body = urlencode(data, doseq=True).encode()
-            header_list.append(("Content-Type", "application/x-www-form-urlencoded"))
-        elif data is not None:
-            body = data.encode() if isinstance(data, str) else bytes(data)
+        auth = auth if auth is not None else self.auth
+        if auth is not None:
+            url, header_list = requests_compat.apply_auth(auth, method, url, header_list, body)
         if isinstance(timeout, tuple):
             timeout = sum(t for t in timeout if t)
         hub = self.hub
-        op = hub.engine.submit(
-            self.user_id,
-            method,
-            self.base_url,
-            url,
-            self._rename or name,
-            header_list,
-            list(cookies.items()) if cookies else [],
-            body,
-            float(timeout or DEFAULT_TIMEOUT),
-            not catch_response,
-            allow_redirects,
-        )
+        rename = self.request_name
+        try:
+            op = hub.engine.submit(
+                self.user_id,
+                method,
+                self.base_url,
+                url,
+                rename if rename and not name else name,
+                header_list,
+                list(cookies.items()) if cookies else [],
+                body,
+                float(timeout or self.timeout or DEFAULT_TIMEOUT),
+                not catch_response,
+                self.max_redirects if allow_redirects else None,
+                verify is False or self.default_insecure,
+            )
+        except ValueError as e:
+            if "invalid URL" in str(e):
+                # urllib3's words, which requests and so Locust report
+                netloc = urlsplit(url).netloc
+                raise error_class("InvalidURL")(f"Failed to parse: '{netloc}' is not a valid host or port") from None
+            raise
         c = hub.wait_for(op)
-        response = Response(method, c.url, c.status, c.head, c.body, c.elapsed_us, c.error)
+        response = Response(method, c.url, c.status, c.head, c.body, c.elapsed_us, c.error, (header_list, body))
+        for hook in _hooks(self.hooks, hooks):
+            replaced = hook(response)
+            response = replaced if isinstance(replaced, Response) else response
+        if self.user is not None:
+            context = {**self.user.context(), **(context or {})}
         meta: RequestMeta = (method, c.name, c.url, context or {})
         if catch_response:
             return ResponseContextManager(response, lambda r, verdict: self._report(r, verdict, meta))
@@ -324,6 +544,19 @@ class HttpSession:
         if events:
             self._fire(events, response, meta, response.exception())
         return response
+
+    @staticmethod
+    def _encode_data(data: Any, header_list: list[tuple[str, str]]) -> bytes:
+        """requests' `data=`: form fields (a dict or pairs) are urlencoded; text, bytes or a file go as
+        they are."""
+        if isinstance(data, (dict, list, tuple)):
+            has_type = any(k.lower() == "content-type" for k, _ in header_list)
+            if not has_type:
+                header_list.append(("Content-Type", "application/x-www-form-urlencoded"))
+            return urlencode(data, doseq=True).encode()
+        if hasattr(data, "read"):
+            data = data.read()
+        return data.encode() if isinstance(data, str) else bytes(data)
 
     def _report(self, response: Response, verdict: str, meta: RequestMeta) -> None:
         method, name = meta[0], meta[1]
@@ -399,6 +632,21 @@ class HttpSession:
 
     def options(self, url: str, **kw: Any) -> Response | ResponseContextManager:
         return self.request("OPTIONS", url, **kw)
+
+
+def _param_pairs(params: Params) -> list[tuple[str, Any]]:
+    if isinstance(params, str):
+        return [(k, v) for k, _, v in (p.partition("=") for p in params.split("&") if p)]
+    return list(params.items()) if isinstance(params, Mapping) else list(params)
+
+
+def _hooks(session: Mapping[str, Any], call: Mapping[str, Any] | None) -> list[Callable[..., Any]]:
+    """requests' response hooks: the session's, then the call's."""
+    found: list[Callable[..., Any]] = []
+    for hooks in (session, call or {}):
+        h = hooks.get("response")
+        found.extend(h if isinstance(h, (list, tuple)) else [h] if h else [])
+    return found
 
 
 _OPERATION = re.compile(r"^\s*(?:query|mutation|subscription)\s+([_A-Za-z][_0-9A-Za-z]*)")

@@ -271,8 +271,9 @@ impl ScriptEngine {
         Ok(ScriptEngine { engine: Some(engine) })
     }
 
-    /// Starts a request; returns its id. `base` is the user's host; `name` None: the path and query.
-    #[pyo3(signature = (user, method, base, url, name, headers, cookies, body, timeout, record, follow_redirects))]
+    /// Starts a request; returns its id. `base` is the user's host; `name` None: the path and query;
+    /// `max_redirects` None: redirects are not followed; `insecure`: no certificate check (`verify=False`).
+    #[pyo3(signature = (user, method, base, url, name, headers, cookies, body, timeout, record, max_redirects, insecure=false))]
     #[allow(clippy::too_many_arguments)]
     fn submit(
         &self,
@@ -286,11 +287,24 @@ impl ScriptEngine {
         body: Vec<u8>,
         timeout: f64,
         record: bool,
-        follow_redirects: bool,
+        max_redirects: Option<u32>,
+        insecure: bool,
     ) -> PyResult<u64> {
         let timeout = Duration::from_secs_f64(timeout.max(0.001));
-        let r =
-            ScriptRequest { user, method, base, url, name, headers, cookies, body, timeout, record, follow_redirects };
+        let r = ScriptRequest {
+            user,
+            method,
+            base,
+            url,
+            name,
+            headers,
+            cookies,
+            body,
+            timeout,
+            record,
+            max_redirects,
+            insecure,
+        };
         self.engine()?.submit(r).map_err(usage)
     }
 

@@ -1,18 +1,106 @@
 """`locust.contrib.fasthttp`: Locust's FastHttpUser. In squall every HTTP client runs in the engine, so
-it is the same user and session as HttpUser's."""
+it is HttpUser's session with FastHttpUser's settings and defaults:
+
+- `insecure = True` (certificates are not checked unless the class sets it False), `max_redirects = 30`,
+  `network_timeout` (each request's timeout) and `default_headers`, as Locust's;
+- `connection_timeout` bounds the whole request too: the engine has one deadline per request, so the
+  effective timeout is the smaller of the two;
+- `concurrency` and `client_pool` tune geventhttpclient's connection pools: the engine opens a user's
+  connections as its requests need them (one per request in flight), so they change nothing here;
+- `max_retries`: a request that gets no response is sent again, up to this many times, as
+  geventhttpclient does; only the last try is a request in the stats, as in Locust;
+- `proxy_host` and `ssl_context_factory` are not supported: the user fails to start with NotSupported."""
 
 from __future__ import annotations
 
-from squall.clients import HttpSession, ResponseContextManager
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from squall.clients import HttpSession, Response, ResponseContextManager
+from squall.requests_compat import NotSupported
 from squall.user.users import HttpUser
 
-FastHttpSession = HttpSession
+if TYPE_CHECKING:
+    from squall.env import Environment
+
+
+class FastHttpSession(HttpSession):
+    """FastHttpUser's client: HttpSession with FastHttpUser's defaults."""
+
+    default_insecure = True
+    max_retries = 0
+
+    def request(  # type: ignore[override]  # FastHttpSession's own order: data before catch_response
+        self,
+        method: str,
+        url: str,
+        name: str | None = None,
+        data: Any = None,
+        catch_response: bool = False,
+        stream: bool = False,
+        headers: Mapping[str, Any] | None = None,
+        auth: Any = None,
+        json: Any = None,
+        allow_redirects: bool = True,
+        context: Mapping[str, Any] | None = None,
+        **kw: Any,
+    ) -> Response | ResponseContextManager:
+        kw.update(name=name, data=data, stream=stream, headers=headers, auth=auth, json=json)
+        kw.update(allow_redirects=allow_redirects, context=context)
+        if not self.max_retries:
+            return super().request(method, url, catch_response=catch_response, **kw)
+        # Tries that got no response are dropped unrecorded: one request in the stats, as
+        # geventhttpclient retries inside one of Locust's requests.
+        for _ in range(self.max_retries + 1):
+            attempt = super().request(method, url, catch_response=True, **kw)
+            assert isinstance(attempt, ResponseContextManager)
+            if attempt.status_code != 0:
+                break
+        assert isinstance(attempt, ResponseContextManager)
+        if catch_response:
+            return attempt
+        with attempt:
+            pass
+        return attempt._response
+
+    def iter_lines(self, url: str, method: str = "GET", **kwargs: Any) -> Iterator[str]:
+        """The response's lines (Locust's FastHttpSession.iter_lines); fails like raise_for_status."""
+        response = self.request(method, url, **kwargs)
+        response.raise_for_status()
+        yield from response.text.split("\n")
 
 
 class FastHttpUser(HttpUser):
-    """Locust's FastHttpUser: here the same engine-backed client as HttpUser."""
+    """Locust's FastHttpUser: the engine's client with FastHttpUser's settings."""
 
     abstract = True
+    session_class: ClassVar[type[HttpSession]] = FastHttpSession
+    network_timeout: float = 60.0
+    connection_timeout: float = 60.0
+    max_redirects: int = 30
+    max_retries: int = 0
+    insecure: bool = True
+    default_headers: dict[str, str] | None = None
+    concurrency: int = 10
+    proxy_host: str | None = None
+    proxy_port: int | None = None
+    client_pool: Any = None
+    ssl_context_factory: Any = None
+
+    def __init__(self, environment: Environment) -> None:
+        if self.proxy_host:
+            raise NotSupported("FastHttpUser.proxy_host is not supported by squall: it connects to the target directly")
+        if self.ssl_context_factory is not None:
+            raise NotSupported("FastHttpUser.ssl_context_factory is not supported by squall: set insecure instead")
+        super().__init__(environment)
+        client = self.client
+        assert isinstance(client, FastHttpSession)
+        client.default_insecure = self.insecure
+        client.max_redirects = self.max_redirects
+        client.max_retries = self.max_retries
+        client.timeout = min(self.network_timeout, self.connection_timeout)
+        if self.default_headers:
+            client.headers.update(self.default_headers)
 
 
 __all__ = ["FastHttpSession", "FastHttpUser", "ResponseContextManager"]

@@ -3,11 +3,16 @@ on the hub."""
 
 from __future__ import annotations
 
+import re
+import time
+import traceback
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from greenlet import GreenletExit
 
-from squall.clients import HttpSession
+from squall.clients import HttpSession, ResponseContextManager
 from squall.exception import StopUser, UserHung, user_traceback
 from squall.user.task import DefaultTaskSet, Task, TaskHolderMeta
 from squall.user.wait_time import WaitTime, constant
@@ -36,6 +41,10 @@ class User(metaclass=TaskHolderMeta):
 
     def on_start(self) -> None:
         pass
+
+    def context(self) -> dict[str, Any]:
+        """Added to every request event's `context` (Locust's hook for tagging requests per user)."""
+        return {}
 
     def on_stop(self) -> None:
         pass
@@ -81,4 +90,65 @@ class HttpUser(User):
         given = environment.host
         if given and not given.startswith(("mqtt://", "mqtts://")):
             self.host = given
-        self.client = HttpSession(self.host, self.user_id, self.hub, environment)
+        self.client = self.session_class(self.host, self.user_id, self.hub, environment, self)
+
+    session_class: ClassVar[type[HttpSession]] = HttpSession
+
+    @contextmanager
+    def rest(
+        self, method: str, url: str, headers: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> Iterator[ResponseContextManager]:
+        """Locust's `rest`: a JSON request judged in a with-block. The body is parsed into `resp.js`
+        (a body that is not JSON fails it); `Content-Type` and `Accept` default to JSON; an assertion or
+        any exception in the block fails the request with its message instead of ending the task."""
+        with _rest(self, method, url, headers, kwargs) as resp:
+            yield resp
+
+    @contextmanager
+    def rest_(self, method: str, url: str, name: str | None = None, **kwargs: Any) -> Iterator[ResponseContextManager]:
+        """`rest` with a `_=<milliseconds>` query parameter against caches, named `url?_=...`."""
+        separator = "&" if "?" in url else "?"
+        name = name if name is not None else f"{url}{separator}_=..."
+        with self.rest(method, f"{url}{separator}_={int(time.time() * 1000)}", name=name, **kwargs) as resp:
+            yield resp
+
+
+_CALLSTACK = re.compile(r'  File "(\/.[^"]*)", line (\d*),(.*)')
+
+
+@contextmanager
+def _rest(
+    user: HttpUser, method: str, url: str, headers: Mapping[str, Any] | None, kwargs: dict[str, Any]
+) -> Iterator[ResponseContextManager]:
+    sent = dict(headers) if headers else {}
+    if not ("Content-Type" in sent or "content-type" in sent):
+        sent["Content-Type"] = "application/json"
+    if not ("Accept" in sent or "accept" in sent):
+        sent["Accept"] = "application/json"
+    with user.client.request(method, url, catch_response=True, headers=sent, **kwargs) as r:
+        assert isinstance(r, ResponseContextManager)  # catch_response=True
+        r.js = None
+        if r.error is not None and not r.content:
+            r.failure(str(r.error))
+        elif r.text:
+            try:
+                r.js = r.json()
+            except ValueError as e:
+                r.failure(f"Could not parse response as JSON. {r.text[:250]}, response code {r.status_code}, error {e}")
+        try:
+            yield r
+        except AssertionError as e:
+            if e.args:
+                message = str(e.args[0])
+                short = r.text[:200] if r.text else r.text
+                r.failure(f"{message[:-1]}, response was {short}" if message.endswith(",") else message)
+            else:
+                r.failure("Assertion failed")
+        except Exception as e:  # as Locust: the request fails with the error and where it happened
+            lines = []
+            for line in traceback.format_exc().split("\n"):
+                if m := _CALLSTACK.match(line):
+                    filename = re.sub(r"/((home|Users)/\w*)/", "~/", m.group(1))
+                    lines.append(filename + ":" + m.group(2) + m.group(3))
+            short = r.text[:200] if r.text else r.text
+            r.failure(f"{e.__class__.__name__}: {e} at {', '.join(lines)}. Response was {short}")

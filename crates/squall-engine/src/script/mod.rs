@@ -42,7 +42,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, Notify};
 
-const MAX_REDIRECTS: usize = 30;
 /// Parsed URLs kept per base: scripts that build a unique URL per request must not grow it forever.
 const MAX_URLS: usize = 10_000;
 /// Prepared request heads kept.
@@ -65,8 +64,12 @@ pub struct ScriptRequest {
     /// False when the script judges the response itself (`catch_response=True`) and records its
     /// verdict with `record`.
     pub record: bool,
-    /// Follow redirects (up to 30), timed and recorded as one request, as Locust does.
-    pub follow_redirects: bool,
+    /// Follow up to this many redirects (None: return the 3xx), timed and recorded as one request, as
+    /// Locust does; one more fails the request (requests' TooManyRedirects, 30 by default).
+    pub max_redirects: Option<u32>,
+    /// Accept any TLS certificate for this request (requests' `verify=False`; on by default for
+    /// FastHttpUser), whatever the engine's default.
+    pub insecure: bool,
 }
 
 /// What came back for a request (or an MQTT operation). `status` is 0 when no response arrived
@@ -173,10 +176,13 @@ struct Engine {
     /// hash of (method, URL, headers); each entry keeps its key to tell collisions apart.
     heads: RefCell<HashMap<u64, Vec<PreparedHead>>>,
     head_count: Cell<usize>,
-    /// Each user's connections per origin index.
-    pool: RefCell<HashMap<(u64, usize), Pooled>>,
-    connectors: RefCell<HashMap<usize, Connector>>,
+    /// Each user's connections per (origin index, insecure): a connection opened without verifying
+    /// the certificate never serves a request that asked for verification.
+    pool: RefCell<HashMap<(u64, usize, bool), Pooled>>,
+    connectors: RefCell<HashMap<(usize, bool), Connector>>,
+    /// TLS settings that verify certificates (unless the engine is insecure), and that do not.
     tls: Arc<rustls::ClientConfig>,
+    tls_insecure: Arc<rustls::ClientConfig>,
     jars: RefCell<HashMap<u64, Jar>>,
     done: RefCell<Vec<Completion>>,
     messages: RefCell<Vec<Message>>,
@@ -285,16 +291,18 @@ impl Engine {
         KnownUrl { url, origin: index, name }
     }
 
-    async fn connector(&self, index: usize) -> Result<Connector, Failure> {
-        if let Some(c) = self.connectors.borrow().get(&index) {
+    async fn connector(&self, index: usize, insecure: bool) -> Result<Connector, Failure> {
+        let insecure = insecure && !self.options.insecure; // one setting when the engine verifies nothing
+        if let Some(c) = self.connectors.borrow().get(&(index, insecure)) {
             return Ok(c.clone());
         }
         let origin = self.origins.borrow()[index].clone();
         let addrs =
             crate::net::resolve_async(&origin.host, origin.port).await.map_err(|m| Failure::new(FailureKind::Io, m))?;
-        let tls = origin.https.then(|| (self.tls.clone(), origin.host.as_str()));
+        let config = if insecure { &self.tls_insecure } else { &self.tls };
+        let tls = origin.https.then(|| (config.clone(), origin.host.as_str()));
         let c = Connector::new(addrs, tls).map_err(|m| Failure::new(FailureKind::Tls, m))?;
-        self.connectors.borrow_mut().insert(index, c.clone());
+        self.connectors.borrow_mut().insert((index, insecure), c.clone());
         Ok(c)
     }
 
@@ -377,6 +385,7 @@ impl ScriptEngine {
             pool: RefCell::default(),
             connectors: RefCell::default(),
             tls: tls::client_config(options.insecure, alpn),
+            tls_insecure: tls::client_config(true, alpn),
             jars: RefCell::default(),
             done: RefCell::default(),
             messages: RefCell::default(),
@@ -580,7 +589,7 @@ impl ScriptEngine {
             }
             !theirs
         });
-        engine.pool.borrow_mut().retain(|&(u, _), _| u != user);
+        engine.pool.borrow_mut().retain(|&(u, _, _), _| u != user);
         engine.jars.borrow_mut().remove(&user);
         engine.mqtt.borrow_mut().remove(&user); // its task says goodbye and ends
     }
@@ -745,7 +754,7 @@ async fn follow(engine: &Engine, r: &ScriptRequest, first: &KnownUrl) -> Result<
                 None => Jar::default().header_for(&host, &r.cookies),
             }
         };
-        let resp = exchange(engine, r.user, origin, method, &url, &headers, cookie.as_deref(), &body).await?;
+        let resp = exchange(engine, r, origin, method, &url, &headers, cookie.as_deref(), &body).await?;
         if !resp.set_cookies.is_empty() {
             let mut jars = engine.jars.borrow_mut();
             let jar = jars.entry(r.user).or_default();
@@ -754,12 +763,12 @@ async fn follow(engine: &Engine, r: &ScriptRequest, first: &KnownUrl) -> Result<
             }
         }
         let redirect = matches!(resp.status, 301 | 302 | 303 | 307 | 308);
-        let (Some(location), true) = (resp.location.clone(), redirect && r.follow_redirects) else {
+        let (Some(location), true, Some(max)) = (resp.location.clone(), redirect, r.max_redirects) else {
             return Ok((resp, url.to_string()));
         };
-        if hops >= MAX_REDIRECTS {
+        if hops >= max {
             // As requests does: a loop or an endless chain fails; it is not the last 3xx's success.
-            return Err(Failure::new(FailureKind::TooManyRedirects, MAX_REDIRECTS.to_string()));
+            return Err(Failure::new(FailureKind::TooManyRedirects, max.to_string()));
         }
         let next = url
             .join(&location)
@@ -782,7 +791,7 @@ async fn follow(engine: &Engine, r: &ScriptRequest, first: &KnownUrl) -> Result<
 #[allow(clippy::too_many_arguments)]
 async fn exchange(
     engine: &Engine,
-    user: u64,
+    r: &ScriptRequest,
     origin: usize,
     method: &str,
     url: &url::Url,
@@ -790,7 +799,8 @@ async fn exchange(
     cookie: Option<&str>,
     body: &[u8],
 ) -> Result<Response, Failure> {
-    let key = (user, origin);
+    let (user, insecure) = (r.user, r.insecure);
+    let key = (user, origin, insecure);
     if engine.options.http2 {
         let conn = {
             let mut pool = engine.pool.borrow_mut();
@@ -799,7 +809,7 @@ async fn exchange(
                 Pooled::H1(_) => unreachable!("a run is HTTP/2 or HTTP/1.1 throughout"),
             }
         };
-        let connector = engine.connector(origin).await?;
+        let connector = engine.connector(origin, insecure).await?;
         let mut all = headers.to_vec();
         if let Some(c) = cookie {
             all.push(("cookie".into(), c.to_string()));
@@ -833,7 +843,7 @@ async fn exchange(
         _ => None,
     };
     let open = async || {
-        let connector = engine.connector(origin).await?;
+        let connector = engine.connector(origin, insecure).await?;
         let t0 = Instant::now();
         let stream = connector.connect(user as usize).await?;
         engine.recorder.borrow_mut().record_connect(t0.elapsed());

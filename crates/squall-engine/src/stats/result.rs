@@ -362,8 +362,15 @@ pub fn build(inp: Inputs) -> RunResult {
     let names = &inp.names;
     let mut totals = inp.totals;
     totals.resize_with(names.len().max(totals.len()), EndpointStats::default);
-    let endpoints: Vec<EndpointReport> =
-        totals.iter().zip(names.iter()).map(|(s, (m, n))| endpoint_report(m, n, s)).collect();
+    // A script's endpoint exists from its first request's start; one whose every request was dropped
+    // unjudged (an exception in a `catch_response` block, as Locust drops it) has no row, as in Locust.
+    let script = inp.kind == "script";
+    let endpoints: Vec<EndpointReport> = totals
+        .iter()
+        .zip(names.iter())
+        .filter(|(s, _)| !script || s.requests > 0)
+        .map(|(s, (m, n))| endpoint_report(m, n, s))
+        .collect();
     let all = merged(&totals);
     let aggregate = endpoint_report("", "Aggregated", &all);
 

@@ -1,0 +1,142 @@
+"""Locustfiles in the styles real projects use (tests/locustfiles/corpus), each run by Locust 2.47 and by
+squall against the same recording server: what arrived at the server, the requests and failures per
+endpoint, the exceptions and the exit code must be the same.
+
+Each file bounds its users to a fixed number of tasks (corpus/_bounded.py), so the two runs make the
+same requests whatever the machine's speed, and the comparison is exact, not statistical."""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+import urllib.request
+from collections import Counter
+from email.parser import BytesParser
+from email.policy import HTTP
+from pathlib import Path
+
+import pytest
+
+from support import free_port, squall
+
+CORPUS = Path(__file__).parent / "locustfiles" / "corpus"
+USERS = 2
+# Headers whose values both tools must send alike; the others (User-Agent, Accept-Encoding, Connection,
+# Content-Length with a multipart boundary inside) legitimately differ between clients.
+COMPARED_HEADERS = ("authorization", "x-client", "x-api-version", "content-type", "accept")
+
+pytest.importorskip("locust")
+
+
+class Recorder:
+    def __init__(self):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        server = Path(__file__).parent / "servers" / "recorder.py"
+        self.proc = subprocess.Popen([sys.executable, str(server), str(self.port)], stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout.readline().strip() == "ready"
+
+    def log(self):
+        with urllib.request.urlopen(self.url + "/__log", timeout=10) as r:
+            return json.loads(r.read())
+
+    def reset(self):
+        urllib.request.urlopen(urllib.request.Request(self.url + "/__reset", method="POST"), timeout=10).read()
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def recorder():
+    r = Recorder()
+    yield r
+    r.stop()
+
+
+def received(records):
+    """What arrived, independent of the client: a multiset of (method, path, query, compared headers,
+    cookies, body) with multipart bodies taken apart (their boundaries are random)."""
+    seen = []
+    for r in records:
+        headers = dict(r["headers"])
+        ctype = headers.get("content-type", "")
+        body = r["body"]
+        if ctype.startswith("multipart/form-data"):
+            body = _parts(ctype, body.encode("latin-1"))
+            headers["content-type"] = "multipart/form-data"
+        elif ctype == "application/json" and body:
+            body = json.dumps(json.loads(body), sort_keys=True)
+        cookies = tuple(sorted(c.strip() for c in headers.get("cookie", "").split(";") if c.strip()))
+        compared = tuple((h, headers.get(h)) for h in COMPARED_HEADERS if h != "accept" or "json" in headers.get(h, ""))
+        query = tuple(tuple(q) for q in r["query"] if q[0] != "_")  # rest_'s cache buster is a timestamp
+        seen.append((r["method"], r["path"], query, compared, cookies, body))
+    return Counter(seen)
+
+
+def _parts(ctype, body):
+    message = BytesParser(policy=HTTP).parsebytes(f"Content-Type: {ctype}\r\n\r\n".encode() + body)
+    parts = []
+    for part in message.iter_parts():
+        parts.append(
+            (
+                part.get_param("name", header="content-disposition"),
+                part.get_filename(),
+                part.get_content_type() if part.get("content-type") else None,
+                part.get_payload(decode=True),
+            )
+        )
+    return tuple(sorted(parts, key=repr))
+
+
+def stats(prefix):
+    rows = csv.DictReader(open(f"{prefix}_stats.csv"))
+    return {(r["Type"], r["Name"]): (int(r["Request Count"]), int(r["Failure Count"])) for r in rows}
+
+
+def exceptions(prefix):
+    """Exception message -> count, from the exceptions CSV (the tracebacks differ: the tools' frames)."""
+    found = Counter()
+    for r in csv.DictReader(open(f"{prefix}_exceptions.csv")):
+        found[r["Message"]] += int(r["Count"])
+    return found
+
+
+def failures(prefix):
+    """(method, name) -> failure count, from the failures CSV."""
+    found = Counter()
+    for r in csv.DictReader(open(f"{prefix}_failures.csv")):
+        found[(r["Method"], r["Name"])] += int(r["Occurrences"])
+    return found
+
+
+def run_both(name, recorder, tmp_path, *extra, run_time="4s"):
+    """Runs the file with Locust, then with squall; returns {"locust"|"squall": (process, prefix, records)}."""
+    out = {}
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(CORPUS)])))
+    common = ["-f", CORPUS / name, "--headless", "-u", USERS, "-r", 50, "-t", run_time, "-H", recorder.url]
+    for tool in ("locust", "squall"):
+        recorder.reset()
+        prefix = tmp_path / tool
+        args = [*common, "--csv", prefix, "--only-summary", *extra]
+        if tool == "locust":
+            cmd = [sys.executable, "-m", "locust", *args, "--loglevel", "ERROR"]
+            p = subprocess.run(list(map(str, cmd)), capture_output=True, text=True, timeout=90, env=env)
+        else:
+            p = squall(*args, env=env, timeout=90)
+        out[tool] = (p, prefix, recorder.log())
+    return out
+
+
+@pytest.mark.parametrize("name", ["session_setup.py", "uploads.py", "fasthttp_rest.py", "idioms.py"])
+def test_corpus_file_runs_as_under_locust(name, recorder, tmp_path):
+    both = run_both(name, recorder, tmp_path)
+    (lp, lprefix, lrecords), (sp, sprefix, srecords) = both["locust"], both["squall"]
+    assert lp.returncode == sp.returncode, (lp.returncode, sp.returncode, lp.stderr[-2000:], sp.stderr[-2000:])
+    assert len(srecords) == len(lrecords) > 0
+    assert received(srecords) == received(lrecords)
+    assert stats(sprefix) == stats(lprefix)
+    assert failures(sprefix) == failures(lprefix)
+    assert exceptions(sprefix) == exceptions(lprefix)
