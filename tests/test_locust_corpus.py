@@ -140,3 +140,26 @@ def test_corpus_file_runs_as_under_locust(name, recorder, tmp_path):
     assert stats(sprefix) == stats(lprefix)
     assert failures(sprefix) == failures(lprefix)
     assert exceptions(sprefix) == exceptions(lprefix)
+
+
+@pytest.mark.parametrize(
+    "user_class, verified",
+    [("Verified", True), ("SessionUnverified", False), ("CallUnverified", False), ("Fast", False), ("FastStrict", True)],
+)
+def test_certificates_are_checked_as_requests_and_fasthttp_decide(nginx, tmp_path, user_class, verified):
+    """nginx's self-signed TLS listener: where the class verifies, every request fails (and nginx serves
+    none); where it does not, all succeed. Locust on the same class agrees on every count."""
+    counts = {}
+    env = dict(os.environ, PYTHONPATH=str(CORPUS), ITERATIONS="5")
+    for tool in ("locust", "squall"):
+        nginx.reset_log()
+        prefix = tmp_path / tool
+        args = ["-f", CORPUS / "tls_verify.py", "--headless", "-u", 1, "-r", 10, "-t", "3s", "-H", nginx.tls_url]
+        args += ["--csv", prefix, "--only-summary", user_class]
+        if tool == "locust":
+            cmd = [sys.executable, "-m", "locust", *args, "--loglevel", "ERROR"]
+            subprocess.run(list(map(str, cmd)), capture_output=True, text=True, timeout=90, env=env)
+        else:
+            squall(*args, env=env, timeout=90)
+        counts[tool] = (stats(prefix)[("", "Aggregated")], nginx.requests_logged())
+    assert counts["squall"] == counts["locust"] == (((5, 5), 0) if verified else ((5, 0), 5))
