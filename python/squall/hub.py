@@ -4,7 +4,12 @@ A greenlet's request goes straight into the engine (`ScriptEngine.submit`: a tas
 engine's local set; nothing is sent to another thread). The hub runs the greenlets that are ready, one
 pass at a time; between passes it polls the engine once without waiting, so that responses are read and
 timed while users keep working; when nothing is ready it waits in the engine (GIL released, one epoll
-for sockets and the next timer) until completions arrive or the next greenlet timer falls due."""
+for sockets and the next timer) until completions arrive or the next greenlet timer falls due.
+
+A greenlet waits in one place at a time, and exactly one thing resumes it: its completion, its timer,
+or an exception thrown in (`kill`, `throw`: squall's gevent's Timeout). A greenlet thrown out of a wait
+takes back what was still due to resume it there (its timer, its queued completion), so that nothing
+resumes it later in a wait it has moved on to."""
 
 from __future__ import annotations
 
@@ -26,13 +31,29 @@ if TYPE_CHECKING:
     from squall._engine import Completion, ScriptEngine
     from squall.contrib.mqtt import MqttClient
 
+# A timer entry is [when, seq, greenlet], a list so that a timer can be cancelled in place: its greenlet
+# becomes this one, finished, which the hub skips as it skips any dead greenlet.
+_CANCELLED = greenlet(lambda: None)
+_CANCELLED.switch()
+
+_current: Hub | None = None
+
+
+def current_hub() -> Hub | None:
+    """The hub made last in this process (a run makes one), or None before the first: what squall's
+    gevent schedules on, since a locustfile's `import gevent` cannot be handed the run's hub."""
+    return _current
+
 
 class Hub:
     def __init__(self, engine: ScriptEngine) -> None:
+        global _current
+        _current = self
         self.engine = engine
         self.main = getcurrent()
         self.ready: deque[tuple[greenlet, Any]] = deque()  # (greenlet, value to resume it with)
-        self.timers: list[tuple[float, int, greenlet]] = []  # heap of (when, seq, greenlet)
+        self.timers: list[list[Any]] = []  # heap of [when, seq, greenlet]
+        self.throws: dict[greenlet, BaseException] = {}  # what `throw` raises in a greenlet, once it runs
         self.pending: dict[int, greenlet] = {}  # operation id -> the greenlet waiting for its completion
         self.watchers: dict[int, Callable[[Completion], None]] = {}  # MQTT operation id -> callback
         self.mqtt_clients: dict[int, MqttClient] = {}  # user id -> its MQTT client, for messages
@@ -47,19 +68,81 @@ class Hub:
 
     def sleep(self, seconds: float) -> Any:
         """Suspends the calling greenlet for `seconds` (0: lets the others run first)."""
+        g = getcurrent()
         if seconds <= 0:
-            self.ready.append((getcurrent(), None))
-        else:
-            heapq.heappush(self.timers, (time.monotonic() + seconds, next(self.seq), getcurrent()))
-        return self.main.switch()
+            entry = (g, None)
+            self.ready.append(entry)
+            try:
+                return self.main.switch()
+            except BaseException:
+                self.unqueue(entry)  # thrown out first: this resumption must not come later
+                raise
+        timer = [time.monotonic() + seconds, next(self.seq), g]
+        heapq.heappush(self.timers, timer)
+        try:
+            return self.main.switch()
+        except BaseException:
+            timer[2] = _CANCELLED  # thrown out (killed, a Timeout): the timer must not resume it later
+            raise
 
     def wait_for(self, op_id: int) -> Completion:
         """Suspends the calling greenlet until operation `op_id` completes; returns its completion."""
-        self.pending[op_id] = getcurrent()
+        g = getcurrent()
+        self.pending[op_id] = g
         try:
             return self.main.switch()  # type: ignore[no-any-return]
-        finally:
-            self.pending.pop(op_id, None)  # killed while waiting: its completion will never come
+        except BaseException:
+            # Thrown out while waiting: the completion, when it comes, resumes no one. If it came already
+            # (dispatched, so no longer pending), its resumption is still queued: taken back.
+            if self.pending.pop(op_id, None) is None:
+                queued = next((e for e in self.ready if e[0] is g and e[1] is not _Kill), None)
+                if queued is not None:
+                    self.unqueue(queued)
+            raise
+
+    def call_later(self, seconds: float, fn: Callable[[], None]) -> list[Any]:
+        """Calls `fn` in a greenlet of its own once `seconds` have passed (on a pass of the hub); returns
+        the timer, for `cancel`. `fn` must not raise."""
+        g = greenlet(lambda *_first_switch: fn(), parent=self.main)
+        timer = [time.monotonic() + max(seconds, 0.0), next(self.seq), g]
+        heapq.heappush(self.timers, timer)
+        return timer
+
+    def start_later(self, seconds: float, g: greenlet) -> list[Any]:
+        """Switches to `g` (not started yet) once `seconds` have passed; returns the timer, for `cancel`."""
+        timer = [time.monotonic() + max(seconds, 0.0), next(self.seq), g]
+        heapq.heappush(self.timers, timer)
+        return timer
+
+    @staticmethod
+    def cancel(timer: list[Any]) -> None:
+        """The timer will not fire (a no-op if it has)."""
+        timer[2] = _CANCELLED
+
+    def throw(self, g: greenlet, exc: BaseException) -> None:
+        """Raises `exc` in greenlet `g` where it waits, on the hub's next pass (a greenlet not started yet
+        just ends, as `kill` ends it)."""
+        if g.dead:
+            return
+        for dead in [k for k in self.throws if k.dead]:
+            del self.throws[dead]
+        started = g.gr_frame is not None or g is getcurrent()  # (one not started yet has no frame)
+        self.throws[g] = exc if started else GreenletExit()  # anything else would reach the hub itself
+        self.ready.append((g, _Kill))
+
+    def cancel_throw(self, g: greenlet, exc: BaseException) -> None:
+        """Takes back `throw(g, exc)` if it has not been raised yet."""
+        if self.throws.get(g) is exc:
+            del self.throws[g]
+            self.unqueue((g, _Kill))
+
+    def unqueue(self, entry: tuple[greenlet, Any]) -> None:
+        """Takes a resumption (greenlet, value) back from the ready queue: the rare path of a greenlet
+        thrown out of a wait after something had queued it to resume there."""
+        for i, queued in enumerate(self.ready):
+            if queued[0] is entry[0] and queued[1] is entry[1]:
+                del self.ready[i]
+                return
 
     def watch(self, op_id: int, on_done: Callable[[Completion], None]) -> None:
         """Calls `on_done` with operation `op_id`'s completion, without suspending anyone."""
@@ -91,7 +174,7 @@ class Hub:
                     continue
                 self.entered = time.monotonic()
                 if value is _Kill:
-                    g.throw(GreenletExit)
+                    g.throw(self.throws.pop(g, GreenletExit) if self.throws else GreenletExit)
                 else:
                     g.switch(value)
                 self.entered = None
