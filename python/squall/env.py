@@ -1,5 +1,6 @@
 """The environment a locustfile sees (`self.environment`, `locust.env`): host, events, the runner,
-options, and the exceptions its tasks raised."""
+options, the request statistics (`stats`, read from the engine: squall.stats), the dashboard
+(`web_ui`), and the exceptions its tasks raised."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from squall import thresholds
+from squall.errors import UsageError
 from squall.event import Events
 from squall.event import events as default_events
 from squall.runners import LocalRunner
+from squall.stats import RequestStats
 
 if TYPE_CHECKING:
     import argparse
@@ -21,6 +24,7 @@ if TYPE_CHECKING:
     from squall.shape import LoadTestShape
     from squall.thresholds import Verdict
     from squall.user.users import User
+    from squall.web.server import Dashboard
 
 
 class ExceptionEntry(TypedDict):
@@ -51,11 +55,17 @@ class Environment:
         self.process_exit_code: int | None = None
         self.exceptions: dict[tuple[str, str], ExceptionEntry] = {}  # keyed by (message, traceback)
         self._user_ids = itertools.count(1)
-        self.stats = None
+        self.stats = RequestStats(environment=self)
+        self.web_ui: WebUI | None = None  # the dashboard; None when headless (see `use_dashboard`)
         # The open model (`--rate`): where users take their next arrival; None in the closed model.
         self.open_pool: OpenPool | None = None
         self.started_at: float | None = None  # time.monotonic() when the test started
         self.result: dict[str, Any] | None = None  # the run's result document, once it has ended
+
+    def use_dashboard(self, dashboard: Dashboard | None) -> WebUI | None:
+        """`web_ui` for the run's dashboard (None: headless); returns it, for the `init` event."""
+        self.web_ui = WebUI(dashboard) if dashboard is not None else None
+        return self.web_ui
 
     def check_thresholds(self, *expressions: str) -> list[Verdict]:
         """The verdicts of threshold expressions (`--threshold`'s language: "p95<300ms", "GET /x:
@@ -77,7 +87,8 @@ class Environment:
 
     def report_exception(self, user: User, exc: BaseException, tb: str) -> None:
         """An exception in a task: counted with its traceback, and the user goes on (as in Locust)."""
-        message = f"{type(exc).__name__}({exc!r})" if not str(exc) else f"{type(exc).__name__}: {exc}"
+        # Locust's message is str(exc) alone (a KeyError's is its quoted key); the type is in the traceback.
+        message = str(exc)
         entry = self.exceptions.setdefault((message, tb), {"count": 0, "message": message, "traceback": tb})
         entry["count"] += 1
         self.events.user_error.fire(user_instance=user, exception=exc, tb=exc.__traceback__)
@@ -86,3 +97,36 @@ class Environment:
         self.runner.users.pop(user, None)
         if self.hub is not None:
             self.hub.close_user(user.user_id)
+
+
+class _NoFlaskApp:
+    """`web_ui.app`: Locust's is a Flask app that locustfiles add pages to; squall's dashboard is not
+    Flask, so adding anything to it is a one-line error (exit code 2) rather than a page that never
+    appears. Files that only add pages when `environment.web_ui` is set run headless unchanged."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise UsageError(
+            f"environment.web_ui.app.{name}: squall's dashboard is not a Flask app, so a locustfile cannot add "
+            "routes or pages to it (run with --headless, where environment.web_ui is None)"
+        )
+
+
+class WebUI:
+    """`environment.web_ui` while squall serves its dashboard: where it listens, and Locust's `app`
+    (see `_NoFlaskApp`)."""
+
+    def __init__(self, dashboard: Dashboard) -> None:
+        self.dashboard = dashboard
+        host, port = dashboard.server.server_address[:2]
+        self.host = host.decode() if isinstance(host, bytes) else str(host)
+        self.port = int(port)
+        self.app = _NoFlaskApp()
+        self.template_args: dict[str, Any] = {}  # Locust's extra values for its page; squall's ignores them
+        self.greenlet = None  # the dashboard serves from threads, not a greenlet
+
+    @property
+    def url(self) -> str:
+        return self.dashboard.url
+
+    def stop(self) -> None:
+        self.dashboard.stop()
