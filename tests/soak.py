@@ -47,7 +47,7 @@ def main():
     procs = {
         "script": squall_process(
             "-f", HERE / "locustfiles" / "soak_mix.py", "-H", nginx.url, "--headless", "-u", 100, "-r", 20,
-            "-t", f"{secs}s", "--json-file", outs["script"], "--only-summary",
+            "-t", f"{secs}s", "--result-json", outs["script"], "--only-summary",
         ),
         "bench": squall_process(
             "bench", nginx.url + "/", "--rate", 200, "-c", 20, "-t", f"{secs}s", "--json", outs["bench"], "-q",

@@ -109,7 +109,7 @@ def test_output_paths_are_checked_before_the_run(nginx, tmp_path):
         ["bench", nginx.url + "/", "-n", 5, "--html", tmp_path],  # a directory
         ["bench", nginx.url + "/", "-n", 5, "--csv", missing / "run"],
         ["-f", HERE / "locustfiles" / "dashboard.py", "-H", nginx.url, "--headless", "-t", "1s",
-         "--json-file", missing / "r.json"],
+         "--result-json", missing / "r.json"],
         ["-f", HERE / "locustfiles" / "dashboard.py", "-H", nginx.url, "--headless", "-t", "1s",
          "--html", missing / "r_{u}.html"],
     ):  # fmt: skip

@@ -66,7 +66,7 @@ def test_locustfile_find_limit_counts_users(capacity_server, tmp_path):
     began = time.monotonic()
     p = squall(
         "-f", HERE / "locustfiles" / "paced.py", "-H", capacity_server, "--find-limit", "--step-time", "3s",
-        "--json-file", out, timeout=150,
+        "--result-json", out, timeout=150,
     )  # fmt: skip
     assert p.returncode == 0, (p.stdout[-3000:], p.stderr[-3000:])
     assert time.monotonic() - began < 120

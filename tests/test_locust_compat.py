@@ -78,7 +78,7 @@ def test_client_api(odd_server, tmp_path):
     assert s["expected 404"]["Failure Count"] == "0"
     assert s["judged failure"]["Failure Count"] == "1" and s["/status/500"]["Failure Count"] == "1"
     failures = {r["Name"]: r["Error"] for r in csv.DictReader(open(f"{prefix}_failures.csv"))}
-    assert failures["judged failure"] == "not what we wanted"
+    assert failures["judged failure"] == "CatchResponseError('not what we wanted')"  # Locust's text
 
 
 def test_tasksets_interrupts_exceptions_and_events(odd_server, tmp_path):
@@ -142,7 +142,7 @@ def test_graphql(odd_server, tmp_path):
     assert s["GQL brokenQuery"]["Failure Count"] == s["GQL brokenQuery"]["Request Count"] != "0"
     assert s["GQL tolerated"]["Failure Count"] == "0"
     failures = {r["Name"]: r["Error"] for r in csv.DictReader(open(f"{prefix}_failures.csv"))}
-    assert failures["GQL brokenQuery"] == "GraphQL error: Cannot query field 'broken'"
+    assert failures["GQL brokenQuery"] == "CatchResponseError(\"GraphQL error: Cannot query field 'broken'\")"
     assert exceptions(prefix) == []
 
 
@@ -293,7 +293,7 @@ def test_processes_merge_losslessly(odd_server, tmp_path):
         tmp_path,
         "--processes",
         "2",
-        "--json-file",
+        "--result-json",
         tmp_path / "r.json",
         users=5,
         run_time="3s",
@@ -451,7 +451,7 @@ def test_open_model_keeps_its_rate_against_a_stalling_server(tmp_path):
             400,
             "-t",
             "5s",
-            "--json-file",
+            "--result-json",
             out,
             "--only-summary",
             timeout=120,
@@ -487,7 +487,7 @@ def test_a_shape_can_return_a_rate(odd_server, tmp_path):
         "--headless",
         "-u",
         50,
-        "--json-file",
+        "--result-json",
         out,
         "--only-summary",
         timeout=60,
@@ -573,7 +573,7 @@ def test_host_credentials_authenticate_every_request_and_are_never_shown(nginx, 
     out = tmp_path / "r.json"
     host = nginx.url.replace("http://", "http://alice:s3cr%40t@")
     p = squall(
-        "-f", FILES / "dashboard.py", "-H", host, "--headless", "-u", 1, "-t", "1s", "--json-file", out,
+        "-f", FILES / "dashboard.py", "-H", host, "--headless", "-u", 1, "-t", "1s", "--result-json", out,
         "--csv", tmp_path / "run",
     )  # fmt: skip
     assert p.returncode == 0, p.stderr
@@ -592,7 +592,7 @@ def test_task_control_and_user_error_as_locust_defines_them(nginx, tmp_path):
     out = tmp_path / "r.json"
     p = squall(
         "-f", FILES / "task_control.py", "-H", nginx.url, "--headless", "-u", 2, "-r", 2, "-t", "3s",
-        "--json-file", out, "--only-summary", env=dict(os.environ, SQUALL_TEST_OUT=str(seen)),
+        "--result-json", out, "--only-summary", env=dict(os.environ, SQUALL_TEST_OUT=str(seen)),
     )  # fmt: skip
     assert p.returncode == 1, p.stderr  # the task's exceptions make the exit code Locust's 1
     counts = json.loads(seen.read_text())
@@ -628,7 +628,7 @@ def test_processes_minus_one_is_one_per_core(nginx, tmp_path):
     out = tmp_path / "r.json"
     p = squall(
         "-f", FILES / "dashboard.py", "-H", nginx.url, "--headless", "-u", 4, "-r", 4, "-t", "2s",
-        "--processes", "-1", "--json-file", out, "--only-summary",
+        "--processes", "-1", "--result-json", out, "--only-summary",
     )  # fmt: skip
     assert p.returncode == 0, p.stderr
     assert f"{os.cpu_count()} worker processes" in p.stderr
@@ -660,7 +660,7 @@ def test_each_config_layer_contributes_the_setting_only_it_sets(nginx, tmp_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOCUST_")}
     env.update(HOME=str(home), LOCUST_ONLY_SUMMARY="true")
     p = squall(
-        "-f", FILES / "dashboard.py", "--config", "extra.conf", "--headless", "--json-file", out, cwd=cwd, env=env
+        "-f", FILES / "dashboard.py", "--config", "extra.conf", "--headless", "--result-json", out, cwd=cwd, env=env
     )
     assert p.returncode == 0, p.stderr
     r = json.loads(out.read_text())

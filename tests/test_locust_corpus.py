@@ -144,7 +144,13 @@ def test_corpus_file_runs_as_under_locust(name, recorder, tmp_path):
 
 @pytest.mark.parametrize(
     "user_class, verified",
-    [("Verified", True), ("SessionUnverified", False), ("CallUnverified", False), ("Fast", False), ("FastStrict", True)],
+    [
+        ("Verified", True),
+        ("SessionUnverified", False),
+        ("CallUnverified", False),
+        ("Fast", False),
+        ("FastStrict", True),
+    ],
 )
 def test_certificates_are_checked_as_requests_and_fasthttp_decide(nginx, tmp_path, user_class, verified):
     """nginx's self-signed TLS listener: where the class verifies, every request fails (and nginx serves

@@ -58,7 +58,7 @@ def test_locustfile_runs_carry_the_generators_view_and_monitoring(nginx, tmp_pat
     out = tmp_path / "r.json"
     p = squall(
         "-f", FILES / "dashboard.py", "-H", nginx.url, "--headless", "-u", 3, "-t", "2s",
-        "--monitor-name", "nginx", "--json-file", out, "--only-summary",
+        "--monitor-name", "nginx", "--result-json", out, "--only-summary",
     )  # fmt: skip
     assert p.returncode == 0, p.stderr
     r = json.loads(out.read_text())

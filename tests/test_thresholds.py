@@ -72,7 +72,7 @@ def test_threshold_abort_stops_the_run_after_the_grace(slow_target, tmp_path):
 def test_locustfile_thresholds_from_the_config_file_and_the_command_line(nginx, tmp_path):
     (tmp_path / "locust.conf").write_text("threshold = p95<10s; error_rate<1%\n")
     out = tmp_path / "r.json"
-    args = ["-f", FILES / "dashboard.py", "-H", nginx.url, "--headless", "-u", 2, "-t", "2s", "--json-file", out]
+    args = ["-f", FILES / "dashboard.py", "-H", nginx.url, "--headless", "-u", 2, "-t", "2s", "--result-json", out]
     p = squall(*args, "--only-summary", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     assert [t["threshold"] for t in json.loads(out.read_text())["thresholds"]] == ["p95<10s", "error_rate<1%"]

@@ -161,7 +161,7 @@ def test_locustfile_dashboard_starts_changes_users_and_stops_from_the_page(nginx
     nginx.reset_log()
     port, out = free_port(), tmp_path / "r.json"
     proc = squall_process(
-        "-f", FILES / "dashboard.py", "-H", nginx.url, "--web-port", port, "--json-file", out,
+        "-f", FILES / "dashboard.py", "-H", nginx.url, "--web-port", port, "--result-json", out,
         "--autoquit", "3", "--only-summary", "-t", "60s",
     )  # fmt: skip
     wait_for_port(port)
@@ -324,7 +324,7 @@ def test_report_of_a_merged_processes_run(nginx, browser, tmp_path):
     out, html = tmp_path / "r.json", tmp_path / "r.html"
     p = squall(
         "-f", FILES / "dashboard.py", "-H", nginx.url, "--headless", "-u", 4, "-r", 4, "-t", "3s",
-        "--processes", 2, "--json-file", out, "--only-summary",
+        "--processes", 2, "--result-json", out, "--only-summary",
     )  # fmt: skip
     assert p.returncode == 0, p.stderr
     p = squall("report", out, "--html", html)

@@ -136,7 +136,8 @@ class ScriptEngine:
         """(completed, failed) so far."""
     def live(self, cursor: int) -> dict[str, Any]:
         """The live stream and totals (see `Run.live`); never waits."""
-    def reset_totals(self) -> None: ...
+    def reset_totals(self) -> None:
+        """Resets the live totals and the run's own: its result counts from here (Locust's reset)."""
     def finish(self, reason: str, url: str) -> dict[str, Any]:
         """Ends the run; returns the result document."""
 

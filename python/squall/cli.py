@@ -11,6 +11,7 @@ from squall.commands import bench, demo, mqtt, report, run
 from squall.commands.arguments import Parser
 from squall.errors import UsageError
 from squall.event import events
+from squall.locustfile import ScriptError
 
 if TYPE_CHECKING:
     from squall.shape import LoadTestShape
@@ -43,12 +44,15 @@ def main(argv: list[str] | None = None) -> int:
     parser, run_parser = build_parser()
     try:
         loaded = None
-        if argv and argv[0] == "run" and not {"-h", "--help"} & set(argv):
+        if argv and argv[0] == "run" and {"-h", "--help"} & set(argv):
+            run_parser.print_help()  # as Locust, whatever else is there (`squall -f --help`)
+            return exitcodes.OK
+        if argv and argv[0] == "run":
             loaded = _prepare_run(parser, run_parser, argv)
             if isinstance(loaded, int):
                 return loaded
         args = parser.parse_args(argv)
-        args.loaded, args.argv = loaded, argv
+        args.loaded, args.argv, args.parser = loaded, argv, run_parser
         if not args.command:
             parser.print_help(sys.stderr)
             return exitcodes.USAGE
@@ -68,20 +72,22 @@ def main(argv: list[str] | None = None) -> int:
 def _prepare_run(
     parser: Parser, run_parser: argparse.ArgumentParser, argv: list[str]
 ) -> tuple[list[type[User]], type[LoadTestShape] | None] | int:
-    """Config sources become defaults, then the locustfile is loaded before the final parse, so that its
-    `events.init_command_line_parser` listeners can add options (as Locust does). Returns the loaded
-    (User classes, shape class), or an exit code when the file cannot load."""
+    """The locustfile is loaded before the final parse, so that its `events.init_command_line_parser`
+    listeners can add options (as Locust does); then the config sources become the defaults of every
+    option, the file's own included (their `env_var=` too). Returns the loaded (User classes, shape
+    class), or an exit code when the file cannot load."""
     try:
+        config.apply(run_parser, argv, warn=False)  # for -f/locustfile from a config source
+        known, _ = parser.parse_known_args(argv)
+        try:
+            loaded = run.load_locustfile(known.locustfile)
+        except ScriptError as e:
+            sys.stderr.write(f"squall: error: {e}\n")
+            return exitcodes.USAGE
+        events.init_command_line_parser.fire(parser=run_parser)
         config.apply(run_parser, argv)
     except config.ConfigError as e:
         raise UsageError(str(e)) from None
-    known, _ = parser.parse_known_args(argv)
-    try:
-        loaded = run.load_locustfile(known.locustfile)
-    except run.ScriptError as e:
-        sys.stderr.write(f"squall: error: {e}\n")
-        return exitcodes.USAGE
-    events.init_command_line_parser.fire(parser=run_parser)
     return loaded
 
 

@@ -218,13 +218,15 @@ class Response:
         if exc is not None:
             raise exc
 
-    def exception(self) -> Exception | None:
-        """The exception a failed request stands for, as Locust reports it; None on success."""
+    def exception(self, url: str | None = None) -> Exception | None:
+        """The exception a failed request stands for, as requests raises it (naming `url`, by default
+        the response's); None on success."""
         if self.error is not None:
             return error_class("ConnectionError")(self.error)
         if self.status_code >= 400:
             kind = "Client" if self.status_code < 500 else "Server"
-            return error_class("HTTPError")(f"{self.status_code} {kind} Error: {self.reason} for url: {self.url}")
+            where = url or self.url
+            return error_class("HTTPError")(f"{self.status_code} {kind} Error: {self.reason} for url: {where}")
         return None
 
     # As in Locust: judging a response needs catch_response=True, and a with-block says so.
@@ -251,12 +253,15 @@ class ResponseContextManager:
     """`with self.client.get(..., catch_response=True) as response:` — the block decides success, as in
     Locust: `success()` or `failure()` win; else a ResponseError raised in the block fails it; else its
     status does. Any other exception leaves the block unreported and goes on to the task (Locust's rule:
-    the exceptions table shows it)."""
+    the exceptions table shows it). A failure is recorded under Locust's text for it, the repr of its
+    exception (`CatchResponseError('...')`, `HTTPError('404 Client Error: ... for url: NAME')`)."""
 
-    def __init__(self, response: Response, report: Callable[[Response, str], None]) -> None:
+    def __init__(self, response: Response, report: Callable[[Response, BaseException | None], None], name: str) -> None:
         self._response = response
         self._report = report
-        self._verdict: str | None = None  # None: judged at exit; "": success; text: failure message
+        self._name = name
+        self._judged = False  # success() or failure() was called
+        self._failure: BaseException | None = None
         self._entered = False
         # What "judged at exit" means beyond the status (GraphQL errors).
         self._default_failure: str | None = None
@@ -277,30 +282,37 @@ class ResponseContextManager:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool:
-        if self._verdict is not None:
-            self._report(self._response, self._verdict)
+        if self._judged:
+            self._report(self._response, self._failure)
             return exc is None
         if exc is not None:
             if isinstance(exc, ResponseError):
-                self._verdict = str(exc)
-                self._report(self._response, self._verdict)
+                self._report(self._response, exc)
                 return True
             return False
-        failed = self._response.exception()
-        self._verdict = str(failed) if failed is not None else (self._default_failure or "")
-        self._report(self._response, self._verdict)
+        failed = self._response.exception(self._name)  # Locust names the request, not its URL, here
+        if failed is None and self._default_failure:
+            failed = CatchResponseError(self._default_failure)
+        self._report(self._response, failed)
         return True
 
     def success(self) -> None:
         if not self._entered:
             raise LocustError(_NOT_ENTERED.format("success()"))
-        self._verdict = ""
+        self._judged, self._failure = True, None
 
     def failure(self, exc: object) -> None:
         """Marks the request failed; `exc` is a message or an exception."""
         if not self._entered:
             raise LocustError(_NOT_ENTERED.format("failure(...)"))
-        self._verdict = str(exc) if str(exc) else repr(exc)
+        self._judged = True
+        self._failure = exc if isinstance(exc, Exception) else CatchResponseError(exc)
+
+
+def locust_error_text(error: BaseException) -> str:
+    """How Locust writes a failure (its StatsError.parse_error): the exception's repr, without the
+    memory addresses that would split one error into many."""
+    return re.sub(r"object at 0x[0-9a-fA-F]+>", "object at 0x....>", repr(error))
 
 
 class Cookie:
@@ -539,10 +551,10 @@ class HttpSession:
             context = {**self.user.context(), **(context or {})}
         meta: RequestMeta = (method, c.name, c.url, context or {})
         if catch_response:
-            return ResponseContextManager(response, lambda r, verdict: self._report(r, verdict, meta))
+            return ResponseContextManager(response, lambda r, failure: self._report(r, failure, meta), c.name)
         events = self.environment.events.request
         if events:
-            self._fire(events, response, meta, response.exception())
+            self._fire(events, response, meta, response.exception(c.name))
         return response
 
     @staticmethod
@@ -558,14 +570,13 @@ class HttpSession:
             data = data.read()
         return data.encode() if isinstance(data, str) else bytes(data)
 
-    def _report(self, response: Response, verdict: str, meta: RequestMeta) -> None:
+    def _report(self, response: Response, failure: BaseException | None, meta: RequestMeta) -> None:
         method, name = meta[0], meta[1]
-        self.hub.engine.record(
-            method, name, response.elapsed_us, response.status_code, len(response.content), verdict or None
-        )
+        text = locust_error_text(failure) if failure is not None else None
+        self.hub.engine.record(method, name, response.elapsed_us, response.status_code, len(response.content), text)
         events = self.environment.events.request
         if events:
-            self._fire(events, response, meta, CatchResponseError(verdict) if verdict else None)
+            self._fire(events, response, meta, failure)
 
     @staticmethod
     def _fire(hook: EventHook, response: Response, meta: RequestMeta, exception: BaseException | None) -> None:

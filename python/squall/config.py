@@ -58,15 +58,10 @@ def _config_arg(argv: Sequence[str]) -> str | None:
     return None
 
 
-def gather(
-    argv: Sequence[str],
-    environ: Mapping[str, str] | None = None,
-    home: str | Path | None = None,
-    cwd: str | Path = ".",
-) -> dict[str, Any]:
-    """(key -> raw value) from every source but the command line, later sources winning. Values are
-    text, or what TOML holds for `[tool.locust]` keys (numbers, booleans, lists)."""
-    environ = os.environ if environ is None else environ
+def _sources(
+    argv: Sequence[str], environ: Mapping[str, str], home: str | Path | None, cwd: str | Path
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """(the config files' settings, the LOCUST_* environment variables), each later file winning."""
     merged: dict[str, Any] = {}
     home_conf = Path(home or Path.home()) / ".locust.conf"
     for source in (home_conf, Path(cwd) / "pyproject.toml", Path(cwd) / "locust.conf"):
@@ -77,24 +72,57 @@ def gather(
         if not Path(explicit).is_file():
             raise ConfigError(f"config file '{explicit}' not found")
         merged.update(_read_pyproject(explicit) if explicit.endswith(".toml") else _read_conf(explicit))
-    for name, value in environ.items():
-        if name.startswith("LOCUST_"):
-            merged[name[len("LOCUST_") :].lower()] = value
-    return {k.replace("-", "_").lower(): v for k, v in merged.items()}
+    files = {k.replace("-", "_").lower(): v for k, v in merged.items()}
+    return files, {k: v for k, v in environ.items() if k.startswith("LOCUST_")}
 
 
-def apply(parser: argparse.ArgumentParser, argv: Sequence[str], environ: Mapping[str, str] | None = None) -> None:
-    """Sets the parser's defaults from the config sources. Unknown keys get one warning line."""
-    actions = {a.dest: a for a in parser._actions}
+def gather(
+    argv: Sequence[str],
+    environ: Mapping[str, str] | None = None,
+    home: str | Path | None = None,
+    cwd: str | Path = ".",
+) -> dict[str, Any]:
+    """(key -> raw value) from every source but the command line, later sources winning. Values are
+    text, or what TOML holds for `[tool.locust]` keys (numbers, booleans, lists). An environment
+    variable LOCUST_NAME gives the key `name`."""
+    files, env = _sources(argv, os.environ if environ is None else environ, home, cwd)
+    return {**files, **{k[len("LOCUST_") :].lower(): v for k, v in env.items()}}
+
+
+def apply(
+    parser: argparse.ArgumentParser,
+    argv: Sequence[str],
+    environ: Mapping[str, str] | None = None,
+    warn: bool = True,
+) -> None:
+    """Sets the parser's defaults from the config sources. A file's key names an option by its long
+    name (`spawn-rate`); an environment variable sets the option that declares it (`env_var=`, as
+    Locust's parser does: LOCUST_MODE_MASTER sets --master), else the option LOCUST_NAME names.
+    An unknown key in a file gets one warning line (with `warn`); an unknown LOCUST_* variable is
+    ignored, as Locust ignores it."""
+    environ = os.environ if environ is None else environ
+    files, env = _sources(argv, environ, None, ".")
+    actions = {a.dest: a for a in parser._actions if a.option_strings}
+    declared: dict[str, argparse.Action] = {a.env_var: a for a in parser._actions if getattr(a, "env_var", None)}  # type: ignore[attr-defined]
     defaults = {}
-    for key, value in gather(argv, environ).items():
+    for key, value in files.items():
         if key in ("config", "locustfile_path"):
             continue
         action = actions.get(key)
         if action is None:
-            sys.stderr.write(f"squall: warning: ignoring unknown setting '{key}'\n")
+            if warn:
+                sys.stderr.write(f"squall: warning: ignoring unknown setting '{key}'\n")
             continue
-        defaults[key] = _convert(action, value, key)
+        defaults[action.dest] = _convert(action, value, key)
+    for name, value in env.items():  # LOCUST_NAME sets the option NAME, unless one declares it
+        action = actions.get(name[len("LOCUST_") :].lower())
+        if action is not None and name not in declared:
+            defaults[action.dest] = _convert(action, value, name)
+    for var, declarer in declared.items():  # any name, a locustfile's options' too
+        if var in environ:
+            defaults[declarer.dest] = _convert(declarer, environ[var], var)
+    if "LOCUST_USER_CLASSES" in environ:
+        defaults["user_classes"] = environ["LOCUST_USER_CLASSES"].split()
     parser.set_defaults(**defaults)
 
 

@@ -16,8 +16,10 @@ import squall.debug
 import squall.env
 import squall.event
 import squall.exception
+import squall.gevent_compat
 import squall.runners
 import squall.shape
+import squall.stats
 import squall.user
 import squall.user.task
 import squall.user.users
@@ -35,12 +37,24 @@ ALIASES: dict[str, ModuleType] = {
     "locust.exception": squall.exception,
     "locust.runners": squall.runners,
     "locust.shape": squall.shape,
+    "locust.stats": squall.stats,
     "locust.user": squall.user,
     # The attribute `squall.user.task` is the @task decorator (as `locust.user.task` is in Locust), so the
     # module comes from sys.modules.
     "locust.user.task": sys.modules["squall.user.task"],
     "locust.user.users": squall.user.users,
     "locust.user.wait_time": squall.user.wait_time,
+    # `import gevent` in a locustfile: squall's cooperative equivalents on its own hub (squall.gevent_compat).
+    "gevent": squall.gevent_compat,
+    "gevent.event": squall.gevent_compat.event,
+    "gevent.exceptions": squall.gevent_compat.exceptions,
+    "gevent.greenlet": sys.modules["squall.gevent_compat.greenlet"],
+    "gevent.hub": squall.gevent_compat.hub,
+    "gevent.lock": squall.gevent_compat.lock,
+    "gevent.monkey": squall.gevent_compat.monkey,
+    "gevent.pool": squall.gevent_compat.pool,
+    "gevent.queue": squall.gevent_compat.queue,
+    "gevent.timeout": squall.gevent_compat.timeout,
 }
 
 

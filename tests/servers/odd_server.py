@@ -29,6 +29,7 @@ import socket
 import struct
 import sys
 import time
+from http import HTTPStatus
 
 SO_TIMESTAMPNS = 35  # Linux; Python does not export it
 STALL_PERIOD, STALL_START, STALL_LENGTH = 1.0, 0.25, 0.5
@@ -46,7 +47,11 @@ def stall_ends_at(t):
 
 
 def response(status, body, extra=""):
-    reason = {200: "OK", 302: "Found", 404: "Not Found"}.get(status, "Status")
+    # The standard phrase, as real servers send it (requests' HTTPError quotes the server's phrase).
+    try:
+        reason = HTTPStatus(status).phrase
+    except ValueError:
+        reason = "Status"
     return f"HTTP/1.1 {status} {reason}\r\nContent-Length: {len(body)}\r\n{extra}\r\n".encode() + body
 
 

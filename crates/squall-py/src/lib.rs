@@ -467,7 +467,7 @@ impl ScriptEngine {
     }
 
     fn reset_totals(&self) -> PyResult<()> {
-        self.engine()?.core().timeline.reset_totals();
+        self.engine()?.reset_totals();
         Ok(())
     }
 

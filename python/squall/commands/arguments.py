@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from squall import exitcodes
 from squall.durations import parse_duration
@@ -16,12 +16,48 @@ if TYPE_CHECKING:
     Subcommands = argparse._SubParsersAction["Parser"]
 
 
+# The keywords Locust's parser takes beside argparse's (configargparse's `env_var`, and its own web UI
+# ones), with their defaults: a locustfile's `init_command_line_parser` listener may pass any of them.
+LOCUST_KEYWORDS = {"env_var": None, "include_in_web_ui": True, "is_secret": False, "is_required": False,
+                   "is_multiple": False}  # fmt: skip
+
+
+def _with_keywords(add: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> argparse.Action:
+    """argparse's add_argument, taking Locust's keywords too: they become attributes of the action
+    (`env_var` is read by `squall.config`, `is_secret` hides the value in the dashboard and reports)."""
+    extra = {k: kwargs.pop(k, default) for k, default in LOCUST_KEYWORDS.items()}
+    action: argparse.Action = add(*args, **kwargs)
+    for k, v in extra.items():
+        setattr(action, k, v)
+    return action
+
+
+class _Group(argparse._ArgumentGroup):
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        return _with_keywords(super().add_argument, args, kwargs)
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse, but a mistake is one line on stderr and exit code 2, never a usage dump."""
+    """argparse, but a mistake is one line on stderr and exit code 2, never a usage dump; and
+    `add_argument` takes Locust's keywords (`env_var=`, `include_in_web_ui=`, `is_secret=`, ...), as
+    Locust's configargparse-based parser does, on the parser and on its groups."""
 
     def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
         sys.exit(exitcodes.USAGE)
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        return _with_keywords(super().add_argument, args, kwargs)
+
+    def add_argument_group(self, *args: Any, **kwargs: Any) -> argparse._ArgumentGroup:
+        group = _Group(self, *args, **kwargs)
+        self._action_groups.append(group)
+        return group
+
+    @property
+    def secret_options(self) -> set[str]:
+        """The dests of options declared `is_secret=True`: never shown in the page or reports."""
+        return {a.dest for a in self._actions if getattr(a, "is_secret", False)}
 
 
 def to_positive_int(text: str) -> int:

@@ -1,6 +1,6 @@
 """`squall report RUN.json --html FILE --png DIR` and `squall compare A.json B.json [...]`: saved results
-(from `--json` or `--json-file`, merged `--processes` runs included) as the dashboard's report, as PNG
-charts, or side by side."""
+(from `--json`, or `squall -f`'s `--result-json`, merged `--processes` runs included) as the dashboard's
+report, as PNG charts, or side by side."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from squall import exitcodes
 from squall.errors import UsageError
+from squall.report import locust_json
 from squall.report.units import ms
 from squall.web import live, page
 
@@ -27,7 +28,7 @@ def add_parsers(commands: Subcommands) -> None:
     p = commands.add_parser(
         "report",
         help="render a saved result as an HTML report or PNG charts",
-        description="Render a result saved with --json (or --json-file) as the dashboard's HTML report, "
+        description="Render a result saved with --json (or squall -f --result-json) as the dashboard's HTML report, "
         "or its charts as PNG files.",
     )
     p.add_argument("result", metavar="RUN.json", help="a result document (or a crashed run's RUN.json.partial.jsonl)")
@@ -67,6 +68,8 @@ def load_result(path: str) -> dict[str, Any]:
         raise UsageError(f"cannot read {path}: {e.strerror or e}") from None
     except json.JSONDecodeError as e:
         raise UsageError(f"{path} is not JSON: {e.msg} at line {e.lineno}") from None
+    if locust_json.is_locust_stats(doc) and doc:
+        raise UsageError(f"{path} holds Locust's JSON stats (--json-file); squall report needs --result-json's file")
     missing = [k for k in ("kind", "aggregate", "endpoints", "timeseries", "duration_s") if k not in (doc or {})]
     if not isinstance(doc, dict) or missing:
         raise UsageError(f"{path} is not a squall result (no {', '.join(missing) or 'object'})")

@@ -1,38 +1,48 @@
 """`squall -f locustfile.py` (or `squall run -f ...`): runs a locustfile unchanged. Users are greenlets
 on the hub; every request runs in the engine. Output is Locust's: the stats table every 2 s, the
-final tables, the error report, and the four CSV files."""
+final tables, the error report, the CSV files, `--json`/`--json-file` in Locust's JSON, and Locust's
+log lines on stderr (`squall.log`); squall's full result goes to `--result-json`.
+
+A task that holds the interpreter (Python code that never requests, waits or sleeps) cannot be
+switched away from, so the run's own clock is a SIGALRM timer every 0.1 s (`_Watchdog`): past the
+end of the run (`-t`, or a stop signal, plus `--stop-timeout`) it ends such a task by raising
+GreenletExit into it, as Locust's end of run kills its users, and a task held for HANG_LIMIT is
+ended with UserHung at any time."""
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import signal
 import sys
 import time
-import traceback
 from typing import TYPE_CHECKING, Any, Callable, SupportsIndex, TypeVar
 
-from greenlet import getcurrent
+from greenlet import GreenletExit, getcurrent
 
-from squall import _engine, exitcodes, limit, limits, locust_compat, monitor, processes, report, thresholds
+from squall import __version__, _engine, exitcodes, limits, locust_compat, monitor, processes, report, thresholds
+from squall import locustfile as locustfiles
 from squall.clients import split_userinfo
-from squall.commands import run_limit
-from squall.commands.arguments import add_threshold_arguments, to_rate
+from squall.commands import run_checks, run_limit
 from squall.commands.drive import observe, print_observations
+from squall.commands.run_arguments import add_arguments, check_unsupported, locust_aliases
 from squall.durations import parse_duration
 from squall.env import Environment
 from squall.errors import UsageError
 from squall.event import events
-from squall.exception import UserHung
+from squall.exception import UserHung, user_traceback
+from squall.gevent_compat import runs as gevent_runs
 from squall.hub import Hub
+from squall.locustfile import ScriptError
+from squall.log import main_logger, runners_logger, setup_logging, task_logger, user_classes_count
 from squall.monitor import GeneratorWatch
 from squall.open_model import OpenPool
-from squall.report import locust_console
+from squall.report import locust_console, locust_json
 from squall.shape import LoadTestShape
 from squall.signals import on_stop_signals
 from squall.spawner import Spawner
+from squall.user.inspectuser import task_ratio_json, task_ratio_text
 from squall.user.task import filter_tasks_by_tags
 from squall.user.users import User
 from squall.web import live, page
@@ -50,74 +60,13 @@ Number = TypeVar("Number", int, float)
 STATS_INTERVAL = 2.0
 # A task holding the hub this long without a request, wait or sleep stops every other user: it is ended.
 HANG_LIMIT = 10.0
+# The watchdog's period: the end of a run and a stop signal take effect within this (plus END_HOLD).
+WATCH_EVERY = 0.1
+# Past the end of the run, a task that has held the hub this long is ended: long enough that an on_stop
+# doing ordinary work is never cut, short enough that a spinning task ends within 0.5 s of the end.
+END_HOLD = 0.2
 
-
-class ScriptError(Exception):
-    """The locustfile cannot run: reported as `file:line: message`, exit code 2."""
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-f", "--locustfile", default="locustfile.py", help="the locustfile to run (default locustfile.py)")
-    p.add_argument("-H", "--host", help="base URL of the system under test")
-    p.add_argument("-u", "--users", default="1", help="peak number of users")
-    p.add_argument("-r", "--spawn-rate", default="1", help="users started per second")
-    p.add_argument("-t", "--run-time", help="stop after this long: 300s, 20m, 3h, 1h30m")
-    p.add_argument("--headless", action="store_true", help="no dashboard: start at once, end with the run")
-    p.add_argument("--autostart", action="store_true", help="with the dashboard: start at once, not from the page")
-    p.add_argument(
-        "--autoquit",
-        type=int,
-        default=None,
-        metavar="SECONDS",
-        help="with the dashboard: quit this long after the run ends (default: serve the result until Ctrl-C)",
-    )
-    p.add_argument("--csv", metavar="PREFIX", help="write Locust's CSV files")
-    p.add_argument("--csv-full-history", action="store_true", help="per-endpoint rows in the history CSV")
-    p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report ({u}, {r}, {t} are replaced)")
-    p.add_argument("--json", action="store_true", help="print the final stats as JSON instead of tables")
-    p.add_argument("--json-file", metavar="FILE", help="write the full result as JSON")
-    p.add_argument("--only-summary", action="store_true", help="only the final tables, not every 2 s")
-    p.add_argument("--print-stats", action="store_true", help="print the stats table every 2 s (the default)")
-    p.add_argument("--exit-code-on-error", type=int, default=1, help="exit code when requests failed (default 1)")
-    p.add_argument("-s", "--stop-timeout", default="0", help="time users get to finish their task at the end")
-    p.add_argument("-L", "--loglevel", default="INFO", help="accepted for compatibility")
-    p.add_argument("-l", "--list", action="store_true", help="list the User classes and exit")
-    p.add_argument("-T", "--tags", nargs="*", metavar="TAG", help="only tasks with one of these tags")
-    p.add_argument("-E", "--exclude-tags", nargs="*", metavar="TAG", help="no tasks with these tags")
-    p.add_argument(
-        "--processes",
-        type=int,
-        default=1,
-        help="worker processes, one engine each, statistics merged losslessly (-1: one per core)",
-    )
-    p.add_argument("--insecure", action="store_true", help="accept any TLS certificate")
-    p.add_argument(
-        "--http2", action="store_true", help="HTTP/2 for the users' requests (ALPN over TLS, prior knowledge over http)"
-    )
-    p.add_argument(
-        "--rate",
-        type=to_rate,
-        help="open model: task iterations start at this rate a second, whatever the server does; -u caps the users",
-    )
-    p.add_argument(
-        "--arrival", choices=["constant", "poisson"], default="constant", help="open model: spacing of the arrivals"
-    )
-    p.add_argument("--config", metavar="FILE", help="a config file (key = value lines, or TOML [tool.locust])")
-    live.add_arguments(p.add_argument_group("dashboard"), default_port=8089)
-    add_threshold_arguments(p)
-    monitor.add_arguments(p)
-    limit.add_arguments(
-        p, "the most users the target serves (each step the file afresh)", "--max-users", limit.DEFAULT_SLOS
-    )
-    p.add_argument("user_classes", nargs="*", metavar="UserClass", help="run only these User classes")
-
-
-def _location(exc: BaseException, path: str) -> str:
-    """The line of the locustfile an exception came from."""
-    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
-        if os.path.abspath(frame.filename) == os.path.abspath(path):
-            return f"{path}:{frame.lineno}"
-    return path
+__all__ = ["ScriptError", "add_arguments", "load_locustfile", "run"]
 
 
 _real_sleep = time.sleep
@@ -140,39 +89,37 @@ class _CooperativeSleep:
 cooperative_sleep = _CooperativeSleep()
 
 
-def load_locustfile(path: str) -> tuple[list[type[User]], type[LoadTestShape] | None]:
-    """Runs the file with `locust` resolving to squall; returns (User classes, shape class or None)."""
-    if not os.path.isfile(path):
-        raise ScriptError(f"locustfile '{path}' not found")
+def load_locustfile(spec: str) -> tuple[list[type[User]], type[LoadTestShape] | None]:
+    """Imports the locustfiles of `-f` with `locust` resolving to squall; returns (User classes, shape
+    class or None). ScriptError when they cannot load."""
     locust_compat.install()
     time.sleep = cooperative_sleep
-    directory = os.path.dirname(os.path.abspath(path))
-    if directory not in sys.path:
-        sys.path.insert(0, directory)
-    spec = importlib.util.spec_from_file_location("locustfile", path)
-    if spec is None or spec.loader is None:
-        raise ScriptError(f"{path}: not a Python file")
-    module = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)
-    except SyntaxError as e:
-        raise ScriptError(f"{e.filename}:{e.lineno}: syntax error: {e.msg}") from None
-    except Exception as e:
-        raise ScriptError(f"{_location(e, path)}: {type(e).__name__}: {e}") from None
-    users = [
-        v
-        for v in vars(module).values()
-        if isinstance(v, type) and issubclass(v, User) and not v.__dict__.get("abstract", False)
-    ]
-    shapes = [
-        v
-        for v in vars(module).values()
-        if isinstance(v, type)
-        and issubclass(v, LoadTestShape)
-        and v is not LoadTestShape
-        and v.__module__ == "locustfile"
-    ]
-    return users, (shapes[0] if shapes else None)
+    return locustfiles.load(spec)
+
+
+class _Watchdog:
+    """The SIGALRM handler of a run (see the module's docstring). `end_by` is the monotonic time past
+    which no task may keep the hub; None while the run goes on."""
+
+    def __init__(self, hub: Hub) -> None:
+        self.hub = hub
+        self.end_by: float | None = None
+
+    def end(self, at: float) -> None:
+        self.end_by = at if self.end_by is None else min(self.end_by, at)
+
+    def check(self) -> None:
+        """Raises into the task running now if it must end (called from signal handlers)."""
+        held = self.hub.running_for()
+        if held <= 0 or getcurrent() is self.hub.main:
+            return
+        if self.end_by is not None and time.monotonic() >= self.end_by and held >= END_HOLD:
+            raise GreenletExit()  # the user ends as at the end of a run: its on_stop runs
+        if held > HANG_LIMIT:
+            raise UserHung(f"a task ran {held:.0f} s without yielding (no request, wait or sleep)")
+
+    def __call__(self, _signum: int, _frame: FrameType | None) -> None:
+        self.check()
 
 
 def _number(text: str, what: str, cast: Callable[[str], Number], minimum: float = 0) -> Number:
@@ -186,12 +133,37 @@ def _number(text: str, what: str, cast: Callable[[str], Number], minimum: float 
 
 
 def run(args: argparse.Namespace) -> int:
-    users = _number(args.users, "number of users", int)
+    locust_aliases(args)
+    parser = getattr(args, "parser", None)
+    if parser is not None and (code := check_unsupported(args, parser)) is not None:
+        return code
+    users_given = args.users is not None
+    users = _number(args.users if users_given else "1", "number of users", int)
     spawn_rate = _number(args.spawn_rate, "spawn rate", float, 0.001)
+    try:
+        run_time = parse_duration(args.run_time) if args.run_time else None
+        stop_timeout = parse_duration(args.stop_timeout) if args.stop_timeout not in ("0", "0s") else 0.0
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    # Locust's types in the parsed options a locustfile reads (`environment.parsed_options`).
+    args.num_users, args.spawn_rate, args.run_time = users, spawn_rate, _whole(run_time)
+    args.stop_timeout = stop_timeout
+    classes, shape_class = args.loaded  # loaded by the command line, before its final parse
+    if args.list:
+        print("\n".join(c.__name__ for c in classes))
+        return exitcodes.OK
+    classes = _select_classes(classes, args)
+    if args.show_task_ratio or args.show_task_ratio_json:  # Locust prints one of them and exits
+        show = task_ratio_text if args.show_task_ratio else task_ratio_json
+        sys.stdout.write(show(classes, users if users_given else None))
+        return exitcodes.OK
     worker = processes.worker()
+    dashboard_start = not args.headless and not args.autostart and worker is None
+    tagged = bool(args.tags or args.exclude_tags)
+    run_checks.check(classes, args.host, users, shape_class, host_from_page=dashboard_start, tagged=tagged)
     if worker is None:
         html = args.html and _html_path(args)
-        report.check_writable(json_file=args.json_file, csv=args.csv and args.csv + "_stats.csv", html=html)
+        report.check_writable(result_json=args.result_json, csv=args.csv and args.csv + "_stats.csv", html=html)
     if args.find_limit and worker is None:
         return run_limit.find_limit(args, _final_output)
     args.thresholds, args.watch = thresholds.from_args(args)
@@ -202,17 +174,20 @@ def run(args: argparse.Namespace) -> int:
         return processes.run_processes(args, users, _final_output)
     if worker is not None:
         users, spawn_rate = processes.share(users, worker), spawn_rate / worker[1]
-    try:
-        run_time = parse_duration(args.run_time) if args.run_time else None
-        stop_timeout = parse_duration(args.stop_timeout) if args.stop_timeout not in ("0", "0s") else 0.0
-    except ValueError as e:
-        raise UsageError(str(e)) from None
-    classes, shape_class = args.loaded  # loaded by the command line, before its final parse
-    if args.list:
-        print("\n".join(c.__name__ for c in classes))
-        return exitcodes.OK
+    _start_logging(args, classes, shape_class, users_given)
+    return _run_here(args, classes, shape_class, users, spawn_rate, run_time, stop_timeout, target_monitor)
+
+
+def _whole(seconds: float | None) -> int | float | None:
+    """A duration as Locust's options hold it: whole seconds as an int."""
+    return int(seconds) if seconds is not None and float(seconds).is_integer() else seconds
+
+
+def _select_classes(classes: list[type[User]], args: argparse.Namespace) -> list[type[User]]:
+    """The User classes named on the command line (all by default), with `--config-users`,
+    `--equal-weights`, `-T` and `-E` applied as Locust applies them."""
+    by_name = {c.__name__: c for c in classes}
     if args.user_classes:
-        by_name = {c.__name__: c for c in classes}
         unknown = [n for n in args.user_classes if n not in by_name]
         if unknown:
             raise UsageError(
@@ -220,23 +195,93 @@ def run(args: argparse.Namespace) -> int:
             )
         classes = [by_name[n] for n in args.user_classes]
     if not classes:
-        sys.stderr.write(f"squall: error: {args.locustfile}: no User class with tasks found\n")
-        return exitcodes.USAGE
+        raise UsageError(f"{args.locustfile}: no User class with tasks found")
+    for settings in (s for group in args.config_users or [] for s in group):
+        _update_user_class(by_name, settings)
+    if args.equal_weights:
+        for c in classes:
+            c.weight = 1
+            _equal_tasks(c)
     if args.tags or args.exclude_tags:
         for c in classes:
             filter_tasks_by_tags(c, args.tags, args.exclude_tags)
-    limits.ensure_open_files(max(users, 1))  # one keep-alive connection per user
-    dashboard = None
-    if not args.headless and worker is None:
-        interactive = shape_class is None and not args.rate
-        controls = {"start": not args.autostart, "users": interactive, "stop": True, "reset": True}
-        shown_host = split_userinfo(args.host or "")[0]  # the page never sees the credentials
-        form = {"users": users, "spawn_rate": spawn_rate, "host": shown_host}
-        load = {"model": "open" if args.rate else "users", "users": users, "spawn_rate": spawn_rate, "rate": args.rate}
-        title = f"squall: {os.path.basename(args.locustfile)}"
-        dashboard = live.start(args, "run", "http", args.host or "", controls=controls, form=form, load=load)
-        dashboard.store.meta["title"] = title
+    return classes
 
+
+def _update_user_class(by_name: dict[str, type[User]], settings: dict[str, Any]) -> None:
+    """One `--config-users` entry: its attributes set on the class; `tasks` keeps the tasks of those
+    names (Locust's `Environment.update_user_class`)."""
+    name = settings["user_class_name"]
+    if name not in by_name:
+        raise UsageError(f"--config-users: unknown User class {name} (the locustfile has: {', '.join(by_name)})")
+    cls = by_name[name]
+    for key, value in settings.items():
+        if key == "tasks":
+            cls.tasks = [t for t in cls.tasks if getattr(t, "__name__", None) in value]
+        elif key != "user_class_name":
+            setattr(cls, key, value)
+
+
+def _equal_tasks(holder: Any) -> None:
+    """`--equal-weights`: each task of the class (and of its TaskSets) once, so all weigh the same."""
+    distinct: list[Any] = []
+    for t in holder.tasks:
+        if t not in distinct:
+            distinct.append(t)
+        if isinstance(t, type) and getattr(t, "tasks", None):
+            _equal_tasks(t)
+    holder.tasks = distinct
+
+
+def _start_logging(
+    args: argparse.Namespace, classes: list[type[User]], shape: type[LoadTestShape] | None, users_given: bool
+) -> None:
+    """Locust's logging and its first lines (`locust.main`'s, before the run)."""
+    if not args.skip_log_setup:
+        try:
+            setup_logging(args.loglevel, args.logfile)
+        except (OSError, ValueError) as e:
+            raise UsageError(f"cannot log to {args.logfile or 'stderr'}: {e}") from None
+    main_logger.info(f"Starting squall {__version__} (Locust-compatible)")
+    if not shape:
+        fixed = sum(c.fixed_count for c in classes)
+        if fixed > args.num_users:
+            main_logger.info(
+                f"Total fixed_count of User classes ({fixed}) is greater than the specified number of users "
+                f"({args.num_users}), so not all will be spawned."
+            )
+    elif not getattr(shape, "use_common_options", False) and (users_given or args.run_time):
+        main_logger.warning(
+            "--run-time, --users or --spawn-rate have no impact on LoadShapes unless the shape class explicitly "
+            "reads them. See: docs.locust.io/en/stable/custom-load-shape.html#use-common-options"
+        )
+    if args.spawn_rate > 100:
+        runners_logger.warning(
+            "Your selected spawn rate is very high (>100), and this is known to sometimes cause issues. "
+            "Do you really need to ramp up that fast?"
+        )
+
+
+def _log_task_error(user_instance: Any = None, exception: BaseException | None = None, **_kw: Any) -> None:
+    """An exception in a task, logged as Locust's task runner logs it."""
+    if exception is not None:
+        task_logger.error("%s\n%s", exception, user_traceback(exception))
+
+
+def _run_here(
+    args: argparse.Namespace,
+    classes: list[type[User]],
+    shape_class: type[LoadTestShape] | None,
+    users: int,
+    spawn_rate: float,
+    run_time: float | None,
+    stop_timeout: float,
+    target_monitor: monitor.Monitor | None,
+) -> int:
+    """The run in this process: the dashboard, the engine and hub, the test, the outputs."""
+    worker = processes.worker()
+    limits.ensure_open_files(max(users, 1))  # one keep-alive connection per user
+    dashboard = _start_dashboard(args, users, spawn_rate, shape_class) if not args.headless and not worker else None
     engine = _engine.ScriptEngine(insecure=args.insecure, http2=args.http2)
     hub = Hub(engine)
     cooperative_sleep.hub = hub
@@ -244,24 +289,23 @@ def run(args: argparse.Namespace) -> int:
     shape = shape_class() if shape_class else None
     if shape:
         shape.runner = env.runner
-    events.init.fire(environment=env, runner=env.runner, web_ui=None)
+    events.user_error.add_listener(_log_task_error)
+    events.init.fire(environment=env, runner=env.runner, web_ui=env.use_dashboard(dashboard))
 
     received: list[int] = []
+    watchdog = _Watchdog(hub)
 
     def on_signal(signum: int) -> None:
         received.append(signum)
         env.runner.quit()
-
-    def watchdog(_signum: int, _frame: FrameType | None) -> None:
-        held = hub.running_for()
-        if held > HANG_LIMIT:
-            raise UserHung(f"a task ran {held:.0f} s without yielding (no request, wait or sleep)")
+        watchdog.end(time.monotonic() + stop_timeout)
+        watchdog.check()  # a task holding the hub ends now, not when it yields
 
     generator = GeneratorWatch()
     load = {"model": "open" if args.rate else "users", "users": users, "spawn_rate": spawn_rate}
-    partial = live.partial_files(args.json_file if worker is None else None, "http", args.host or "", load)
+    partial = live.partial_files(args.result_json if worker is None else None, "http", args.host or "", load)
     previous_alarm = signal.signal(signal.SIGALRM, watchdog)
-    signal.setitimer(signal.ITIMER_REAL, 1.0, 1.0)
+    signal.setitimer(signal.ITIMER_REAL, WATCH_EVERY, WATCH_EVERY)
     try:
         with on_stop_signals(on_signal):
             start = _wait_for_start(dashboard, received) if dashboard and not args.autostart else {}
@@ -274,29 +318,40 @@ def run(args: argparse.Namespace) -> int:
                     env.host = args.host = start["host"]
                 reason = _drive(
                     env, hub, classes, shape, users, spawn_rate, run_time, stop_timeout, args, dashboard, partial,
-                    generator, target_monitor,
+                    generator, target_monitor, watchdog,
                 )  # fmt: skip
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous_alarm)
+        events.user_error.remove_listener(_log_task_error)
     if received:
         reason = "interrupted"
+        if signal.SIGTERM in received:
+            main_logger.info("Got SIGTERM signal")
     result = engine.finish(reason, page.redact_argv([args.host])[0] if args.host else "")
     result["exceptions"] = [dict(x, nodes="local") for x in env.exceptions.values()]
     observe(result, generator, target_monitor)
     env.result = result
+    verdicts = _judge(result, args) if worker is None else []
+    events.quitting.fire(environment=env, reason=reason)
+    code = _exit_code(result, args, env, received)
+    main_logger.info(f"Shutting down (exit code {code})")
     if worker is not None:
         with open(os.environ["SQUALL_WORKER_RESULT"], "w") as f:
             json.dump(result, f)
     else:
-        _final_output(result, args)
+        _print_and_write(result, args, verdicts)
     if partial is not None:
         partial.done()
+    events.quit.fire(exit_code=code)
     if dashboard is not None:
         dashboard.store.finish(result)
-    events.quitting.fire(environment=env, reason=reason)
-    if dashboard is not None and not received:
-        _serve_the_end(dashboard, args.autoquit)
+        if not received:
+            _serve_the_end(dashboard, args.autoquit)
+    return code
+
+
+def _exit_code(result: dict[str, Any], args: argparse.Namespace, env: Environment, received: list[int]) -> int:
     if received:
         return exitcodes.INTERRUPTED if received[0] == signal.SIGINT else exitcodes.TERMINATED
     if env.process_exit_code is not None:
@@ -307,6 +362,47 @@ def run(args: argparse.Namespace) -> int:
         code: int = args.exit_code_on_error
         return code
     return exitcodes.OK
+
+
+def _start_dashboard(
+    args: argparse.Namespace, users: int, spawn_rate: float, shape_class: type[LoadTestShape] | None
+) -> Dashboard:
+    """The dashboard (Locust's web UI options mapped to squall's), and Locust's line saying where."""
+    if args.web_host in ("*", ""):  # Locust's "every interface"
+        args.web_host = "0.0.0.0"
+    interactive = shape_class is None and not args.rate
+    controls = {"start": not args.autostart, "users": interactive, "stop": True, "reset": True}
+    shown_host = split_userinfo(args.host or "")[0]  # the page never sees the credentials
+    form = {"users": users, "spawn_rate": spawn_rate, "host": shown_host}
+    load = {"model": "open" if args.rate else "users", "users": users, "spawn_rate": spawn_rate, "rate": args.rate}
+    shown = argparse.Namespace(**{**vars(args), "argv": _redact_secrets(args)})  # the page shows the command line
+    dashboard = live.start(shown, "run", "http", args.host or "", controls=controls, form=form, load=load)
+    dashboard.store.meta["title"] = f"squall: {os.path.basename(args.locustfile)}"
+    url = args.web_host_display_name or dashboard.url.rstrip("/")
+    main_logger.info(f"Starting web interface at {url}, press enter to open your default browser.")
+    return dashboard
+
+
+def _redact_secrets(args: argparse.Namespace) -> list[str]:
+    """The command line with the values of options declared `is_secret=True` hidden (`***`)."""
+    parser = getattr(args, "parser", None)
+    argv: list[str] = list(getattr(args, "argv", None) or [])
+    if parser is None:
+        return argv
+    secret = {o for a in parser._actions if getattr(a, "is_secret", False) for o in a.option_strings}
+    out: list[str] = []
+    hide_next = False
+    for a in argv:
+        option, eq, _value = a.partition("=")
+        if hide_next:
+            out.append("***")
+            hide_next = False
+        elif option in secret and eq:
+            out.append(f"{option}=***")
+        else:
+            out.append(a)
+            hide_next = a in secret
+    return out
 
 
 def _drive(
@@ -323,11 +419,14 @@ def _drive(
     partial: live.PartialFiles | None = None,
     generator: GeneratorWatch | None = None,
     target_monitor: monitor.Monitor | None = None,
+    watchdog: _Watchdog | None = None,
 ) -> str:
     """The test itself: spawning, shape ticks, periodic stats, the dashboard, the end; returns the stop
     reason."""
     runner = env.runner
+    gevent_runs.bind(env)  # squall's gevent: the run's exceptions and hub for the locustfile's greenlets
     spawner = Spawner(env, classes)
+    log = _RunLog(args, spawner, shape is not None)
     worker = processes.worker()
     share = worker[1] if worker else 1  # this process's part of a rate
 
@@ -339,14 +438,21 @@ def _drive(
             spawner.set_target(0, spawn_rate)
         hub.engine.set_rate(rate / share, args.arrival, duration)
 
+    log.starting(run_time)
     if args.rate:
         open_model(args.rate, run_time)  # exactly rate x run time arrivals
-    else:
+    elif not shape:
         spawner.set_target(users, spawn_rate)
     start = time.monotonic()
     deadline = start + run_time if run_time else None
-    runner.state = "spawning"
+    if watchdog is not None and deadline is not None:
+        watchdog.end(deadline + stop_timeout)  # a task still holding the hub then is ended
+    # Locust's order: test_start sees the runner ready, spawning_complete sees it spawning (its own
+    # listener, registered after the locustfile's, then marks it running and resets the stats).
     events.test_start.fire(environment=env)
+    runner.state = "spawning"
+    if not args.rate and not shape:
+        log.ramping(users, spawn_rate)  # after test_start, as Locust's runner logs it
     next_stats = start + STATS_INTERVAL
     next_tick = start
     last_counts: LiveCounts = (start, {})
@@ -364,39 +470,50 @@ def _drive(
         hub.engine.set_users(runner.user_count)
         if runner.quitting:
             break  # runner.quit() from the script, or a signal (run() marks that one interrupted)
-        if spawner.done() and not shape:
-            break  # every user stopped by itself: nothing is left to run
         if deadline is not None and now >= deadline:
             reason = "duration"
+            log.run_time_reached()
             break
+        if spawner.done() and not shape:
+            break  # every user stopped by itself: nothing is left to run
         if shape and now >= next_tick:
             next_tick = now + 1.0
             tick = shape.tick()
             if tick is None:
+                log.shape_done()
                 break
             if isinstance(tick, dict):  # {"rate": R}: the open model at R iterations a second
                 open_model(float(tick["rate"]))
             else:
+                log.shape_tick(tick)
                 rate = tick[1] / share
                 spawner.set_target(processes.share(int(tick[0]), worker), rate, tick[2] if len(tick) > 2 else None)
         if env.open_pool is None:
             spawner.step()
         if (env.open_pool or len(spawner.spawned) >= spawner.target) and runner.state == "spawning":
-            runner.state = "running"
+            if env.open_pool is None:
+                log.spawned()
             events.spawning_complete.fire(user_count=runner.user_count)
-        if now >= next_stats and not args.only_summary:
+            runner.state = "running"
+            if args.reset_stats:
+                runners_logger.info("Resetting stats\n")
+                env.stats.reset_all()
+        if now >= next_stats and not args.only_summary and (args.print_stats or args.headless):
             next_stats = now + STATS_INTERVAL
             last_counts = _print_live(hub.engine, last_counts)
         if dashboard is not None:
             for action, command in dashboard.take_commands():
                 if action == "users" and not shape and env.open_pool is None:
                     users = processes.share(command["users"], worker)
+                    log.ramping(users, command["spawn_rate"] / share)
                     spawner.set_target(users, command["spawn_rate"] / share)
                     runner.state = "spawning"
                 elif action == "stop":
                     runner.quit()
-                elif action == "reset":
-                    hub.engine.reset_totals()
+                elif action == "reset":  # as Locust's web UI: the event, the stats, the exceptions
+                    events.reset_stats.fire()
+                    env.stats.reset_all()
+                    env.exceptions.clear()
         if publisher.due():  # once a second: the generator's watch, the dashboard, the partial files
             exceptions = [dict(x, nodes="local") for x in env.exceptions.values()]
             target = None if env.open_pool else spawner.target
@@ -406,9 +523,11 @@ def _drive(
             if watch is not None and watch.stops(live_now, time.monotonic() - start):
                 runner.quit()
         hub.run_until(min(t for t in (now + 0.1, deadline) if t is not None))
-    runner.state = "stopping"
+    if watchdog is not None:  # from now on no task may hold the hub past --stop-timeout
+        watchdog.end(time.monotonic() + stop_timeout)
+    events.test_stopping.fire(environment=env)  # with the runner's state as it was, as in Locust
+    runner.state = "cleanup"
     publisher.tick(force=True, state="stopping")
-    events.test_stopping.fire(environment=env)
     if env.open_pool is not None and not runner.quitting:
         # No more arrivals; the iterations running, and those waiting for a user, may finish (up to a
         # grace); what still waits then was never started: dropped.
@@ -423,12 +542,61 @@ def _drive(
             hub.run_until(min(stop_by, time.monotonic() + 0.1))
     for g in list(runner.users.values()):
         hub.kill(g)
+    gevent_runs.kill_user_greenlets()  # the greenlets users spawned (gevent.spawn, pools) end with them
     grace_end = time.monotonic() + max(stop_timeout, 10.0)
     while runner.users and time.monotonic() < grace_end:
         hub.run_until(time.monotonic() + 0.1)
+    gevent_runs.finish_user_greenlets(hub, grace_end)  # and those their on_stop spawned
     runner.state = "stopped"
     events.test_stop.fire(environment=env)
     return reason
+
+
+class _RunLog:
+    """Locust's log lines of a run's life (`locust.main`'s and `locust.runners`'), at the points of the
+    run where Locust logs them, with its texts."""
+
+    def __init__(self, args: argparse.Namespace, spawner: Spawner, shaped: bool) -> None:
+        self.args = args
+        self.spawner = spawner
+        self.shaped = shaped
+        self.last_tick: Any = None
+
+    @property
+    def dashboard_run(self) -> bool:
+        return not self.args.headless and bool(self.args.autostart)
+
+    def starting(self, run_time: float | None) -> None:
+        if self.shaped:
+            runners_logger.info("Shape test starting.")
+            runners_logger.info("Shape worker starting")
+        if run_time:
+            main_logger.info(f"Run time limit set to {_whole(run_time)} seconds")
+        elif not self.shaped:
+            main_logger.info("No run time limit set, use CTRL+C to interrupt")
+
+    def ramping(self, users: int, rate: float) -> None:
+        runners_logger.info(f"Ramping to {users:d} users at a rate of {rate:.2f} per second")
+
+    def spawned(self) -> None:
+        counts = {c.__name__: n for c, n in self.spawner.counts.items()}
+        runners_logger.info(f"All users spawned: {user_classes_count(counts)}")
+
+    def shape_tick(self, tick: Any) -> None:
+        if tick != self.last_tick:
+            self.last_tick = tick
+            runners_logger.info(f"Shape test updating to {int(tick[0]):d} users at {float(tick[1]):.2f} spawn rate")
+            self.ramping(int(tick[0]), float(tick[1]))
+
+    def shape_done(self) -> None:
+        runners_logger.info("Shape test stopping")
+        self._stopping("Shape test completed")
+
+    def run_time_reached(self) -> None:
+        self._stopping("--run-time limit reached")
+
+    def _stopping(self, reason: str) -> None:
+        main_logger.info(f"{reason}, stopping test" if self.dashboard_run else f"{reason}, shutting down")
 
 
 def _wait_for_start(dashboard: Dashboard, received: list[int]) -> dict[str, Any] | None:
@@ -447,9 +615,11 @@ def _wait_for_start(dashboard: Dashboard, received: list[int]) -> dict[str, Any]
 
 def _serve_the_end(dashboard: Dashboard, autoquit: int | None) -> None:
     """After the run the dashboard shows its result: for `--autoquit` seconds, or until Ctrl-C."""
-    if autoquit is not None:
-        live.linger(dashboard, max(autoquit, 0))
+    if autoquit is not None and autoquit >= 0:
+        live.linger(dashboard, autoquit)
+        main_logger.info("--autoquit time reached, shutting down")
         return
+    main_logger.info("--autoquit not specified, leaving web ui running indefinitely")
     sys.stderr.write(f"squall: the run ended; its dashboard stays at {dashboard.url} until Ctrl-C\n")
     try:
         while True:
@@ -480,55 +650,74 @@ def _print_live(engine: _engine.ScriptEngine, last: LiveCounts) -> LiveCounts:
 
 
 def _html_path(args: argparse.Namespace) -> str:
-    """--html with Locust's {u}, {r} and {t} replaced."""
+    """--html with Locust's {u}, {r} and {t} replaced (users, spawn rate, run time in seconds; a whole
+    number without its '.0'; a tag whose value is not set stays, as in Locust)."""
     html: str = args.html
-    return (
-        html.replace("{u}", str(args.users))
-        .replace("{r}", str(args.spawn_rate))
-        .replace("{t}", str(args.run_time or ""))
-    )
+    values = {"{u}": getattr(args, "num_users", None), "{r}": args.spawn_rate, "{t}": args.run_time}
+    for tag, value in values.items():
+        if value is not None:
+            number = float(value)
+            html = html.replace(tag, str(int(number)) if number.is_integer() else str(value))
+    return html
 
 
 def _final_output(result: dict[str, Any], args: argparse.Namespace) -> None:
-    # The verdicts go into the result first (its files carry them); on stderr when stdout is --json's.
-    verdict_out = sys.stderr if args.json else sys.stdout
+    """The verdicts, then the tables and files (for the runs of other processes: --processes and
+    --find-limit)."""
+    _print_and_write(result, args, _judge(result, args))
+
+
+def _judge(result: dict[str, Any], args: argparse.Namespace) -> list[thresholds.Verdict]:
+    """The thresholds' verdicts, into the result (its files carry them)."""
     watch = getattr(args, "watch", None)
     verdicts = thresholds.evaluate_all(getattr(args, "thresholds", []), result) if args.thresholds else []
     if verdicts:
         result["thresholds"] = [v.to_json() for v in verdicts]
         if watch is not None and watch.failed:
             result["stop_reason"] = "threshold"
+    return verdicts
+
+
+def _print_and_write(result: dict[str, Any], args: argparse.Namespace, verdicts: list[thresholds.Verdict]) -> None:
+    """As Locust at its end: `--json` prints Locust's JSON on stdout, `--json-file` writes it, and the
+    tables come unless `--json-file` is given (on stderr when stdout is --json's); then squall's
+    files, its observations and the verdicts (on stderr when stdout is --json's)."""
+    side = sys.stderr if args.json else sys.stdout
     if args.json:
-        rows = [dict(e, **{"type": e["method"]}) for e in result["endpoints"]]
-        for r in rows:
-            r.pop("histogram", None)
-        sys.stdout.write(json.dumps(rows, indent=1) + "\n")
-    else:
-        out = sys.stdout
-        out.write(locust_console.stats_table(result["endpoints"], result["aggregate"], result["duration_s"]))
-        out.write("\n" + locust_console.percentiles_table(result["endpoints"], result["aggregate"]))
-        out.write("\n" + locust_console.error_report(result["errors"]))
+        sys.stdout.write(locust_json.dumps(result) + "\n")
+    if not args.json_file:
+        side.write(locust_console.stats_table(result["endpoints"], result["aggregate"], result["duration_s"]))
+        side.write("\n" + locust_console.percentiles_table(result["endpoints"], result["aggregate"]))
+        side.write("\n" + locust_console.error_report(result["errors"], script=True))
         if result["exceptions"]:
-            out.write("\n" + locust_console.exceptions_report(result["exceptions"]))
+            side.write("\n" + locust_console.exceptions_report(result["exceptions"]))
     sys.stdout.flush()
     if result["abandoned"]:  # on stderr: stdout keeps Locust's tables exactly
         sys.stderr.write(
             f"squall: {result['abandoned']:,} requests in flight when their users stopped were "
             "cancelled; they are not in the stats\n"
         )
-    command_meta = page.meta("run", getattr(args, "argv", None) or [], args.host or "")
+    written = []
+    if args.json_file:
+        try:
+            written.append(locust_json.write(result, args.json_file))
+        except OSError as e:
+            sys.stderr.write(
+                f"squall: error: cannot write {locust_json.file_path(args.json_file)}: {e.strerror or e}\n"
+            )
+    command_meta = page.meta("run", _redact_secrets(args), args.host or "")
     command_meta["title"] = f"squall: {os.path.basename(args.locustfile)}"
-    written = report.write_files(
+    written += report.write_files(
         result,
-        json_path=args.json_file,
+        json_path=args.result_json,
         csv_prefix=args.csv,
         full_history=args.csv_full_history,
         html_path=_html_path(args) if args.html else None,
         html_meta=command_meta,
     )
-    print_observations(result, verdict_out)
+    print_observations(result, side)
     if verdicts:
-        verdict_out.write("\n" + thresholds.block(verdicts))
-        verdict_out.flush()
+        side.write("\n" + thresholds.block(verdicts))
+        side.flush()
     for path in written:
         sys.stderr.write(f"wrote {path}\n")

@@ -26,9 +26,9 @@ from squall.signals import on_stop_signals
 
 # Options of `squall -f` a step sets itself (with their values), and flags it drops.
 _VALUED = {
-    "-u", "--users", "-r", "--spawn-rate", "-t", "--run-time", "--json-file", "--html", "--csv", "--slo",
-    "--step-time", "--max-users", "--web-port", "--web-host", "--web-auth", "--autoquit", "--processes",
-    "--threshold", "--threshold-grace",
+    "-u", "--users", "-r", "--spawn-rate", "-t", "--run-time", "--json-file", "--result-json", "--html", "--csv",
+    "--slo", "--step-time", "--max-users", "--web-port", "--web-host", "--web-auth", "--autoquit", "--processes",
+    "--threshold", "--threshold-grace", "--logfile",
 }  # fmt: skip
 _FLAGS = {
     "--find-limit", "--headless", "--autostart", "--only-summary", "--json", "--print-stats",

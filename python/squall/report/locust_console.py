@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from squall.report import locust_errors
 from squall.report.units import PERCENTILE_KEYS
 
 
@@ -72,12 +73,13 @@ def percentiles_table(endpoints: list[dict[str, Any]], aggregate: dict[str, Any]
     return "\n".join(out) + "\n"
 
 
-def error_report(errors: list[dict[str, Any]]) -> str:
+def error_report(errors: list[dict[str, Any]], script: bool = False) -> str:
+    """Locust's error report; a script's failures in Locust's words (squall.report.locust_errors)."""
     if not errors:
         return ""
     out = ["Error report", f"{'# occurrences':<20} Error", f"{'-' * 20}|{'-' * 60}"]
     for e in errors:
-        out.append(f"{e['count']:<20} {e['method']} {e['name']}: {e['message']}")
+        out.append(f"{e['count']:<20} {e['method']} {e['name']}: {locust_errors.console_text(e, script)}")
     return "\n".join(out) + "\n"
 
 

@@ -9,6 +9,7 @@ import io
 from collections.abc import Iterator
 from typing import Any
 
+from squall.report import locust_errors
 from squall.report.units import PERCENTILE_KEYS, ms_exact
 
 PCT_COLUMNS = [f"{k}%" for k in PERCENTILE_KEYS]
@@ -138,15 +139,16 @@ def write(result: dict[str, Any], prefix: str, full_history: bool = False) -> li
         w = csv.writer(f)
         w.writerow(FAILURES_HEADER)
         start = result["start_unix"]
+        script = result.get("kind") == "script"
         for e in result["errors"]:
             w.writerow(
                 [
                     e["method"],
                     e["name"],
-                    e["message"],
+                    locust_errors.csv_text(e, script),
                     e["count"],
-                    round(start + e["first_seen_s"], 3),
-                    round(start + e["last_seen_s"], 3),
+                    locust_errors.utc_stamp(start + e["first_seen_s"]),
+                    locust_errors.utc_stamp(start + e["last_seen_s"]),
                 ]
             )
     if result.get("thresholds"):  # squall's own file: Locust has no thresholds

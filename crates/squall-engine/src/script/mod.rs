@@ -406,6 +406,12 @@ impl ScriptEngine {
         })
     }
 
+    /// Resets the live totals and the run's own (its result counts from here), as Locust's reset does.
+    pub fn reset_totals(&self) {
+        self.engine.core.timeline.reset_totals();
+        self.engine.recorder.borrow_mut().reset_totals();
+    }
+
     pub fn core(&self) -> &Arc<RunCore> {
         &self.engine.core
     }

@@ -275,6 +275,13 @@ pub struct Recorder {
 }
 
 impl Recorder {
+    /// Forgets the run's totals and errors so far (Locust's `--reset-stats` and "Reset stats"): the run's
+    /// result then counts from here. The time series keeps every second.
+    pub fn reset_totals(&mut self) {
+        self.totals.iter_mut().for_each(|s| *s = EndpointStats::default());
+        self.errors.clear();
+    }
+
     /// A recorder feeding `timeline` (its counters join the run's live progress).
     pub fn new(timeline: Arc<Timeline>) -> Self {
         let live = timeline.register();

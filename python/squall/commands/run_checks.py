@@ -1,0 +1,70 @@
+"""What `squall -f` checks before a run, so that a run that cannot do what was asked is one line and
+exit 2 before anything is sent, as a bad command line is (Locust starts such runs and fails each user,
+or runs nothing for `-t`).
+
+Policy: `-u 0` is an error unless a shape sets the users; every selected User class must have tasks
+(after `-T`/`-E`); an HTTP user needs a host, from `-H` or its class, whose scheme is http or https
+(an MQTT user's is its broker: mqtt://, mqtts:// or a bare host name); `-H` itself must be http(s)://
+or mqtt(s)://. A dashboard run that waits for Start may get its host from the page, so the missing
+host is not checked there."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from squall.contrib.mqtt import MqttUser
+from squall.errors import UsageError
+from squall.user.users import HttpUser
+
+if TYPE_CHECKING:
+    from squall.shape import LoadTestShape
+    from squall.user.users import User
+
+HTTP = ("http", "https")
+MQTT = ("mqtt", "mqtts")
+
+
+def _scheme_error(where: str, url: str, allowed: tuple[str, ...]) -> UsageError | None:
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in allowed or not parts.netloc:
+        shown = " or ".join(f"{s}://" for s in allowed)
+        return UsageError(f"{where} '{url}' is not a URL squall can load: it must start with {shown}")
+    return None
+
+
+def check(
+    classes: list[type[User]],
+    host: str | None,
+    users: int,
+    shape: type[LoadTestShape] | None,
+    host_from_page: bool,
+    tagged: bool = False,
+) -> None:
+    """Raises UsageError with the first problem (see the module's policy)."""
+    if users < 1 and shape is None:
+        raise UsageError("-u/--users must be at least 1 (a run of 0 users sends nothing)")
+    if host:
+        problem = _scheme_error("-H/--host", host, HTTP + MQTT)
+        if problem:
+            raise problem
+    given_http = bool(host) and urlsplit(host or "").scheme.lower() in HTTP
+    for c in classes:
+        if not c.tasks:
+            if tagged:
+                raise UsageError(f"User class {c.__name__} has no tasks left after -T/-E")
+            raise UsageError(
+                f"User class {c.__name__} has no tasks: use @task or set tasks, or mark it abstract = True"
+            )
+        if issubclass(c, HttpUser) and not given_http:
+            if not c.host:
+                if host_from_page:
+                    continue
+                raise UsageError(f"User class {c.__name__} has no host: set `host` on the class or give -H/--host")
+            problem = _scheme_error(f"the host of {c.__name__}", c.host, HTTP)
+            if problem:
+                raise problem
+        if issubclass(c, MqttUser) and c.host and "://" in c.host:
+            problem = _scheme_error(f"the host of {c.__name__}", c.host, MQTT)
+            if problem:
+                raise problem

@@ -1,0 +1,51 @@
+"""Failures in Locust's words, for the files and tables Locust's users parse.
+
+Locust keys a failure by its exception's repr (`HTTPError('500 Server Error: Internal Server Error for
+url: /x')`, `CatchResponseError('judged bad')`) and writes that in the failures CSV; its console report
+unwraps CatchResponseError to the bare message. A scripted run's verdicts are recorded in that form by
+the client already (squall.clients.locust_error_text); a status failure the engine judged on its own
+(`HTTP 500`) is written here as the HTTPError requests would have raised. Other failures (timeouts,
+refused connections) keep squall's words: Locust's would name urllib3's internals. Runs that are not
+scripts (bench, mqtt) keep squall's words throughout."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from http import HTTPStatus
+from typing import Any
+
+_CATCH = "CatchResponseError("
+
+
+def csv_text(error: dict[str, Any], script: bool) -> str:
+    """The failures CSV's Error column."""
+    if script and error.get("kind") == "http" and error.get("status"):
+        status = int(error["status"])
+        try:
+            reason = HTTPStatus(status).phrase
+        except ValueError:
+            reason = ""
+        side = "Client" if status < 500 else "Server"
+        return repr(_HTTPError(f"{status} {side} Error: {reason} for url: {error['name']}"))
+    return str(error["message"])
+
+
+def console_text(error: dict[str, Any], script: bool) -> str:
+    """The console's error report line after `METHOD NAME: ` (Locust's StatsError.to_name)."""
+    text = csv_text(error, script)
+    if text.startswith(_CATCH) and text.endswith(")"):
+        inner = text[len(_CATCH) : -1]
+        return inner[1:-1] if len(inner) >= 2 and inner[0] == inner[-1] and inner[0] in "'\"" else inner
+    return text
+
+
+def utc_stamp(unix: float) -> str:
+    """Locust's timestamps in the failures CSV (`2026-11-23T04:56:53Z`, whole seconds, UTC)."""
+    return datetime.fromtimestamp(int(unix), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class _HTTPError(Exception):
+    """Only for its repr: `HTTPError('...')`, as requests' exception prints."""
+
+
+_HTTPError.__name__ = _HTTPError.__qualname__ = "HTTPError"
