@@ -27,6 +27,8 @@ USERS = 2
 COMPARED_HEADERS = ("authorization", "x-client", "x-api-version", "content-type", "accept")
 
 pytest.importorskip("locust")
+# Command-line options a file's own parser listener adds.
+EXTRA = {"custom_options.py": ["--api-key", "k3y", "--batch", "3"]}
 
 
 class Recorder:
@@ -116,6 +118,7 @@ def run_both(name, recorder, tmp_path, *extra, run_time="4s"):
     """Runs the file with Locust, then with squall; returns {"locust"|"squall": (process, prefix, records)}."""
     out = {}
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(CORPUS)])))
+    env["CORPUS_API_VERSION"] = "7"  # custom_options.py's option, from the variable it declares
     common = ["-f", CORPUS / name, "--headless", "-u", USERS, "-r", 50, "-t", run_time, "-H", recorder.url]
     for tool in ("locust", "squall"):
         recorder.reset()
@@ -130,9 +133,21 @@ def run_both(name, recorder, tmp_path, *extra, run_time="4s"):
     return out
 
 
-@pytest.mark.parametrize("name", ["session_setup.py", "uploads.py", "fasthttp_rest.py", "idioms.py"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "session_setup.py",
+        "uploads.py",
+        "fasthttp_rest.py",
+        "idioms.py",
+        "quitting.py",
+        "gevent_pool.py",
+        "custom_options.py",
+        "runners_check.py",
+    ],
+)
 def test_corpus_file_runs_as_under_locust(name, recorder, tmp_path):
-    both = run_both(name, recorder, tmp_path)
+    both = run_both(name, recorder, tmp_path, *EXTRA.get(name, []))
     (lp, lprefix, lrecords), (sp, sprefix, srecords) = both["locust"], both["squall"]
     assert lp.returncode == sp.returncode, (lp.returncode, sp.returncode, lp.stderr[-2000:], sp.stderr[-2000:])
     assert len(srecords) == len(lrecords) > 0
