@@ -184,3 +184,31 @@ def test_certificates_are_checked_as_requests_and_fasthttp_decide(nginx, tmp_pat
             squall(*args, env=env, timeout=90)
         counts[tool] = (stats(prefix)[("", "Aggregated")], nginx.requests_logged())
     assert counts["squall"] == counts["locust"] == (((5, 5), 0) if verified else ((5, 0), 5))
+
+
+def test_fasthttp_max_retries_resend_what_geventhttpclient_resends(tmp_path):
+    """Against a server that closes every connection unanswered, with max_retries = 2: squall sends each
+    GET three times and each POST once; both tools count one failed request per call. Locust sends the
+    POST once too, and each GET at least three times: geventhttpclient also retries inside each try,
+    once per pooled connection plus one (4 here), which squall does not copy."""
+    seen, failed = {}, {}
+    env = dict(os.environ, PYTHONPATH=str(CORPUS), ITERATIONS="3")
+    for tool in ("locust", "squall"):
+        port = free_port()
+        server = Path(__file__).parent / "servers" / "closer.py"
+        proc = subprocess.Popen([sys.executable, str(server), str(port)], stdout=subprocess.PIPE, text=True)
+        assert proc.stdout.readline().strip() == "ready"
+        prefix = tmp_path / tool
+        args = ["-f", CORPUS / "retries.py", "--headless", "-u", 1, "-r", 10, "-t", "3s"]
+        args += ["-H", f"http://127.0.0.1:{port}", "--csv", prefix, "--only-summary"]
+        if tool == "locust":
+            cmd = [sys.executable, "-m", "locust", *args, "--loglevel", "ERROR"]
+            subprocess.run(list(map(str, cmd)), capture_output=True, text=True, timeout=90, env=env)
+        else:
+            squall(*args, env=env, timeout=90)
+        proc.terminate()
+        seen[tool] = json.loads(proc.communicate(timeout=10)[0])
+        failed[tool] = stats(prefix)[("", "Aggregated")]
+    assert seen["squall"] == {"GET /idempotent": 3 * 3, "POST /not-idempotent": 3}, seen
+    assert seen["locust"]["POST /not-idempotent"] == 3 and seen["locust"]["GET /idempotent"] >= 3 * 3, seen
+    assert failed["squall"] == failed["locust"] == (6, 6)

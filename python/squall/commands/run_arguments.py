@@ -180,7 +180,7 @@ def _outputs(p: argparse.ArgumentParser) -> None:
     g.add_argument("--only-summary", action="store_true", env_var="LOCUST_ONLY_SUMMARY", help="only the final tables")
     g.add_argument(
         "--reset-stats", action="store_true", env_var="LOCUST_RESET_STATS",
-        help="reset the live statistics (tables, dashboard) once every user has started",
+        help="reset the statistics (tables, files, dashboard) once every user has started, as Locust does",
     )  # fmt: skip
     g.add_argument(
         "--html", metavar="FILE", env_var="LOCUST_HTML",

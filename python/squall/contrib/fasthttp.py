@@ -7,8 +7,10 @@ it is HttpUser's session with FastHttpUser's settings and defaults:
   effective timeout is the smaller of the two;
 - `concurrency` and `client_pool` tune geventhttpclient's connection pools: the engine opens a user's
   connections as its requests need them (one per request in flight), so they change nothing here;
-- `max_retries`: a request that gets no response is sent again, up to this many times, as
-  geventhttpclient does; only the last try is a request in the stats, as in Locust;
+- `max_retries`: an idempotent request that timed out or found its connection closed before any
+  response is sent again, up to this many times, as geventhttpclient does; only the last try is a
+  request in the stats, as in Locust (geventhttpclient also retries inside each try, once per pooled
+  connection plus one; squall does not copy that);
 - `proxy_host` and `ssl_context_factory` are not supported: the user fails to start with NotSupported."""
 
 from __future__ import annotations
@@ -22,6 +24,13 @@ from squall.user.users import HttpUser
 
 if TYPE_CHECKING:
     from squall.env import Environment
+
+
+# What geventhttpclient retries (its UserAgent._handle_error): a timeout, or a connection closed before
+# any response (EmptyResponse); and only idempotent methods (RFC 9110 9.2.2). A response cut short is not
+# retried. In the engine's words:
+_RETRIED = frozenset({"request timed out", "connect timed out", "server closed the connection before responding"})
+_IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"})
 
 
 class FastHttpSession(HttpSession):
@@ -51,10 +60,10 @@ class FastHttpSession(HttpSession):
             return super().request(method, url, catch_response=catch_response, **kw)
         # Tries that got no response are dropped unrecorded: one request in the stats, as
         # geventhttpclient retries inside one of Locust's requests.
-        for _ in range(self.max_retries + 1):
+        for _ in range(self.max_retries + 1 if method.upper() in _IDEMPOTENT else 1):
             attempt = super().request(method, url, catch_response=True, **kw)
             assert isinstance(attempt, ResponseContextManager)
-            if attempt.status_code != 0:
+            if attempt.error not in _RETRIED:
                 break
         assert isinstance(attempt, ResponseContextManager)
         if catch_response:
