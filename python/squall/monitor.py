@@ -715,9 +715,11 @@ class Monitor:
         self._cost_s += time.thread_time() - cost
         self._samples += 1
 
-    def stop(self) -> dict[str, Any]:
+    def stop(self, last_t: int | None = None) -> dict[str, Any]:
         """Stops sampling (with a last sample for the part of a second since the last one, when it is
-        long enough) and returns the `monitor` section of the result."""
+        long enough) and returns the `monitor` section of the result. `last_t`: the load's last second;
+        samples after it (taken while a starved generator was still writing its result) are dropped, so
+        that every sample lines up with a second of the load's time series."""
         thread, self._thread = self._thread, None
         if thread is not None:
             self._stopping.set()
@@ -727,6 +729,10 @@ class Monitor:
                 t = int((now - self._mono0) // self.interval)
                 if t > self._last_t and now - self._last[0] >= MIN_PARTIAL * self.interval:
                     self._take(t)
+        if last_t is not None:
+            with self._lock:
+                self._series = [[x for x in series if x["t"] <= last_t] for series in self._series]
+                self._host_series = [x for x in self._host_series if x["t"] <= last_t]
         return self.latest()
 
     def latest(self) -> dict[str, Any]:
