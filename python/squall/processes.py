@@ -35,6 +35,12 @@ def share(total: int, worker: tuple[int, int] | None) -> int:
     return total // n + (1 if i < total % n else 0)
 
 
+def write_result(result: dict[str, Any]) -> None:
+    """A worker's result, where the process that started it reads it (SQUALL_WORKER_RESULT)."""
+    with open(os.environ["SQUALL_WORKER_RESULT"], "w") as f:
+        json.dump(result, f)
+
+
 def run_processes(
     args: argparse.Namespace,
     users: int,

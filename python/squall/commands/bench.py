@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import argparse
 import base64
+import functools
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from squall import _engine, exitcodes, limit, limits, monitor, report, thresholds
+from squall import _engine, distributed, exitcodes, limit, limits, monitor, processes, report, thresholds
 from squall.commands.arguments import add_threshold_arguments, to_duration, to_positive_int, to_rate
 from squall.commands.drive import drive, find_rate_limit, print_observations
 from squall.commands.progress import ProgressLine
+from squall.distributed import runs, shares
+from squall.distributed.feed import wait_for_start, worker_feed
 from squall.errors import UsageError
 from squall.web import live, page
 
@@ -40,6 +43,7 @@ def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
     )
     load.add_argument("--ramp", type=str, help="ramp connections (closed) or rate (open) linearly from zero")
     load.add_argument("--threads", type=str, help="engine threads (default: one per available core)")
+    load.add_argument("--processes", type=str, help="worker processes sharing the connections (default 1)")
     limit.add_arguments(p, "the highest rate the target sustains", "--max-rate", limit.DEFAULT_SLOS)
     req = p.add_argument_group("request")
     req.add_argument("-m", "--method", help="HTTP method (default GET, or POST with a body)")
@@ -70,6 +74,7 @@ def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
     live.add_arguments(p.add_argument_group("dashboard"), default_port=None)
     add_threshold_arguments(p)
     monitor.add_arguments(p)
+    distributed.add_arguments(p)
     p.set_defaults(func=run)
     return p
 
@@ -148,15 +153,29 @@ def engine_config(args: argparse.Namespace) -> tuple[dict[str, Any], bytes]:
 def run(args: argparse.Namespace) -> int:
     if args.find_limit:
         return find_limit(args)
+    distributed.check(args)
     config, body = engine_config(args)
+    worker = processes.worker()
+    if worker is not None:  # a worker of a distributed run: its share; the driver reports
+        return _work(shares.bench_share(config, worker), body)
     report.check_writable(json=args.json, csv=args.csv and args.csv + "_stats.csv", html=args.html)
     args.thresholds, watch = thresholds.from_args(args)
     target_monitor = monitor.Monitor.from_args(args)
     limits.ensure_open_files(config["connections"])
+    n = to_positive_int(args.processes) if args.processes else 1
+    if n > 1:  # local workers, each its share (as distributed ones); the tables come at the end
+        if args.ray or args.web_port is not None:
+            raise UsageError("--processes goes without --ray (use --workers) and without --web-port")
+        shares.check_workers(n, config["connections"], "connections")
+        args.processes = n
+        return processes.run_processes(args, config["connections"], _final_output(watch), "connections")
     dashboard = None
     if args.web_port is not None:  # before the run: a port in use is a usage error, not a lost run
-        controls = {"start": False, "users": False, "stop": True, "reset": True}
+        controls = {"start": False, "users": False, "stop": True, "reset": not args.ray}
         dashboard = live.start(args, "bench", "http", args.url, controls=controls, load=_load(config))
+    if distributed.requested(args):
+        end = functools.partial(finish, args=args, watch=watch)
+        return runs.run_bench(args, config, dashboard, watch, target_monitor, end, _load(config))
     try:
         engine_run = _engine.Run.bench(config, body)
     except _engine.UsageError as e:
@@ -176,6 +195,28 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
+def _work(config: dict[str, Any], body: bytes) -> int:
+    """A worker of a distributed run (squall.distributed): its share of the load, its live feed to its
+    actor, its result in SQUALL_WORKER_RESULT; nothing printed but errors."""
+    wait_for_start()
+    try:
+        engine_run = _engine.Run.bench(config, body)
+    except _engine.UsageError as e:
+        raise UsageError(str(e)) from None
+    except _engine.TargetError as e:
+        sys.stderr.write(f"squall bench: error: {e}\n")
+        return exitcodes.CANNOT_START
+    feed = worker_feed(engine_run.progress)
+    result, signum = drive(engine_run, partial=feed)
+    processes.write_result(result)
+    if feed is not None:
+        feed.done()
+    if signum is not None:
+        return exitcodes.INTERRUPTED if signum == 2 else exitcodes.TERMINATED
+    agg = result["aggregate"]
+    return exitcodes.ALL_FAILED if agg["requests"] == agg["failures"] else exitcodes.OK
+
+
 def _load(config: dict[str, Any]) -> dict[str, Any]:
     """The load as the result's `load` will describe it, for the dashboard until the result exists."""
     return {
@@ -186,6 +227,15 @@ def _load(config: dict[str, Any]) -> dict[str, Any]:
         "rate": config["rate"],
         "http2": config["http2"],
     }
+
+
+def _final_output(watch: thresholds.Watch | None) -> Callable[[dict[str, Any], argparse.Namespace], None]:
+    """`finish` for `--processes`, which picks the exit code itself."""
+
+    def final_output(result: dict[str, Any], args: argparse.Namespace) -> None:
+        finish(result, None, args, watch)
+
+    return final_output
 
 
 def finish(
@@ -226,8 +276,8 @@ def find_limit(args: argparse.Namespace) -> int:
     for flag, given in (("-n", args.requests), ("-t", args.duration), ("--rate", args.rate), ("--ramp", args.ramp)):
         if given:
             raise UsageError(f"--find-limit sets the load itself: drop {flag}")
-    if args.web_port is not None or args.threshold:
-        raise UsageError("--find-limit takes --slo, not --threshold; and no --web-port yet")
+    if args.web_port is not None or args.threshold or args.ray:
+        raise UsageError("--find-limit takes --slo, not --threshold; and no --web-port or --ray yet")
     slo_texts, slos = limit.parse_slos(args, limit.DEFAULT_SLOS)
     hold = to_duration(args.step_time)
     most = to_rate(args.max_rate) if args.max_rate else None

@@ -6,17 +6,19 @@ users switch with no new knobs; flags win over them."""
 from __future__ import annotations
 
 import argparse
-import json
+import functools
 import os
 import random
 import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
-from squall import _engine, exitcodes, limit, limits, monitor, processes, report, thresholds
+from squall import _engine, distributed, exitcodes, limit, limits, monitor, processes, report, thresholds
 from squall.commands.arguments import add_threshold_arguments, to_duration, to_positive_int, to_rate
 from squall.commands.drive import drive, find_rate_limit, print_observations
 from squall.commands.progress import MqttProgressLine
+from squall.distributed import runs
+from squall.distributed.feed import wait_for_start, worker_feed
 from squall.errors import UsageError
 from squall.report import mqtt_console
 from squall.web import live, page
@@ -135,6 +137,7 @@ def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
     add_threshold_arguments(p)
     monitor.add_arguments(p)
     limit.add_arguments(p, "the highest total message rate the broker sustains", "--max-rate", MQTT_SLOS)
+    distributed.add_arguments(p)
     p.set_defaults(func=run)
     return p
 
@@ -228,12 +231,15 @@ def _whole(text: str, flag: str, most: int) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.find_limit:
         return find_limit(args)
+    distributed.check(args)
     config = engine_config(args)
     report.check_writable(json=args.json, csv=args.csv and args.csv + "_stats.csv", html=args.html)
     args.thresholds, watch = thresholds.from_args(args)
     target_monitor = monitor.Monitor.from_args(args) if processes.worker() is None else None
     n = to_positive_int(args.processes) if args.processes else 1
     worker = processes.worker()
+    if n > 1 and args.ray:
+        raise UsageError("--processes and --ray don't go together: use --workers")
     if n > 1 and worker is None and not args.subscribe_only:
         os.environ["SQUALL_MQTT_RUN_TAG"] = str(config["run_tag"])
         args.processes = n
@@ -244,11 +250,16 @@ def run(args: argparse.Namespace) -> int:
     limits.ensure_open_files(config["clients"] + config["subscribers"])
     dashboard = None
     if args.web_port is not None and worker is None:  # before the run: a busy port is a usage error
-        controls = {"start": False, "users": False, "stop": True, "reset": True}
+        controls = {"start": False, "users": False, "stop": True, "reset": not args.ray}
         load = {"model": "open" if config.get("rate") else "closed", "clients": config["clients"], "qos": args.qos}
         if config.get("rate"):
             load["rate"] = config["rate"] * config["clients"]
         dashboard = live.start(args, "mqtt", "mqtt", config["broker"], controls=controls, load=load)
+    if distributed.requested(args):
+        args.watch = watch
+        return runs.run_mqtt(args, config, dashboard, watch, target_monitor, functools.partial(_finish, args=args))
+    if worker is not None:
+        wait_for_start()  # a distributed run's workers start together
     try:
         engine_run = _engine.Run.mqtt(config)
     except _engine.UsageError as e:
@@ -257,20 +268,31 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"squall mqtt: error: {e}\n")
         return exitcodes.CANNOT_START
     show = not args.quiet and worker is None and sys.stderr.isatty()
-    partial = live.partial_files(args.json if worker is None else None, "mqtt", config["broker"], {})
+    feed = worker_feed(engine_run.progress)  # a worker of a distributed run: its live feed
+    partial = feed or live.partial_files(args.json if worker is None else None, "mqtt", config["broker"], {})
     line = MqttProgressLine(config) if show else None
     result, signum = drive(engine_run, line, dashboard, partial, watch, target_monitor)
     args.watch = watch
     if worker is not None:
-        with open(os.environ["SQUALL_WORKER_RESULT"], "w") as f:
-            json.dump(result, f)
+        processes.write_result(result)
+        code = _code(result, signum)
     else:
-        _final_output(result, args)
+        code = _finish(result, signum, args)
     if partial is not None:
         partial.done()
     if dashboard is not None:
         dashboard.store.finish(result)
         live.linger(dashboard)
+    return code
+
+
+def _finish(result: dict[str, Any], signum: int | None, args: argparse.Namespace) -> int:
+    """The summary, verdicts and files of a run (this process's, or a merged one); its exit code."""
+    _final_output(result, args)
+    return _code(result, signum)
+
+
+def _code(result: dict[str, Any], signum: int | None) -> int:
     if signum is not None:
         return exitcodes.INTERRUPTED if signum == signal.SIGINT else exitcodes.TERMINATED
     if any(not t["passed"] for t in result.get("thresholds", [])):
@@ -324,8 +346,15 @@ def find_limit(args: argparse.Namespace) -> int:
     for flag, given in (("-n", args.messages), ("-t", args.duration), ("--rate", args.rate)):
         if given:
             raise UsageError(f"--find-limit sets the load itself: drop {flag}")
-    if args.total_rate or args.web_port is not None or args.threshold or args.processes or args.subscribe_only:
-        raise UsageError("--find-limit takes --slo; not with --total-rate, --web-port, --threshold, --processes")
+    if (
+        args.total_rate
+        or args.web_port is not None
+        or args.threshold
+        or args.processes
+        or args.subscribe_only
+        or args.ray
+    ):
+        raise UsageError("--find-limit takes --slo; not with --total-rate, --web-port, --threshold, --processes, --ray")
     slo_texts, slos = limit.parse_slos(args, MQTT_SLOS)
     hold = to_duration(args.step_time)
     most = to_rate(args.max_rate) if args.max_rate else None

@@ -1,0 +1,399 @@
+"""Distributed runs (`--ray`) on a real two-node Ray cluster on this machine: a head (`ray start --head`)
+and a second node process (`ray start --address`), both on the loopback address 127.0.0.2, one CPU
+each, so that two workers land one on each node. Ground truth: what nginx logged and mosquitto saw,
+the workers' own histograms decoded by an independent reader (tests/hdr.py), and the processes left
+on the machine after a driver is stopped or killed.
+
+Ray refuses 127.0.0.1 as a node address in a multi-node cluster (it substitutes the machine's own),
+hence 127.0.0.2: every connection stays on the loopback interface (Ray's servers still bind the
+wildcard address). The cluster's processes are started in their own sessions and stopped by those
+(never `ray stop`, which would stop every Ray process on the machine). The module is skipped when
+Ray is not installed or the cluster cannot start."""
+
+import base64
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+import zlib
+
+import psutil
+import pytest
+
+from hdr import decode_counts
+from squall.distributed.cluster import LEAN
+from support import Mosquitto, free_port, squall, squall_process, wait_until
+
+ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'squall[ray]')")
+
+NODE_IP = "127.0.0.2"
+RAY = shutil.which("ray", path=os.path.dirname(sys.executable)) or "ray"
+
+
+class RayCluster:
+    """A head and a second node, each one CPU, each in a session of its own."""
+
+    def __init__(self, tmp):
+        self.port = free_port()
+        self.address = f"{NODE_IP}:{self.port}"
+        self.sessions = []
+        env = dict(LEAN, **os.environ)  # what squall does not use, off (squall.distributed.cluster)
+        common = ["--num-cpus", "1", "--node-ip-address", NODE_IP, "--disable-usage-stats"]
+        common.append("--include-log-monitor=false")  # it streams actors' logs to drivers: none asks
+        head = ["--head", "--port", str(self.port), "--include-dashboard=false", "--temp-dir", str(tmp)]
+        for extra in (head, ["--address", self.address]):
+            p = subprocess.Popen(
+                [RAY, "start", *extra, *common],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                start_new_session=True,
+            )
+            self.sessions.append(p.pid)  # its daemons stay in the session `ray start` opened
+            out, _ = p.communicate(timeout=120)
+            if p.returncode != 0:
+                self.stop()
+                raise RuntimeError(f"ray start failed: {out[-2000:]}")
+
+    def processes(self):
+        out = []
+        for p in psutil.process_iter():
+            try:
+                if os.getsid(p.pid) in self.sessions:
+                    out.append(p)
+            except (OSError, psutil.Error):
+                pass
+        return out
+
+    def actors(self):
+        """The squall worker actors alive in the cluster (Ray names their processes ray::Worker)."""
+        names = []
+        for p in self.processes():
+            with contextlib.suppress(psutil.Error):
+                names.append(p.name())
+        return [n for n in names if n.startswith("ray::Worker")]
+
+    def stop(self):
+        procs = self.processes()
+        for p in procs:
+            with contextlib.suppress(psutil.Error):
+                p.terminate()
+        _, alive = psutil.wait_procs(procs, timeout=5)
+        for p in alive:
+            with contextlib.suppress(psutil.Error):
+                p.kill()
+        psutil.wait_procs(alive, timeout=5)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    try:
+        c = RayCluster(tmp_path_factory.mktemp("ray"))
+    except (RuntimeError, subprocess.TimeoutExpired, OSError) as e:
+        pytest.skip(f"a Ray cluster cannot start here: {e}")
+    yield c
+    c.stop()
+
+
+def worker_processes():
+    """The squall workers running on this machine (a distributed run's, whichever the node)."""
+    out = []
+    for p in psutil.process_iter(["cmdline"]):
+        try:
+            if "squall" in (p.info["cmdline"] or []) and p.environ().get("SQUALL_WORKER_FEED"):
+                out.append(p)
+        except psutil.Error:
+            pass
+    return out
+
+
+def worker_process(spec):
+    for p in worker_processes():
+        try:
+            if p.environ().get("SQUALL_WORKER") == spec:
+                return p
+        except psutil.Error:
+            pass
+    return None
+
+
+class Lines:
+    """A process's stderr read as it comes, each line with the time it arrived."""
+
+    def __init__(self, proc):
+        self.lines = []
+        self.thread = threading.Thread(target=self._read, args=(proc.stderr,), daemon=True)
+        self.thread.start()
+
+    def _read(self, stream):
+        for line in stream:
+            self.lines.append((time.monotonic(), line.rstrip("\n")))
+
+    def find(self, text):
+        return next(((t, line) for t, line in self.lines if text in line), None)
+
+    def text(self):
+        return "\n".join(line for _, line in self.lines)
+
+
+def percentiles_of(counts, significant, keys):
+    """HDR's value at each percentile of a histogram given by its bucket counts (`decode_counts`' order),
+    from the format's index-to-value mapping (lowest discernible value 1): independent of squall."""
+    sub_bucket_count = 2 ** int.bit_length(2 * 10**significant - 1)
+    half = sub_bucket_count // 2
+    half_magnitude = half.bit_length() - 1
+    total = sum(counts)
+    out = {}
+    for key in keys:
+        q = float(key) / 100
+        wanted = max(1, int(-(-q * total // 1)))  # ceil
+        seen = 0
+        for i, c in enumerate(counts):
+            seen += c
+            if seen >= wanted:
+                bucket = (i >> half_magnitude) - 1
+                sub = (i & (half - 1)) + half
+                if bucket < 0:
+                    sub -= half
+                    bucket = 0
+                low = sub << bucket
+                out[key] = low + (1 << bucket) - 1  # the highest value equivalent to it
+                break
+    return out
+
+
+def significant_digits(text):
+    raw = base64.b64decode(text)
+    body = zlib.decompress(raw[8 : 8 + struct.unpack(">i", raw[4:8])[0]])
+    return struct.unpack(">i", body[12:16])[0]
+
+
+def add_counts(histograms):
+    decoded = [decode_counts(h) for h in histograms]
+    out = [0] * max(len(d) for d in decoded)
+    for d in decoded:
+        for i, c in enumerate(d):
+            out[i] += c
+    return out
+
+
+def test_bench_on_two_nodes_counts_what_nginx_received_and_merges_exactly(cluster, nginx, tmp_path):
+    nginx.reset_log()
+    out = tmp_path / "run"
+    r = squall(
+        "bench", nginx.url + "/", "-n", "3000", "-c", "4", "--ray", cluster.address, "--workers", "2",
+        "--json", out.with_suffix(".json"), "--csv", out, "--html", out.with_suffix(".html"),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    result = json.loads(out.with_suffix(".json").read_text())
+    assert nginx.requests_logged() == 3000 == result["aggregate"]["requests"]
+    workers = result["workers"]
+    assert [w["share"] for w in workers] == [{"connections": 2, "requests": 1500}] * 2
+    assert [w["requests"] for w in workers] == [1500, 1500] and all(w["state"] == "finished" for w in workers)
+    assert len({w["node_id"] for w in workers}) == 2  # one worker on each node
+    assert result["distributed"]["nodes"] == 2 and "2 workers on 2 Ray nodes" in r.stderr
+    # Lossless: the merged histogram holds exactly the workers' samples, bucket for bucket, and its
+    # percentiles are those of one histogram of all of them (computed here from the counts alone).
+    merged = result["aggregate"]["histogram"]
+    summed = add_counts([w["histogram"] for w in workers])
+    assert decode_counts(merged)[: len(summed)] == summed and sum(summed) == 3000
+    keys = [k for k in result["aggregate"]["percentiles_us"] if k != "100"]
+    expected = percentiles_of(summed, significant_digits(merged), keys)
+    assert {k: result["aggregate"]["percentiles_us"][k] for k in keys} == expected
+    # The outputs of a local run, the same files.
+    assert sum(p["requests"] for p in result["timeseries"]) == 3000
+    assert (tmp_path / "run_stats.csv").read_text().splitlines()[0].startswith("Type,Name,Request Count")
+    assert "<html" in out.with_suffix(".html").read_text()[:1000].lower()
+    assert "Workers:" in r.stdout and "1,500" in r.stdout
+
+
+def test_the_live_stream_merges_the_workers_seconds(cluster, nginx, tmp_path):
+    """While the run goes, the driver's partial files hold the merged seconds; their counts are exact
+    and equal the final result's seconds (aligned on the wall clock the same way)."""
+    nginx.reset_log()
+    out = tmp_path / "live.json"
+    proc = squall_process("bench", nginx.url + "/", "-t", "4s", "--rate", "400", "-c", "4",
+                          "--ray", cluster.address, "--workers", "2", "--json", out)  # fmt: skip
+    partial = tmp_path / "live.json.partial.jsonl"
+    wait_until(lambda: partial.exists() and len(partial.read_text().splitlines()) >= 3, "two merged seconds", proc)
+    seen = [json.loads(line) for line in partial.read_text().splitlines()[1:] if line.endswith("}")]
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0, stderr
+    result = json.loads(out.read_text())
+    final = {p["t"]: p["requests"] for p in result["timeseries"]}
+    assert [p["requests"] for p in seen] == [final[p["t"]] for p in seen]
+    assert all(p["users"] == 4 for p in seen)  # both workers' connections in every second
+    assert nginx.requests_logged() == result["aggregate"]["requests"] == 1600  # 400/s x 4 s
+    assert result["schedule"]["sent"] == 1600
+    assert all(w["stream"]["lag_max_s"] < 3.0 for w in result["workers"])  # current within a poll or two
+
+
+def test_mqtt_on_two_nodes_delivers_every_message(cluster, tmp_path):
+    broker = Mosquitto(tmp_path)
+    try:
+        out = tmp_path / "mqtt.json"
+        r = squall("mqtt", "--broker", broker.url, "-u", "6", "-n", "50", "--qos", "1", "--verify",
+                   "--ray", cluster.address, "--workers", "2", "--json", out)  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        result = json.loads(out.read_text())
+        m = result["mqtt"]
+        assert (m["published"], m["delivery"]["lost"]) == (300, 0)
+        # Each worker's subscriber proves its own clients' messages (DELIVER); `received` counts what
+        # it got, the other worker's included (as with --processes), so it is not checked here.
+        assert next(e["requests"] for e in result["endpoints"] if e["method"] == "DELIVER") == 300
+        assert [w["share"] for w in result["workers"]] == [
+            {"clients": 3, "first_client": 0},
+            {"clients": 3, "first_client": 3},
+        ]
+        # The broker saw six publishers with six distinct ids, numbered on from one worker to the next.
+        log = (tmp_path / "mosquitto.log").read_text()
+        ids = re.findall(r"New client connected from \S+ as (\S+)", log)
+        tag = f"squall-{result['mqtt']['run_tag']:08x}-" if "run_tag" in result["mqtt"] else None
+        publishers = [int(m.group(2)) for m in map(re.compile(r"^(squall-[0-9a-f]{8}-)(\d+)$").match, ids) if m]
+        assert sorted(publishers) == list(range(6)), ids
+        assert tag is None or all(i.startswith(tag) for i in ids if re.match(r"^squall-[0-9a-f]{8}-\d+$", i))
+    finally:
+        broker.stop()
+
+
+def kill_worker_when_running(spec, proc, out, what="worker"):
+    """Kills worker `spec`'s process (or its actor's) once the driver has published a merged second
+    (so every worker has reported at least one); returns when."""
+    partial = out.parent / (out.name + ".partial.jsonl")
+    wait_until(lambda: partial.exists() and len(partial.read_text().splitlines()) >= 2, "a merged second", proc)
+    p = worker_process(spec)
+    target = p if what == "worker" else p.parent()
+    target.kill()
+    return time.monotonic()
+
+
+def test_a_killed_worker_is_reported_at_once_and_the_run_goes_on(cluster, nginx, tmp_path):
+    nginx.reset_log()
+    out = tmp_path / "loss.json"
+    proc = squall_process("bench", nginx.url + "/", "-t", "6s", "--rate", "300", "-c", "4",
+                          "--ray", cluster.address, "--workers", "2", "--json", out)  # fmt: skip
+    lines = Lines(proc)
+    killed = kill_worker_when_running("0/2", proc, out)
+    proc.wait(timeout=60)  # stderr is the reader's (the summary on stdout fits in the pipe)
+    lines.thread.join(5)
+    assert proc.returncode == 0, lines.text()
+    said = lines.find("worker 0 on")
+    assert said and "lost after" in said[1] and "the run goes on with 1 worker" in said[1], lines.text()
+    # A poll a second, a tick a quarter: the driver says it within 1.25 s of Ray knowing; 5 s allows
+    # for a starved host.
+    assert said[0] - killed < 5.0
+    result = json.loads(out.read_text())
+    lost, kept = result["workers"]
+    assert lost["state"] == "lost" and "signal 9" in lost["lost"] and kept["state"] == "finished"
+    assert result["distributed"]["lost_requests"] == lost["requests"] > 0
+    # nginx received the merged requests (the survivor's) and the lost worker's, of which it had
+    # reported part: what it sent after its last report is at most a second or two at 150/s.
+    logged = nginx.requests_logged()
+    assert result["aggregate"]["requests"] == kept["requests"] == 900
+    assert lost["requests"] <= logged - 900 <= lost["requests"] + 2 * 150 + 10
+
+
+def test_on_worker_loss_stop_ends_the_run(cluster, nginx, tmp_path):
+    out = tmp_path / "stop.json"
+    proc = squall_process("bench", nginx.url + "/", "-t", "30s", "--rate", "100", "-c", "2", "--ray", cluster.address,
+                          "--workers", "2", "--on-worker-loss", "stop", "--json", out)  # fmt: skip
+    killed = kill_worker_when_running("1/2", proc, out, what="actor")
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 3, stderr
+    assert time.monotonic() - killed < 15  # stopped, not run to its 30 s
+    assert "stopping the run (--on-worker-loss stop)" in stderr and "its actor died" in stderr
+    result = json.loads(out.read_text())
+    assert [w["state"] for w in result["workers"]] == ["finished", "lost"]
+    assert result["stop_reason"] == "interrupted"
+
+
+def test_on_worker_loss_replace_gives_the_share_to_a_new_worker(cluster, nginx, tmp_path):
+    nginx.reset_log()
+    out = tmp_path / "replace.json"
+    proc = squall_process("bench", nginx.url + "/", "-n", "1200", "--rate", "200", "-c", "2", "--ray", cluster.address,
+                          "--workers", "2", "--on-worker-loss", "replace", "--json", out)  # fmt: skip
+    kill_worker_when_running("0/2", proc, out)
+    _, stderr = proc.communicate(timeout=90)
+    assert proc.returncode == 0, stderr
+    assert "its share goes to a new worker 2" in stderr and "worker 2 on" in stderr
+    result = json.loads(out.read_text())
+    lost, kept, new = result["workers"]
+    assert (lost["state"], new["replaces"], new["share"]) == (
+        "lost",
+        0,
+        {"connections": 1, "requests": 600, "rate": 100.0},
+    )
+    # The new worker sends what the lost one had not reported: the share's 600 requests in all,
+    # save those the lost one sent after its last report (nginx has them: none is missing).
+    assert kept["requests"] == 600 and lost["requests"] + new["requests"] == 600
+    assert result["aggregate"]["requests"] == 600 + new["requests"]
+    assert nginx.requests_logged() >= 1200
+
+
+def stray_free(cluster):
+    return not worker_processes() and not cluster.actors()
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
+def test_a_stopped_or_killed_driver_leaves_nothing_running(cluster, nginx, tmp_path, how):
+    out = tmp_path / "driver.json"
+    proc = squall_process("bench", nginx.url + "/", "-t", "60s", "--rate", "100", "-c", "2",
+                          "--ray", cluster.address, "--workers", "2", "--json", out)  # fmt: skip
+    partial = tmp_path / "driver.json.partial.jsonl"
+    wait_until(lambda: partial.exists() and len(partial.read_text().splitlines()) >= 2, "a merged second", proc)
+    assert len(worker_processes()) == 2
+    proc.send_signal(getattr(signal, how))
+    _, stderr = proc.communicate(timeout=60)
+    if how == "SIGTERM":
+        assert proc.returncode == 143, stderr
+        result = json.loads(out.read_text())  # stopped, still reported
+        assert result["stop_reason"] == "interrupted" and result["aggregate"]["requests"] > 0
+    # The workers end with their actors, the actors with the driver's job (Ray's own cleanup).
+    wait_until(lambda: stray_free(cluster), "no worker or actor left", timeout=30)
+    logged = nginx.requests_logged()
+    time.sleep(1.5)
+    assert nginx.requests_logged() == logged  # and nothing sends any more
+
+
+def test_bad_distributed_command_lines(cluster, nginx):
+    cases = [
+        (["--workers", "2"], "--workers and --on-worker-loss go with --ray"),
+        (["--ray", cluster.address, "--workers", "3", "-c", "2"], "3 workers for 2 connections"),
+        (["--ray", "nonsense"], "give auto, local or the head's HOST:PORT"),
+    ]
+    for extra, message in cases:
+        r = squall("bench", nginx.url + "/", "-n", "10", *extra)
+        assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, (extra, r.stderr)
+    r = squall("bench", nginx.url + "/", "-n", "10", "--ray", f"{NODE_IP}:{free_port()}")
+    assert r.returncode == 3 and "cannot reach the Ray cluster" in r.stderr and len(r.stderr.splitlines()) == 1
+
+
+def test_without_ray_installed_the_error_says_how_to_get_it(tmp_path):
+    """Ray made unimportable (a package of that name that fails to import, first on the path)."""
+    (tmp_path / "ray").mkdir()
+    (tmp_path / "ray" / "__init__.py").write_text("raise ImportError('No module named ray')\n")
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    r = squall("bench", "http://127.0.0.1:9/", "-n", "1", "--ray", "auto", env=env)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip() == "squall bench: error: --ray needs Ray, which is not installed: pip install 'squall[ray]'"
+
+
+def test_bench_processes_share_the_connections_as_workers_do(nginx, tmp_path):
+    """`squall bench --processes 2` (the local counterpart the overhead is measured against): the
+    same shares, the same merge, what nginx received."""
+    nginx.reset_log()
+    out = tmp_path / "local.json"
+    r = squall("bench", nginx.url + "/", "-n", "1001", "-c", "3", "--processes", "2", "--json", out)
+    assert r.returncode == 0, r.stderr
+    assert "2 worker processes, 3 connections in all" in r.stderr
+    result = json.loads(out.read_text())
+    assert nginx.requests_logged() == 1001 == result["aggregate"]["requests"]
+    assert result["load"]["threads"] == 2  # two documents merged
