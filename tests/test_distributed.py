@@ -215,6 +215,37 @@ def test_bench_on_two_nodes_counts_what_nginx_received_and_merges_exactly(cluste
     assert "Workers:" in r.stdout and "1,500" in r.stdout
 
 
+def test_a_locustfile_on_two_nodes_counts_what_nginx_received(cluster, nginx, tmp_path):
+    """`squall -f --ray`: 4 users split 2 + 2 over the two nodes' workers, each user stopping after its
+    200th request (tests/locustfiles/stop_after-style bound): nginx saw 800, the merged stats say 800."""
+    nginx.reset_log()
+    locustfile = tmp_path / "bounded.py"
+    locustfile.write_text(
+        "from locust import HttpUser, constant, task\n"
+        "from locust.exception import StopUser\n\n\n"
+        "class Bounded(HttpUser):\n"
+        "    wait_time = constant(0)\n"
+        "    n = 0\n\n"
+        "    @task\n"
+        "    def get(self):\n"
+        "        self.n += 1\n"
+        "        if self.n > 200:\n"
+        "            raise StopUser()\n"
+        "        self.client.get('/')\n"
+    )
+    out = tmp_path / "run"
+    r = squall(
+        "-f", locustfile, "-H", nginx.url, "--headless", "-u", 4, "-r", 4, "-t", "30s", "--only-summary",
+        "--ray", cluster.address, "--workers", "2", "--csv", out, "--result-json", out.with_suffix(".json"),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-3000:]
+    result = json.loads(out.with_suffix(".json").read_text())
+    assert nginx.requests_logged() == 800 == result["aggregate"]["requests"]
+    assert len(result["workers"]) == 2 and len({w["node_id"] for w in result["workers"]}) == 2
+    rows = (tmp_path / "run_stats.csv").read_text().splitlines()
+    assert rows[-1].startswith(",Aggregated,800,0")
+
+
 def test_the_live_stream_merges_the_workers_seconds(cluster, nginx, tmp_path):
     """While the run goes, the driver's partial files hold the merged seconds; their counts are exact
     and equal the final result's seconds (aligned on the wall clock the same way)."""

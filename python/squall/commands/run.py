@@ -21,12 +21,25 @@ from typing import TYPE_CHECKING, Any, Callable, SupportsIndex, TypeVar
 
 from greenlet import GreenletExit, getcurrent
 
-from squall import __version__, _engine, exitcodes, limits, locust_compat, monitor, processes, report, thresholds
+from squall import (
+    __version__,
+    _engine,
+    distributed,
+    exitcodes,
+    limits,
+    locust_compat,
+    monitor,
+    processes,
+    report,
+    thresholds,
+)
 from squall import locustfile as locustfiles
 from squall.clients import split_userinfo
 from squall.commands import run_checks, run_limit
 from squall.commands.drive import observe, print_observations
 from squall.commands.run_arguments import add_arguments, check_unsupported, locust_aliases
+from squall.distributed.feed import wait_for_start, worker_feed
+from squall.distributed.runs import run_locustfile
 from squall.durations import parse_duration
 from squall.env import Environment
 from squall.errors import UsageError
@@ -168,6 +181,9 @@ def run(args: argparse.Namespace) -> int:
         return run_limit.find_limit(args, _final_output)
     args.thresholds, args.watch = thresholds.from_args(args)
     target_monitor = monitor.Monitor.from_args(args) if worker is None else None
+    distributed.check(args)
+    if distributed.requested(args):
+        return run_locustfile(args, users, _final_output)
     if worker is None and args.processes != 1:
         if not args.headless:
             sys.stderr.write("squall: the dashboard does not follow --processes runs yet; running headless\n")
@@ -280,6 +296,8 @@ def _run_here(
 ) -> int:
     """The run in this process: the dashboard, the engine and hub, the test, the outputs."""
     worker = processes.worker()
+    if worker is not None:
+        wait_for_start()  # a Ray worker starts when the driver says (a no-op for --processes)
     limits.ensure_open_files(max(users, 1))  # one keep-alive connection per user
     dashboard = _start_dashboard(args, users, spawn_rate, shape_class) if not args.headless and not worker else None
     engine = _engine.ScriptEngine(insecure=args.insecure, http2=args.http2)
@@ -303,7 +321,9 @@ def _run_here(
 
     generator = GeneratorWatch()
     load = {"model": "open" if args.rate else "users", "users": users, "spawn_rate": spawn_rate}
-    partial = live.partial_files(args.result_json if worker is None else None, "http", args.host or "", load)
+    partial = worker_feed() or live.partial_files(
+        args.result_json if worker is None else None, "http", args.host or "", load
+    )
     previous_alarm = signal.signal(signal.SIGALRM, watchdog)
     signal.setitimer(signal.ITIMER_REAL, WATCH_EVERY, WATCH_EVERY)
     try:

@@ -18,7 +18,7 @@ import os
 import sys
 from typing import Any
 
-from squall import __version__, exitcodes, limit, monitor
+from squall import __version__, distributed, exitcodes, limit, monitor
 from squall.commands.arguments import add_threshold_arguments, to_rate
 from squall.web import live
 
@@ -245,6 +245,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     _outputs(p)
     _behaviour(p)
     _squall(p)
+    distributed.add_arguments(p)
     add_threshold_arguments(p)
     monitor.add_arguments(p)
     limit.add_arguments(
