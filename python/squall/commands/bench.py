@@ -176,12 +176,8 @@ def run(args: argparse.Namespace) -> int:
     if distributed.requested(args):
         end = functools.partial(finish, args=args, watch=watch)
         return runs.run_bench(args, config, dashboard, watch, target_monitor, end, _load(config))
-    try:
-        engine_run = _engine.Run.bench(config, body)
-    except _engine.UsageError as e:
-        raise UsageError(str(e)) from None
-    except _engine.TargetError as e:
-        sys.stderr.write(f"squall bench: error: {e}\n")
+    engine_run = _start(config, body)
+    if engine_run is None:
         return exitcodes.CANNOT_START
     line = ProgressLine(config) if not args.quiet and sys.stderr.isatty() else None
     partial = live.partial_files(args.json, "http", args.url, _load(config))
@@ -195,16 +191,23 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
-def _work(config: dict[str, Any], body: bytes) -> int:
-    """A worker of a distributed run (squall.distributed): its share of the load, its live feed to its
-    actor, its result in SQUALL_WORKER_RESULT; nothing printed but errors."""
-    wait_for_start()
+def _start(config: dict[str, Any], body: bytes) -> _engine.Run | None:
+    """The engine's run of `config`; None when the target cannot be reached (said on stderr)."""
     try:
-        engine_run = _engine.Run.bench(config, body)
+        return _engine.Run.bench(config, body)
     except _engine.UsageError as e:
         raise UsageError(str(e)) from None
     except _engine.TargetError as e:
         sys.stderr.write(f"squall bench: error: {e}\n")
+        return None
+
+
+def _work(config: dict[str, Any], body: bytes) -> int:
+    """A worker of a distributed run (squall.distributed): its share of the load, its live feed to its
+    actor, its result in SQUALL_WORKER_RESULT; nothing printed but errors."""
+    wait_for_start()
+    engine_run = _start(config, body)
+    if engine_run is None:
         return exitcodes.CANNOT_START
     feed = worker_feed(engine_run.progress)
     result, signum = drive(engine_run, partial=feed)
