@@ -254,3 +254,14 @@ class Mosquitto:
         if self.proc.poll() is None:
             self.proc.kill() if kill else self.proc.terminate()
         self.proc.wait(10)
+
+
+def needs_locust():
+    """Skips the calling test without Locust. Never imports it: Locust patches the interpreter with
+    gevent on import (ssl recursion, deadlocked threads), so it only ever runs in its own processes."""
+    import importlib.util
+
+    import pytest
+
+    if importlib.util.find_spec("locust") is None:
+        pytest.skip("Locust is not installed")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from support import OddServer, squall, squall_get, squall_process, wait_until
+from support import OddServer, needs_locust, squall, squall_get, squall_process, wait_until
 
 FILES = Path(__file__).parent / "locustfiles"
 
@@ -325,7 +325,7 @@ def test_request_mix_matches_locust(odd_server, tmp_path):
     requests: browse 0.5, cart 0.3, summary 0.6, detail 0.2. Two short random runs may differ by
     more than either differs from that, so each is compared with it. Each run ends after a set number
     of requests, enough for the bounds to be 5 standard deviations of a share."""
-    pytest.importorskip("locust")
+    needs_locust()
     import subprocess
     import sys
 

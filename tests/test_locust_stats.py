@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from support import HERE, free_port, squall, squall_process, wait_until
+from support import HERE, free_port, needs_locust, squall, squall_process, wait_until
 
 FILES = Path(__file__).parent / "locustfiles"
 
@@ -46,7 +46,7 @@ def test_exit_code_set_from_the_stats_in_quitting_as_locust(odd_server, tmp_path
     """Locust's documented pattern: `if environment.stats.total.fail_ratio > 0.01: process_exit_code = ...`.
     10% of failures: 3 under both; 0.5% (1 in 200): 0 under both, although requests failed (without the
     listener the exit code would be 1)."""
-    pytest.importorskip("locust")
+    needs_locust()
     for tool in ("locust", "squall"):
         before = counts(odd_server)
         p, _ = run(
@@ -61,7 +61,7 @@ def test_stats_read_in_test_stop_and_quitting_match_locust_and_the_server(odd_se
     """A set number of requests (2 users x 100: 160 /ok, 20 /status/500, 20 judged failures): squall's
     stats in `test_stop` and `quitting` count what the server received and what Locust's count, field by
     field where both measure the same thing (counts, sizes, ratios, the shape of empty entries)."""
-    pytest.importorskip("locust")
+    needs_locust()
     before = counts(odd_server)
     p, theirs = run("locust", "stats_record.py", odd_server.url, tmp_path)
     assert p.returncode == 1, p.stderr[-2000:]  # requests failed, no listener sets the exit code
@@ -156,7 +156,7 @@ def test_runner_surface_and_custom_messages_match_locust(odd_server, tmp_path):
     """STATE_* constants, runner.state and user_count from tasks, register_message/send_message delivered
     locally (the listener gets environment= and msg= with .type, .data, .node_id "local"), the error
     for a second listener, the warning for an unknown type, web_ui None when headless: all as Locust."""
-    pytest.importorskip("locust")
+    needs_locust()
     p, theirs = run("locust", "runners_messages.py", odd_server.url, tmp_path, users=1)
     assert p.returncode == 0, p.stderr[-2000:]
     warning = "WARNING/locust.runners: Unknown message type received: nobody listens"
