@@ -45,17 +45,21 @@ def __getattr__(name: str) -> Any:  # `locust.clients.HTTPError` and friends, ma
 METHODS_WITH_BODY = ("POST", "PUT", "PATCH")
 
 
+def header_lines(raw: bytes) -> Iterator[tuple[str, str]]:
+    """(lower-case name, value) of each line of a raw response head."""
+    for line in raw.decode("latin-1").split("\r\n"):
+        k, sep, v = line.partition(":")
+        if sep:
+            yield k.strip().lower(), v.strip()
+
+
 class Headers(dict[str, str]):
     """Response headers, looked up without regard to case; repeated headers are joined with ", "
     as requests does."""
 
     def __init__(self, raw: bytes = b"") -> None:
         super().__init__()
-        for line in raw.decode("latin-1").split("\r\n"):
-            k, sep, v = line.partition(":")
-            if not sep:
-                continue
-            k, v = k.strip().lower(), v.strip()
+        for k, v in header_lines(raw):
             if dict.__contains__(self, k):
                 v = f"{dict.__getitem__(self, k)}, {v}"
             dict.__setitem__(self, k, v)
@@ -176,10 +180,9 @@ class Response:
     def cookies(self) -> dict[str, str]:
         """The cookies this response set (name -> value)."""
         found = {}
-        for line in self._raw_headers.decode("latin-1").split("\r\n"):
-            k, sep, v = line.partition(":")
-            if sep and k.strip().lower() == "set-cookie":
-                name, _, rest = v.strip().partition("=")
+        for k, v in header_lines(self._raw_headers):  # not `headers`: it joins repeated Set-Cookie lines
+            if k == "set-cookie":
+                name, _, rest = v.partition("=")
                 found[name.strip()] = rest.split(";", 1)[0].strip()
         return found
 

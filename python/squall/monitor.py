@@ -735,6 +735,12 @@ class Monitor:
                 self._host_series = [x for x in self._host_series if x["t"] <= last_t]
         return self.latest()
 
+    def stop_into(self, result: dict[str, Any]) -> None:
+        """Stops sampling and puts the `monitor` section into `result`, its samples cut at the load's
+        last second (the result's time series)."""
+        seconds = result.get("timeseries") or []
+        result["monitor"] = self.stop(seconds[-1]["t"] if seconds else None)
+
     def latest(self) -> dict[str, Any]:
         """The samples so far, shaped as the result's `monitor` section (thread-safe)."""
         with self._lock:

@@ -78,8 +78,7 @@ def observe(result: dict[str, Any], generator: GeneratorWatch, monitor: Monitor 
     """The generator's view of itself and the target's resources, into the result."""
     result["generator"] = generator.to_json()
     if monitor is not None:
-        seconds = result.get("timeseries") or []
-        result["monitor"] = monitor.stop(seconds[-1]["t"] if seconds else None)
+        monitor.stop_into(result)
 
 
 def print_observations(result: dict[str, Any], out: Any = None) -> None:

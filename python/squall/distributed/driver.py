@@ -408,7 +408,7 @@ class Driver:
             result["exceptions"] = _exceptions(list(own.values()))
         result["generator"] = _generators(own)
         if self.command.monitor is not None:
-            result["monitor"] = self.command.monitor.stop()
+            self.command.monitor.stop_into(result)
         entries = [entry(w, self.shares[w.slot], own.get(w.index)) for w in self.workers]
         for e, w in zip(entries, self.workers):
             if w.final is not None:
