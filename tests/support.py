@@ -1,5 +1,6 @@
 """Real servers on 127.0.0.1 for the tests, and a way to run the squall command."""
 
+import contextlib
 import getpass
 import re
 import shutil
@@ -265,3 +266,20 @@ def needs_locust():
 
     if importlib.util.find_spec("locust") is None:
         pytest.skip("Locust is not installed")
+
+
+@contextlib.contextmanager
+def serving(script, *args):
+    """tests/servers/SCRIPT on a free loopback port (its first argument, then ARGS), in a process of its
+    own (threads left in pytest's process deadlock a later import of gevent): yields the port once the
+    server says "ready", kills it at the end."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, str(HERE / "servers" / script), str(port), *map(str, args)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        yield port
+    finally:
+        proc.kill()
+        proc.wait()

@@ -4,28 +4,17 @@ documented code, and count what the server saw (within the requests in flight)."
 
 import contextlib
 import json
-import subprocess
-import sys
 import time
 
 import pytest
 
-from support import HERE, Mosquitto, free_port, squall
-
-PROXY = HERE / "servers" / "fault_proxy.py"
+from support import Mosquitto, serving, squall
 
 
 @contextlib.contextmanager
 def proxy(upstream_port, fault, arg=None, every=1):
-    port = free_port()
-    args = [sys.executable, PROXY, str(port), str(upstream_port), fault, *([str(arg)] if arg is not None else [])]
-    proc = subprocess.Popen([*args, "--every", str(every)], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout.readline().strip() == "ready"
-    try:
+    with serving("fault_proxy.py", upstream_port, fault, *([arg] if arg is not None else []), "--every", every) as port:
         yield port
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 def bench(port, tmp_path, *args):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from support import HERE, free_port, squall
+from support import serving, squall
 
 FILES = Path(__file__).parent / "locustfiles"
 DELAY = 0.2  # the delay server's answer time: long beside loopback and scheduling costs (well under 10 ms)
@@ -28,15 +28,8 @@ LINE = re.compile(r'"[A-Z]+ (\S+) HTTP/[\d.]+" \d+ \d+ ([\d.]+) \d+$')
 def delay_server():
     """tests/servers/delay_server.py: every answer exactly DELAY after its request (a thread per
     connection, so requests on different connections are answered in parallel)."""
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, HERE / "servers" / "delay_server.py", str(port), str(DELAY * 1000)],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert proc.stdout.readline().strip() == "ready"
-    yield f"http://127.0.0.1:{port}"
-    proc.kill()
-    proc.wait()
+    with serving("delay_server.py", DELAY * 1000) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 def run(tool, name, host, tmp_path, users, run_time="30s", expect=0, extra_env=None):

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from support import HERE, Mosquitto, free_port, squall
+from support import HERE, Mosquitto, serving, squall
 
 DELAY = 0.020
 
@@ -19,15 +19,8 @@ DELAY = 0.020
 @pytest.fixture(scope="module")
 def fixed_delay_server():
     """tests/servers/delay_server.py: every answer after exactly DELAY (in a process of its own)."""
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, HERE / "servers" / "delay_server.py", str(port), str(DELAY * 1000)],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert proc.stdout.readline().strip() == "ready"
-    yield f"http://127.0.0.1:{port}/"
-    proc.kill()
-    proc.wait()
+    with serving("delay_server.py", DELAY * 1000) as port:
+        yield f"http://127.0.0.1:{port}/"
 
 
 def test_closed_model_latency_against_a_fixed_20ms_server(fixed_delay_server, tmp_path):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from support import HERE, free_port, needs_locust, squall, squall_process, wait_until
+from support import free_port, needs_locust, serving, squall, squall_process, wait_until
 
 FILES = Path(__file__).parent / "locustfiles"
 
@@ -124,14 +124,8 @@ def test_stats_read_in_test_stop_and_quitting_match_locust_and_the_server(odd_se
 @pytest.fixture(scope="module")
 def delay_server():
     """tests/servers/delay_server.py: every answer after exactly 20 ms (in a process of its own)."""
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, HERE / "servers" / "delay_server.py", str(port), "20"], stdout=subprocess.PIPE, text=True
-    )
-    assert proc.stdout.readline().strip() == "ready"
-    yield f"http://127.0.0.1:{port}"
-    proc.kill()
-    proc.wait()
+    with serving("delay_server.py", 20) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 def test_percentiles_of_a_server_of_known_latency(delay_server, tmp_path):
