@@ -24,7 +24,6 @@ following them (docs/distributed.md)."""
 import contextlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -34,58 +33,17 @@ from pathlib import Path
 
 import psutil
 
-from common import PinnedNginx, free_port, median, write_section
-from squall.distributed.cluster import LEAN
+from common import PinnedNginx, median, write_section
+from squall.distributed.nodes import LocalCluster
 
 CORE = 1  # the generating side
 NODE_IP = "127.0.0.2"
-RAY = shutil.which("ray", path=os.path.dirname(sys.executable)) or "ray"
 CONNECTIONS = 50
 
 
-class Cluster:
+def Cluster():
     """A two-node Ray cluster on this machine, each node in a session of its own, pinned to CORE."""
-
-    def __init__(self):
-        self.tmp = tempfile.mkdtemp(prefix="squall-ray-bench-")
-        self.port = free_port()
-        self.address = f"{NODE_IP}:{self.port}"
-        self.sessions = []
-        env = dict(LEAN, **os.environ)  # what squall does not use, off (squall.distributed.cluster)
-        common = ["--num-cpus", "1", "--node-ip-address", NODE_IP, "--disable-usage-stats"]
-        common.append("--include-log-monitor=false")  # it streams actors' logs to drivers: none asks
-        head = ["--head", "--port", str(self.port), "--include-dashboard=false", "--temp-dir", self.tmp]
-        for extra in (head, ["--address", self.address]):
-            p = subprocess.Popen(
-                ["taskset", "-c", str(CORE), RAY, "start", *extra, *common],
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-            self.sessions.append(p.pid)
-            if p.wait(120) != 0:
-                self.stop()
-                raise RuntimeError("ray start failed")
-
-    def processes(self):
-        out = []
-        for p in psutil.process_iter():
-            with contextlib.suppress(OSError, psutil.Error):
-                if os.getsid(p.pid) in self.sessions:
-                    out.append(p)
-        return out
-
-    def stop(self):
-        procs = self.processes()
-        for p in procs:
-            with contextlib.suppress(psutil.Error):
-                p.terminate()
-        _, alive = psutil.wait_procs(procs, timeout=5)
-        for p in alive:
-            with contextlib.suppress(psutil.Error):
-                p.kill()
-        shutil.rmtree(self.tmp, ignore_errors=True)
+    return LocalCluster(nodes=2, cpus=1, node_ip=NODE_IP, prefix=["taskset", "-c", str(CORE)])
 
 
 class Sampler:

@@ -15,63 +15,30 @@ import contextlib
 import json
 import os
 import re
-import shutil
 import signal
 import struct
-import subprocess
-import sys
 import threading
 import time
 import zlib
+from pathlib import Path
 
 import psutil
 import pytest
 
 from hdr import decode_counts
-from squall.distributed.cluster import LEAN
+from squall.distributed.nodes import LocalCluster, NodeError
 from support import Mosquitto, free_port, squall, squall_process, wait_until
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'squall[ray]')")
 
 NODE_IP = "127.0.0.2"
-RAY = shutil.which("ray", path=os.path.dirname(sys.executable)) or "ray"
 
 
-class RayCluster:
-    """A head and a second node, each one CPU, each in a session of its own."""
+class RayCluster(LocalCluster):
+    """A head and a second node, each one CPU, each in a session of its own (squall.distributed.nodes)."""
 
-    def __init__(self, tmp):
-        self.port = free_port()
-        self.address = f"{NODE_IP}:{self.port}"
-        self.sessions = []
-        env = dict(LEAN, **os.environ)  # what squall does not use, off (squall.distributed.cluster)
-        common = ["--num-cpus", "1", "--node-ip-address", NODE_IP, "--disable-usage-stats"]
-        common.append("--include-log-monitor=false")  # it streams actors' logs to drivers: none asks
-        head = ["--head", "--port", str(self.port), "--include-dashboard=false", "--temp-dir", str(tmp)]
-        for extra in (head, ["--address", self.address]):
-            p = subprocess.Popen(
-                [RAY, "start", *extra, *common],
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                start_new_session=True,
-            )
-            self.sessions.append(p.pid)  # its daemons stay in the session `ray start` opened
-            out, _ = p.communicate(timeout=120)
-            if p.returncode != 0:
-                self.stop()
-                raise RuntimeError(f"ray start failed: {out[-2000:]}")
-
-    def processes(self):
-        out = []
-        for p in psutil.process_iter():
-            try:
-                if os.getsid(p.pid) in self.sessions:
-                    out.append(p)
-            except (OSError, psutil.Error):
-                pass
-        return out
+    def __init__(self):
+        super().__init__(nodes=2, cpus=1, node_ip=NODE_IP)
 
     def actors(self):
         """The squall worker actors alive in the cluster (Ray names their processes ray::Worker)."""
@@ -81,23 +48,12 @@ class RayCluster:
                 names.append(p.name())
         return [n for n in names if n.startswith("ray::Worker")]
 
-    def stop(self):
-        procs = self.processes()
-        for p in procs:
-            with contextlib.suppress(psutil.Error):
-                p.terminate()
-        _, alive = psutil.wait_procs(procs, timeout=5)
-        for p in alive:
-            with contextlib.suppress(psutil.Error):
-                p.kill()
-        psutil.wait_procs(alive, timeout=5)
-
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     try:
-        c = RayCluster(tmp_path_factory.mktemp("ray"))
-    except (RuntimeError, subprocess.TimeoutExpired, OSError) as e:
+        c = RayCluster()
+    except NodeError as e:
         pytest.skip(f"a Ray cluster cannot start here: {e}")
     yield c
     c.stop()
@@ -428,3 +384,63 @@ def test_bench_processes_share_the_connections_as_workers_do(nginx, tmp_path):
     result = json.loads(out.read_text())
     assert nginx.requests_logged() == 1001 == result["aggregate"]["requests"]
     assert result["load"]["threads"] == 2  # two documents merged
+
+
+def paths_logged(nginx):
+    """The paths of the requests nginx logged since its last reset."""
+    time.sleep(0.2)
+    return [line.split('"')[1].split()[1] for line in (nginx.dir / "access.log").read_text().splitlines()]
+
+
+def test_locust_master_and_workers_run_a_locustfile_end_to_end(nginx, tmp_path):
+    """Locust's command lines: `--master --expect-workers 2` and two `--worker --master-host`. The
+    master waits for both, sends them its locustfile (the copy on disk is changed after the master
+    read it: a worker running that copy would ask for /disk/...), and the Locust idioms work across
+    processes: MasterRunner/WorkerRunner, messages both ways, report_to_master/worker_report. Ground
+    truth: nginx's log."""
+    nginx.reset_log()
+    source = (Path(__file__).parent / "locustfiles" / "master_worker.py").read_text()
+    locustfile = tmp_path / "master_worker.py"
+    locustfile.write_text(source)
+    port = free_port()
+    out, seen = tmp_path / "result.json", tmp_path / "master.json"
+    master = squall_process(
+        "-f", locustfile, "--master", "--master-bind-host", NODE_IP, "--master-bind-port", port,
+        "--expect-workers", "2", "--expect-workers-max-wait", "90", "--headless", "-u", "4", "-r", "4",
+        "-t", "4s", "-H", nginx.url, "--result-json", out, env=dict(os.environ, MASTER_OUT=str(seen)),
+    )  # fmt: skip
+    lines = Lines(master)
+    workers, worker_lines = [], []
+    try:
+        wait_until(lambda: lines.find("master listening on"), "the master's head", master, timeout=90)
+        locustfile.write_text(source.replace('PATH_PREFIX = "/master"', 'PATH_PREFIX = "/disk"'))
+        worker = ["-f", locustfile, "--worker", "--master-host", NODE_IP, "--master-port", port, "--processes", "1"]
+        for _ in range(2):  # one after the other: two `ray start` at once on one machine collide
+            workers.append(squall_process(*worker, cwd=tmp_path))
+            worker_lines.append(Lines(workers[-1]))
+            wait_until(lambda: worker_lines[-1].find("worker joined"), "a worker joining", workers[-1], timeout=90)
+        wait_until(lambda: master.poll() is not None, "the master's end", timeout=180)
+        lines.thread.join(5)
+        codes = [w.wait(timeout=60) for w in workers]
+    finally:
+        for p in (master, *workers):
+            if p.poll() is None:
+                p.kill()
+        print(lines.text(), *(w.text() for w in worker_lines), sep="\n")
+    assert master.returncode == 0, lines.text()
+    assert codes == [0, 0]
+    assert "2 workers connected" in lines.text() and "the locustfile sent to 2 of them" in lines.text()
+    result = json.loads(out.read_text())
+    assert len(result["workers"]) == 2 and len({w["node_id"] for w in result["workers"]}) == 2
+    paths = paths_logged(nginx)
+    config = sorted(p for p in paths if p.startswith("/config/"))
+    assert config == ["/config/abc/0", "/config/abc/1"]  # each worker got the master's message
+    assert not [p for p in paths if p.startswith("/disk/")]  # the master's locustfile ran, not the disk's
+    assert result["aggregate"]["requests"] == len(paths) > 20
+    master_saw = json.loads(seen.read_text())
+    assert master_saw["runner"] == "MasterRunner" and master_saw["test_start"] == 1
+    assert sorted(h[0]["index"] for h in master_saw["hellos"]) == [0, 1]
+    assert all(h[0]["count"] == 2 and h[1] for h in master_saw["hellos"])
+    # A report a second from each worker (a 4 s run: at least 3 each), with the data its listener added.
+    assert master_saw["clients"] == 2 and master_saw["reports"] >= 6 and master_saw["report_users"] == [1]
+    assert master_saw["requests"] == result["aggregate"]["requests"]  # environment.stats at quitting

@@ -232,19 +232,25 @@ def test_every_locust_option_is_accepted():
             assert env_var in (getattr(action, "env_var", None), "LOCUST_" + action.dest.upper()), options
 
 
-def test_options_with_no_effect_say_so_and_distributed_mode_is_refused(odd_server, tmp_path):
+def test_options_with_no_effect_say_so_and_conflicting_roles_are_refused(odd_server, tmp_path):
     common = ["-f", FILES / "cli_bounded.py", "-H", odd_server.url, "--headless", "-t", "1s", "--only-summary"]
     env = clean_env(CLI_ITERATIONS=1)
     p = squall(*common, "--class-picker", "--otel", "--profile", "nightly", cwd=tmp_path, env=env)
     assert p.returncode == 1, p.stderr  # it ran (the 500 is a failure)
     notes = [line for line in p.stderr.splitlines() if line.startswith("squall: note: ")]
     assert [n.split()[2] for n in notes] == ["--class-picker", "--profile", "--otel"], notes
-    for flag in ("--master", "--worker"):
-        p = squall(*common, flag, cwd=tmp_path, env=env)
-        assert p.returncode == 2 and "not yet supported" in p.stderr and len(p.stderr.splitlines()) == 1
+    p = squall(*common, "--expect-workers", "2", "--master-port", "6000", cwd=tmp_path, env=env)
+    notes = [line for line in p.stderr.splitlines() if line.startswith("squall: note: ")]
+    assert notes == [
+        "squall: note: --expect-workers has no effect without --master",
+        "squall: note: --master-port has no effect without --worker",
+    ], p.stderr
+    for flags in (["--master", "--worker"], ["--master", "--ray", "local"], ["--worker", "--ray", "auto"]):
+        p = squall(*common, *flags, cwd=tmp_path, env=env)
+        assert p.returncode == 2 and len(p.stderr.splitlines()) == 1 and "--master" in p.stderr, p.stderr
     p = squall(*common, "--legacy-ui", cwd=tmp_path, env=env)
     assert p.returncode == 2 and "--legacy-ui is no longer supported" in p.stderr
-    assert odd_server.served("/ok") == 1  # only the first run sent anything
+    assert odd_server.served("/ok") == 2  # only the first two runs sent anything
 
 
 def test_show_task_ratio_is_locusts(tmp_path):

@@ -13,7 +13,7 @@ from squall import thresholds
 from squall.errors import UsageError
 from squall.event import Events
 from squall.event import events as default_events
-from squall.runners import LocalRunner
+from squall.runners import Runner, for_process
 from squall.stats import RequestStats
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ class Environment:
         self.parsed_options = parsed_options
         self.events = events or default_events
         self.shape_class = shape_class
-        self.runner = LocalRunner(self)
+        self.runner: Runner = for_process(self)
         self.process_exit_code: int | None = None
         self.exceptions: dict[tuple[str, str], ExceptionEntry] = {}  # keyed by (message, traceback)
         self._user_ids = itertools.count(1)

@@ -1,17 +1,30 @@
 """The runner a locustfile sees (`self.environment.runner`, `locust.runners`): `quit()`, `user_count`,
-`state` (with Locust's `STATE_*` values), `stats`, custom messages. squall runs one process, so its
-runner is always a `LocalRunner`; `MasterRunner` and `WorkerRunner` exist so that locustfiles'
-isinstance checks work.
+`state` (with Locust's `STATE_*` values), `stats`, custom messages.
 
-Custom messages (`register_message`, `send_message`) are delivered as Locust's LocalRunner delivers
-them: at once, in the sender's greenlet, to the one listener of the type, called with
-`environment=` and `msg=` (a `Message` from node "local"); `concurrent` changes nothing locally, as in
-Locust. An unknown type is a warning, not an error."""
+Which runner, as Locust decides it: a run in one process has a `LocalRunner`; the driver of a
+distributed run (`--ray`, `--master`) has a `MasterRunner`, and each of its workers (a process with a
+share of the users) a `WorkerRunner` with its `worker_index` and `worker_count`. `--processes`
+workers have a `WorkerRunner` too; their parent fires no events (Locust's `--processes` master does).
+
+Custom messages (`register_message`, `send_message`), as Locust delivers them:
+- locally (`LocalRunner`): at once, in the sender's greenlet, to the one listener of the type, called
+  with `environment=` and `msg=` (a `Message` from node "local"); `concurrent` changes nothing.
+- worker to master: the worker's feed carries them (squall.distributed.feed), with its
+  `report_to_master` data, once a second; the master's listener gets `msg.node_id` = the worker's
+  `client_id`, and `worker_report` fires with the data.
+- master to workers (all, or the one `client_id` names): through each worker's actor to its process,
+  delivered in a greenlet of its own by the worker's run loop (within 0.1 s of arriving).
+An unknown type is a warning, not an error."""
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import queue
 import socket
+import sys
+import threading
 import uuid
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -113,9 +126,130 @@ class LocalRunner(Runner):
         self.client_id = f"{socket.gethostname()}_{uuid.uuid4().hex}"
 
 
-class MasterRunner(Runner):
-    """Never squall's runner: for locustfiles' `isinstance(runner, MasterRunner)` checks."""
+def client_id() -> str:
+    """A runner's id among the nodes of a run, as Locust makes it."""
+    return f"{socket.gethostname()}_{uuid.uuid4().hex}"
 
 
 class WorkerRunner(Runner):
-    """Never squall's runner: for locustfiles' `isinstance(runner, WorkerRunner)` checks."""
+    """The runner of one worker of a distributed run (see the module's doc)."""
+
+    def __init__(self, environment: Environment, index: int, count: int) -> None:
+        super().__init__(environment)
+        self.worker_index = index
+        self.worker_count = count
+        self.client_id = client_id()
+        # To the master: taken by the worker's feed each second (nothing takes them without one).
+        self.outbox: list[tuple[str, Any]] = []
+        # From the master: lines on stdin (the actor writes them), delivered by `deliver()`.
+        self.inbox: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self.has_master = False
+
+    def listen_to_master(self) -> None:
+        """Reads the master's messages from stdin (one JSON [type, data] a line) as they come."""
+        self.has_master = True
+
+        def read() -> None:
+            for line in sys.stdin:
+                try:
+                    msg_type, data = json.loads(line)
+                except (ValueError, TypeError):
+                    continue
+                self.inbox.put((str(msg_type), data))
+
+        threading.Thread(target=read, name="squall-master-messages", daemon=True).start()
+
+    def send_message(self, msg_type: str, data: Any = None, client_id: str | None = None) -> None:
+        """To the master (Locust's worker sends there); without one (`--processes`), nowhere."""
+        if self.has_master:
+            self.outbox.append((msg_type, data))
+        else:
+            logger.debug(f"no master to send message {msg_type} to")
+
+    def report(self) -> dict[str, Any]:
+        """Fires `report_to_master` (as Locust's worker does before each report); returns the data
+        its listeners added."""
+        data: dict[str, Any] = {}
+        self.environment.events.report_to_master.fire(client_id=self.client_id, data=data)
+        return data
+
+    def deliver(self) -> None:
+        """The master's messages that arrived, each to its listener in a greenlet of its own."""
+        hub = self.environment.hub
+        while True:
+            try:
+                msg_type, data = self.inbox.get_nowait()
+            except queue.Empty:
+                return
+            if msg_type not in self.custom_messages:
+                logger.warning(f"Unknown message type received from master: {msg_type}")
+                continue
+            listener, _concurrent = self.custom_messages[msg_type]
+            message = Message(msg_type, data, "master")
+            if hub is None:
+                listener(environment=self.environment, msg=message)
+            else:
+                hub.spawn(
+                    lambda listener=listener, message=message: listener(environment=self.environment, msg=message)
+                )
+
+
+class WorkerNode:
+    """A worker as the master knows it (Locust's `WorkerNode`): its id, state and users."""
+
+    def __init__(self, id: str, index: int) -> None:
+        self.id = id
+        self.index = index
+        self.state = STATE_RUNNING
+        self.user_count = 0
+
+
+class MasterRunner(Runner):
+    """The runner of a distributed run's driver (`--ray`, `--master`): it runs no users; its workers
+    are `clients`; messages go to them through `send` (see the module's doc)."""
+
+    def __init__(self, environment: Environment) -> None:
+        super().__init__(environment)
+        self.client_id = client_id()
+        self.clients: dict[str, WorkerNode] = {}
+        self.outbox: list[tuple[str, Any, str | None]] = []  # to workers, taken by the driver's loop
+
+    @property
+    def worker_count(self) -> int:
+        return sum(1 for c in self.clients.values() if c.state != STATE_MISSING)
+
+    @property
+    def user_count(self) -> int:
+        return sum(c.user_count for c in self.clients.values() if c.state != STATE_MISSING)
+
+    def send_message(self, msg_type: str, data: Any = None, client_id: str | None = None) -> None:
+        """To every worker, or to the one `client_id` names (delivered within about a second)."""
+        self.outbox.append((msg_type, data, client_id))
+
+    def received(self, client: str, index: int, report: dict[str, Any] | None, messages: list[Any]) -> None:
+        """What a worker's feed carried: its report (`worker_report` fires with it) and its messages."""
+        node = self.clients.get(client)
+        if node is None:
+            node = self.clients[client] = WorkerNode(client, index)
+        if report is not None:
+            node.user_count = int(report.pop("squall_user_count", node.user_count))
+            self.environment.events.worker_report.fire(client_id=client, data=report)
+        for msg_type, data in messages:
+            if msg_type in self.custom_messages:
+                listener, _concurrent = self.custom_messages[msg_type]
+                listener(environment=self.environment, msg=Message(msg_type, data, client))
+            else:
+                logger.warning(f"Unknown message type received from worker {client}: {msg_type}")
+
+    def lost(self, client: str) -> None:
+        if client in self.clients:
+            self.clients[client].state = STATE_MISSING
+
+
+def for_process(environment: Environment) -> Runner:
+    """The runner of this process: a worker's when it is one (SQUALL_WORKER), else a local one."""
+    spec = os.environ.get("SQUALL_WORKER")
+    if spec:
+        index, count = (int(x) for x in spec.split("/"))
+        return WorkerRunner(environment, index, count)
+    return LocalRunner(environment)

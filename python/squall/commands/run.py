@@ -38,7 +38,8 @@ from squall.clients import split_userinfo
 from squall.commands import run_checks, run_limit
 from squall.commands.drive import observe, print_observations
 from squall.commands.run_arguments import add_arguments, check_unsupported, locust_aliases
-from squall.distributed.feed import wait_for_start, worker_feed
+from squall.distributed import roles
+from squall.distributed.feed import FEED_ENV, wait_for_start, worker_feed
 from squall.distributed.runs import run_locustfile
 from squall.durations import parse_duration
 from squall.env import Environment
@@ -52,6 +53,7 @@ from squall.log import main_logger, runners_logger, setup_logging, task_logger, 
 from squall.monitor import GeneratorWatch
 from squall.open_model import OpenPool
 from squall.report import locust_console, locust_json
+from squall.runners import WorkerRunner
 from squall.shape import LoadTestShape
 from squall.signals import on_stop_signals
 from squall.spawner import Spawner
@@ -171,7 +173,10 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(show(classes, users if users_given else None))
         return exitcodes.OK
     worker = processes.worker()
-    dashboard_start = not args.headless and not args.autostart and worker is None
+    node_role = roles.role(args) if worker is None else None  # Locust's --master / --worker (on Ray)
+    if node_role == "worker":
+        return roles.run_worker(args)
+    dashboard_start = not args.headless and not args.autostart and worker is None and node_role is None
     tagged = bool(args.tags or args.exclude_tags)
     run_checks.check(classes, args.host, users, shape_class, host_from_page=dashboard_start, tagged=tagged)
     if worker is None:
@@ -182,8 +187,10 @@ def run(args: argparse.Namespace) -> int:
     args.thresholds, args.watch = thresholds.from_args(args)
     target_monitor = monitor.Monitor.from_args(args) if worker is None else None
     distributed.check(args)
-    if distributed.requested(args):
-        return run_locustfile(args, users, _final_output)
+    if distributed.requested(args) or node_role == "master":
+        if not args.headless:
+            sys.stderr.write("squall: the dashboard does not follow distributed runs yet; running headless\n")
+        return run_locustfile(args, users, _final_output, classes, shape_class)
     if worker is None and args.processes != 1:
         if not args.headless:
             sys.stderr.write("squall: the dashboard does not follow --processes runs yet; running headless\n")
@@ -307,6 +314,8 @@ def _run_here(
     shape = shape_class() if shape_class else None
     if shape:
         shape.runner = env.runner
+    if isinstance(env.runner, WorkerRunner) and os.environ.get(FEED_ENV):
+        env.runner.listen_to_master()  # a distributed worker: its master is the driver
     events.user_error.add_listener(_log_task_error)
     events.init.fire(environment=env, runner=env.runner, web_ui=env.use_dashboard(dashboard))
 
@@ -321,9 +330,10 @@ def _run_here(
 
     generator = GeneratorWatch()
     load = {"model": "open" if args.rate else "users", "users": users, "spawn_rate": spawn_rate}
-    partial = worker_feed() or live.partial_files(
-        args.result_json if worker is None else None, "http", args.host or "", load
-    )
+    feed = worker_feed()
+    if feed is not None and isinstance(env.runner, WorkerRunner):
+        feed.runner = env.runner
+    partial = feed or live.partial_files(args.result_json if worker is None else None, "http", args.host or "", load)
     previous_alarm = signal.signal(signal.SIGALRM, watchdog)
     signal.setitimer(signal.ITIMER_REAL, WATCH_EVERY, WATCH_EVERY)
     try:
@@ -488,6 +498,8 @@ def _drive(
     while True:
         now = time.monotonic()
         hub.engine.set_users(runner.user_count)
+        if isinstance(runner, WorkerRunner):
+            runner.deliver()  # the master's messages
         if runner.quitting:
             break  # runner.quit() from the script, or a signal (run() marks that one interrupted)
         if deadline is not None and now >= deadline:

@@ -30,24 +30,26 @@ NO_EFFECT = {
     "web_base_path": "--web-base-path has no effect in squall: its dashboard is served at the root path",
     "profile": "--profile has no effect in squall: it keeps no history of runs to group",
     "otel": "--otel has no effect in squall: it has no OpenTelemetry instrumentation",
-    "master_bind_host": "--master-bind-host has no effect: it is for --master, which squall does not support yet",
-    "master_bind_port": "--master-bind-port has no effect: it is for --master, which squall does not support yet",
-    "expect_workers": "--expect-workers has no effect: it is for --master, which squall does not support yet",
-    "expect_workers_max_wait": "--expect-workers-max-wait has no effect: it is for --master, "
-    "which squall does not support yet",
-    "enable_rebalancing": "--enable-rebalancing has no effect: it is for --master, which squall does not support yet",
-    "master_host": "--master-host has no effect: it is for --worker, which squall does not support yet",
-    "master_port": "--master-port has no effect: it is for --worker, which squall does not support yet",
+    "enable_rebalancing": "--enable-rebalancing has no effect: squall's master places each worker's share "
+    "once; a worker that joins later takes no share (see --on-worker-loss replace)",
 }
 
 # Options squall cannot honour without doing something else than asked: a one-line error, exit 2.
 UNSUPPORTED = {
-    "master": "--master is not yet supported: squall runs distributed only as local processes (--processes N)",
-    "worker": "--worker is not yet supported: squall runs distributed only as local processes (--processes N)",
     "web_login": "--web-login is not supported: squall's dashboard has no login page; "
     "protect it with --web-auth USER:PASS",
     "tls_cert": "--tls-cert is not supported yet: squall's dashboard serves plain HTTP",
     "tls_key": "--tls-key is not supported yet: squall's dashboard serves plain HTTP",
+}
+
+# Options of one role of a distributed run (`--master`, `--worker`): a note when set without it.
+ROLE_OPTIONS = {
+    "master_bind_host": "master",
+    "master_bind_port": "master",
+    "expect_workers": "master",
+    "expect_workers_max_wait": "master",
+    "master_host": "worker",
+    "master_port": "worker",
 }
 
 # Locust's destinations for the options squall stores under other names.
@@ -144,18 +146,34 @@ def _web(p: argparse.ArgumentParser) -> None:
 
 
 def _distributed(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("distributed (Locust's master and worker options: not yet supported)")
-    g.add_argument("--master", action="store_true", env_var="LOCUST_MODE_MASTER", help="not yet supported")
-    g.add_argument("--master-bind-host", default="*", env_var="LOCUST_MASTER_BIND_HOST", help="no effect")
-    g.add_argument("--master-bind-port", type=int, default=5557, env_var="LOCUST_MASTER_BIND_PORT", help="no effect")
-    g.add_argument("--expect-workers", type=int, default=1, env_var="LOCUST_EXPECT_WORKERS", help="no effect")
+    g = p.add_argument_group("distributed (Locust's master and worker, on Ray: docs/distributed.md)")
     g.add_argument(
-        "--expect-workers-max-wait", type=int, default=0, env_var="LOCUST_EXPECT_WORKERS_MAX_WAIT", help="no effect"
-    )
+        "--master", action="store_true", env_var="LOCUST_MODE_MASTER",
+        help="open a Ray cluster here, wait for --expect-workers workers, run on them",
+    )  # fmt: skip
+    g.add_argument(
+        "--master-bind-host", default="*", env_var="LOCUST_MASTER_BIND_HOST",
+        help="the address the master listens on (default: this machine's)",
+    )  # fmt: skip
+    g.add_argument(
+        "--master-bind-port", type=int, default=5557, env_var="LOCUST_MASTER_BIND_PORT",
+        help="the master's port (its Ray head's; default 5557)",
+    )  # fmt: skip
+    g.add_argument(
+        "--expect-workers", type=int, default=1, env_var="LOCUST_EXPECT_WORKERS",
+        help="workers (squall --worker processes) to wait for before starting (default 1)",
+    )  # fmt: skip
+    g.add_argument(
+        "--expect-workers-max-wait", type=int, default=0, env_var="LOCUST_EXPECT_WORKERS_MAX_WAIT",
+        help="seconds to wait for them (default 0: as long as it takes)",
+    )  # fmt: skip
     g.add_argument("--enable-rebalancing", action="store_true", help="no effect")
-    g.add_argument("--worker", action="store_true", env_var="LOCUST_MODE_WORKER", help="not yet supported")
-    g.add_argument("--master-host", default="127.0.0.1", env_var="LOCUST_MASTER_NODE_HOST", help="no effect")
-    g.add_argument("--master-port", type=int, default=5557, env_var="LOCUST_MASTER_NODE_PORT", help="no effect")
+    g.add_argument(
+        "--worker", action="store_true", env_var="LOCUST_MODE_WORKER",
+        help="join the master's cluster as a node hosting workers (one per CPU, or --processes N)",
+    )  # fmt: skip
+    g.add_argument("--master-host", default="127.0.0.1", env_var="LOCUST_MASTER_NODE_HOST", help="the master's host")
+    g.add_argument("--master-port", type=int, default=5557, env_var="LOCUST_MASTER_NODE_PORT", help="its port")
     removed = {"--expect-slaves": "--expect-slaves parameter has been renamed --expect-workers",
                "--slave": "--slave parameter has been renamed --worker"}  # fmt: skip
     for option, message in removed.items():
@@ -276,4 +294,8 @@ def check_unsupported(args: argparse.Namespace, parser: argparse.ArgumentParser)
     for dest, message in NO_EFFECT.items():
         if getattr(args, dest, None) not in (None, False, "", defaults.get(dest)):
             sys.stderr.write(f"squall: note: {message}\n")
+    for dest, role in ROLE_OPTIONS.items():
+        if not getattr(args, role, False) and getattr(args, dest, None) not in (None, defaults.get(dest)):
+            option = "--" + dest.replace("_", "-")
+            sys.stderr.write(f"squall: note: {option} has no effect without --{role}\n")
     return None

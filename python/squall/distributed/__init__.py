@@ -56,5 +56,6 @@ def requested(args: argparse.Namespace) -> bool:
 
 def check(args: argparse.Namespace) -> None:
     """--workers or --on-worker-loss without --ray: a usage error, as any flag that does nothing."""
-    if not getattr(args, "ray", None) and (args.workers is not None or args.on_worker_loss != "continue"):
-        raise UsageError("--workers and --on-worker-loss go with --ray")
+    driven = getattr(args, "ray", None) or getattr(args, "master", False)
+    if not driven and (args.workers is not None or args.on_worker_loss != "continue"):
+        raise UsageError("--workers and --on-worker-loss go with --ray (or --master)")

@@ -60,11 +60,24 @@ def _prepare_worker() -> None:
 class Worker:
     """One distributed worker: its subprocess, its feed, its stderr."""
 
-    def __init__(self, index: int, count: int, argv: list[str], env: dict[str, str], cwd: str, kind: str) -> None:
+    def __init__(
+        self,
+        index: int,
+        count: int,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: str,
+        kind: str,
+        files: dict[str, str] | None = None,
+    ) -> None:
         self.index, self.count, self.kind = index, count, kind
         self.argv, self.extra_env = argv, env
         self.cwd = cwd if os.path.isdir(cwd) else None
         self.tmp = tempfile.mkdtemp(prefix=f"squall-worker{index}-")
+        self.shipped = False
+        if files and not _present(files):
+            self.argv = [*argv, "-f", ",".join(_unpack(files, os.path.join(self.tmp, "locustfiles")))]
+            self.shipped = True
         self.result_path = os.path.join(self.tmp, "result.json")
         self.lock = threading.Lock()
         self.points: list[dict[str, Any]] = []
@@ -72,6 +85,9 @@ class Worker:
         self.progress: dict[str, Any] | None = None
         self.records = 0
         self.feed_bytes = 0
+        self.client_id: str | None = None  # a locustfile's runner's
+        self.reports: list[dict[str, Any]] = []  # its report_to_master data, not yet polled
+        self.messages: list[Any] = []  # its messages to the master, not yet polled
         self.stderr: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
         self.new_stderr: list[str] = []
         self.proc: subprocess.Popen[bytes] | None = None
@@ -102,7 +118,7 @@ class Worker:
         self.started = time.time()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "squall", *self.argv],
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,  # the master's messages (squall.runners.WorkerRunner)
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             env=env,
@@ -117,7 +133,7 @@ class Worker:
             t = threading.Thread(target=target, args=(stream,), daemon=True)
             t.start()
             self.threads.append(t)
-        return dict(self.where(), worker_pid=self.proc.pid, started=self.started)
+        return dict(self.where(), worker_pid=self.proc.pid, started=self.started, shipped=self.shipped)
 
     def _read_feed(self, stream: IO[bytes]) -> None:
         for line in stream:
@@ -129,6 +145,10 @@ class Worker:
                 self.points.extend(record.get("timeseries", []))
                 self.totals = record.get("totals")
                 self.progress = record.get("progress")
+                self.client_id = record.get("client_id", self.client_id)
+                if record.get("report") is not None:
+                    self.reports.append(record["report"])
+                self.messages.extend(record.get("messages") or [])
                 self.records += 1
                 self.feed_bytes += len(line)
 
@@ -153,6 +173,8 @@ class Worker:
             totals, self.totals = self.totals, None
             progress = self.progress
             records, feed_bytes = self.records, self.feed_bytes
+            reports, self.reports = self.reports, []
+            messages, self.messages = self.messages, []
         answer: dict[str, Any] = {
             "points": points,
             "totals": totals,
@@ -161,10 +183,25 @@ class Worker:
             "code": code,
             "records": records,
             "feed_bytes": feed_bytes,
+            "client_id": self.client_id,
+            "reports": reports,
+            "messages": messages,
             "time": time.time(),
         }
         answer["bytes"] = len(pickle.dumps(answer))  # about what Ray carries to the driver
         return answer
+
+    def message(self, msg_type: str, data: Any) -> bool:
+        """A message from the master to the worker's runner (a line on its stdin); False if it has ended."""
+        proc = self.proc
+        if proc is None or proc.stdin is None or proc.poll() is not None:
+            return False
+        try:
+            proc.stdin.write((json.dumps([msg_type, data], default=str) + "\n").encode())
+            proc.stdin.flush()
+        except (OSError, ValueError):
+            return False
+        return True
 
     def stop(self, signum: int = signal.SIGINT) -> None:
         """Asks the worker to end its run now (it still writes its result)."""
@@ -197,6 +234,43 @@ class Worker:
             "wall_s": (self.ended or time.time()) - self.started,
             "stderr": list(self.stderr),
         }
+
+
+def pack(paths: list[str]) -> dict[str, str]:
+    """The locustfiles of a run (absolute paths) with their text, for workers on other machines."""
+    out = {}
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            out[path] = f.read()
+    return out
+
+
+def _present(files: dict[str, str]) -> bool:
+    """The locustfiles are on this node as the driver has them (the same machine, or a shared disk):
+    the worker then runs them where they are, so that what they import next to them is found."""
+    for path, text in files.items():
+        try:
+            with open(path, encoding="utf-8") as f:
+                if f.read() != text:
+                    return False
+        except (OSError, UnicodeDecodeError):
+            return False
+    return True
+
+
+def _unpack(files: dict[str, str], into: str) -> list[str]:
+    """Writes the driver's locustfiles under `into` (each under its own name; a second file of the
+    same name in a folder of its own); returns their paths here."""
+    out: list[str] = []
+    for i, (path, text) in enumerate(files.items()):
+        name = os.path.basename(path)
+        folder = into if not any(os.path.basename(p) == name for p in out) else os.path.join(into, str(i))
+        os.makedirs(folder, exist_ok=True)
+        target = os.path.join(folder, name)
+        with open(target, "w", encoding="utf-8") as f:
+            f.write(text)
+        out.append(target)
+    return out
 
 
 def _node_id() -> str:

@@ -101,6 +101,11 @@ def cpus(ray: ModuleType) -> int:
     return max(1, int(ray.cluster_resources().get("CPU", 1)))
 
 
+def offered(ray: ModuleType, resource: str) -> int:
+    """The units of a custom resource the cluster's nodes offer (`--worker` nodes offer one a worker)."""
+    return int(ray.cluster_resources().get(resource, 0))
+
+
 def alive_nodes(ray: ModuleType) -> dict[str, dict[str, Any]]:
     """node id -> Ray's record of it, for the nodes alive now."""
     return {n["NodeID"]: n for n in ray.nodes() if n.get("Alive")}

@@ -53,17 +53,31 @@ EXPECTED_CODES = (0, 1, 4, 99, 130, 143)  # a worker's own verdicts (squall.exit
 MQTT_PHASES = ("connecting", "running", "draining", "closed")
 
 
+# The driver's flags, not the workers': with a value, and without (Locust's master and worker roles).
+DRIVER_FLAGS = (
+    "--ray",
+    "--workers",
+    "--on-worker-loss",
+    "--expect-workers",
+    "--expect-workers-max-wait",
+    "--master-bind-host",
+    "--master-bind-port",
+    "--master-host",
+    "--master-port",
+)
+DRIVER_SWITCHES = ("--master", "--worker")
+
+
 def worker_argv(argv: list[str]) -> list[str]:
     """The command line a worker runs: the driver's, without the distributed flags."""
-    flags = ("--ray", "--workers", "--on-worker-loss")
     out: list[str] = []
     skip = False
     for a in argv:
         if skip:
             skip = False
-        elif a in flags:
+        elif a in DRIVER_FLAGS:
             skip = True
-        elif not a.startswith(tuple(f + "=" for f in flags)):
+        elif a not in DRIVER_SWITCHES and not a.startswith(tuple(f + "=" for f in DRIVER_FLAGS)):
             out.append(a)
     return out
 
@@ -75,21 +89,26 @@ def run(args: argparse.Namespace, command: Command) -> int:
     except cluster.ClusterError as e:
         sys.stderr.write(f"squall: error: {e}\n")
         return exitcodes.CANNOT_START
-    driver = Driver(ray, args, command)
+    driver: Driver | None = None
     try:
+        if command.prepare is not None:
+            command.prepare(ray)
+        driver = Driver(ray, args, command)
         return driver.run()
     except cluster.ClusterError as e:
         sys.stderr.write(f"squall: error: {e}\n")
         return exitcodes.CANNOT_START
     finally:
-        driver.cleanup()
+        if driver is not None:
+            driver.cleanup()
         ray.shutdown()
 
 
 class Driver:
     def __init__(self, ray: ModuleType, args: argparse.Namespace, command: Command) -> None:
         self.ray, self.args, self.command = ray, args, command
-        self.cpus = cluster.cpus(ray)
+        # the CPUs that can host a worker (with `placement`, the units of that resource the nodes offer)
+        self.cpus = cluster.cpus(ray) if command.placement is None else cluster.offered(ray, command.placement)
         self.n = int(args.workers) if args.workers else self.cpus
         shares.check_workers(self.n, command.units, command.what)
         self.shares = command.shares(self.n)
@@ -108,11 +127,15 @@ class Driver:
     # -- placing -------------------------------------------------------------------------------------
 
     def _actor(self, index: int, slot: int, num_cpus: float, env: dict[str, str]) -> Any:
-        remote = self.ray.remote(Worker).options(
-            num_cpus=num_cpus, scheduling_strategy="SPREAD", max_restarts=0, max_task_retries=0
-        )
+        options: dict[str, Any] = {"scheduling_strategy": "SPREAD", "max_restarts": 0, "max_task_retries": 0}
+        if self.command.placement is None:
+            options["num_cpus"] = num_cpus
+        else:  # on the nodes that offer the resource, as many workers as it has units (or all share them)
+            options["num_cpus"] = 0
+            options["resources"] = {self.command.placement: 1.0 if num_cpus else min(1.0, self.cpus / self.n)}
+        remote = self.ray.remote(Worker).options(**options)
         env = dict(self.command.env, **env)
-        return remote.remote(slot, self.n, self.argv, env, os.getcwd(), self.command.kind)
+        return remote.remote(slot, self.n, self.argv, env, os.getcwd(), self.command.kind, self.command.files)
 
     def place(self) -> None:
         num_cpus = 1 if self.n <= self.cpus else 0
@@ -150,11 +173,16 @@ class Driver:
             self.merge.join(w.index)
         nodes = sorted({w.info["node_id"] for w in self.workers})
         hosts = sorted({w.info["host"] for w in self.workers})
+        shipped = sum(1 for w in self.workers if w.info.get("shipped"))
         sys.stderr.write(
             f"squall: {self.n} workers on {len(nodes)} Ray node{'s' if len(nodes) != 1 else ''} "
-            f"({', '.join(hosts)}), {self.command.units} {self.command.what} in all\n"
+            f"({', '.join(hosts)}), {self.command.units} {self.command.what} in all"
+            + (f"; the locustfile sent to {shipped} of them" if shipped else "")
+            + "\n"
         )
         sys.stderr.flush()
+        if self.command.started is not None:
+            self.command.started()
 
     # -- following -----------------------------------------------------------------------------------
 
@@ -226,6 +254,12 @@ class Driver:
         w.poll_bytes += answer["bytes"]
         for line in answer["stderr"]:
             self._say(f"[worker {w.index}] {line}")
+        runner = self.command.runner
+        if runner is not None and answer.get("client_id"):
+            w.client_id = answer["client_id"]
+            for report in answer.get("reports") or [None]:
+                runner.received(w.client_id, w.index, report, [])
+            runner.received(w.client_id, w.index, None, answer.get("messages") or [])
         if answer["code"] is not None:
             self._exited(w, answer["code"])
 
@@ -259,6 +293,13 @@ class Driver:
                 if action == "stop":
                     self.stop_all(signal.SIGINT)
                     dashboard.store.set(state="stopping")
+        runner = self.command.runner
+        if runner is not None and runner.outbox:
+            outbox, runner.outbox = runner.outbox, []
+            for msg_type, data, client_id in outbox:
+                for w in self.workers:
+                    if w.state == "running" and (client_id is None or client_id == w.client_id):
+                        w.handle.message.remote(msg_type, data)
         fields = self._fields(progress) if dashboard is not None else {}
         live = self.publisher.tick(**fields)
         watch = self.command.watch
@@ -340,6 +381,8 @@ class Driver:
         w.state, w.lost_reason = "lost", reason
         self.merge.leave(w.index)
         self._kill(w)
+        if self.command.runner is not None and w.client_id:
+            self.command.runner.lost(w.client_id)
         start = self.merge.starts.get(w.index, w.info.get("started", time.time()))
         elapsed = time.time() - start
         sent, what = _reported(w.totals, self.command.kind)

@@ -5,8 +5,9 @@ The worker's driving loop already hands each second to a `PartialFiles`; the fee
 the worker runs the same loop, at the same cost, as a local run that writes partial files. A line
 holds the new seconds (counts and percentiles, no histograms: the engine's live stream has none), the
 live totals (every endpoint's histogram, cumulative, so that the driver merges them exactly) without
-the parts the driver recomputes from the histograms (spectrum, buckets), and the run's progress
-counters (MQTT's connections and deliveries are nowhere else).
+the parts the driver recomputes from the histograms (spectrum, buckets), the run's progress
+counters (MQTT's connections and deliveries are nowhere else), and for a locustfile, its runner's
+`client_id`, what `report_to_master` listeners added (`report`) and the messages it sent the master.
 
 A write that fails means the actor is gone (killed, or its node lost): the worker then stops itself
 (SIGTERM, as Ctrl-C would), so that no load generator outlives its actor."""
@@ -26,6 +27,7 @@ from squall.web.live import PartialFiles
 
 if TYPE_CHECKING:
     from squall._engine import Progress
+    from squall.runners import WorkerRunner
 
 FEED_ENV = "SQUALL_WORKER_FEED"
 START_ENV = "SQUALL_WORKER_START_AT"  # unix time: the workers' engines start together
@@ -42,6 +44,7 @@ class WorkerFeed(PartialFiles):
         self.out = os.fdopen(fd, "w", encoding="utf-8")
         self.progress = progress
         self.broken = False
+        self.runner: WorkerRunner | None = None  # a locustfile's: its reports and messages go too
 
     def add(self, live: dict[str, Any]) -> None:
         if self.broken:
@@ -50,6 +53,11 @@ class WorkerFeed(PartialFiles):
         if self.progress is not None:
             p = self.progress()
             record["progress"] = {k: getattr(p, k) for k in (*PROGRESS_FIELDS, *MQTT_FIELDS)}
+        if self.runner is not None:
+            report = self.runner.report()
+            report["squall_user_count"] = self.runner.user_count
+            record.update(client_id=self.runner.client_id, report=report, messages=self.runner.outbox)
+            self.runner.outbox = []
         try:
             self.out.write(page.to_json(record) + "\n")
             self.out.flush()

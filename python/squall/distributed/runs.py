@@ -7,16 +7,24 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any, Callable
 
-from squall import exitcodes, processes
+from squall import exitcodes, locustfile, processes
 from squall.commands.progress import MqttProgressLine, ProgressLine
-from squall.distributed import shares
+from squall.distributed import roles, shares
+from squall.distributed.actor import pack
+from squall.distributed.cluster import ClusterError
+from squall.distributed.nodes import WORKER_RESOURCE
 from squall.distributed.workers import Command
+from squall.env import Environment
 from squall.errors import UsageError
+from squall.event import events
+from squall.runners import STATE_RUNNING, STATE_STOPPED, MasterRunner
 from squall.web import live
 
 if TYPE_CHECKING:
     from squall.monitor import Monitor
+    from squall.shape import LoadTestShape
     from squall.thresholds import Watch
+    from squall.user.users import User
     from squall.web.server import Dashboard
 
 Finish = Callable[[dict[str, Any], int | None], int]
@@ -97,15 +105,33 @@ def run_locustfile(
     args: argparse.Namespace,
     users: int,
     final_output: Callable[[dict[str, Any], argparse.Namespace], None],
+    classes: list[type[User]] | None = None,
+    shape_class: type[LoadTestShape] | None = None,
 ) -> int:
-    """`squall -f locustfile.py --ray ADDRESS`: as `processes.run_processes` (the same signature), with
-    the workers on the cluster: each a share of the users and of the spawn rate (headless; the
-    dashboard does not follow distributed runs yet)."""
+    """`squall -f locustfile.py --ray ADDRESS` (or `--master`): as `processes.run_processes`, with the
+    workers on the cluster: each a share of the users and of the spawn rate (headless; the dashboard
+    does not follow distributed runs yet). This process is Locust's master: its environment has a
+    `MasterRunner`, and `init`, `test_start`, `worker_report`, `test_stop` and `quitting` fire here as
+    on Locust's master; the workers' processes have `WorkerRunner`s (squall.runners)."""
+    env = Environment(host=args.host, user_classes=classes or [], parsed_options=args, shape_class=shape_class)
+    runner = MasterRunner(env)
+    env.runner = runner
+    events.init.fire(environment=env, runner=runner, web_ui=None)
+
+    def started() -> None:
+        runner.state = STATE_RUNNING
+        events.test_start.fire(environment=env)
 
     def finish(result: dict[str, Any], signum: int | None) -> int:
+        env.result = result
+        runner.state = STATE_STOPPED
+        events.test_stop.fire(environment=env)
+        events.quitting.fire(environment=env, reason="interrupted" if signum is not None else "finished")
         final_output(result, args)
         if signum is not None:
             return exitcodes.INTERRUPTED if signum == 2 else exitcodes.TERMINATED
+        if env.process_exit_code is not None:
+            return env.process_exit_code
         if any(not t["passed"] for t in result.get("thresholds", [])):
             return exitcodes.THRESHOLDS
         agg = result["aggregate"]
@@ -121,5 +147,27 @@ def run_locustfile(
         shares=lambda n: [{"users": processes.share(users, (i, n))} for i in range(n)],
         watch=getattr(args, "watch", None),
         tables=sys.stderr if getattr(args, "json", False) else sys.stdout,
+        runner=runner,
+        files=_locustfiles(args.locustfile),
+        started=started,
     )
-    return _drive(args, command)
+    if not getattr(args, "master", False):
+        return _drive(args, command)
+    try:
+        head, command.prepare = roles.open_master(args)
+    except ClusterError as e:
+        sys.stderr.write(f"squall: error: {e}\n")
+        return exitcodes.CANNOT_START
+    command.placement = WORKER_RESOURCE
+    try:
+        return _drive(args, command)
+    finally:
+        head.stop()
+
+
+def _locustfiles(spec: str) -> dict[str, str] | None:
+    """The run's locustfiles' texts, for nodes that do not have them (None: nothing to send)."""
+    try:
+        return pack(locustfile.paths(spec))
+    except (locustfile.ScriptError, OSError, UnicodeDecodeError):
+        return None

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, TextIO
 if TYPE_CHECKING:
     from squall.commands.progress import ProgressLine
     from squall.monitor import Monitor
+    from squall.runners import MasterRunner
     from squall.thresholds import Watch
     from squall.web.live import PartialFiles
     from squall.web.server import Dashboard
@@ -43,6 +44,16 @@ class Command:
     # new worker (a loss is then handled as continue), {} when nothing of it is left.
     remaining: Callable[[tuple[int, int], float, int], dict[str, str] | None] | None = None
     tables: TextIO = field(default_factory=lambda: sys.stdout)  # where the workers' table goes
+    # A locustfile's: the driver's runner (reports and messages from the workers go to it, its
+    # messages to them), the locustfiles' texts (for nodes that do not have them), and what to do
+    # once the workers run (Locust's master fires test_start then).
+    runner: MasterRunner | None = None
+    files: dict[str, str] | None = None
+    started: Callable[[], None] | None = None
+    # `--master`: the Ray resource a node must offer to host a worker (the master's head offers none),
+    # and what to do once connected, before placing (wait for the expected workers).
+    placement: str | None = None
+    prepare: Callable[[Any], None] | None = None
 
 
 @dataclass
@@ -70,6 +81,7 @@ class WorkerState:
     lost_reason: str | None = None
     replaces: int | None = None  # the worker whose share it took over
     final: dict[str, Any] | None = None  # the actor's `result`
+    client_id: str | None = None  # its locustfile runner's
     stderr_tail: list[str] = field(default_factory=list)
 
     @property

@@ -1,0 +1,180 @@
+"""Ray nodes this process starts itself: the head that `squall -f --master` opens, the node that
+`squall -f --worker` adds to it, and the local clusters of the tests and of bench/ray_bench.py.
+
+Each node is `ray start` run in a session of its own: Ray's daemons (GCS, raylet, its workers) stay in
+that session, so stopping the node ends exactly those processes (never `ray stop`, which stops every
+Ray process on the machine). What squall does not use is off (`cluster.LEAN`), and so is the log
+monitor (it streams actors' logs to drivers, and squall's driver asks for none).
+
+Ray refuses 127.0.0.1 as a node's address in a cluster of several nodes (it substitutes the machine's
+own); the tests use 127.0.0.2, which keeps every connection on the loopback interface."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+
+import psutil  # type: ignore[import-untyped]
+
+from squall.distributed.cluster import LEAN
+
+# The resource a `--worker` node offers, one unit per worker it can host: a `--master` run places
+# its workers only where this is (never on the master's own head, which generates no load, as
+# Locust's master generates none).
+WORKER_RESOURCE = "squall_worker"
+START_TIMEOUT = 120.0  # seconds for `ray start` to bring a node up
+
+
+class NodeError(Exception):
+    """The node could not start (one line, the end of Ray's own words)."""
+
+
+def ray_command() -> str:
+    """The `ray` program of this Python's environment (the same Ray as the driver's)."""
+    return shutil.which("ray", path=os.path.dirname(sys.executable)) or "ray"
+
+
+class Node:
+    """One Ray node started by this process: `head` opens a cluster on `port`, otherwise the node
+    joins the cluster at `address`."""
+
+    def __init__(
+        self,
+        *,
+        head: bool,
+        address: str | None = None,
+        port: int | None = None,
+        node_ip: str | None = None,
+        num_cpus: int | None = None,
+        resources: dict[str, float] | None = None,
+        prefix: Sequence[str] = (),
+    ) -> None:
+        self.head = head
+        self.temp_dir: str | None = None
+        argv = [*prefix, ray_command(), "start", "--disable-usage-stats", "--include-log-monitor=false"]
+        if head:
+            self.temp_dir = tempfile.mkdtemp(prefix="squall-ray-")
+            argv += ["--head", "--port", str(port or 6379), "--include-dashboard=false", "--temp-dir", self.temp_dir]
+        else:
+            if not address:
+                raise ValueError("a node that is not a head joins an address")
+            argv += ["--address", address]
+        if node_ip:
+            argv += ["--node-ip-address", node_ip]
+        if num_cpus is not None:
+            argv += ["--num-cpus", str(num_cpus)]
+        if resources:
+            argv += ["--resources", json.dumps(resources)]
+        self.argv = argv
+        self.session: int | None = None
+
+    def start(self, timeout: float = START_TIMEOUT) -> None:
+        """Starts the node; returns once Ray says it is up. NodeError if it is not."""
+        env = dict(LEAN, **os.environ)
+        try:
+            p = subprocess.Popen(
+                self.argv,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                start_new_session=True,
+            )
+        except OSError as e:
+            raise NodeError(f"cannot run '{self.argv[0]}': {e.strerror or e}") from None
+        self.session = p.pid  # its daemons stay in the session `ray start` opened
+        try:
+            out, _ = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            raise NodeError(f"ray start did not finish within {timeout:.0f} s") from None
+        if p.returncode != 0:
+            self.stop()
+            lines = [line.strip() for line in out.splitlines() if line.strip()]
+            errors = [line for line in lines if "error" in line.lower()] or lines
+            raise NodeError(f"ray start failed: {errors[-1] if errors else f'exit code {p.returncode}'}")
+
+    def processes(self) -> list[psutil.Process]:
+        """The node's processes alive now (those of its session)."""
+        out: list[psutil.Process] = []
+        if self.session is None:
+            return out
+        for p in psutil.process_iter():
+            with contextlib.suppress(OSError, psutil.Error):
+                if os.getsid(p.pid) == self.session:
+                    out.append(p)
+        return out
+
+    def alive(self) -> bool:
+        return bool(self.processes())
+
+    def stop(self, grace: float = 5.0) -> None:
+        """Ends the node's processes (SIGTERM, then SIGKILL after `grace` seconds)."""
+        procs = self.processes()
+        for p in procs:
+            with contextlib.suppress(psutil.Error):
+                p.terminate()
+        _, alive = psutil.wait_procs(procs, timeout=grace)
+        for p in alive:
+            with contextlib.suppress(psutil.Error):
+                p.kill()
+        psutil.wait_procs(alive, timeout=grace)
+        if self.temp_dir:
+            shutil.rmtree(self.temp_dir, ignore_errors=True)
+
+
+class LocalCluster:
+    """A cluster of `nodes` nodes on this machine, `cpus` CPUs each (the tests' and bench/'s two-node
+    cluster): a head and nodes joining it, all on `node_ip`."""
+
+    def __init__(self, nodes: int = 2, cpus: int = 1, node_ip: str = "127.0.0.2", prefix: Sequence[str] = ()):
+        self.port = free_port()
+        self.address = f"{node_ip}:{self.port}"
+        self.nodes = [Node(head=True, port=self.port, node_ip=node_ip, num_cpus=cpus, prefix=prefix)]
+        self.nodes += [
+            Node(head=False, address=self.address, node_ip=node_ip, num_cpus=cpus, prefix=prefix)
+            for _ in range(nodes - 1)
+        ]
+        try:
+            for node in self.nodes:
+                node.start()
+        except NodeError:
+            self.stop()
+            raise
+
+    def processes(self) -> list[psutil.Process]:
+        return [p for node in self.nodes for p in node.processes()]
+
+    def stop(self) -> None:
+        for node in reversed(self.nodes):
+            node.stop()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def node_ip_towards(host: str) -> str:
+    """The address this machine reaches `host` from (the one its node offers the cluster). For a
+    loopback head, the head's own address: Ray takes 127.0.0.1 for "not configured" in a cluster."""
+    try:
+        infos = socket.getaddrinfo(host, 1, type=socket.SOCK_DGRAM)
+    except socket.gaierror as e:
+        raise NodeError(f"cannot resolve the master's host '{host}': {e.strerror}") from None
+    family, _, _, _, sockaddr = infos[0]
+    if str(sockaddr[0]).startswith("127."):
+        return str(sockaddr[0])
+    with socket.socket(family, socket.SOCK_DGRAM) as s:
+        s.connect(sockaddr)  # UDP: no packet sent, the kernel only picks the route
+        return str(s.getsockname()[0])
