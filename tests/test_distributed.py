@@ -392,6 +392,41 @@ def paths_logged(nginx):
     return [line.split('"')[1].split()[1] for line in (nginx.dir / "access.log").read_text().splitlines()]
 
 
+class LocustCluster:
+    """`squall -f FILE --master ... --expect-workers 2` and two `squall -f FILE --worker` on this
+    machine (nodes on 127.0.0.2), started one after the other (two `ray start` at once on one machine
+    collide); `during` runs once both joined. Stops whatever is left."""
+
+    def __init__(self, locustfile, tmp_path, *run_args, env=None, during=None):
+        port = free_port()
+        self.master = squall_process(
+            "-f", locustfile, "--master", "--master-bind-host", NODE_IP, "--master-bind-port", port,
+            "--expect-workers", "2", "--expect-workers-max-wait", "90", "--headless", *run_args, env=env,
+        )  # fmt: skip
+        self.lines = Lines(self.master)
+        self.workers, self.worker_lines = [], []
+        try:
+            wait_until(lambda: self.lines.find("master listening on"), "the master's head", self.master, timeout=90)
+            if during is not None:
+                during("listening", self)
+            worker = ["-f", locustfile, "--worker", "--master-host", NODE_IP, "--master-port", port]
+            for _ in range(2):
+                self.workers.append(squall_process(*worker, "--processes", "1", cwd=tmp_path))
+                self.worker_lines.append(Lines(self.workers[-1]))
+                said = self.worker_lines[-1]
+                wait_until(lambda s=said: s.find("worker joined"), "a worker joining", self.workers[-1], timeout=90)
+            if during is not None:
+                during("joined", self)
+            wait_until(lambda: self.master.poll() is not None, "the master's end", timeout=180)
+            self.lines.thread.join(5)
+            self.codes = [w.wait(timeout=60) for w in self.workers]
+        finally:
+            for p in (self.master, *self.workers):
+                if p.poll() is None:
+                    p.kill()
+            print(self.lines.text(), *(w.text() for w in self.worker_lines), sep="\n")
+
+
 def test_locust_master_and_workers_run_a_locustfile_end_to_end(nginx, tmp_path):
     """Locust's command lines: `--master --expect-workers 2` and two `--worker --master-host`. The
     master waits for both, sends them its locustfile (the copy on disk is changed after the master
@@ -402,33 +437,19 @@ def test_locust_master_and_workers_run_a_locustfile_end_to_end(nginx, tmp_path):
     source = (Path(__file__).parent / "locustfiles" / "master_worker.py").read_text()
     locustfile = tmp_path / "master_worker.py"
     locustfile.write_text(source)
-    port = free_port()
     out, seen = tmp_path / "result.json", tmp_path / "master.json"
-    master = squall_process(
-        "-f", locustfile, "--master", "--master-bind-host", NODE_IP, "--master-bind-port", port,
-        "--expect-workers", "2", "--expect-workers-max-wait", "90", "--headless", "-u", "4", "-r", "4",
-        "-t", "4s", "-H", nginx.url, "--result-json", out, env=dict(os.environ, MASTER_OUT=str(seen)),
+
+    def during(stage, _run):
+        if stage == "listening":  # the master has read its locustfile: the copy on disk changes
+            locustfile.write_text(source.replace('PATH_PREFIX = "/master"', 'PATH_PREFIX = "/disk"'))
+
+    run = LocustCluster(
+        locustfile, tmp_path, "-u", "4", "-r", "4", "-t", "4s", "-H", nginx.url, "--result-json", out,
+        env=dict(os.environ, MASTER_OUT=str(seen)), during=during,
     )  # fmt: skip
-    lines = Lines(master)
-    workers, worker_lines = [], []
-    try:
-        wait_until(lambda: lines.find("master listening on"), "the master's head", master, timeout=90)
-        locustfile.write_text(source.replace('PATH_PREFIX = "/master"', 'PATH_PREFIX = "/disk"'))
-        worker = ["-f", locustfile, "--worker", "--master-host", NODE_IP, "--master-port", port, "--processes", "1"]
-        for _ in range(2):  # one after the other: two `ray start` at once on one machine collide
-            workers.append(squall_process(*worker, cwd=tmp_path))
-            worker_lines.append(Lines(workers[-1]))
-            wait_until(lambda: worker_lines[-1].find("worker joined"), "a worker joining", workers[-1], timeout=90)
-        wait_until(lambda: master.poll() is not None, "the master's end", timeout=180)
-        lines.thread.join(5)
-        codes = [w.wait(timeout=60) for w in workers]
-    finally:
-        for p in (master, *workers):
-            if p.poll() is None:
-                p.kill()
-        print(lines.text(), *(w.text() for w in worker_lines), sep="\n")
-    assert master.returncode == 0, lines.text()
-    assert codes == [0, 0]
+    lines = run.lines
+    assert run.master.returncode == 0, lines.text()
+    assert run.codes == [0, 0]
     assert "2 workers connected" in lines.text() and "the locustfile sent to 2 of them" in lines.text()
     result = json.loads(out.read_text())
     assert len(result["workers"]) == 2 and len({w["node_id"] for w in result["workers"]}) == 2
@@ -444,3 +465,53 @@ def test_locust_master_and_workers_run_a_locustfile_end_to_end(nginx, tmp_path):
     # A report a second from each worker (a 4 s run: at least 3 each), with the data its listener added.
     assert master_saw["clients"] == 2 and master_saw["reports"] >= 6 and master_saw["report_users"] == [1]
     assert master_saw["requests"] == result["aggregate"]["requests"]  # environment.stats at quitting
+
+
+def test_a_lost_worker_node_is_reported_and_the_master_goes_on(nginx, tmp_path):
+    """A whole node lost mid-run: the second `--worker` and every process of its Ray node killed
+    (SIGKILL, as a machine that dies). The master says so at once, runs on with the other node, and
+    reports what the lost one had sent; nginx saw at least the merged count."""
+    nginx.reset_log()
+    locustfile = tmp_path / "steady.py"
+    locustfile.write_text(
+        "from locust import HttpUser, constant_throughput, task\n\n\n"
+        "class Steady(HttpUser):\n    wait_time = constant_throughput(20)\n\n"
+        "    @task\n    def ok(self):\n        self.client.get('/')\n"
+    )
+    out = tmp_path / "result.json"
+    killed = []
+
+    def kill_second_node(stage, run):
+        if stage != "joined":
+            return
+        wait_until(lambda: worker_process("1/2") is not None, "the second worker's engine", timeout=60)
+        time.sleep(2.0)  # it has reported a second or two
+        session = os.getsid(worker_process("1/2").pid)  # its Ray node's session: raylet, actor, engine
+        for p in [*(p for p in psutil.process_iter() if _sid(p.pid) == session), psutil.Process(run.workers[1].pid)]:
+            with contextlib.suppress(psutil.Error):
+                p.kill()
+        killed.append(time.monotonic())
+
+    run = LocustCluster(
+        locustfile, tmp_path, "-u", "4", "-r", "4", "-t", "8s", "-H", nginx.url, "--result-json", out,
+        during=kill_second_node,
+    )  # fmt: skip
+    assert killed, run.lines.text()
+    assert run.master.returncode == 0, run.lines.text()
+    said = run.lines.find("lost after")
+    assert said and "the run goes on with 1 worker" in said[1], run.lines.text()
+    # Ray notices a node's processes gone within a few seconds; the driver says it within a poll.
+    assert said[0] - killed[0] < 15.0
+    result = json.loads(out.read_text())
+    states = sorted(w["state"] for w in result["workers"])
+    assert states == ["finished", "lost"] and result["distributed"]["lost"] == 1
+    assert result["distributed"]["lost_requests"] > 0
+    assert run.codes[0] == 0  # the surviving node leaves when the master's cluster closes
+    assert nginx.requests_logged() >= result["aggregate"]["requests"] + result["distributed"]["lost_requests"]
+
+
+def _sid(pid):
+    try:
+        return os.getsid(pid)
+    except OSError:
+        return None

@@ -10,7 +10,7 @@ import statistics
 
 import pytest
 
-from squall.distributed import shares, stream
+from squall.distributed import actor, shares, stream
 from squall.distributed.driver import worker_argv
 from squall.distributed.feed import WorkerFeed, strip_totals
 from squall.distributed.workers import WorkerState, entry, table
@@ -182,6 +182,26 @@ def test_a_replacement_gets_the_rest_of_the_share(monkeypatch):
 def test_workers_run_the_command_without_the_distributed_flags():
     argv = ["bench", "URL", "--ray", "auto", "--workers=3", "-c", "4", "--on-worker-loss", "stop", "--rate", "9"]
     assert worker_argv(argv) == ["bench", "URL", "-c", "4", "--rate", "9"]
+    master = ["-f", "x.py", "--master", "--master-bind-host", "*", "--master-bind-port=5557", "--expect-workers", "2"]
+    master += ["--expect-workers-max-wait", "9", "-u", "4"]
+    assert worker_argv(master) == ["-f", "x.py", "-u", "4"]
+
+
+def test_locustfiles_go_to_nodes_that_do_not_have_them(tmp_path):
+    a, b = tmp_path / "a" / "load.py", tmp_path / "b" / "load.py"
+    a.parent.mkdir()
+    b.parent.mkdir()
+    a.write_text("A = 1\n")
+    b.write_text("B = 2\n")
+    files = actor.pack([str(a), str(b)])
+    assert actor._present(files)  # here, as the driver has them: run where they are
+    b.write_text("B = 3\n")
+    assert not actor._present(files)  # changed since: the driver's texts run
+    w = actor.Worker(0, 1, ["-f", str(a), "-u", "1"], {}, str(tmp_path), "http", files)
+    assert w.shipped and w.argv[:4] == ["-f", str(a), "-u", "1"] and w.argv[4] == "-f"
+    shipped = w.argv[5].split(",")
+    assert [open(p).read() for p in shipped] == ["A = 1\n", "B = 2\n"]
+    assert len(set(shipped)) == 2 and all(os.path.basename(p) == "load.py" for p in shipped)  # names kept
 
 
 def test_the_feed_writes_one_line_a_second_without_histograms():

@@ -84,3 +84,42 @@ def test_web_ui_is_none_headless_and_has_no_flask_app():
         assert "\n" not in message and "not a Flask app" in message and "app.route" in message
     finally:
         dashboard.server.server_close()
+
+
+def test_a_worker_and_its_master_exchange_messages_and_reports(monkeypatch):
+    """A worker's runner (SQUALL_WORKER set) queues its messages for the feed and fires
+    report_to_master; the master's runner gets them as Locust's master does (worker_report, the
+    listener with the worker's client id); the master's messages are delivered by the worker's loop."""
+    monkeypatch.setenv("SQUALL_WORKER", "1/3")
+    ev = Events()
+    worker_env = Environment(events=ev)
+    worker = worker_env.runner
+    assert isinstance(worker, runners.WorkerRunner) and (worker.worker_index, worker.worker_count) == (1, 3)
+    worker.send_message("hello", {"n": 1})
+    assert worker.outbox == []  # no master to send to (a --processes worker)
+    worker.has_master = True
+    worker.send_message("hello", {"n": 1})
+    ev.report_to_master.add_listener(lambda client_id, data, **kw: data.update(mine=client_id))
+    report = worker.report()
+    assert worker.outbox == [("hello", {"n": 1})] and report == {"mine": worker.client_id}
+
+    monkeypatch.delenv("SQUALL_WORKER")
+    master_env = Environment(events=ev)
+    master = runners.MasterRunner(master_env)
+    master_env.runner = master
+    got, reports = [], []
+    master.register_message("hello", lambda environment, msg, **kw: got.append((msg.data, msg.node_id)))
+    ev.worker_report.add_listener(lambda client_id, data, **kw: reports.append((client_id, data)))
+    master.received(worker.client_id, 1, dict(report, squall_user_count=5), worker.outbox)
+    assert got == [({"n": 1}, worker.client_id)] and reports == [(worker.client_id, report)]
+    assert master.worker_count == 1 and master.user_count == 5
+    master.lost(worker.client_id)
+    assert master.worker_count == 0
+    master.send_message("config", 42)
+    assert master.outbox == [("config", 42, None)]
+
+    seen = []
+    worker.register_message("config", lambda environment, msg, **kw: seen.append((msg.data, msg.node_id)))
+    worker.inbox.put(("config", 42))
+    worker.deliver()  # no hub here: at once
+    assert seen == [(42, "master")]

@@ -7,6 +7,9 @@ local run or a `--processes` worker, request for request (its cost per request i
 bench/ray_bench.py measures), the actor's process stays a thin relay that Ray may kill at any time,
 and a crash of the worker cannot take the actor's answer about it down too.
 
+A locustfile goes with the run: the driver sends its text (`pack`), and a node that does not have the
+same text at the driver's path runs the driver's copy, written under the worker's temporary folder.
+
 Nothing here imports Ray: the driver wraps the class with `ray.remote` (so the module loads, and its
 logic is tested, without Ray). The actor keeps only the latest totals and the seconds not yet
 polled, so its memory does not grow with the run; a poll costs the driver one small message."""
