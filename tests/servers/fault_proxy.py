@@ -1,14 +1,21 @@
 """A TCP proxy that injects one kind of fault between a client and a real server, for the fault suite.
 
-    python fault_proxy.py LISTEN_PORT UPSTREAM_PORT FAULT [ARG] [--every N]
+    python fault_proxy.py LISTEN_PORT UPSTREAM_PORT FAULT [ARG] [--every N] [--skip K]
 
 Bytes are relayed both ways unchanged (so it works for HTTP/1.1, HTTP/2 over TLS and MQTT alike) except
-for the fault, applied to the server-to-client direction of every N-th connection (default: all):
+for the fault, applied to the server-to-client direction of every N-th connection (default: all) after
+the first K (default 0: `--skip 1` spares a client's preflight connection, so that the fault hits its
+run). A BYTES past a TLS handshake (or an MQTT CONNACK) puts the fault mid-connection, after some answers:
 - latency MS     each chunk from the server is held MS milliseconds
 - reset BYTES    after BYTES from the server, the client's connection is reset (RST, SO_LINGER 0)
-- halfclose      the request goes through, then the proxy sends FIN to the client and nothing else
-- truncate BYTES the first BYTES of the server's answer go through, then the connection closes (FIN)
-- stall          nothing from the server ever reaches the client; the connection stays open
+- halfclose [BYTES]  the request goes through, and the first BYTES of the answer (default none), then
+                 the proxy sends FIN to the client and nothing else; the client's bytes still reach
+                 the server
+- truncate BYTES the first BYTES of the server's answer go through, then the connection closes (FIN);
+                 what the client still sends is read and dropped (a close with unread bytes would
+                 be a reset, and HTTP/2 and MQTT clients keep sending)
+- stall [BYTES]  nothing from the server after its first BYTES (default none) ever reaches the client;
+                 the connection stays open
 - bandwidth BPS  the server's bytes reach the client at BPS bytes a second
 - none           a plain relay
 
@@ -17,6 +24,7 @@ for the fault, applied to the server-to-client direction of every N-th connectio
 """
 
 import asyncio
+import contextlib
 import socket
 import struct
 import sys
@@ -45,6 +53,12 @@ async def relay(reader, writer, delay=0.0, budget=None, bandwidth=None):
         copied += len(data)
 
 
+async def drain(reader):
+    """Reads and drops bytes until the peer closes."""
+    while await reader.read(65536):
+        pass
+
+
 def reset(writer):
     sock = writer.get_extra_info("socket")
     if sock is not None:
@@ -52,13 +66,13 @@ def reset(writer):
     writer.transport.abort()
 
 
-async def main(listen, upstream, fault, arg, every):
+async def main(listen, upstream, fault, arg, every, skip):
     count = 0
 
     async def handle(c_reader, c_writer):
         nonlocal count
         count += 1
-        faulty = count % every == 0
+        faulty = count > skip and (count - skip) % every == 0
         try:
             u_reader, u_writer = await asyncio.open_connection("127.0.0.1", upstream)
         except OSError:
@@ -78,11 +92,19 @@ async def main(listen, upstream, fault, arg, every):
                 return
             elif fault == "truncate":
                 await relay(u_reader, c_writer, budget=int(arg))
+                up.cancel()
+                with contextlib.suppress(asyncio.CancelledError, ConnectionError, OSError):
+                    await up
+                c_writer.write_eof()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(drain(c_reader), 5)
             elif fault == "halfclose":
+                await relay(u_reader, c_writer, budget=int(arg))
                 await asyncio.sleep(0.05)  # let the request reach the server
                 c_writer.write_eof()
                 await asyncio.sleep(30)
             elif fault == "stall":
+                await relay(u_reader, c_writer, budget=int(arg))
                 await asyncio.sleep(3600)
             c_writer.close()
         except (ConnectionError, OSError):
@@ -99,11 +121,12 @@ async def main(listen, upstream, fault, arg, every):
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    every = 1
-    if "--every" in args:
-        i = args.index("--every")
-        every = int(args[i + 1])
-        del args[i : i + 2]
+    options = {"--every": 1, "--skip": 0}
+    for name in options:
+        if name in args:
+            i = args.index(name)
+            options[name] = int(args[i + 1])
+            del args[i : i + 2]
     listen, upstream, fault = int(args[0]), int(args[1]), args[2]
     arg = float(args[3]) if len(args) > 3 else 0.0
-    asyncio.run(main(listen, upstream, fault, arg, every))
+    asyncio.run(main(listen, upstream, fault, arg, options["--every"], options["--skip"]))

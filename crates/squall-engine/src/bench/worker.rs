@@ -244,7 +244,7 @@ async fn worker(
         watch.started.set(Some(if open { Instant::now() } else { begin }));
         ctx.in_flight.set(ctx.in_flight.get() + 1);
         let result = match &h2 {
-            Some(conn) => h2_request(&ctx, conn).await,
+            Some(conn) => h2_request(&ctx, conn, &watch).await,
             None => h1_request(&ctx, &mut h1, conn_index, &watch).await,
         };
         watch.started.set(None);
@@ -280,10 +280,10 @@ async fn h1_request(ctx: &ThreadCtx, conn: &mut Option<H1Conn>, conn_index: usiz
     Ok((resp.status, resp.body_bytes, resp.wire_bytes))
 }
 
-async fn h2_request(ctx: &ThreadCtx, conn: &H2Conn) -> Exchanged {
+async fn h2_request(ctx: &ThreadCtx, conn: &H2Conn, watch: &Watch) -> Exchanged {
     let template = ctx.h2_template.as_ref().expect("HTTP/2 runs have a template");
     let on_connect = |t| ctx.recorder.borrow_mut().record_connect(t);
-    let r = conn.exchange(&ctx.connector, template, &ctx.body, false, on_connect).await?;
+    let r = conn.exchange_watched(&ctx.connector, template, &ctx.body, false, on_connect, &watch.connecting).await?;
     Ok((r.status, r.body_bytes, r.wire_bytes))
 }
 

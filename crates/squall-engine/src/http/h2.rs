@@ -8,7 +8,7 @@ use crate::net::Connector;
 use crate::stats::{Failure, FailureKind};
 use bytes::Bytes;
 use h2::client::SendRequest;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::time::{Duration, Instant};
 
 /// Headers HTTP/2 forbids or carries as pseudo-headers.
@@ -49,30 +49,51 @@ fn h2_failure(e: h2::Error) -> (Failure, bool) {
     (failure, connection_broken)
 }
 
+/// The live connection of a slot, numbered so that a stream can drop the very one it used.
+type Live = (u64, SendRequest<Bytes>);
+
 /// One HTTP/2 connection slot, shared by the workers that multiplex over it.
 pub struct H2Conn {
-    sender: RefCell<Option<SendRequest<Bytes>>>,
+    sender: RefCell<Option<Live>>,
+    /// Connections opened on this slot so far: the number of the next one.
+    opened: Cell<u64>,
     connecting: tokio::sync::Mutex<()>,
     index: usize,
 }
 
+/// Armed while a stream is in flight: a stream dropped before it ends (its worker cancelled past the
+/// timeout, or the run over) leaves the connection it was on to its other streams, but no new request
+/// goes on it. A server that stopped answering on one connection would otherwise time out every later
+/// request on it, where HTTP/1.1 opens a new connection after a timeout.
+struct InFlight<'a> {
+    conn: &'a H2Conn,
+    number: u64,
+    armed: bool,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.conn.drop_connection(self.number);
+        }
+    }
+}
+
 impl H2Conn {
     pub fn new(index: usize) -> Self {
-        H2Conn { sender: RefCell::new(None), connecting: tokio::sync::Mutex::new(()), index }
+        H2Conn { sender: RefCell::new(None), opened: Cell::new(0), connecting: tokio::sync::Mutex::new(()), index }
     }
 
-    fn current(&self) -> Option<SendRequest<Bytes>> {
+    fn current(&self) -> Option<Live> {
         self.sender.borrow().clone()
     }
 
-    /// The live connection, opening one first if needed; reports how long a new connect took.
-    async fn get(&self, connector: &Connector) -> Result<(SendRequest<Bytes>, Option<Duration>), Failure> {
-        if let Some(s) = self.current() {
-            return Ok((s, None));
-        }
+    /// Opens the slot's connection (unless another stream did while this one waited for the lock);
+    /// reports how long a new connect took.
+    async fn connect(&self, connector: &Connector) -> Result<(Live, Option<Duration>), Failure> {
         let _guard = self.connecting.lock().await;
-        if let Some(s) = self.current() {
-            return Ok((s, None)); // another stream connected while this one waited
+        if let Some(live) = self.current() {
+            return Ok((live, None)); // another stream connected while this one waited
         }
         let t0 = Instant::now();
         let stream = connector.connect(self.index).await?;
@@ -83,14 +104,21 @@ impl H2Conn {
         tokio::task::spawn_local(async move {
             let _ = conn.await; // drives the connection until it closes
         });
-        *self.sender.borrow_mut() = Some(send.clone());
-        Ok((send, Some(t0.elapsed())))
+        let number = self.opened.get();
+        self.opened.set(number + 1);
+        *self.sender.borrow_mut() = Some((number, send.clone()));
+        Ok(((number, send), Some(t0.elapsed())))
     }
 
-    fn drop_connection(&self) {
-        self.sender.borrow_mut().take();
+    /// No new stream goes on connection `number` (if it is still the slot's): the next opens another.
+    fn drop_connection(&self, number: u64) {
+        let mut sender = self.sender.borrow_mut();
+        if sender.as_ref().is_some_and(|(n, _)| *n == number) {
+            sender.take();
+        }
     }
 
+    /// One request on the slot's connection, opening it first if needed.
     pub async fn exchange(
         &self,
         connector: &Connector,
@@ -99,13 +127,39 @@ impl H2Conn {
         keep: bool,
         on_connect: impl FnOnce(Duration),
     ) -> Result<Response, Failure> {
-        let (send, connect_time) = self.get(connector).await?;
-        if let Some(t) = connect_time {
-            on_connect(t);
-        }
-        self.send(send, template, body, keep).await.map_err(|(failure, connection_broken)| {
+        self.exchange_watched(connector, template, body, keep, on_connect, &Cell::new(false)).await
+    }
+
+    /// `exchange`, with `connecting` true while this stream waits for a connection, so that a
+    /// watchdog can tell a connect timeout from a request timeout, as it does for HTTP/1.1.
+    pub async fn exchange_watched(
+        &self,
+        connector: &Connector,
+        template: &http::Request<()>,
+        body: &Bytes,
+        keep: bool,
+        on_connect: impl FnOnce(Duration),
+        connecting: &Cell<bool>,
+    ) -> Result<Response, Failure> {
+        let (number, send) = match self.current() {
+            Some(live) => live,
+            None => {
+                connecting.set(true);
+                let opened = self.connect(connector).await;
+                connecting.set(false);
+                let (live, connect_time) = opened?;
+                if let Some(t) = connect_time {
+                    on_connect(t);
+                }
+                live
+            }
+        };
+        let mut in_flight = InFlight { conn: self, number, armed: true };
+        let result = self.send(send, template, body, keep).await;
+        in_flight.armed = false;
+        result.map_err(|(failure, connection_broken)| {
             if connection_broken {
-                self.drop_connection();
+                self.drop_connection(number);
             }
             failure
         })
