@@ -485,7 +485,9 @@ def test_a_lost_worker_node_is_reported_and_the_master_goes_on(nginx, tmp_path):
         if stage != "joined":
             return
         wait_until(lambda: worker_process("1/2") is not None, "the second worker's engine", timeout=60)
-        time.sleep(2.0)  # it has reported a second or two
+        # Both engines at 40 req/s: 240 requests at nginx is 3 s of each, so the second has reported
+        # (a report a second, a poll a second).
+        wait_until(lambda: nginx.requests_logged() >= 240, "three seconds of requests", timeout=60)
         session = os.getsid(worker_process("1/2").pid)  # its Ray node's session: raylet, actor, engine
         for p in [*(p for p in psutil.process_iter() if _sid(p.pid) == session), psutil.Process(run.workers[1].pid)]:
             with contextlib.suppress(psutil.Error):

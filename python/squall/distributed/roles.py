@@ -160,10 +160,14 @@ def run_worker(args: argparse.Namespace) -> int:
             refused = 0
             while not stopped:
                 time.sleep(1.0)
+                listening = _listening(host, port)
                 if not node.alive():
+                    if not listening:  # the master closed its cluster, and the node went with it
+                        sys.stderr.write(f"squall: the master at {host}:{port} has ended; worker quitting\n")
+                        return exitcodes.OK
                     sys.stderr.write("squall: error: this worker's Ray node stopped\n")
                     return exitcodes.CANNOT_START
-                refused = 0 if _listening(host, port) else refused + 1
+                refused = 0 if listening else refused + 1
                 if refused >= GONE_AFTER:
                     sys.stderr.write(f"squall: the master at {host}:{port} has ended; worker quitting\n")
                     return exitcodes.OK
