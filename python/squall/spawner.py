@@ -61,11 +61,12 @@ class Spawner:
         while len(self.spawned) < self.target and self.credit >= 1.0:
             self.spawn_one()
             self.credit -= 1.0
-        while len(self.spawned) > self.target:
+        while len(self.spawned) > self.target and self.credit >= 1.0:  # stopped at the rate too, as in Locust
             u, g = self.spawned.pop()
             runner.users.pop(u, None)
             self.counts[type(u)] -= 1
             u.hub.kill(g)
+            self.credit -= 1.0
 
     def done(self) -> bool:
         """Every user was started and all have stopped by themselves."""
