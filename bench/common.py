@@ -125,14 +125,17 @@ class PinnedNginx:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def cli(doc):
-    """The flags every benchmark takes; installs the peers unless --skip-install."""
+def cli(doc, more=None):
+    """The flags every benchmark takes (and a benchmark's own: `more(parser)` adds them); installs the
+    peers unless --skip-install."""
     import argparse
 
     ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--skip-install", action="store_true")
+    if more is not None:
+        more(ap)
     args = ap.parse_args()
     if not args.skip_install:
         subprocess.run([BENCH / "peers.sh"], check=True)

@@ -1,13 +1,16 @@
 """MQTT benchmark: `squall mqtt` against a paho-mqtt publisher written the efficient way
-(bench/paho_publisher.py) and Locust's MqttUser, publishing to mosquitto.
+(bench/paho_publisher.py), Locust's MqttUser and rumqttc's own client, publishing to mosquitto.
 
 mosquitto on core 0, the generator on core 1, 100 clients, 100-byte payloads, as fast as they can go
-for 10 s, at QoS 0 and QoS 1 (one message in flight per client for squall and paho), every generator
-once per round. Ratios are the median of the per-round ratios of messages per generator CPU-second.
+for 10 s, at QoS 0 (100 messages in flight per client) and QoS 1 (one), every generator once per round,
+in an order rotated each round, a fresh broker for every run. Each run's messages are the broker's own
+count ($SYS/broker/publish/messages/received), shown beside the generator's count and its failures.
+Ratios are the median of the per-round ratios of messages per generator CPU-second.
 Then 10,000 concurrent client connections from one squall process: its max RSS.
-Writes its section of RESULTS.md.
+Writes its section of RESULTS.md (not with --dry-run).
 
 usage: python bench/mqtt_bench.py [--rounds 5] [--seconds 10] [--skip-install]
+       [--many-clients 10000] [--many-seconds 20] [--dry-run]
 """
 
 import csv
@@ -32,7 +35,10 @@ class PinnedMosquitto:
     def __init__(self, workdir, core=0):
         self.port = free_port()
         conf = Path(workdir) / "mosquitto.conf"
-        conf.write_text(f"listener {self.port} 127.0.0.1\nallow_anonymous true\npersistence false\nuser root\n")
+        # $SYS every second: the count of PUBLISH packets received is the run's ground truth.
+        conf.write_text(
+            f"listener {self.port} 127.0.0.1\nallow_anonymous true\npersistence false\nuser root\nsys_interval 1\n"
+        )
 
         def more_files():
             hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
@@ -47,6 +53,25 @@ class PinnedMosquitto:
         )
         time.sleep(0.5)
         self.url = f"mqtt://127.0.0.1:{self.port}"
+
+    def received(self, timeout=60):
+        """The PUBLISH packets the broker has received ($SYS/broker/publish/messages/received, retained,
+        updated every second), once two readings a second apart agree: after a generator exits the broker
+        may still be reading what it left in its socket."""
+        last, deadline = None, time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            time.sleep(1.1)
+            p = subprocess.run(
+                ["mosquitto_sub", "-p", str(self.port), "-t", "$SYS/broker/publish/messages/received", "-C", "1",
+                 "-W", "5"],
+                capture_output=True, text=True, timeout=30,
+            )  # fmt: skip
+            if p.returncode == 0:
+                value = int(p.stdout.strip())
+                if value == last:
+                    return value
+                last = value
+        raise RuntimeError(f"mosquitto's count of received messages did not settle in {timeout} s (last: {last})")
 
     def stop(self):
         self.proc.terminate()
@@ -78,7 +103,8 @@ def squall_run(broker, qos, secs, tmp):
     text, cpu, rss, code = run_measured(cmd, core=1, timeout=secs * 4 + 60)
     if code != 0:
         raise RuntimeError(f"squall exited {code}:\n{text[-2000:]}")
-    return {"messages": json.loads(out.read_text())["mqtt"]["published"], "cpu": cpu, "rss": rss}
+    m = json.loads(out.read_text())["mqtt"]
+    return {"messages": m["published"], "failed": m["failed"], "cpu": cpu, "rss": rss}
 
 
 def paho_run(broker, qos, secs, tmp):
@@ -89,7 +115,9 @@ def paho_run(broker, qos, secs, tmp):
     )
     if code != 0:
         raise RuntimeError(f"paho publisher exited {code}:\n{text[-2000:]}")
-    return {"messages": json.loads(text.strip().splitlines()[-1])["published"], "cpu": cpu, "rss": rss}
+    out = json.loads(text.strip().splitlines()[-1])
+    # A lost connection counts as a failure too (its client stops publishing).
+    return {"messages": out["published"], "failed": out["failed"] + out["disconnects"], "cpu": cpu, "rss": rss}
 
 
 RUMQTTC = BENCH / "mqtt_client_choice" / "target" / "release" / "mqtt-client-choice"
@@ -102,7 +130,8 @@ def rumqttc_run(broker, qos, secs, tmp):
     )
     if code != 0:
         raise RuntimeError(f"rumqttc client exited {code}:\n{text[-2000:]}")
-    return {"messages": json.loads(text.strip().splitlines()[-1])["published"], "cpu": cpu, "rss": rss}
+    # It reports no failures (a client whose event loop fails just stops): the broker's count checks it.
+    return {"messages": json.loads(text.strip().splitlines()[-1])["published"], "failed": None, "cpu": cpu, "rss": rss}
 
 
 def locust_run(broker, qos, secs, tmp):
@@ -132,37 +161,64 @@ def locust_run(broker, qos, secs, tmp):
     )
     if code not in (0, 1):
         raise RuntimeError(f"locust exited {code}:\n{text[-2000:]}")
-    rows = [r for r in csv.DictReader(open(f"{prefix}_stats.csv")) if r["Name"].startswith("publish:")]
-    messages = sum(int(r["Request Count"]) - int(r["Failure Count"]) for r in rows)
-    return {"messages": messages, "cpu": cpu, "rss": rss}
+    rows = [r for r in csv.DictReader(open(f"{prefix}_stats.csv")) if r["Name"] != "Aggregated"]
+    publish = [r for r in rows if r["Name"].startswith("publish:")]
+    messages = sum(int(r["Request Count"]) - int(r["Failure Count"]) for r in publish)
+    failed = sum(int(r["Failure Count"]) for r in rows)  # publishes, and connects or disconnects
+    return {"messages": messages, "failed": failed, "cpu": cpu, "rss": rss}
 
 
 RUNNERS = {"squall": squall_run, "paho": paho_run, "locust": locust_run, "rumqttc": rumqttc_run}
 
 
 def throughput(rounds, secs):
+    """{(tool, QoS): [one run per round]}; each run's "received" is the broker's count."""
     results = {}
+    tools = list(RUNNERS)
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         for r in range(rounds):
+            order = tools[r % len(tools) :] + tools[: r % len(tools)]  # who runs first (or last) rotates
             for qos in (0, 1):
-                for tool, runner in RUNNERS.items():
+                for tool in order:
                     broker = PinnedMosquitto(tmp)  # a fresh broker: no backlog left by the previous run
                     try:
-                        s = runner(broker, qos, secs, tmp)
+                        s = RUNNERS[tool](broker, qos, secs, tmp)
+                        s["received"] = broker.received()
                     finally:
                         broker.stop()
                     results.setdefault((tool, qos), []).append(s)
+                    failed = "n/a" if s["failed"] is None else f"{s['failed']:,}"
                     print(
-                        f"round {r + 1} QoS {qos} {tool:7} {s['messages'] / secs:>10,.0f} msg/s "
-                        f"{s['messages'] / s['cpu']:>10,.0f} msg/CPU-s",
+                        f"round {r + 1} QoS {qos} {tool:7} broker received {s['received'] / secs:>9,.0f} msg/s, "
+                        f"{tool} counted {s['messages'] / secs:>9,.0f} msg/s, failed {failed}; "
+                        f"{s['received'] / s['cpu']:>9,.0f} msg/CPU-s",
                         file=sys.stderr,
                     )
+                    check(tool, qos, s)
     return results
 
 
+def check(tool, qos, s):
+    """Warns when a generator failed, or counted messages the broker never received (QoS 1: it acknowledged
+    every one counted; QoS 0: paho, Locust and rumqttc count a message once written, squall once the broker
+    proved it read it). At QoS 1 the broker may have received a message per client not yet acknowledged."""
+    if s["failed"]:
+        print(f"  WARNING: {tool} failed {s['failed']:,} publishes or connections", file=sys.stderr)
+    if s["messages"] > s["received"]:
+        print(
+            f"  WARNING: {tool} counted {s['messages']:,} messages, the broker received {s['received']:,}",
+            file=sys.stderr,
+        )
+    elif s["received"] - s["messages"] > max(CLIENTS, 0.01 * s["received"]):
+        print(
+            f"  note: the broker received {s['received']:,}, {tool} counted {s['messages']:,} (QoS {qos})",
+            file=sys.stderr,
+        )
+
+
 def many_clients(clients=10_000, secs=20):
-    """10,000 connections from one squall process, each publishing once a second at QoS 1."""
+    """`clients` connections from one squall process, each publishing once a second at QoS 1."""
     with tempfile.TemporaryDirectory() as d:
         broker = PinnedMosquitto(d)
         out = Path(d) / "many.json"
@@ -188,6 +244,7 @@ def many_clients(clients=10_000, secs=20):
                 core=1,
                 timeout=secs * 6 + 120,
             )
+            received = broker.received()
         finally:
             broker.stop()
         m = json.loads(out.read_text())["mqtt"]
@@ -199,11 +256,13 @@ def many_clients(clients=10_000, secs=20):
         "connected": m["clients"],
         "connect_s": m["connect_phase_s"],
         "rate": m["publish_rate"],
+        "received": received,
+        "secs": secs,
     }
 
 
-def write(results, many, rounds, secs):
-    per_cpu = lambda s: s["messages"] / s["cpu"]
+def write(results, many, rounds, secs, dry_run=False):
+    per_cpu = lambda s: s["received"] / s["cpu"]
     paho_v = (BENCH / "requirements-locust.txt").read_text().split("paho-mqtt==")[1].split()[0]
     locust_v = (BENCH / "requirements-locust.txt").read_text().split("locust==")[1].split()[0]
     lines = [
@@ -211,45 +270,40 @@ def write(results, many, rounds, secs):
         "",
         "`make bench` (bench/mqtt_bench.py): mosquitto (Debian's 2.0.11) on core 0, the generator on core 1,",
         f"{CLIENTS} clients, {SIZE}-byte payloads, as fast as they can go for {secs} s, a fresh broker for every run,",
-        f"{rounds} rounds. Peers: bench/paho_publisher.py (paho-mqtt {paho_v}: one process, one selector loop",
-        "for all clients, QoS 0 kept 100 deep per client, QoS 1 with one message in flight per client) and",
-        f"Locust {locust_v}'s own MqttUser (`locust.contrib.mqtt`, a paho network thread per user).",
-        "squall runs with `--threads 1` and paho's depths: `--inflight 100` at QoS 0, `--inflight 1` at QoS 1.",
-        "paho counts a QoS 0 message when written to its socket; squall counts it only when the PINGRESP to a",
-        "PINGREQ sent after it proves mosquitto has read it (stricter: kernel buffers don't count).",
+        f"{rounds} rounds, the order of the generators rotated each round. Peers: bench/paho_publisher.py (paho-mqtt",
+        f"{paho_v}: one process, one selector loop for all clients that never waits while a client can publish;",
+        "QoS 0 kept 100 deep per client, QoS 1 with one message in flight per client), Locust",
+        f"{locust_v}'s own MqttUser (`locust.contrib.mqtt`, a paho network thread per user) and rumqttc's whole",
+        "client (AsyncClient + EventLoop on one current-thread runtime, the same depths; bench/mqtt_client_choice:",
+        "squall uses only rumqttc's packet codec, under its own connections and batching).",
+        "squall runs with `--threads 1` and the same depths: `--inflight 100` at QoS 0, `--inflight 1` at QoS 1.",
+        "Messages are the broker's count ($SYS/broker/publish/messages/received on the run's own broker), the",
+        "same yardstick for every generator; each generator's own count is beside it (paho, Locust and rumqttc",
+        "count a QoS 0 message once written to the socket, squall once the PINGRESP to a PINGREQ sent after it",
+        "proves mosquitto read it). Failures: failed publishes and lost connections over all rounds, as each",
+        "generator reports them (rumqttc's client reports none: a failing client just stops).",
         "Ratios: median of the per-round ratios of messages per generator CPU-second (range in brackets).",
         "",
-        "| QoS | squall msg/s | squall msg per CPU-s | paho msg per CPU-s | Locust msg per CPU-s "
-        "| ratio to paho | ratio to Locust |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| QoS | generator | msg/s (broker's count) | msg/s (its own count) | failures | msg per CPU-s "
+        "| squall's msg per CPU-s to its |",
+        "|---|---|---:|---:|---:|---:|---:|",
     ]
     for qos in (0, 1):
-        sq, pa, lo = (results[(t, qos)] for t in ("squall", "paho", "locust"))
-        to_paho = [per_cpu(a) / per_cpu(b) for a, b in zip(sq, pa)]
-        to_locust = [per_cpu(a) / per_cpu(b) for a, b in zip(sq, lo)]
-        lines.append(
-            f"| {qos} | {median([s['messages'] / secs for s in sq]):,.0f} | {median([per_cpu(s) for s in sq]):,.0f} | "
-            f"{median([per_cpu(s) for s in pa]):,.0f} | {median([per_cpu(s) for s in lo]):,.0f} | "
-            f"**{median(to_paho):.1f}x** ({min(to_paho):.1f}–{max(to_paho):.1f}) | "
-            f"**{median(to_locust):.1f}x** ({min(to_locust):.1f}–{max(to_locust):.1f}) |"
-        )
+        sq = results[("squall", qos)]
+        for tool in RUNNERS:
+            runs = results[(tool, qos)]
+            failures = "n/a" if any(s["failed"] is None for s in runs) else f"{sum(s['failed'] for s in runs):,}"
+            if tool == "squall":
+                ratio = ""
+            else:
+                r = [per_cpu(a) / per_cpu(b) for a, b in zip(sq, runs)]
+                ratio = f"**{median(r):.1f}x** ({min(r):.1f}–{max(r):.1f})"
+            lines.append(
+                f"| {qos} | {NAMES[tool]} | {median([s['received'] / secs for s in runs]):,.0f} "
+                f"| {median([s['messages'] / secs for s in runs]):,.0f} | {failures} "
+                f"| {median([per_cpu(s) for s in runs]):,.0f} | {ratio} |"
+            )
     ref = {0: 61_000, 1: 19_000}
-    lines += [
-        "",
-        "Choosing the MQTT crate: the same runs with rumqttc's whole client (AsyncClient + EventLoop, one",
-        "current-thread runtime, the same in-flight depths; bench/mqtt_client_choice). squall uses only rumqttc's",
-        "packet codec under its own connections and batching:",
-        "",
-        "| QoS | rumqttc client msg per CPU-s | squall msg per CPU-s | squall ratio |",
-        "|---|---:|---:|---:|",
-    ]
-    for qos in (0, 1):
-        sq, ru = results[("squall", qos)], results[("rumqttc", qos)]
-        r = [per_cpu(a) / per_cpu(b) for a, b in zip(sq, ru)]
-        lines.append(
-            f"| {qos} | {median([per_cpu(s) for s in ru]):,.0f} | {median([per_cpu(s) for s in sq]):,.0f} | "
-            f"**{median(r):.1f}x** ({min(r):.1f}–{max(r):.1f}) |"
-        )
     lines += [
         "",
         "Targets (the issue): at least 3x paho at QoS 0 and 5x at QoS 1, and above Locust. The issue measured",
@@ -261,19 +315,30 @@ def write(results, many, rounds, secs):
         + ".",
         "",
         f"{many['clients']:,} concurrent client connections from one squall process (each publishing once a second "
-        f"at QoS 1 for 20 s): **{many['rss_mb']:.0f} MB** max RSS (target: under 500 MB); connecting took "
-        f"{many['connect_s']:.1f} s; {many['published']:,} published, {many['failed']:,} failed, "
-        f"{many['rate']:,.0f} msg/s.",
+        f"at QoS 1 for {many['secs']} s): **{many['rss_mb']:.0f} MB** max RSS (target: under 500 MB); connecting "
+        f"took {many['connect_s']:.1f} s; {many['published']:,} published (the broker received "
+        f"{many['received']:,}), {many['failed']:,} failed, {many['rate']:,.0f} msg/s.",
         "",
     ]
-    write_section(lines)
+    if dry_run:
+        print("\n".join(lines))
+    else:
+        write_section(lines)
+
+
+NAMES = {"squall": "squall", "paho": "paho-mqtt", "locust": "Locust MqttUser", "rumqttc": "rumqttc client"}
 
 
 def main():
-    args = cli(__doc__)
+    def more(ap):
+        ap.add_argument("--many-clients", type=int, default=10_000, help="the connections of the RSS run")
+        ap.add_argument("--many-seconds", type=int, default=20, help="how long the RSS run publishes")
+        ap.add_argument("--dry-run", action="store_true", help="print the section, leave RESULTS.md alone")
+
+    args = cli(__doc__, more)
     results = throughput(args.rounds, args.seconds)
-    many = many_clients()
-    write(results, many, args.rounds, args.seconds)
+    many = many_clients(args.many_clients, args.many_seconds)
+    write(results, many, args.rounds, args.seconds, args.dry_run)
 
 
 if __name__ == "__main__":
