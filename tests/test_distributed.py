@@ -233,9 +233,10 @@ def test_mqtt_on_two_nodes_delivers_every_message(cluster, tmp_path):
         result = json.loads(out.read_text())
         m = result["mqtt"]
         assert (m["published"], m["delivery"]["lost"]) == (300, 0)
-        # Each worker's subscriber proves its own clients' messages (DELIVER); `received` counts what
-        # it got, the other worker's included (as with --processes), so it is not checked here.
+        # Each worker's subscriber proves its own clients' messages (DELIVER) and counts them as
+        # received (each message reaches both workers' subscribers): merged, each counts once.
         assert next(e["requests"] for e in result["endpoints"] if e["method"] == "DELIVER") == 300
+        assert (m["delivery"]["received"], m["delivery"]["foreign"]) == (300, 0)
         assert [w["share"] for w in result["workers"]] == [
             {"clients": 3, "first_client": 0},
             {"clients": 3, "first_client": 3},

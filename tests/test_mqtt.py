@@ -244,6 +244,8 @@ def test_the_seeds_environment_variables_are_defaults(broker, tmp_path):
     m = r["mqtt"]
     assert m["clients"] == 4 and m["rate_per_client"] == 20
     assert m["published"] == 160 and m["delivery"]["lost"] == 0  # 4 clients x 20/s x 2 s, over 2 processes
+    # Each process's subscriber gets every message; merged, each counts once (not once per process).
+    assert m["delivery"]["received"] == 160 and m["delivery"]["foreign"] == 0
     assert [c["index"] for c in m["per_client"]] == [0, 1, 2, 3]
     assert endpoint(r, "PUBLISH")["body_bytes"] == 160 * (26 + 10)  # verification header + the value
     # A flag wins over the variable.

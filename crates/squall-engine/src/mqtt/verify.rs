@@ -82,14 +82,24 @@ impl SubCtx {
         let s = &self.shared;
         let now = Instant::now();
         let mut t = self.tracker.borrow_mut();
-        t.received += 1;
         let header = Header::parse(payload);
         let local = header.map(|h| (h.client as usize).wrapping_sub(s.cfg.first_client));
+        let ours = header.is_some_and(|h| h.run_tag == s.cfg.run_tag);
+        if s.cfg.subscribe_only.is_none() {
+            // Every process of a run (`--processes`, a distributed run's workers) subscribes to every
+            // topic, so each message reaches each of them; each counts its own clients' messages, and
+            // the process with the first clients the foreign ones: merged, `received` counts each once.
+            if ours && local >= Some(s.cfg.clients) {
+                return; // another process of this run publishes these clients: its subscriber counts them
+            }
+            if !ours && s.cfg.first_client != 0 {
+                return;
+            }
+        }
+        t.received += 1;
         let seen = match header {
             Some(h) if s.cfg.subscribe_only.is_some() => Some(t.senders.entry((h.run_tag, h.client)).or_default()),
-            // Another process of this run (`--processes`) publishes these clients: its own subscriber counts them.
-            Some(h) if h.run_tag == s.cfg.run_tag && local >= Some(s.cfg.clients) => return,
-            Some(h) if h.run_tag == s.cfg.run_tag => t.clients.get_mut(local.unwrap()),
+            Some(_) if ours => t.clients.get_mut(local.unwrap()),
             _ => None,
         };
         let mut rec = self.recorder.borrow_mut();
