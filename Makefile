@@ -26,6 +26,7 @@ lint: $(DEV)
 	$(VENV)/bin/ruff check python tests bench examples
 	$(VENV)/bin/ruff format --check python tests bench examples
 	$(VENV)/bin/mypy python/squall
+	$(VENV)/bin/hadolint deploy/Dockerfile
 	$(MAKE) lint-web
 
 ## lint-web: type-check web/ and check that the committed bundle is what its sources build to
