@@ -42,10 +42,11 @@ class Run:
         """End the run early; the result keeps what was measured."""
     def wait(self, timeout: float) -> bool:
         """Wait up to `timeout` seconds; True once the run has finished."""
-    def live(self, cursor: int, timeout: float) -> dict[str, Any]:
+    def live(self, cursor: int, timeout: float, histograms: bool = False) -> dict[str, Any]:
         """The live stream and totals: `{cursor, timeseries, totals}`; `timeseries` holds the seconds
         published from `cursor` on (waiting up to `timeout` for one), shaped as the result's, and
-        `totals` the aggregate, endpoints and errors so far (since the last `reset_totals`)."""
+        `totals` the aggregate, endpoints and errors so far (since the last `reset_totals`). With
+        `histograms`, each second's and total's serialized histogram too (a distributed worker's)."""
     def reset_totals(self) -> None: ...
     def result(self) -> dict[str, Any]:
         """The result document; waits for the end of the run. Once only."""
@@ -134,7 +135,7 @@ class ScriptEngine:
     def set_users(self, users: int) -> None: ...
     def counts(self) -> tuple[int, int]:
         """(completed, failed) so far."""
-    def live(self, cursor: int) -> dict[str, Any]:
+    def live(self, cursor: int, histograms: bool = False) -> dict[str, Any]:
         """The live stream and totals (see `Run.live`); never waits."""
     def reset_totals(self) -> None:
         """Resets the live totals and the run's own: its result counts from here (Locust's reset)."""
@@ -155,6 +156,22 @@ class DemoTarget:
 
 def merge_results(docs: list[str]) -> dict[str, Any]:
     """Merges the result documents (JSON text) of several runs into one, losslessly (histograms added)."""
+
+class MergedHistogram:
+    """Serialized histograms added into one (`merge_histograms`), with its statistics."""
+
+    histogram: str
+    count: int
+    min_us: int
+    max_us: int
+    mean_us: float
+    stdev_us: float
+    percentiles_us: dict[str, int]
+    spectrum: list[tuple[float, int]]
+    buckets: list[tuple[int, int]]
+
+def merge_histograms(histograms: list[str]) -> MergedHistogram:
+    """Adds serialized histograms (empty strings skipped); UsageError for one that does not decode."""
 
 def histogram_percentiles(histogram: str, percentiles: list[float]) -> list[int]:
     """Exact values (µs) of a result's serialized histogram at the given percentiles (0 to 100)."""

@@ -10,6 +10,7 @@ import statistics
 
 import pytest
 
+import hdr
 from squall.distributed import actor, shares, stream
 from squall.distributed.driver import worker_argv
 from squall.distributed.feed import WorkerFeed, strip_totals
@@ -204,17 +205,60 @@ def test_locustfiles_go_to_nodes_that_do_not_have_them(tmp_path):
     assert len(set(shipped)) == 2 and all(os.path.basename(p) == "load.py" for p in shipped)  # names kept
 
 
-def test_the_feed_writes_one_line_a_second_without_histograms():
+def test_the_feed_writes_one_line_a_second_with_the_histograms():
     read_fd, write_fd = os.pipe()
     feed = WorkerFeed(write_fd)
-    agg = {"requests": 2, "histogram": "", "spectrum": [(0.0, 1)]}
-    feed.add({"timeseries": [{"t": 0}], "totals": {"aggregate": agg, "endpoints": [], "errors": []}})
+    agg = {"requests": 2, "histogram": "H", "spectrum": [(0.0, 1)], "buckets": [(500, 2)]}
+    feed.add({"timeseries": [{"t": 0, "histogram": "S"}], "totals": {"aggregate": agg, "endpoints": [], "errors": []}})
     feed.done()
     with os.fdopen(read_fd) as f:
         line = json.loads(f.readline())
-    expected = {"aggregate": {"requests": 2, "spectrum": [[0.0, 1]]}, "endpoints": [], "errors": []}
-    assert line == {"timeseries": [{"t": 0}], "totals": expected}
-    assert "histogram" not in strip_totals({"aggregate": agg, "endpoints": [agg], "errors": []})["endpoints"][0]
+    # The driver recomputes the spectrum and buckets from the histogram.
+    expected = {"aggregate": {"requests": 2, "histogram": "H"}, "endpoints": [], "errors": []}
+    assert line == {"timeseries": [{"t": 0, "histogram": "S"}], "totals": expected}
+    empty = {"requests": 0, "histogram": "", "spectrum": []}  # nothing yet: no histogram to send
+    assert strip_totals({"aggregate": empty, "endpoints": [], "errors": []})["aggregate"] == {
+        "requests": 0,
+        "spectrum": [],
+    }
+
+
+def hdr_percentile(values, p):
+    """HdrHistogram's value at percentile p of `values` (exact below 2048 with 3 digits): the least
+    value with at least ceil(p% of n) values at or below it."""
+    ordered = sorted(values)
+    rank = max(1, math.ceil(p / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def test_merged_live_percentiles_are_exact_when_the_workers_send_histograms():
+    """Two workers' very different latencies (samples drawn here, under 2048 µs, where HDR's 3 digits
+    hold every value exactly): the merged second's percentiles are those of the union, computed here."""
+    rng = random.Random(7)
+    a = [rng.randint(100, 900) for _ in range(3000)]
+    b = [rng.randint(800, 2000) for _ in range(1000)]
+    parts = []
+    for values in (a, b):
+        parts.append(
+            {
+                "requests": len(values),
+                "failures": 0,
+                "min_us": min(values),
+                "max_us": max(values),
+                "mean_us": statistics.fmean(values),
+                "stdev_us": statistics.pstdev(values),
+                "percentiles_us": {},
+                "histogram": hdr.encode_small(values),
+            }
+        )
+    merged = stream.merge_summaries(parts, spectrum=True)
+    union = a + b
+    for key, value in merged["percentiles_us"].items():
+        assert value == hdr_percentile(union, float(key)), key
+    assert (merged["min_us"], merged["max_us"], merged["requests"]) == (min(union), max(union), 4000)
+    assert merged["mean_us"] == pytest.approx(statistics.fmean(union), rel=1e-9)
+    assert dict(merged["buckets"])[1000] == sum(1 for v in union if v <= 1000)
+    assert merged["histogram"] == ""  # the merged stream carries none, as a single engine's
 
 
 def test_the_workers_table_lists_each_worker():

@@ -123,7 +123,7 @@ fn the_live_stream_publishes_every_second_once_and_adds_up_to_the_result() {
     while !run.is_finished() {
         for s in run.seconds_since(seen.len() as u64, Duration::from_millis(200)) {
             assert_eq!(s.t, seen.len() as u64, "seconds come in order, each once");
-            seen.push(s.endpoints.first().map_or(0, |e| e.requests));
+            seen.push(s.endpoints().first().map_or(0, |e| e.requests));
         }
     }
     // Seconds published while the run went on: at least the first two, before it ended.

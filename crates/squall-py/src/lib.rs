@@ -140,14 +140,16 @@ impl Run {
     }
 
     /// The live stream from `cursor` on (waiting up to `timeout` for a new second) and the live totals:
-    /// a dict `{cursor, timeseries, totals}` (see `live_to_py`).
-    fn live<'py>(&self, py: Python<'py>, cursor: u64, timeout: f64) -> PyResult<Bound<'py, PyAny>> {
+    /// a dict `{cursor, timeseries, totals}` (see `live_to_py`); with `histograms`, every second's and
+    /// total's serialized histogram too (a distributed worker's stream).
+    #[pyo3(signature = (cursor, timeout, histograms=false))]
+    fn live<'py>(&self, py: Python<'py>, cursor: u64, timeout: f64, histograms: bool) -> PyResult<Bound<'py, PyAny>> {
         let guard = self.run.lock().unwrap();
         let run = guard.as_ref().ok_or_else(|| PyRuntimeError::new_err("the run's result was taken"))?;
         let core = run.core().clone();
         drop(guard);
         py.detach(|| core.timeline.seconds_since(cursor, Duration::from_secs_f64(timeout.max(0.0))));
-        live_to_py(py, &core, cursor)
+        live_to_py(py, &core, cursor, histograms)
     }
 
     /// Starts the live totals afresh (the dashboard's "reset stats"); the result keeps everything.
@@ -182,14 +184,14 @@ struct TotalsView {
 }
 
 /// The seconds published from `cursor` on, as the result's time series has them, and the live totals.
-fn live_to_py<'py>(py: Python<'py>, core: &RunCore, cursor: u64) -> PyResult<Bound<'py, PyAny>> {
+fn live_to_py<'py>(py: Python<'py>, core: &RunCore, cursor: u64, histograms: bool) -> PyResult<Bound<'py, PyAny>> {
     let timeline = &core.timeline;
     let names = timeline.names();
     let seconds = timeline.seconds_since(cursor, Duration::ZERO);
-    let t = result::live_totals(&timeline.totals(), &names);
+    let t = result::live_totals(&timeline.totals(), &names, histograms);
     let view = LiveView {
         cursor: cursor + seconds.len() as u64,
-        timeseries: seconds.iter().map(|s| result::live_second(s, &names, core.start_unix)).collect(),
+        timeseries: seconds.iter().map(|s| result::live_second(s, &names, core.start_unix, histograms)).collect(),
         totals: TotalsView { aggregate: t.aggregate, endpoints: t.endpoints, errors: t.errors },
     };
     Ok(pythonize(py, &view)?)
@@ -462,8 +464,9 @@ impl ScriptEngine {
     }
 
     /// The live stream and totals (see `Run.live`); never waits.
-    fn live<'py>(&self, py: Python<'py>, cursor: u64) -> PyResult<Bound<'py, PyAny>> {
-        live_to_py(py, self.engine()?.core(), cursor)
+    #[pyo3(signature = (cursor, histograms=false))]
+    fn live<'py>(&self, py: Python<'py>, cursor: u64, histograms: bool) -> PyResult<Bound<'py, PyAny>> {
+        live_to_py(py, self.engine()?.core(), cursor, histograms)
     }
 
     fn reset_totals(&self) -> PyResult<()> {
@@ -534,6 +537,46 @@ fn histogram_percentiles(histogram: &str, percentiles: Vec<f64>) -> PyResult<Vec
     Ok(percentiles.iter().map(|&p| if h.is_empty() { 0 } else { h.value_at_percentile(p.clamp(0.0, 100.0)) }).collect())
 }
 
+/// Serialized histograms added into one, and what the live stream shows of it: the statistics exact
+/// to the histograms' resolution (a distributed run's driver merges its workers' seconds with it).
+#[pyclass(module = "squall._engine", frozen, get_all)]
+struct MergedHistogram {
+    /// The sum, serialized as a result's `histogram`.
+    histogram: String,
+    count: u64,
+    min_us: u64,
+    max_us: u64,
+    mean_us: f64,
+    stdev_us: f64,
+    /// At `PERCENTILES`, keyed as a summary's `percentiles_us`.
+    percentiles_us: std::collections::BTreeMap<String, u64>,
+    spectrum: Vec<(f64, u64)>,
+    buckets: Vec<(u64, u64)>,
+}
+
+#[pyfunction]
+fn merge_histograms(py: Python<'_>, histograms: Vec<String>) -> PyResult<MergedHistogram> {
+    py.detach(|| {
+        let mut sum = squall_engine::stats::new_histogram();
+        for h in histograms.iter().filter(|h| !h.is_empty()) {
+            let h = squall_engine::stats::histogram_from_base64(h).map_err(UsageError::new_err)?;
+            sum.add(&h).map_err(|e| UsageError::new_err(format!("histograms do not add: {e:?}")))?;
+        }
+        let s = result::summarize(&sum, sum.len(), 0, 0, 0);
+        Ok(MergedHistogram {
+            histogram: squall_engine::stats::histogram_to_base64(&sum),
+            count: sum.len(),
+            min_us: s.min_us,
+            max_us: s.max_us,
+            mean_us: s.mean_us,
+            stdev_us: s.stdev_us,
+            percentiles_us: s.percentiles_us,
+            spectrum: result::spectrum(&sum),
+            buckets: result::le_buckets(&sum),
+        })
+    })
+}
+
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", squall_engine::VERSION)?;
@@ -548,6 +591,8 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<DemoTarget>()?;
     m.add_function(wrap_pyfunction!(merge_results, m)?)?;
     m.add_function(wrap_pyfunction!(histogram_percentiles, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_histograms, m)?)?;
+    m.add_class::<MergedHistogram>()?;
     m.add_function(wrap_pyfunction!(start_demo_broker, m)?)?;
     Ok(())
 }

@@ -8,6 +8,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from squall import _engine, limit
+from squall.distributed.feed import WorkerFeed
 from squall.errors import UsageError
 from squall.monitor import GeneratorWatch
 from squall.monitor import summary as monitor_summary
@@ -45,7 +46,11 @@ def drive(
     store = dashboard.store if dashboard is not None else None
     # Always on: the generator watches itself (0.1 ms a second), reading the stream once a second.
     generator = GeneratorWatch()
-    publisher = Publisher(lambda cursor: engine_run.live(cursor, 0.0), store, partial, generator, monitor)
+    # A distributed worker's feed carries the histograms: its driver merges them exactly.
+    histograms = isinstance(partial, WorkerFeed)
+    publisher = Publisher(
+        lambda cursor: engine_run.live(cursor, 0.0, histograms=histograms), store, partial, generator, monitor
+    )
     if monitor is not None:
         monitor.start(time.time())
     started = time.monotonic()

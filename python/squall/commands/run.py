@@ -39,7 +39,7 @@ from squall.commands import run_checks, run_limit
 from squall.commands.drive import observe, print_observations
 from squall.commands.run_arguments import add_arguments, check_unsupported, locust_aliases
 from squall.distributed import roles
-from squall.distributed.feed import FEED_ENV, wait_for_start, worker_feed
+from squall.distributed.feed import FEED_ENV, WorkerFeed, wait_for_start, worker_feed
 from squall.distributed.runs import run_locustfile
 from squall.durations import parse_duration
 from squall.env import Environment
@@ -489,7 +489,12 @@ def _drive(
     reason = "completed"
     watch: thresholds.Watch | None = args.watch
     store = dashboard.store if dashboard else None
-    publisher = live.Publisher(hub.engine.live, store, partial, generator, target_monitor)
+    if isinstance(partial, WorkerFeed):  # its driver merges the histograms, exactly
+        publisher = live.Publisher(
+            lambda cursor: hub.engine.live(cursor, histograms=True), store, partial, generator, target_monitor
+        )
+    else:
+        publisher = live.Publisher(hub.engine.live, store, partial, generator, target_monitor)
     if target_monitor is not None:
         target_monitor.start(time.time())
     env.started_at = start

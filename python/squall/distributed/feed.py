@@ -3,9 +3,9 @@ to the pipe its Ray actor reads (the file descriptor in SQUALL_WORKER_FEED).
 
 The worker's driving loop already hands each second to a `PartialFiles`; the feed takes that place, so
 the worker runs the same loop, at the same cost, as a local run that writes partial files. A line
-holds the new seconds (counts and percentiles, no histograms: the engine's live stream has none), the
-live totals (every endpoint's histogram, cumulative, so that the driver merges them exactly) without
-the parts the driver recomputes from the histograms (spectrum, buckets), the run's progress
+holds the new seconds (counts, percentiles, and the histograms of the second: the worker asks its
+engine's live stream for them), the live totals (every endpoint's histogram, cumulative, so that the
+driver merges them exactly), the run's progress
 counters (MQTT's connections and deliveries are nowhere else), and for a locustfile, its runner's
 `client_id`, what `report_to_master` listeners added (`report`) and the messages it sent the master.
 
@@ -33,7 +33,6 @@ FEED_ENV = "SQUALL_WORKER_FEED"
 START_ENV = "SQUALL_WORKER_START_AT"  # unix time: the workers' engines start together
 PROGRESS_FIELDS = ("elapsed", "completed", "failed", "users", "phase", "connected", "sent", "published")
 MQTT_FIELDS = ("mqtt_failed", "delivered")
-UNUSED = ("histogram",)  # empty in the live stream
 
 
 class WorkerFeed(PartialFiles):
@@ -71,10 +70,14 @@ class WorkerFeed(PartialFiles):
 
 
 def strip_totals(totals: dict[str, Any]) -> dict[str, Any]:
-    """The live totals without their empty histograms."""
+    """The live totals without what the driver recomputes from the histograms (the spectrum and the
+    buckets), or, when they have no histogram (no requests yet), without the empty one."""
 
     def lean(e: dict[str, Any] | None) -> dict[str, Any] | None:
-        return None if e is None else {k: v for k, v in e.items() if k not in UNUSED}
+        if e is None:
+            return None
+        drop = ("spectrum", "buckets") if e.get("histogram") else ("histogram",)
+        return {k: v for k, v in e.items() if k not in drop}
 
     return {
         "aggregate": lean(totals.get("aggregate")),

@@ -4,25 +4,29 @@ so that the console, the dashboard, the partial files and `--threshold-abort` ta
 
 - Exact: counts, bytes, users, status codes, errors, the Prometheus buckets, min, max, mean and
   standard deviation (pooled), of every second and of the totals.
-- Estimated: live percentiles. The engine's live stream carries no histogram (its results do), so a
-  merged percentile comes from the workers' own: each worker's distribution is taken as piecewise
-  linear through its percentiles (a second's eleven; the totals' spectrum, some 80 points up to the
-  maximum), and the mixture, weighted by requests, is inverted in one sweep over all the points
-  (O(K log K) for K points, so 32 workers cost about 2 ms an endpoint). With one worker, or workers
-  alike, the values are exact; otherwise they lie between the workers' own. The final result is
-  merged from the workers' histograms (`_engine.merge_results`): exact.
+- Exact too: live percentiles, min, max, mean, the spectrum and the buckets, from the histograms the
+  workers' feeds carry (each second's, and the totals', cumulative): added by the engine
+  (`_engine.merge_histograms`), so a merged percentile is the one a single engine fed every sample
+  would give. The merged stream itself carries no histogram, as a single engine's live stream.
+- Estimated, only for parts without a histogram (a worker of an older squall): each part's
+  distribution is taken as piecewise linear through its percentiles (a second's eleven; the totals'
+  spectrum, some 80 points up to the maximum), and the mixture, weighted by requests, is inverted in
+  one sweep over all the points (O(K log K) for K points). The final result is merged from the
+  workers' result histograms (`_engine.merge_results`): exact.
 - Alignment: as `merge_results` aligns them, on wall-clock seconds from the earliest worker's start.
   A merged second is published once every running worker has sent it, or `LATE_S` after it ended on
   the wall clock; a worker's part that comes later still is left out of the live stream (counted in
   `late_parts`; the final result has it).
 
-Pure code: no Ray, no I/O."""
+Pure code: no Ray, no I/O (the engine only adds histograms)."""
 
 from __future__ import annotations
 
 import math
 import time
 from typing import Any, Callable
+
+from squall import _engine
 
 SUMMED = ("requests", "failures", "body_bytes", "wire_bytes")
 # Seconds after its end on the wall clock that a merged second waits for its parts: a worker publishes
@@ -130,6 +134,21 @@ def merge_summaries(parts: list[dict[str, Any]], spectrum: bool = False) -> dict
     out: dict[str, Any] = {k: sum(int(p.get(k, 0)) for p in parts) for k in SUMMED}
     timed = [p for p in parts if p.get("requests")]
     n = sum(int(p["requests"]) for p in timed)
+    if timed and all(p.get("histogram") for p in timed):
+        exact = _engine.merge_histograms([p["histogram"] for p in timed])
+        out.update(
+            min_us=exact.min_us,
+            max_us=exact.max_us,
+            mean_us=exact.mean_us,
+            stdev_us=exact.stdev_us,
+            percentiles_us=dict(exact.percentiles_us),
+            histogram="",
+        )
+        if spectrum:
+            out["spectrum"] = [tuple(x) for x in exact.spectrum]
+            out["buckets"] = [tuple(x) for x in exact.buckets]
+        _add_status_codes(out, parts)
+        return out
     if n:
         mean = sum(p["requests"] * p["mean_us"] for p in timed) / n
         var = sum(p["requests"] * (p["stdev_us"] ** 2 + (p["mean_us"] - mean) ** 2) for p in timed) / n
@@ -154,13 +173,17 @@ def merge_summaries(parts: list[dict[str, Any]], spectrum: bool = False) -> dict
         out["buckets"] = sorted(buckets.items())
     else:
         out["percentiles_us"] = mixed_percentiles(timed, _keys(timed))
+    _add_status_codes(out, parts)
+    return out
+
+
+def _add_status_codes(out: dict[str, Any], parts: list[dict[str, Any]]) -> None:
     if any("status_codes" in p for p in parts):
         codes: dict[str, int] = {}
         for p in parts:
             for code, count in (p.get("status_codes") or {}).items():
                 codes[code] = codes.get(code, 0) + count
         out["status_codes"] = codes
-    return out
 
 
 def merge_totals(parts: list[dict[str, Any]]) -> dict[str, Any]:

@@ -245,6 +245,51 @@ pub fn merge_errors(into: &mut HashMap<ErrorKey, ErrorEntry>, from: HashMap<Erro
     }
 }
 
+/// An `EndpointStats` packed for keeping: the histogram serialized (V2, deflate). A second's
+/// histogram in memory holds its whole counts array (measured: 20-60 KB at 3 digits up to tens of
+/// milliseconds), packed a few hundred bytes; a 30-minute run keeps 1,800 seconds of every endpoint
+/// (`make soak` saw RSS grow 30-90 KB a second before published seconds were packed).
+#[derive(Clone, Debug)]
+pub struct PackedStats {
+    hist: Vec<u8>,
+    requests: u64,
+    failures: u64,
+    body_bytes: u64,
+    wire_bytes: u64,
+    status: Vec<(u16, u64)>,
+}
+
+impl EndpointStats {
+    pub fn pack(&self) -> PackedStats {
+        let mut hist = Vec::new();
+        V2DeflateSerializer::new().serialize(&self.hist, &mut hist).expect("serializing to memory cannot fail");
+        PackedStats {
+            hist,
+            requests: self.requests,
+            failures: self.failures,
+            body_bytes: self.body_bytes,
+            wire_bytes: self.wire_bytes,
+            status: self.status.clone(),
+        }
+    }
+}
+
+impl PackedStats {
+    pub fn unpack(&self) -> EndpointStats {
+        let mut hist: Histogram<u64> =
+            Deserializer::new().deserialize(&mut &self.hist[..]).expect("what `pack` wrote reads back");
+        hist.auto(true);
+        EndpointStats {
+            hist,
+            requests: self.requests,
+            failures: self.failures,
+            body_bytes: self.body_bytes,
+            wire_bytes: self.wire_bytes,
+            status: self.status.clone(),
+        }
+    }
+}
+
 pub fn merge_vec(into: &mut Vec<EndpointStats>, from: &[EndpointStats]) {
     if into.len() < from.len() {
         into.resize_with(from.len(), EndpointStats::default);

@@ -327,8 +327,9 @@ pub fn second_report(
     }
 }
 
-/// A published second of the live stream, as the result's time series has it (no histograms).
-pub fn live_second(s: &Second, names: &[(String, String)], start_unix: f64) -> SecondReport {
+/// A published second of the live stream, as the result's time series has it; its histograms only when
+/// asked (a distributed worker's stream: its driver merges them, exactly).
+pub fn live_second(s: &Second, names: &[(String, String)], start_unix: f64, histograms: bool) -> SecondReport {
     let head = SecondHead {
         t: s.t,
         unix: start_unix + s.t as f64,
@@ -336,7 +337,7 @@ pub fn live_second(s: &Second, names: &[(String, String)], start_unix: f64) -> S
         cumulative: s.cumulative.clone(),
         lag: Some(s.lag),
     };
-    second_report(head, &s.endpoints, names, false)
+    second_report(head, &s.endpoints(), names, histograms)
 }
 
 /// The live totals as the result has them: the aggregate, each endpoint, the errors.
@@ -346,15 +347,16 @@ pub struct LiveTotals {
     pub errors: Vec<ErrorReport>,
 }
 
-pub fn live_totals(totals: &stats::stream::Totals, names: &[(String, String)]) -> LiveTotals {
+/// The live totals; their histograms (cumulative) only when asked, as for `live_second`.
+pub fn live_totals(totals: &stats::stream::Totals, names: &[(String, String)], histograms: bool) -> LiveTotals {
     let endpoints = totals
         .endpoints
         .iter()
         .zip(names.iter())
         .filter(|(s, _)| s.requests > 0)
-        .map(|(s, (m, n))| endpoint_report_with(m, n, s, false))
+        .map(|(s, (m, n))| endpoint_report_with(m, n, s, histograms))
         .collect();
-    let aggregate = endpoint_report_with("", "Aggregated", &merged(&totals.endpoints), false);
+    let aggregate = endpoint_report_with("", "Aggregated", &merged(&totals.endpoints), histograms);
     LiveTotals { aggregate, endpoints, errors: error_reports(&totals.errors, names) }
 }
 

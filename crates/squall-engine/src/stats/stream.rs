@@ -14,7 +14,8 @@
 //! or since the last `reset_totals`, so that reading them costs one copy, not a merge of every second.
 
 use super::lag::Lag;
-use super::{merge_errors, EndpointStats, ErrorEntry, ErrorKey};
+use super::{merge_errors, EndpointStats, ErrorEntry, ErrorKey, PackedStats};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -34,6 +35,18 @@ pub struct LiveCounters {
     pub second: AtomicU64,
 }
 
+/// Published seconds this recent keep their endpoints' histograms in full (the live stream's readers
+/// take a second within a few of its publication); older ones are packed (`PackedStats`), so that
+/// a run's memory does not grow with its length.
+pub const KEEP_FULL: usize = 16;
+
+/// A published second's endpoints: in full, or packed once `KEEP_FULL` newer seconds are published.
+#[derive(Debug)]
+pub enum SecondStats {
+    Full(Vec<EndpointStats>),
+    Packed(Vec<PackedStats>),
+}
+
 /// One published second: per endpoint (by id), what completed during it.
 #[derive(Debug)]
 pub struct Second {
@@ -41,11 +54,27 @@ pub struct Second {
     pub t: u64,
     /// Virtual users (connections, users or clients) during this second: the most seen.
     pub users: u64,
-    pub endpoints: Vec<EndpointStats>,
+    stats: SecondStats,
     /// Everything published from the start of the run up to the end of this second, all endpoints.
     pub cumulative: Cumulative,
     /// Paced loads: the sends of this second and how late they went out.
     pub lag: Lag,
+}
+
+impl Second {
+    /// Per endpoint (by id), what completed during the second (unpacked if it was packed).
+    pub fn endpoints(&self) -> Cow<'_, [EndpointStats]> {
+        match &self.stats {
+            SecondStats::Full(v) => Cow::Borrowed(v),
+            SecondStats::Packed(v) => Cow::Owned(v.iter().map(PackedStats::unpack).collect()),
+        }
+    }
+
+    fn packed(&self) -> Option<Second> {
+        let SecondStats::Full(v) = &self.stats else { return None };
+        let stats = SecondStats::Packed(v.iter().map(EndpointStats::pack).collect());
+        Some(Second { t: self.t, users: self.users, stats, cumulative: self.cumulative.clone(), lag: self.lag })
+    }
 }
 
 /// Running totals at the end of a second (the aggregate over every endpoint).
@@ -243,7 +272,12 @@ impl Timeline {
             }
             let cumulative = Cumulative::of(&inner.running);
             let lag = inner.lag.get(&t).copied().unwrap_or_default();
-            inner.published.push(Arc::new(Second { t, users, endpoints, cumulative, lag }));
+            inner.published.push(Arc::new(Second { t, users, stats: SecondStats::Full(endpoints), cumulative, lag }));
+            if let Some(old) = inner.published.len().checked_sub(KEEP_FULL + 1) {
+                if let Some(packed) = inner.published[old].packed() {
+                    inner.published[old] = Arc::new(packed);
+                }
+            }
         }
         if inner.published.len() > before {
             self.published_cv.notify_all();
@@ -266,8 +300,9 @@ impl Timeline {
         let mut users: BTreeMap<u64, u64> = BTreeMap::new();
         for s in &inner.published {
             users.insert(s.t, s.users);
-            if s.endpoints.iter().any(|e| e.requests > 0) {
-                seconds.insert(s.t, s.endpoints.clone());
+            let endpoints = s.endpoints();
+            if endpoints.iter().any(|e| e.requests > 0) {
+                seconds.insert(s.t, endpoints.into_owned());
             }
         }
         for (t, v) in inner.late.iter().chain(inner.open.iter()) {
@@ -309,13 +344,13 @@ mod tests {
         b.roll(at(1200));
         assert_eq!(timeline.publish_ready(at(1500)), 1);
         let s = timeline.seconds_since(0, Duration::ZERO);
-        assert_eq!((s.len(), s[0].t, s[0].endpoints[0].requests), (1, 0, 2));
+        assert_eq!((s.len(), s[0].t, s[0].endpoints()[0].requests), (1, 0, 2));
         // b records in second 1 and then stalls: it holds the stream back only until the straggler limit.
         b.record(at(1300), 0, Duration::from_millis(1), &ok());
         a.roll(at(2100));
         assert_eq!(timeline.publish_ready(at(3900)), 1);
         assert_eq!(timeline.publish_ready(at(4000)), 2);
-        assert_eq!(timeline.seconds_since(1, Duration::ZERO)[0].endpoints[0].requests, 1, "only a's");
+        assert_eq!(timeline.seconds_since(1, Duration::ZERO)[0].endpoints()[0].requests, 1, "only a's");
         // b's count for second 1 arrives late: not in the stream, but in the final result.
         b.finish();
         a.finish();
@@ -323,6 +358,35 @@ mod tests {
         assert_eq!(all.seconds[&1][0].requests, 2);
         assert_eq!(all.seconds.values().map(|v| v[0].requests).sum::<u64>(), 4);
         assert_eq!(timeline.counts(), (4, 0));
+    }
+
+    #[test]
+    fn old_seconds_are_packed_and_read_back_exactly() {
+        let start = Instant::now();
+        let timeline = Timeline::new(start);
+        let mut r = Recorder::new(timeline.clone());
+        let n = KEEP_FULL as u64 + 10;
+        for t in 0..n {
+            for k in 0..50 {
+                let latency = Duration::from_micros(100 + 37 * k + 1000 * t); // a different spread each second
+                r.record(start + Duration::from_millis(1000 * t + 10 * k), 0, latency, &ok());
+            }
+        }
+        r.finish();
+        assert_eq!(timeline.publish_until(n), n);
+        let seconds = timeline.seconds_since(0, Duration::ZERO);
+        let packed = seconds.iter().filter(|s| matches!(s.stats, SecondStats::Packed(_))).count();
+        assert_eq!(packed, n as usize - KEEP_FULL, "all but the newest KEEP_FULL");
+        for (t, s) in seconds.iter().enumerate() {
+            let e = &s.endpoints()[0];
+            let t = t as u64;
+            // Every value of the second, as recorded: the histogram came back whole.
+            assert_eq!((e.requests, e.hist.len(), e.hist.min()), (50, 50, e.hist.lowest_equivalent(100 + 1000 * t)));
+            assert_eq!(e.hist.max(), e.hist.highest_equivalent(100 + 37 * 49 + 1000 * t));
+            assert_eq!(e.status, vec![(200, 50)]);
+        }
+        let all = timeline.all();
+        assert_eq!(all.seconds.values().map(|v| v[0].hist.len()).sum::<u64>(), 50 * n);
     }
 
     #[test]
