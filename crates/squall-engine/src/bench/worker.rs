@@ -283,7 +283,7 @@ async fn h1_request(ctx: &ThreadCtx, conn: &mut Option<H1Conn>, conn_index: usiz
 async fn h2_request(ctx: &ThreadCtx, conn: &H2Conn, watch: &Watch) -> Exchanged {
     let template = ctx.h2_template.as_ref().expect("HTTP/2 runs have a template");
     let on_connect = |t| ctx.recorder.borrow_mut().record_connect(t);
-    let r = conn.exchange_watched(&ctx.connector, template, &ctx.body, false, on_connect, &watch.connecting).await?;
+    let r = conn.exchange(&ctx.connector, template, &ctx.body, false, on_connect, &watch.connecting).await?;
     Ok((r.status, r.body_bytes, r.wire_bytes))
 }
 

@@ -118,21 +118,10 @@ impl H2Conn {
         }
     }
 
-    /// One request on the slot's connection, opening it first if needed.
+    /// One request on the slot's connection, opening it first if needed; `connecting` is true while
+    /// this stream waits for a connection, so that a watchdog can tell a connect timeout from a
+    /// request timeout, as it does for HTTP/1.1.
     pub async fn exchange(
-        &self,
-        connector: &Connector,
-        template: &http::Request<()>,
-        body: &Bytes,
-        keep: bool,
-        on_connect: impl FnOnce(Duration),
-    ) -> Result<Response, Failure> {
-        self.exchange_watched(connector, template, body, keep, on_connect, &Cell::new(false)).await
-    }
-
-    /// `exchange`, with `connecting` true while this stream waits for a connection, so that a
-    /// watchdog can tell a connect timeout from a request timeout, as it does for HTTP/1.1.
-    pub async fn exchange_watched(
         &self,
         connector: &Connector,
         template: &http::Request<()>,

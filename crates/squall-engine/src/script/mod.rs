@@ -826,7 +826,8 @@ async fn exchange(
         }
         let req = build_request(method, url, &all).map_err(|m| Failure::new(FailureKind::Protocol, m))?;
         let on_connect = |t| engine.recorder.borrow_mut().record_connect(t);
-        let mut resp = conn.exchange(&connector, &req, &Bytes::copy_from_slice(body), true, on_connect).await?;
+        let mut resp =
+            conn.exchange(&connector, &req, &Bytes::copy_from_slice(body), true, on_connect, &Cell::new(false)).await?;
         // One shape for the script: raw header lines, Set-Cookie and Location picked out.
         let mut raw = Vec::new();
         for (k, v) in resp.headers.take().unwrap_or_default() {
