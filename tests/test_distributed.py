@@ -518,3 +518,25 @@ def _sid(pid):
         return os.getsid(pid)
     except OSError:
         return None
+
+
+def test_a_master_killed_outright_leaves_no_ray_node(tmp_path):
+    """SIGKILL to a `--master` waiting for its workers: its Ray head (started in a session of its own)
+    ends too, through the reaper the kernel signals when the master dies."""
+    locustfile = tmp_path / "idle.py"
+    locustfile.write_text(
+        "from locust import HttpUser, task\n\n\nclass U(HttpUser):\n    @task\n    def t(self):\n        pass\n"
+    )
+    port = free_port()
+    master = squall_process("-f", locustfile, "--master", "--master-bind-host", NODE_IP, "--master-bind-port", port,
+                            "--headless", "-H", "http://127.0.0.1:9")  # fmt: skip
+    lines = Lines(master)
+    wait_until(lambda: lines.find("master listening on"), "the master's head", master, timeout=90)
+
+    def head():
+        return [p for p in psutil.process_iter(["cmdline"]) if f"--gcs_server_port={port}" in (p.info["cmdline"] or [])]
+
+    assert head()
+    master.kill()
+    master.wait()
+    wait_until(lambda: not head(), "the head's end", timeout=30)

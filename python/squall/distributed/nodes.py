@@ -6,19 +6,27 @@ that session, so stopping the node ends exactly those processes (never `ray stop
 Ray process on the machine). What squall does not use is off (`cluster.LEAN`), and so is the log
 monitor (it streams actors' logs to drivers, and squall's driver asks for none).
 
+A node outlives nothing that started it: beside it runs a reaper, a child of the starting process that
+the kernel signals when that process dies (PR_SET_PDEATHSIG), however it dies (a SIGKILL included),
+and that then ends the node's session. Without it a master killed outright left its Ray head running,
+and a killed `--worker` its node (seen in a test run here).
+
 Ray refuses 127.0.0.1 as a node's address in a cluster of several nodes (it substitutes the machine's
 own); the tests use 127.0.0.2, which keeps every connection on the loopback interface."""
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Sequence
 
 import psutil  # type: ignore[import-untyped]
@@ -74,6 +82,7 @@ class Node:
             argv += ["--resources", json.dumps(resources)]
         self.argv = argv
         self.session: int | None = None
+        self.reaper: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = START_TIMEOUT) -> None:
         """Starts the node; returns once Ray says it is up. NodeError if it is not."""
@@ -91,6 +100,7 @@ class Node:
         except OSError as e:
             raise NodeError(f"cannot run '{self.argv[0]}': {e.strerror or e}") from None
         self.session = p.pid  # its daemons stay in the session `ray start` opened
+        self.reaper = _start_reaper(self.session)
         try:
             out, _ = p.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -118,15 +128,12 @@ class Node:
 
     def stop(self, grace: float = 5.0) -> None:
         """Ends the node's processes (SIGTERM, then SIGKILL after `grace` seconds)."""
-        procs = self.processes()
-        for p in procs:
-            with contextlib.suppress(psutil.Error):
-                p.terminate()
-        _, alive = psutil.wait_procs(procs, timeout=grace)
-        for p in alive:
-            with contextlib.suppress(psutil.Error):
-                p.kill()
-        psutil.wait_procs(alive, timeout=grace)
+        if self.session is not None:
+            end_session(self.session, grace)
+        if self.reaper is not None:
+            self.reaper.kill()  # nothing left for it to end
+            self.reaper.wait()
+            self.reaper = None
         if self.temp_dir:
             shutil.rmtree(self.temp_dir, ignore_errors=True)
 
@@ -158,6 +165,52 @@ class LocalCluster:
             node.stop()
 
 
+PR_SET_PDEATHSIG = 1
+
+
+def _start_reaper(session: int) -> subprocess.Popen[bytes] | None:
+    """A child that ends `session` when this process dies (see the module's doc)."""
+    owner = os.getpid()
+
+    def die_with_owner() -> None:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "squall.distributed.nodes", "reap", str(session), str(owner)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            preexec_fn=die_with_owner,
+        )
+    except OSError:
+        return None
+
+
+def end_session(session: int, grace: float = 5.0) -> None:
+    """Ends every process of `session` (SIGTERM, then SIGKILL after `grace` seconds)."""
+    procs = []
+    for p in psutil.process_iter():
+        with contextlib.suppress(OSError, psutil.Error):
+            if os.getsid(p.pid) == session:
+                procs.append(p)
+    for p in procs:
+        with contextlib.suppress(psutil.Error):
+            p.terminate()
+    _, alive = psutil.wait_procs(procs, timeout=grace)
+    for p in alive:
+        with contextlib.suppress(psutil.Error):
+            p.kill()
+
+
+def _reap(session: int, owner: int) -> None:
+    """The reaper's life: wait for SIGTERM (its owner died), or see the owner gone, then end the session."""
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    while not done.is_set() and os.getppid() == owner:  # reparented: the owner died before the prctl
+        done.wait(1.0)
+    end_session(session)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -178,3 +231,7 @@ def node_ip_towards(host: str) -> str:
     with socket.socket(family, socket.SOCK_DGRAM) as s:
         s.connect(sockaddr)  # UDP: no packet sent, the kernel only picks the route
         return str(s.getsockname()[0])
+
+
+if __name__ == "__main__" and len(sys.argv) == 4 and sys.argv[1] == "reap":
+    _reap(int(sys.argv[2]), int(sys.argv[3]))
