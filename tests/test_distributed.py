@@ -410,9 +410,9 @@ class LocustCluster:
             wait_until(lambda: self.lines.find("master listening on"), "the master's head", self.master, timeout=90)
             if during is not None:
                 during("listening", self)
-            worker = ["-f", locustfile, "--worker", "--master-host", NODE_IP, "--master-port", port]
-            for _ in range(2):
-                self.workers.append(squall_process(*worker, "--processes", "1", cwd=tmp_path))
+            worker = ["--worker", "--master-host", NODE_IP, "--master-port", port, "--processes", "1"]
+            for own in (locustfile, "-"):  # the second, as Locust's `-f -`, has no locustfile of its own
+                self.workers.append(squall_process("-f", own, *worker, cwd=tmp_path))
                 self.worker_lines.append(Lines(self.workers[-1]))
                 said = self.worker_lines[-1]
                 wait_until(lambda s=said: s.find("worker joined"), "a worker joining", self.workers[-1], timeout=90)

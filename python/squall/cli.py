@@ -80,7 +80,8 @@ def _prepare_run(
         config.apply(run_parser, argv, warn=False)  # for -f/locustfile from a config source
         known, _ = parser.parse_known_args(argv)
         try:
-            loaded = run.load_locustfile(known.locustfile)
+            # `-f -` (Locust's): a worker that takes the master's locustfile, and has none of its own
+            loaded = ([], None) if known.locustfile == "-" else run.load_locustfile(known.locustfile)
         except ScriptError as e:
             sys.stderr.write(f"squall: error: {e}\n")
             return exitcodes.USAGE

@@ -164,6 +164,12 @@ def run(args: argparse.Namespace) -> int:
     args.num_users, args.spawn_rate, args.run_time = users, spawn_rate, _whole(run_time)
     args.stop_timeout = stop_timeout
     classes, shape_class = args.loaded  # loaded by the command line, before its final parse
+    worker = processes.worker()
+    node_role = roles.role(args) if worker is None else None  # Locust's --master / --worker (on Ray)
+    if node_role == "worker":  # its engines run the master's locustfile, not this one
+        return roles.run_worker(args)
+    if args.locustfile == "-":
+        raise UsageError("-f - is for --worker: the master sends its locustfile")
     if args.list:
         print("\n".join(c.__name__ for c in classes))
         return exitcodes.OK
@@ -172,10 +178,6 @@ def run(args: argparse.Namespace) -> int:
         show = task_ratio_text if args.show_task_ratio else task_ratio_json
         sys.stdout.write(show(classes, users if users_given else None))
         return exitcodes.OK
-    worker = processes.worker()
-    node_role = roles.role(args) if worker is None else None  # Locust's --master / --worker (on Ray)
-    if node_role == "worker":
-        return roles.run_worker(args)
     dashboard_start = not args.headless and not args.autostart and worker is None and node_role is None
     tagged = bool(args.tags or args.exclude_tags)
     run_checks.check(classes, args.host, users, shape_class, host_from_page=dashboard_start, tagged=tagged)
