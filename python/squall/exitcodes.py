@@ -10,3 +10,8 @@ LOST = 4  # squall mqtt --verify: messages were published but never delivered
 THRESHOLDS = 99  # a --threshold failed (k6's code); before 1 and 4, after 130 and 143
 INTERRUPTED = 130  # stopped by Ctrl-C (SIGINT); results so far are still printed and written
 TERMINATED = 143  # stopped by SIGTERM; likewise
+
+
+def stopped_by(signum: int) -> int:
+    """The exit code of a run stopped by signal `signum`: Ctrl-C (SIGINT, 2) or anything else (SIGTERM)."""
+    return INTERRUPTED if signum == 2 else TERMINATED

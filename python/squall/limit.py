@@ -330,5 +330,5 @@ def search(
 def exit_code(outcome: Outcome, stopped: list[int]) -> int:
     """0 with a limit found; 1 without; 130 or 143 when a signal ended the search."""
     if stopped:
-        return exitcodes.INTERRUPTED if stopped[0] == 2 else exitcodes.TERMINATED
+        return exitcodes.stopped_by(stopped[0])
     return exitcodes.OK if outcome.limit is not None else exitcodes.ALL_FAILED

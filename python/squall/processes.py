@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -41,6 +40,14 @@ def write_result(result: dict[str, Any]) -> None:
         json.dump(result, f)
 
 
+def count(args: argparse.Namespace) -> int:
+    """The engines `--processes` asks for (-1: one per core); a usage error below 1."""
+    n: int = (os.cpu_count() or 1) if args.processes == -1 else args.processes
+    if n < 1:
+        raise UsageError(f"invalid number of processes '{args.processes}'")
+    return n
+
+
 def run_processes(
     args: argparse.Namespace,
     users: int,
@@ -49,9 +56,7 @@ def run_processes(
 ) -> int:
     """`--processes N`: N copies of this command as workers, each with its share of the users and one
     engine; their results are merged losslessly (histograms added) and reported as one run."""
-    n = (os.cpu_count() or 1) if args.processes == -1 else args.processes
-    if n < 1:
-        raise UsageError(f"invalid number of processes '{args.processes}'")
+    n = count(args)
     sys.stderr.write(f"squall: {n} worker processes, {users} {what} in all; the tables come at the end\n")
     with tempfile.TemporaryDirectory(prefix="squall-workers-") as tmp:
         paths = [os.path.join(tmp, f"worker{i}.json") for i in range(n)]
@@ -85,7 +90,7 @@ def run_processes(
     result["exceptions"] = list(exceptions.values())
     final_output(result, args)
     if received:
-        return exitcodes.INTERRUPTED if received[0] == signal.SIGINT else exitcodes.TERMINATED
+        return exitcodes.stopped_by(received[0])
     if any(not t["passed"] for t in result.get("thresholds", [])):  # judged on the merged result
         return exitcodes.THRESHOLDS
     return max(codes)

@@ -226,12 +226,13 @@ class MasterRunner(Runner):
         """To every worker, or to the one `client_id` names (delivered within about a second)."""
         self.outbox.append((msg_type, data, client_id))
 
-    def received(self, client: str, index: int, report: dict[str, Any] | None, messages: list[Any]) -> None:
-        """What a worker's feed carried: its report (`worker_report` fires with it) and its messages."""
+    def received(self, client: str, index: int, reports: list[dict[str, Any]], messages: list[Any]) -> None:
+        """What a worker's feed carried since the last poll: its reports (`worker_report` fires with
+        each) and its messages."""
         node = self.clients.get(client)
         if node is None:
             node = self.clients[client] = WorkerNode(client, index)
-        if report is not None:
+        for report in reports:
             node.user_count = int(report.pop("squall_user_count", node.user_count))
             self.environment.events.worker_report.fire(client_id=client, data=report)
         for msg_type, data in messages:

@@ -110,7 +110,7 @@ def test_a_worker_and_its_master_exchange_messages_and_reports(monkeypatch):
     got, reports = [], []
     master.register_message("hello", lambda environment, msg, **kw: got.append((msg.data, msg.node_id)))
     ev.worker_report.add_listener(lambda client_id, data, **kw: reports.append((client_id, data)))
-    master.received(worker.client_id, 1, dict(report, squall_user_count=5), worker.outbox)
+    master.received(worker.client_id, 1, [dict(report, squall_user_count=5)], worker.outbox)
     assert got == [({"n": 1}, worker.client_id)] and reports == [(worker.client_id, report)]
     assert master.worker_count == 1 and master.user_count == 5
     master.lost(worker.client_id)

@@ -215,7 +215,7 @@ def _work(config: dict[str, Any], body: bytes) -> int:
     if feed is not None:
         feed.done()
     if signum is not None:
-        return exitcodes.INTERRUPTED if signum == 2 else exitcodes.TERMINATED
+        return exitcodes.stopped_by(signum)
     agg = result["aggregate"]
     return exitcodes.ALL_FAILED if agg["requests"] == agg["failures"] else exitcodes.OK
 
@@ -260,7 +260,7 @@ def finish(
     )
     agg = result["aggregate"]
     if signum is not None:
-        return exitcodes.INTERRUPTED if signum == 2 else exitcodes.TERMINATED
+        return exitcodes.stopped_by(signum)
     if thresholds.failed(verdicts):
         return exitcodes.THRESHOLDS
     if agg["requests"] == 0:  # nothing came back at all: not a success

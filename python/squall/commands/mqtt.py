@@ -9,7 +9,6 @@ import argparse
 import functools
 import os
 import random
-import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -294,7 +293,7 @@ def _finish(result: dict[str, Any], signum: int | None, args: argparse.Namespace
 
 def _code(result: dict[str, Any], signum: int | None) -> int:
     if signum is not None:
-        return exitcodes.INTERRUPTED if signum == signal.SIGINT else exitcodes.TERMINATED
+        return exitcodes.stopped_by(signum)
     if any(not t["passed"] for t in result.get("thresholds", [])):
         return exitcodes.THRESHOLDS
     return exit_code(result)

@@ -385,7 +385,7 @@ def _run_here(
 
 def _exit_code(result: dict[str, Any], args: argparse.Namespace, env: Environment, received: list[int]) -> int:
     if received:
-        return exitcodes.INTERRUPTED if received[0] == signal.SIGINT else exitcodes.TERMINATED
+        return exitcodes.stopped_by(received[0])
     if env.process_exit_code is not None:
         return env.process_exit_code
     if any(not t["passed"] for t in result.get("thresholds", [])):

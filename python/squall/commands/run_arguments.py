@@ -170,7 +170,7 @@ def _distributed(p: argparse.ArgumentParser) -> None:
     g.add_argument("--enable-rebalancing", action="store_true", help="no effect")
     g.add_argument(
         "--worker", action="store_true", env_var="LOCUST_MODE_WORKER",
-        help="join the master's cluster as a node hosting workers (one per CPU, or --processes N)",
+        help="join the master's cluster as a node hosting one engine (or --processes N; -1: one per core)",
     )  # fmt: skip
     g.add_argument("--master-host", default="127.0.0.1", env_var="LOCUST_MASTER_NODE_HOST", help="the master's host")
     g.add_argument("--master-port", type=int, default=5557, env_var="LOCUST_MASTER_NODE_PORT", help="its port")

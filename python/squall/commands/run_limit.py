@@ -117,5 +117,5 @@ def find_limit(args: argparse.Namespace, final_output: Callable[[dict[str, Any],
         args.thresholds, args.watch = [], None
         final_output(result, args)
     if received:
-        return exitcodes.INTERRUPTED if received[0] == 2 else exitcodes.TERMINATED
+        return exitcodes.stopped_by(received[0])
     return exitcodes.OK if outcome.limit is not None else exitcodes.ALL_FAILED

@@ -257,9 +257,7 @@ class Driver:
         runner = self.command.runner
         if runner is not None and answer.get("client_id"):
             w.client_id = answer["client_id"]
-            for report in answer.get("reports") or [None]:
-                runner.received(w.client_id, w.index, report, [])
-            runner.received(w.client_id, w.index, None, answer.get("messages") or [])
+            runner.received(w.client_id, w.index, answer.get("reports") or [], answer.get("messages") or [])
         if answer["code"] is not None:
             self._exited(w, answer["code"])
 
@@ -440,7 +438,7 @@ class Driver:
         docs = [w.final["result"] for w in finished if w.final]
         if not docs and self.received:
             sys.stderr.write("squall: stopped before any worker had a result\n")
-            return exitcodes.INTERRUPTED if self.received[0] == signal.SIGINT else exitcodes.TERMINATED
+            return exitcodes.stopped_by(self.received[0])
         if not docs:
             sys.stderr.write("squall: error: no worker produced a result\n")
             codes = [w.code for w in self.workers if w.code is not None and w.code > 0]

@@ -107,4 +107,4 @@ def wait_for_start() -> None:
         while not stopped and time.time() < float(at) and float(at) - time.time() < 120:
             time.sleep(min(0.05, max(0.0, float(at) - time.time())))
     if stopped:
-        raise SystemExit(exitcodes.INTERRUPTED if stopped[0] == signal.SIGINT else exitcodes.TERMINATED)
+        raise SystemExit(exitcodes.stopped_by(stopped[0]))

@@ -114,14 +114,7 @@ class Node:
 
     def processes(self) -> list[psutil.Process]:
         """The node's processes alive now (those of its session)."""
-        out: list[psutil.Process] = []
-        if self.session is None:
-            return out
-        for p in psutil.process_iter():
-            with contextlib.suppress(OSError, psutil.Error):
-                if os.getsid(p.pid) == self.session:
-                    out.append(p)
-        return out
+        return [] if self.session is None else session_processes(self.session)
 
     def alive(self) -> bool:
         return bool(self.processes())
@@ -186,13 +179,19 @@ def _start_reaper(session: int) -> subprocess.Popen[bytes] | None:
         return None
 
 
-def end_session(session: int, grace: float = 5.0) -> None:
-    """Ends every process of `session` (SIGTERM, then SIGKILL after `grace` seconds)."""
-    procs = []
+def session_processes(session: int) -> list[psutil.Process]:
+    """The processes alive now in `session`."""
+    out: list[psutil.Process] = []
     for p in psutil.process_iter():
         with contextlib.suppress(OSError, psutil.Error):
             if os.getsid(p.pid) == session:
-                procs.append(p)
+                out.append(p)
+    return out
+
+
+def end_session(session: int, grace: float = 5.0) -> None:
+    """Ends every process of `session` (SIGTERM, then SIGKILL after `grace` seconds)."""
+    procs = session_processes(session)
     for p in procs:
         with contextlib.suppress(psutil.Error):
             p.terminate()

@@ -9,7 +9,8 @@ for Locust's distributed mode run squall unchanged.
   worker nodes offer (or `--workers`), the locustfile sent to nodes that do not have it, one merged
   result. It closes the cluster at the end, which ends the workers.
 - `squall -f FILE --worker [--master-host H] [--master-port P] [--processes N]` joins the master's
-  cluster as a node that hosts workers: one per CPU of this machine, or N. It waits for the master to
+  cluster as a node that hosts workers: one, or N (-1: one per core), as Locust's worker runs one
+  process, or N. It waits for the master to
   listen (up to `MASTER_WAIT_S`), and leaves when the master's cluster closes, or on Ctrl-C. Its own
   `-f` is not run: the master's locustfile is (as with Locust's `-f -`).
 
@@ -20,15 +21,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
-import signal
 import socket
 import sys
 import time
 from types import ModuleType
 from typing import Any, Callable
 
-from squall import exitcodes
+from squall import exitcodes, processes
 from squall.distributed import cluster
 from squall.distributed.nodes import WORKER_RESOURCE, Node, NodeError, node_ip_towards
 from squall.errors import UsageError
@@ -86,7 +85,7 @@ def open_master(args: argparse.Namespace) -> tuple[Node, Callable[[Any], None]]:
                     break
                 now = time.monotonic()
                 if stopped:
-                    raise SystemExit(exitcodes.INTERRUPTED if stopped[0] == signal.SIGINT else exitcodes.TERMINATED)
+                    raise SystemExit(exitcodes.stopped_by(stopped[0]))
                 if max_wait and now - began > max_wait:
                     raise cluster.ClusterError(
                         f"gave up waiting for workers to connect: {len(joined)} of {expected} after {max_wait:g} s"
@@ -117,8 +116,7 @@ def run_worker(args: argparse.Namespace) -> int:
     """`squall -f FILE --worker`: this machine as a node of the master's cluster, until it closes."""
     cluster.import_ray()
     host, port = args.master_host, int(args.master_port)
-    slots = args.processes if args.processes and args.processes > 0 else None
-    slots = slots or _cpus()
+    slots = processes.count(args)  # engines this node hosts: one, or --processes N (-1: one per core)
     try:
         node_ip = node_ip_towards(host)
     except NodeError as e:
@@ -130,7 +128,7 @@ def run_worker(args: argparse.Namespace) -> int:
         said = False
         while not _listening(host, port):
             if stopped:
-                return _stopped_code(stopped)
+                return exitcodes.stopped_by(stopped[0])
             if time.monotonic() - waited > MASTER_WAIT_S:
                 sys.stderr.write(f"squall: error: no master at {host}:{port} after {MASTER_WAIT_S:.0f} s\n")
                 return exitcodes.CANNOT_START
@@ -171,7 +169,7 @@ def run_worker(args: argparse.Namespace) -> int:
                 if refused >= GONE_AFTER:
                     sys.stderr.write(f"squall: the master at {host}:{port} has ended; worker quitting\n")
                     return exitcodes.OK
-            return _stopped_code(stopped)
+            return exitcodes.stopped_by(stopped[0])
         finally:
             node.stop()
 
@@ -181,11 +179,3 @@ def _listening(host: str, port: int) -> bool:
         socket.create_connection((host, port), timeout=1.0).close()
         return True
     return False
-
-
-def _cpus() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
-def _stopped_code(stopped: list[int]) -> int:
-    return exitcodes.INTERRUPTED if stopped[0] == signal.SIGINT else exitcodes.TERMINATED

@@ -129,7 +129,7 @@ def run_locustfile(
         events.quitting.fire(environment=env, reason="interrupted" if signum is not None else "finished")
         final_output(result, args)
         if signum is not None:
-            return exitcodes.INTERRUPTED if signum == 2 else exitcodes.TERMINATED
+            return exitcodes.stopped_by(signum)
         if env.process_exit_code is not None:
             return env.process_exit_code
         if any(not t["passed"] for t in result.get("thresholds", [])):
