@@ -26,7 +26,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 from collections.abc import Sequence
 
 import psutil  # type: ignore[import-untyped]
@@ -166,6 +165,9 @@ def _start_reaper(session: int) -> subprocess.Popen[bytes] | None:
     owner = os.getpid()
 
     def die_with_owner() -> None:
+        # SIGTERM stays blocked through exec (a signal mask is inherited): one arriving while the
+        # reaper's Python starts (0.4 s here) waits for its sigtimedwait instead of killing it.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
     try:
@@ -180,33 +182,43 @@ def _start_reaper(session: int) -> subprocess.Popen[bytes] | None:
 
 
 def session_processes(session: int) -> list[psutil.Process]:
-    """The processes alive now in `session`."""
+    """The processes alive now in `session` (zombies are not: they wait for a parent to reap them)."""
     out: list[psutil.Process] = []
     for p in psutil.process_iter():
         with contextlib.suppress(OSError, psutil.Error):
-            if os.getsid(p.pid) == session:
+            if os.getsid(p.pid) == session and p.status() != psutil.STATUS_ZOMBIE:
                 out.append(p)
     return out
 
 
 def end_session(session: int, grace: float = 5.0) -> None:
-    """Ends every process of `session` (SIGTERM, then SIGKILL after `grace` seconds)."""
+    """Ends every process of `session`: SIGTERM, then after `grace` seconds SIGKILL to whatever is in
+    the session then (a daemon may start a process while the others shut down)."""
     procs = session_processes(session)
     for p in procs:
         with contextlib.suppress(psutil.Error):
             p.terminate()
-    _, alive = psutil.wait_procs(procs, timeout=grace)
-    for p in alive:
-        with contextlib.suppress(psutil.Error):
-            p.kill()
+    psutil.wait_procs(procs, timeout=grace)
+    for _ in range(3):
+        procs = session_processes(session)
+        if not procs:
+            return
+        for p in procs:
+            with contextlib.suppress(psutil.Error):
+                p.kill()
+        psutil.wait_procs(procs, timeout=grace)
 
 
 def _reap(session: int, owner: int) -> None:
-    """The reaper's life: wait for SIGTERM (its owner died), or see the owner gone, then end the session."""
-    done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
-    while not done.is_set() and os.getppid() == owner:  # reparented: the owner died before the prctl
-        done.wait(1.0)
+    """The reaper's life: wait for SIGTERM (its owner died), or see the owner gone, then end the session.
+
+    SIGTERM is blocked from before exec (`_start_reaper`) and taken with sigtimedwait, never by a
+    handler: a handler that sets a threading.Event deadlocks if it lands while the main thread holds
+    the Event's lock, and one installed after start-up misses a signal sent before it."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    while os.getppid() == owner:  # reparented: the owner died before the prctl took hold
+        if signal.sigtimedwait({signal.SIGTERM}, 1.0) is not None:
+            break
     end_session(session)
 
 
