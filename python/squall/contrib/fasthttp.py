@@ -54,10 +54,13 @@ class FastHttpSession(HttpSession):
         context: Mapping[str, Any] | None = None,
         **kw: Any,
     ) -> Response | ResponseContextManager:
+        if not self.max_retries:  # the common case, passed on without building a dict of keywords
+            return HttpSession.request(
+                self, method, url, name, catch_response, context, data=data, stream=stream, headers=headers,
+                auth=auth, json=json, allow_redirects=allow_redirects, **kw,
+            )  # fmt: skip
         kw.update(name=name, data=data, stream=stream, headers=headers, auth=auth, json=json)
         kw.update(allow_redirects=allow_redirects, context=context)
-        if not self.max_retries:
-            return super().request(method, url, catch_response=catch_response, **kw)
         # Tries that got no response are dropped unrecorded: one request in the stats, as
         # geventhttpclient retries inside one of Locust's requests.
         for _ in range(self.max_retries + 1 if method.upper() in _IDEMPOTENT else 1):

@@ -234,7 +234,7 @@ def hub_is_idle(hub: Hub) -> bool:
     """Nothing on the hub could run again: nothing ready, in flight, or timed (cancelled timers aside)."""
     if hub.ready or hub.pending or hub.watchers:
         return False
-    return all(timer[2].dead for timer in hub.timers)
+    return all(timer[1].dead for timer in hub.timers)
 
 
 def _raise_due_main_timer(now: float) -> None:

@@ -181,7 +181,7 @@ class TaskSet(metaclass=TaskHolderMeta):
             return
         if self.user.environment.runner.stopping:
             raise StopUser()  # the test is ending: the task is done, so stop here (--stop-timeout)
-        self.user.hub.sleep(self.wait_time_value())
+        self.user.hub.pause(self.wait_time_value())
 
     def execute_task(self, t: Task) -> None:
         if _is_task_set(t):
@@ -251,7 +251,7 @@ class DefaultTaskSet(TaskSet):
         return random.choice(tasks)
 
     def execute_task(self, t: Task) -> None:
-        if _is_task_set(t):
+        if isinstance(t, type) and _is_task_set(t):  # (a function skips the call)
             t(self.user).run()
         elif hasattr(t, "__self__"):
             t()

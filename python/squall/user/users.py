@@ -46,6 +46,8 @@ class User(metaclass=TaskHolderMeta):
         """Added to every request event's `context` (Locust's hook for tagging requests per user)."""
         return {}
 
+    context.tags_nothing = True  # type: ignore[attr-defined]  # HttpSession skips calling this one
+
     def on_stop(self) -> None:
         pass
 
