@@ -368,3 +368,50 @@ def test_monkey_patching_is_accepted_and_patches_nothing():
     assert gevent.monkey.patch_socket() is None
     assert gevent.monkey.is_module_patched("socket") is False
     assert gevent.monkey.get_original("time", "sleep") is time.sleep
+
+
+# -- the hub's timers
+
+
+def test_timers_fire_never_early_at_most_a_bucket_late_in_the_order_of_their_times():
+    """Timers against known times (no clock involved): each is due at the end of its millisecond
+    bucket, which is at or after its time and less than TIMER_SLACK after it; the timers of one bucket
+    come out ordered by time, ties in the order they were set."""
+    from squall.hub import TIMER_SLACK, Timers
+
+    timers = Timers()
+    times = [10.0004, 10.0001, 10.0001, 10.0031, 10.0009, 12.5]
+    entries = [timers.add(t, None) for t in times]
+    assert timers.next_due() is not None and 10.0001 <= timers.next_due() < 10.0001 + TIMER_SLACK
+    assert timers.pop_due(10.0000) == []
+    due = timers.pop_due(10.0020)
+    assert due == [entries[1], entries[2], entries[0], entries[4]]  # bucket 10.001: by time, ties kept
+    for t in (10.0031, 12.5):
+        assert timers.pop_due(t) == []  # never early
+        [entry] = timers.pop_due(t + TIMER_SLACK)  # at most a bucket late
+        assert entry[0] == t
+    assert not timers and timers.next_due() is None
+
+
+def test_a_user_with_no_wait_time_still_lets_the_others_run(hub):
+    """constant(0) between tasks skips the round through the hub only while the greenlet has just got
+    control: two users whose tasks never wait both run, each giving way within YIELD_AFTER."""
+    from squall.hub import YIELD_AFTER
+
+    ran = {"a": 0, "b": 0}
+    first_switch = {}
+
+    def busy(name):
+        deadline = time.monotonic() + 0.2
+        while time.monotonic() < deadline:
+            ran[name] += 1
+            if name not in first_switch and ran["a" if name == "b" else "b"]:
+                first_switch[name] = time.monotonic()
+            hub.pause(0)
+
+    start = time.monotonic()
+    hub.spawn(busy, "a")
+    hub.spawn(busy, "b")
+    hub.run_until(None)
+    assert ran["a"] > 0 and ran["b"] > 0
+    assert first_switch["b"] - start < 20 * YIELD_AFTER  # "a" held the hub about YIELD_AFTER, not 0.2 s

@@ -69,6 +69,27 @@ def test_header_merge_is_case_insensitive_and_none_removes():
     assert rc.merge_headers(session, None) == [("Authorization", "Bearer a"), ("X-Client", "c"), ("Accept", "*/*")]
 
 
+def test_the_sessions_headers_as_sent_follow_every_change():
+    """merge_headers keeps the session's converted headers until one changes: every way of changing
+    them (set, delete, update, pop, clear) is seen, and what a caller appends to its list stays there."""
+    session = rc.CaseInsensitiveDict({"Accept": "*/*"})
+    first = rc.merge_headers(session, None)
+    first.append(("Content-Type", "text/plain"))  # a request's own addition
+    assert rc.merge_headers(session, None) == [("Accept", "*/*")]
+    session["X-Token"] = b"t1"
+    assert rc.merge_headers(session, None) == [("Accept", "*/*"), ("X-Token", "t1")]
+    session.update({"x-token": "t2"})
+    assert rc.merge_headers(session, None) == [("Accept", "*/*"), ("x-token", "t2")]
+    session.pop("ACCEPT")
+    assert rc.merge_headers(session, None) == [("x-token", "t2")]
+    del session["X-Token"]
+    assert rc.merge_headers(session, None) == []
+    session["A"] = "1"
+    session.clear()
+    assert rc.merge_headers(session, None) == []
+    assert rc.merge_headers({"Plain": "dict"}, None) == [("Plain", "dict")]  # `client.headers = {...}`
+
+
 @pytest.mark.parametrize(
     "auth", [("alice", "s3cret"), requests.auth.HTTPBasicAuth("bob", "pw:with:colons"), ("ünï", "cødé")]
 )

@@ -75,6 +75,14 @@ class FastHttpSession(HttpSession):
             pass
         return attempt._response
 
+    def get(self, url: str, **kw: Any) -> Response | ResponseContextManager:
+        # Straight to HttpSession.request when FastHttpSession.request would only pass the call on
+        # (no retries, not overridden): a scripted GET's most common path, one frame and one dict of
+        # keywords fewer (about 0.5 µs of 25).
+        if self.max_retries or type(self).request is not FastHttpSession.request:
+            return self.request("GET", url, **kw)
+        return HttpSession.request(self, "GET", url, **kw)
+
     def iter_lines(self, url: str, method: str = "GET", **kwargs: Any) -> Iterator[str]:
         """The response's lines (Locust's FastHttpSession.iter_lines); fails like raise_for_status."""
         response = self.request(method, url, **kwargs)
