@@ -12,8 +12,9 @@ Policies, and why:
   Ray call and the new seconds and totals per worker per second (measured in docs/distributed.md).
 - A worker is lost when its actor dies (Ray says so), when its process dies of a signal nobody sent,
   or when it has not answered for `SILENT_S`. The loss is reported at once (stderr, and the result's
-  `workers`), with what the worker had reported. Its counts are not in the merged totals: the live
-  stream it sent has no histograms to merge losslessly (`distributed.lost_requests` says how many).
+  `workers`), with what the worker had reported. Its counts are not in the merged totals: those merge
+  the workers' result documents, and a lost worker sent none, only its live seconds and totals
+  (`distributed.lost_requests` says how many requests they held).
 - Ctrl-C or SIGTERM stops every worker (they still report); a second one kills them. Whatever
   happens, the actors are killed and the driver disconnects before it returns, and a driver killed
   outright takes its actors with it (Ray ends a job's actors with its driver; the workers end with
@@ -462,7 +463,7 @@ class Driver:
             "nodes": len({w.info.get("node_id") for w in self.workers if w.info}),
             "on_worker_loss": self.on_loss,
             "lost": len(lost),
-            # what lost workers had sent: not in the merged totals (the live stream has no histograms)
+            # what lost workers had streamed: not in the merged totals (they sent no result document)
             "lost_requests": sum(int(((w.totals or {}).get("aggregate") or {}).get("requests", 0)) for w in lost),
             "driver": {
                 # while following the workers (placing them and the final merge not included)
