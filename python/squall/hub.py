@@ -29,12 +29,6 @@ from greenlet import GreenletExit, getcurrent, greenlet
 TIMER_SLACK = 0.001
 _TICKS = 1 / TIMER_SLACK  # timer buckets a second
 
-# A wait of 0 between two tasks (`constant(0)`) yields to the other greenlets only if this one has held
-# control this long since it was last resumed. Otherwise it has just come back from its request, after
-# the others had their turn: going round through the hub again would only cost two greenlet switches
-# and a pass (about 2 µs of a scripted request's 30, measured with cProfile). A task that never waits
-# still lets the others run every millisecond.
-YIELD_AFTER = 0.001
 
 if TYPE_CHECKING:
     from squall._engine import Completion, ScriptEngine
@@ -67,6 +61,7 @@ class Hub:
         self.watchers: dict[int, Callable[[Completion], None]] = {}  # MQTT operation id -> callback
         self.mqtt_clients: dict[int, MqttClient] = {}  # user id -> its MQTT client, for messages
         self.entered: float | None = None  # when the running greenlet got control; None while the hub runs
+        self.turns = 0  # greenlets resumed so far (`pause` tells from it whether a task gave way)
         self.on_arrivals: Callable[[list[float]], None] | None = None  # the open model's dispatch
 
     def spawn(self, fn: Callable[..., Any], *args: Any) -> greenlet:
@@ -92,14 +87,16 @@ class Hub:
             timer[1] = _CANCELLED  # thrown out (killed, a Timeout): the timer must not resume it later
             raise
 
-    def pause(self, seconds: float) -> Any:
-        """The wait between two of a user's tasks: `sleep`, except that a wait of 0 goes through the hub
-        only once the greenlet has held control for YIELD_AFTER."""
-        if seconds <= 0:
-            entered = self.entered
-            if entered is not None and time.monotonic() - entered < YIELD_AFTER:
-                return None
-        return self.sleep(seconds)
+    def pause(self, seconds: float, seen: int) -> int:
+        """The wait between two of a user's tasks: `sleep`, except that a wait of 0 does not go round
+        through the hub when the task gave way itself (waited for its request) since the last pause:
+        the others have had their turn then, and the round would only cost two greenlet switches and
+        a pass (about 2 µs of a scripted request's 30, measured with cProfile). A task that never
+        waits (an MQTT publish) still yields at every pause, as gevent.sleep(0) does in Locust.
+        `seen` is what the greenlet's last pause returned (0 the first time)."""
+        if seconds > 0 or self.turns == seen:
+            self.sleep(seconds)
+        return self.turns
 
     def wait_for(self, op_id: int) -> Completion:
         """Suspends the calling greenlet until operation `op_id` completes; returns its completion."""
@@ -185,6 +182,7 @@ class Hub:
                 if g.dead:
                     continue
                 self.entered = time.monotonic()
+                self.turns += 1
                 if value is _Kill:
                     g.throw(self.throws.pop(g, GreenletExit) if self.throws else GreenletExit)
                 else:

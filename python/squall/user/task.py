@@ -138,6 +138,7 @@ class TaskSet(metaclass=TaskHolderMeta):
         self.parent = parent
         self.user: User = parent.user if isinstance(parent, TaskSet) else parent
         self._task_queue: list[Task] = []
+        self._turn = 0  # the hub's turn count at the last wait (Hub.pause)
 
     @property
     def client(self) -> Any:
@@ -181,7 +182,7 @@ class TaskSet(metaclass=TaskHolderMeta):
             return
         if self.user.environment.runner.stopping:
             raise StopUser()  # the test is ending: the task is done, so stop here (--stop-timeout)
-        self.user.hub.pause(self.wait_time_value())
+        self._turn = self.user.hub.pause(self.wait_time_value(), self._turn)
 
     def execute_task(self, t: Task) -> None:
         if _is_task_set(t):
