@@ -562,7 +562,7 @@ class HttpSession:
         if catch_response:
             return ResponseContextManager(response, lambda r, failure: self._report(r, failure, meta), c.name)
         events = self.environment.events.request
-        if events._handlers:
+        if events:
             self._fire(events, response, meta, response.exception(c.name))
         return response
 

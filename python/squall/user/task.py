@@ -259,7 +259,7 @@ class DefaultTaskSet(TaskSet):
         return random.choice(tasks)
 
     def execute_task(self, t: Task) -> None:
-        if isinstance(t, type) and _is_task_set(t):  # (a function skips the call)
+        if _is_task_set(t):
             t(self.user).run()
         elif hasattr(t, "__self__"):
             t()
