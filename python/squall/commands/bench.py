@@ -12,7 +12,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 from squall import _engine, distributed, exitcodes, limit, limits, monitor, processes, report, thresholds
 from squall.commands.arguments import add_threshold_arguments, to_duration, to_positive_int, to_rate
-from squall.commands.drive import drive, find_rate_limit, print_observations
+from squall.commands.drive import drive, find_limit_by_rate, print_observations
 from squall.commands.progress import ProgressLine
 from squall.distributed import runs, shares
 from squall.distributed.feed import wait_for_start, worker_feed
@@ -276,14 +276,9 @@ def finish(
 
 def find_limit(args: argparse.Namespace) -> int:
     """`--find-limit`: a closed-model probe for the scale, then open-model steps (`squall.limit`)."""
-    for flag, given in (("-n", args.requests), ("-t", args.duration), ("--rate", args.rate), ("--ramp", args.ramp)):
-        if given:
-            raise UsageError(f"--find-limit sets the load itself: drop {flag}")
     if args.web_port is not None or args.threshold or args.ray:
         raise UsageError("--find-limit takes --slo, not --threshold; and no --web-port or --ray yet")
-    slo_texts, slos = limit.parse_slos(args, limit.DEFAULT_SLOS)
-    hold = to_duration(args.step_time)
-    most = to_rate(args.max_rate) if args.max_rate else None
+    load_flags = [("-n", args.requests), ("-t", args.duration), ("--rate", args.rate), ("--ramp", args.ramp)]
     args.duration = args.step_time
     config, body = engine_config(args)
     limits.ensure_open_files(config["connections"])
@@ -295,30 +290,19 @@ def find_limit(args: argparse.Namespace) -> int:
         if result["abandoned"]:
             time.sleep(min(10.0, result["abandoned"] / max(done, 1.0)) + 0.2)
 
-    limit.say(
-        f"Finding the limit of {config['method']} {config['url']}: SLO {', '.join(slo_texts)}; "
-        f"{hold:g} s a step, up to {config['connections']} connections"
+    return find_limit_by_rate(
+        args,
+        "bench",
+        args.url,
+        load_flags,
+        lambda rate, hold: _engine.Run.bench(dict(config, rate=rate, duration=hold, requests=None), body),
+        lambda r, rate, slos: limit.judge(r, rate, slos, config["connections"]),
+        "req/s",
+        limit.DEFAULT_SLOS,
+        lambda slo_texts, hold: (
+            f"Finding the limit of {config['method']} {config['url']}: SLO {', '.join(slo_texts)}; "
+            f"{hold:g} s a step, up to {config['connections']} connections"
+        ),
+        after_step=settle,
+        connections=config["connections"],
     )
-    try:
-        outcome, result, stopped = find_rate_limit(
-            lambda rate: _engine.Run.bench(dict(config, rate=rate, duration=hold, requests=None), body),
-            lambda r, rate: limit.judge(r, rate, slos, config["connections"]),
-            "req/s",
-            slo_texts,
-            most,
-            after_step=settle,
-            step_s=hold,
-            connections=config["connections"],
-        )
-    except _engine.TargetError as e:
-        sys.stderr.write(f"squall bench: error: {e}\n")
-        return exitcodes.CANNOT_START
-    report.write_and_say(
-        result or {},
-        json_path=args.json,
-        csv_prefix=args.csv,
-        full_history=args.csv_full_history,
-        html_path=args.html,
-        html_meta=page.meta("bench", getattr(args, "argv", None) or [], args.url),
-    )
-    return limit.exit_code(outcome, stopped)

@@ -7,15 +7,20 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
-from squall import _engine, limit
+from squall import _engine, exitcodes, limit, report
+from squall.commands.arguments import to_duration, to_rate
 from squall.distributed.feed import WorkerFeed
 from squall.errors import UsageError
 from squall.monitor import GeneratorWatch
 from squall.monitor import summary as monitor_summary
 from squall.signals import on_stop_signals
+from squall.web import page
 from squall.web.live import Publisher
 
 if TYPE_CHECKING:
+    import argparse
+
+    from squall import thresholds
     from squall._engine import Progress, Run
     from squall.commands.progress import ProgressLine
     from squall.monitor import Monitor
@@ -117,6 +122,55 @@ def _fields(p: Progress, kind: str) -> dict[str, Any]:
             "failed": p.mqtt_failed,
         }
     return fields
+
+
+def find_limit_by_rate(
+    args: argparse.Namespace,
+    command: str,
+    target: str,
+    load_flags: list[tuple[str, Any]],
+    start: Callable[[float | None, float], Run],
+    judge: Callable[[dict[str, Any], float, list[thresholds.Threshold]], limit.Step],
+    unit: str,
+    default_slos: list[str],
+    describe: Callable[[list[str], float], str],
+    after_step: Callable[[dict[str, Any]], None] | None = None,
+    **settings: Any,
+) -> int:
+    """`squall bench|mqtt --find-limit` from its flags to its exit code: the load flags it sets itself
+    refused (`load_flags`, (flag, value given)), the SLOs and the step time read, `describe(slo_texts,
+    step_s)` said, the search (`find_rate_limit`; `start(rate, step_s)` starts a step), and its result
+    written and said as any run's. A target that cannot be reached is CANNOT_START."""
+    for flag, given in load_flags:
+        if given:
+            raise UsageError(f"--find-limit sets the load itself: drop {flag}")
+    slo_texts, slos = limit.parse_slos(args, default_slos)
+    hold = to_duration(args.step_time)
+    most = to_rate(args.max_rate) if args.max_rate else None
+    limit.say(describe(slo_texts, hold))
+    try:
+        outcome, result, stopped = find_rate_limit(
+            lambda rate: start(rate, hold),
+            lambda r, rate: judge(r, rate, slos),
+            unit,
+            slo_texts,
+            most,
+            after_step=after_step,
+            step_s=hold,
+            **settings,
+        )
+    except _engine.TargetError as e:
+        sys.stderr.write(f"squall {command}: error: {e}\n")
+        return exitcodes.CANNOT_START
+    report.write_and_say(
+        result or {},
+        json_path=args.json,
+        csv_prefix=args.csv,
+        full_history=args.csv_full_history,
+        html_path=args.html,
+        html_meta=page.meta(command, getattr(args, "argv", None) or [], target),
+    )
+    return limit.exit_code(outcome, stopped)
 
 
 def find_rate_limit(

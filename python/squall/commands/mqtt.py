@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from squall import _engine, distributed, exitcodes, limit, limits, monitor, processes, report, thresholds
 from squall.commands.arguments import add_threshold_arguments, to_duration, to_positive_int, to_rate
-from squall.commands.drive import drive, find_rate_limit, print_observations
+from squall.commands.drive import drive, find_limit_by_rate, print_observations
 from squall.commands.progress import MqttProgressLine
 from squall.distributed import runs
 from squall.distributed.feed import wait_for_start, worker_feed
@@ -342,9 +342,6 @@ def _final_output(result: dict[str, Any], args: argparse.Namespace) -> None:
 def find_limit(args: argparse.Namespace) -> int:
     """`--find-limit`: a probe as fast as the in-flight windows allow, then paced steps (`squall.limit`)
     over the clients' total rate; a step's throughput is PUBLISH's (acknowledged, or written at QoS 0)."""
-    for flag, given in (("-n", args.messages), ("-t", args.duration), ("--rate", args.rate)):
-        if given:
-            raise UsageError(f"--find-limit sets the load itself: drop {flag}")
     if (
         args.total_rate
         or args.web_port is not None
@@ -354,39 +351,26 @@ def find_limit(args: argparse.Namespace) -> int:
         or args.ray
     ):
         raise UsageError("--find-limit takes --slo; not with --total-rate, --web-port, --threshold, --processes, --ray")
-    slo_texts, slos = limit.parse_slos(args, MQTT_SLOS)
-    hold = to_duration(args.step_time)
-    most = to_rate(args.max_rate) if args.max_rate else None
+    load_flags = [("-n", args.messages), ("-t", args.duration), ("--rate", args.rate)]
     args.duration = args.step_time
     config = engine_config(args)
     clients = config["clients"]
     limits.ensure_open_files(clients + config["subscribers"])
-    limit.say(
-        f"Finding the limit of {args.broker} with {clients} clients at QoS {args.qos}: SLO {', '.join(slo_texts)}; "
-        f"{hold:g} s a step"
+    return find_limit_by_rate(
+        args,
+        "mqtt",
+        args.broker,
+        load_flags,
+        lambda rate, hold: _engine.Run.mqtt(
+            dict(config, rate=None if rate is None else rate / clients, duration=hold, messages=None)
+        ),
+        lambda r, rate, slos: limit.judge(r, rate, slos, focus="PUBLISH"),
+        "msg/s",
+        MQTT_SLOS,
+        lambda slo_texts, hold: (
+            f"Finding the limit of {args.broker} with {clients} clients at QoS {args.qos}: "
+            f"SLO {', '.join(slo_texts)}; {hold:g} s a step"
+        ),
+        clients=clients,
+        qos=args.qos,
     )
-    try:
-        outcome, result, stopped = find_rate_limit(
-            lambda rate: _engine.Run.mqtt(
-                dict(config, rate=None if rate is None else rate / clients, duration=hold, messages=None)
-            ),
-            lambda r, rate: limit.judge(r, rate, slos, focus="PUBLISH"),
-            "msg/s",
-            slo_texts,
-            most,
-            step_s=hold,
-            clients=clients,
-            qos=args.qos,
-        )
-    except _engine.TargetError as e:
-        sys.stderr.write(f"squall mqtt: error: {e}\n")
-        return exitcodes.CANNOT_START
-    report.write_and_say(
-        result or {},
-        json_path=args.json,
-        csv_prefix=args.csv,
-        full_history=args.csv_full_history,
-        html_path=args.html,
-        html_meta=page.meta("mqtt", getattr(args, "argv", None) or [], args.broker),
-    )
-    return limit.exit_code(outcome, stopped)
