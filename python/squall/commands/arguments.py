@@ -87,6 +87,16 @@ def to_rate(text: str) -> float:
     return value
 
 
+def add_output_arguments(p: argparse.ArgumentParser, csv_help: str) -> None:
+    """The output flags of `squall bench` and `squall mqtt`: the result's files and the progress line."""
+    out = p.add_argument_group("output")
+    out.add_argument("--json", metavar="FILE", help="write the full result (summary, time series, histograms)")
+    out.add_argument("--csv", metavar="PREFIX", help=csv_help)
+    out.add_argument("--csv-full-history", action="store_true", help="per-endpoint rows in the history CSV too")
+    out.add_argument("--html", metavar="FILE", help="write a self-contained HTML report with charts")
+    out.add_argument("-q", "--quiet", action="store_true", help="no live progress line")
+
+
 def add_threshold_arguments(p: argparse.ArgumentParser) -> None:
     """--threshold, --threshold-abort, --threshold-grace: the same for every command."""
     g = p.add_argument_group("thresholds")

@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from squall import _engine, distributed, exitcodes, limit, limits, monitor, processes, report, thresholds
-from squall.commands.arguments import add_threshold_arguments, to_duration, to_positive_int, to_rate
+from squall.commands.arguments import (
+    add_output_arguments,
+    add_threshold_arguments,
+    to_duration,
+    to_positive_int,
+    to_rate,
+)
 from squall.commands.drive import drive, find_limit_by_rate, print_observations
 from squall.commands.progress import ProgressLine
 from squall.distributed import runs, shares
@@ -61,16 +67,7 @@ def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
         "--h2-streams", type=str, default="1", help="HTTP/2: concurrent streams per connection (default 1)"
     )
     req.add_argument("--no-keepalive", action="store_true", help="a new connection for every request")
-    out = p.add_argument_group("output")
-    out.add_argument("--json", metavar="FILE", help="write the full result (summary, time series, histograms)")
-    out.add_argument(
-        "--csv",
-        metavar="PREFIX",
-        help="write Locust-format PREFIX_stats.csv, _stats_history.csv, _failures.csv, _exceptions.csv",
-    )
-    out.add_argument("--csv-full-history", action="store_true", help="per-endpoint rows in the history CSV too")
-    out.add_argument("--html", metavar="FILE", help="write a self-contained HTML report with charts")
-    out.add_argument("-q", "--quiet", action="store_true", help="no live progress line")
+    add_output_arguments(p, "write Locust-format PREFIX_stats.csv, _stats_history.csv, _failures.csv, _exceptions.csv")
     live.add_arguments(p.add_argument_group("dashboard"), default_port=None)
     add_threshold_arguments(p)
     monitor.add_arguments(p)

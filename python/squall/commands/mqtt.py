@@ -13,7 +13,13 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from squall import _engine, distributed, exitcodes, limit, limits, monitor, processes, report, thresholds
-from squall.commands.arguments import add_threshold_arguments, to_duration, to_positive_int, to_rate
+from squall.commands.arguments import (
+    add_output_arguments,
+    add_threshold_arguments,
+    to_duration,
+    to_positive_int,
+    to_rate,
+)
 from squall.commands.drive import drive, find_limit_by_rate, print_observations
 from squall.commands.progress import MqttProgressLine
 from squall.distributed import runs
@@ -126,12 +132,7 @@ def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
         metavar="FILTER",
         help="publish nothing: measure what a running system delivers on FILTER (for -t, or until -n messages)",
     )
-    out = p.add_argument_group("output")
-    out.add_argument("--json", metavar="FILE", help="write the full result (summary, time series, histograms)")
-    out.add_argument("--csv", metavar="PREFIX", help="write Locust-format CSV files")
-    out.add_argument("--csv-full-history", action="store_true", help="per-endpoint rows in the history CSV too")
-    out.add_argument("--html", metavar="FILE", help="write a self-contained HTML report with charts")
-    out.add_argument("-q", "--quiet", action="store_true", help="no live progress line")
+    add_output_arguments(p, "write Locust-format CSV files")
     live.add_arguments(p.add_argument_group("dashboard"), default_port=None)
     add_threshold_arguments(p)
     monitor.add_arguments(p)
