@@ -22,7 +22,6 @@ from squall.commands.arguments import (
 )
 from squall.commands.drive import drive, find_limit_by_rate, print_observations
 from squall.commands.progress import MqttProgressLine
-from squall.distributed import runs
 from squall.distributed.feed import wait_for_start, worker_feed
 from squall.errors import UsageError
 from squall.report import mqtt_console
@@ -256,6 +255,8 @@ def run(args: argparse.Namespace) -> int:
             load["rate"] = config["rate"] * config["clients"]
         dashboard = live.start(args, "mqtt", "mqtt", config["broker"], controls=controls, load=load)
     if distributed.requested(args):
+        from squall.distributed import runs  # for start-up, as in `squall bench`
+
         args.watch = watch
         return runs.run_mqtt(args, config, dashboard, watch, target_monitor, functools.partial(_finish, args=args))
     if worker is not None:
