@@ -1,0 +1,49 @@
+"""What `squall bench` and `squall mqtt` load before they run: the command line without the
+Locust-compatible API, `squall run`'s module or Ray's driver (0.24 CPU-s of imports with them, 0.1
+without). Checked in a fresh interpreter, since this one has loaded everything already."""
+
+import subprocess
+import sys
+
+# Modules only `squall run` (-f), the Locust-compatible API or a distributed run needs.
+NOT_AT_START = {
+    "greenlet",
+    "squall.commands.run",
+    "squall.contrib.fasthttp",
+    "squall.distributed.runs",
+    "squall.hub",
+    "squall.locust_compat",
+    "squall.user.users",
+}
+
+
+def loaded_after(code):
+    out = subprocess.run(
+        [sys.executable, "-c", f"{code}\nimport sys\nprint('\\n'.join(sys.modules))"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return set(out.stdout.split())
+
+
+def test_the_command_line_loads_without_the_locust_api():
+    loaded = loaded_after("import squall.cli; squall.cli.build_parser()")
+    assert "squall.commands.bench" in loaded and "squall.commands.mqtt" in loaded
+    assert not loaded & NOT_AT_START, sorted(loaded & NOT_AT_START)
+
+
+def test_the_api_still_imports_from_the_package():
+    loaded = loaded_after(
+        "from squall import HttpUser, FastHttpUser, task, between, events\n"
+        "import squall\n"
+        "assert 'TaskSet' in dir(squall) and squall.TaskSet.__name__ == 'TaskSet'\n"
+        "try:\n"
+        "    squall.NoSuchName\n"
+        "except AttributeError:\n"
+        "    pass\n"
+        "else:\n"
+        "    raise SystemExit('squall.NoSuchName did not raise AttributeError')"
+    )
+    assert {"squall.user.users", "squall.contrib.fasthttp"} <= loaded
