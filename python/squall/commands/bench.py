@@ -18,7 +18,7 @@ from squall.commands.arguments import (
     to_positive_int,
     to_rate,
 )
-from squall.commands.drive import drive, find_limit_by_rate, print_observations
+from squall.commands.drive import drive, find_limit_by_rate, print_observations, refuse_load_flags
 from squall.commands.progress import ProgressLine
 from squall.distributed import shares
 from squall.distributed.feed import wait_for_start, worker_feed
@@ -277,9 +277,9 @@ def finish(
 
 def find_limit(args: argparse.Namespace) -> int:
     """`--find-limit`: a closed-model probe for the scale, then open-model steps (`squall.limit`)."""
+    refuse_load_flags([("-n", args.requests), ("-t", args.duration), ("--rate", args.rate), ("--ramp", args.ramp)])
     if args.web_port is not None or args.threshold or args.ray:
         raise UsageError("--find-limit takes --slo, not --threshold; and no --web-port or --ray yet")
-    load_flags = [("-n", args.requests), ("-t", args.duration), ("--rate", args.rate), ("--ramp", args.ramp)]
     args.duration = args.step_time
     config, body = engine_config(args)
     limits.ensure_open_files(config["connections"])
@@ -295,7 +295,6 @@ def find_limit(args: argparse.Namespace) -> int:
         args,
         "bench",
         args.url,
-        load_flags,
         lambda rate, hold: _engine.Run.bench(dict(config, rate=rate, duration=hold, requests=None), body),
         lambda r, rate, slos: limit.judge(r, rate, slos, config["connections"]),
         "req/s",

@@ -124,11 +124,17 @@ def _fields(p: Progress, kind: str) -> dict[str, Any]:
     return fields
 
 
+def refuse_load_flags(given: list[tuple[str, Any]]) -> None:
+    """`--find-limit` sets the load itself: a load flag given with it ((flag, value) pairs) is a usage error."""
+    for flag, value in given:
+        if value:
+            raise UsageError(f"--find-limit sets the load itself: drop {flag}")
+
+
 def find_limit_by_rate(
     args: argparse.Namespace,
     command: str,
     target: str,
-    load_flags: list[tuple[str, Any]],
     start: Callable[[float | None, float], Run],
     judge: Callable[[dict[str, Any], float, list[thresholds.Threshold]], limit.Step],
     unit: str,
@@ -137,13 +143,10 @@ def find_limit_by_rate(
     after_step: Callable[[dict[str, Any]], None] | None = None,
     **settings: Any,
 ) -> int:
-    """`squall bench|mqtt --find-limit` from its flags to its exit code: the load flags it sets itself
-    refused (`load_flags`, (flag, value given)), the SLOs and the step time read, `describe(slo_texts,
-    step_s)` said, the search (`find_rate_limit`; `start(rate, step_s)` starts a step), and its result
-    written and said as any run's. A target that cannot be reached is CANNOT_START."""
-    for flag, given in load_flags:
-        if given:
-            raise UsageError(f"--find-limit sets the load itself: drop {flag}")
+    """`squall bench|mqtt --find-limit` after its command's own checks (`refuse_load_flags` first): the
+    SLOs and the step time read, `describe(slo_texts, step_s)` said, the search (`find_rate_limit`;
+    `start(rate, step_s)` starts a step), and its result written and said as any run's, to the exit
+    code. A target that cannot be reached is CANNOT_START."""
     slo_texts, slos = limit.parse_slos(args, default_slos)
     hold = to_duration(args.step_time)
     most = to_rate(args.max_rate) if args.max_rate else None

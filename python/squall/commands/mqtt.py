@@ -20,7 +20,7 @@ from squall.commands.arguments import (
     to_positive_int,
     to_rate,
 )
-from squall.commands.drive import drive, find_limit_by_rate, print_observations
+from squall.commands.drive import drive, find_limit_by_rate, print_observations, refuse_load_flags
 from squall.commands.progress import MqttProgressLine
 from squall.distributed.feed import wait_for_start, worker_feed
 from squall.errors import UsageError
@@ -344,6 +344,7 @@ def _final_output(result: dict[str, Any], args: argparse.Namespace) -> None:
 def find_limit(args: argparse.Namespace) -> int:
     """`--find-limit`: a probe as fast as the in-flight windows allow, then paced steps (`squall.limit`)
     over the clients' total rate; a step's throughput is PUBLISH's (acknowledged, or written at QoS 0)."""
+    refuse_load_flags([("-n", args.messages), ("-t", args.duration), ("--rate", args.rate)])
     if (
         args.total_rate
         or args.web_port is not None
@@ -353,7 +354,6 @@ def find_limit(args: argparse.Namespace) -> int:
         or args.ray
     ):
         raise UsageError("--find-limit takes --slo; not with --total-rate, --web-port, --threshold, --processes, --ray")
-    load_flags = [("-n", args.messages), ("-t", args.duration), ("--rate", args.rate)]
     args.duration = args.step_time
     config = engine_config(args)
     clients = config["clients"]
@@ -362,7 +362,6 @@ def find_limit(args: argparse.Namespace) -> int:
         args,
         "mqtt",
         args.broker,
-        load_flags,
         lambda rate, hold: _engine.Run.mqtt(
             dict(config, rate=None if rate is None else rate / clients, duration=hold, messages=None)
         ),
