@@ -1,5 +1,7 @@
 """Shared pieces of the benchmarks: pinned processes, CPU accounting, nginx on core 0."""
 
+import compileall
+import importlib.util
 import os
 import shutil
 import socket
@@ -149,9 +151,6 @@ def compile_squall():
     set it) every `squall` command compiled its modules again: 0.2 CPU-s a run (0.45 against 0.30 for a
     100-request `squall bench`, /usr/bin/time), 2-3% of a 10-s benchmark, charged to squall alone.
     Python reads the compiled files whatever that variable says."""
-    import compileall
-    import importlib.util
-
     package = Path(importlib.util.find_spec("squall").origin).parent
     if not compileall.compile_dir(package, quiet=1):
         raise RuntimeError(f"cannot byte-compile {package}")

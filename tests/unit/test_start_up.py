@@ -37,7 +37,9 @@ def test_the_command_line_loads_without_the_locust_api():
 def test_the_api_still_imports_from_the_package():
     loaded = loaded_after(
         "from squall import HttpUser, FastHttpUser, task, between, events\n"
+        "from squall import *\n"  # every name of __all__ resolves
         "import squall\n"
+        "assert set(squall.__all__) == {'__version__', *squall._HOMES}, 'squall.__all__ and _HOMES differ'\n"
         "assert 'TaskSet' in dir(squall) and squall.TaskSet.__name__ == 'TaskSet'\n"
         "try:\n"
         "    squall.NoSuchName\n"
