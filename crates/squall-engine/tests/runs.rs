@@ -111,6 +111,10 @@ fn merged_results_equal_the_sum_of_their_histograms() {
     assert_eq!(merged.endpoints.len(), 1);
     assert_eq!(merged.timeseries.iter().map(|s| s.summary.requests).sum::<u64>(), 1000);
     assert_eq!(merged.endpoints[0].status_codes["200"], 1000);
+    // The exact fastest and slowest survive the merge (not the histogram's bucket bounds).
+    let bound = |k: &str| [a["aggregate"][k].as_u64().unwrap(), b["aggregate"][k].as_u64().unwrap()];
+    assert_eq!(merged.aggregate.summary.min_us, *bound("min_us").iter().min().unwrap());
+    assert_eq!(merged.aggregate.summary.max_us, *bound("max_us").iter().max().unwrap());
 }
 
 #[test]

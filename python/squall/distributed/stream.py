@@ -136,12 +136,15 @@ def merge_summaries(parts: list[dict[str, Any]], spectrum: bool = False) -> dict
     n = sum(int(p["requests"]) for p in timed)
     if timed and all(p.get("histogram") for p in timed):
         exact = _engine.merge_histograms([p["histogram"] for p in timed])
+        # The parts' own minimum and maximum are exact; the histogram's are its buckets' bounds. Every
+        # true percentile lies between them.
+        lo, hi = min(p["min_us"] for p in timed), max(p["max_us"] for p in timed)
         out.update(
-            min_us=exact.min_us,
-            max_us=exact.max_us,
+            min_us=lo,
+            max_us=hi,
             mean_us=exact.mean_us,
             stdev_us=exact.stdev_us,
-            percentiles_us=dict(exact.percentiles_us),
+            percentiles_us={k: min(max(v, lo), hi) for k, v in exact.percentiles_us.items()},
             histogram="",
         )
         if spectrum:

@@ -5,23 +5,30 @@
 
 use super::histogram_from_base64;
 use super::lag::{Lag, ScheduleReport};
-use super::result::{self, ClientReport, EndpointReport, ErrorReport, LoadReport, MqttReport, RunResult};
+use super::result::{self, ClientReport, ErrorReport, LoadReport, MqttReport, RunResult, Summary};
 use super::stream::AllSeconds;
 use super::{new_histogram, EndpointStats};
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
-/// The counts and histogram of one endpoint entry.
-fn stats_of(e: &EndpointReport) -> Result<EndpointStats, String> {
-    let hist = histogram_from_base64(&e.histogram).map_err(|m| format!("bad histogram of '{}': {m}", e.name))?;
-    let status = e.status_codes.iter().filter_map(|(k, n)| Some((k.parse().ok()?, *n))).collect();
+/// The counts and histogram of one endpoint entry (whole-run or one second's).
+fn stats_of(
+    name: &str,
+    histogram: &str,
+    s: &Summary,
+    status_codes: &BTreeMap<String, u64>,
+) -> Result<EndpointStats, String> {
+    let hist = histogram_from_base64(histogram).map_err(|m| format!("bad histogram of '{name}': {m}"))?;
+    let timed = s.requests > 0 && !hist.is_empty();
     Ok(EndpointStats {
         hist,
-        requests: e.summary.requests,
-        failures: e.summary.failures,
-        body_bytes: e.summary.body_bytes,
-        wire_bytes: e.summary.wire_bytes,
-        status,
+        min_us: if timed { s.min_us } else { u64::MAX },
+        max_us: if timed { s.max_us } else { 0 },
+        requests: s.requests,
+        failures: s.failures,
+        body_bytes: s.body_bytes,
+        wire_bytes: s.wire_bytes,
+        status: status_codes.iter().filter_map(|(k, n)| Some((k.parse().ok()?, *n))).collect(),
     })
 }
 
@@ -84,7 +91,7 @@ pub fn merge(docs: Vec<RunResult>) -> Result<RunResult, String> {
         connect.add(h).map_err(|e| format!("{e:?}"))?;
         for e in &doc.endpoints {
             let id = names.id(&e.method, &e.name);
-            slot(&mut totals, id).merge(&stats_of(e)?);
+            slot(&mut totals, id).merge(&stats_of(&e.name, &e.histogram, &e.summary, &e.status_codes)?);
         }
         for sec in &doc.timeseries {
             let t = sec.t + offset;
@@ -94,16 +101,7 @@ pub fn merge(docs: Vec<RunResult>) -> Result<RunResult, String> {
             }
             for e in &sec.endpoints {
                 let id = names.id(&e.method, &e.name);
-                let hist = histogram_from_base64(&e.histogram).map_err(|m| format!("bad histogram: {m}"))?;
-                let s = &e.summary;
-                let part = EndpointStats {
-                    hist,
-                    requests: s.requests,
-                    failures: s.failures,
-                    body_bytes: s.body_bytes,
-                    wire_bytes: s.wire_bytes,
-                    status: e.status_codes.iter().filter_map(|(c, n)| Some((c.parse().ok()?, *n))).collect(),
-                };
+                let part = stats_of(&e.name, &e.histogram, &e.summary, &e.status_codes)?;
                 slot(seconds.entry(t).or_default(), id).merge(&part);
             }
         }

@@ -150,6 +150,11 @@ pub enum Outcome {
 #[derive(Clone, Debug)]
 pub struct EndpointStats {
     pub hist: Histogram<u64>,
+    /// The exact fastest and slowest times (µs; `u64::MAX` and 0 while empty). The histogram knows
+    /// them only to its bucket: at 3 digits a 300 ms request is somewhere in [299.776, 300.032) ms,
+    /// and a reported minimum below a timeout every request waited out is a wrong number.
+    pub min_us: u64,
+    pub max_us: u64,
     pub requests: u64,
     pub failures: u64,
     pub body_bytes: u64,
@@ -162,6 +167,8 @@ impl Default for EndpointStats {
     fn default() -> Self {
         EndpointStats {
             hist: new_histogram(),
+            min_us: u64::MAX,
+            max_us: 0,
             requests: 0,
             failures: 0,
             body_bytes: 0,
@@ -175,7 +182,10 @@ impl EndpointStats {
     #[inline]
     pub fn record(&mut self, latency_us: u64, outcome: &Outcome) {
         // Failed requests keep their time too, as in Locust: a timeout is part of the tail users feel.
-        let _ = self.hist.record(latency_us.max(1));
+        let us = latency_us.max(1);
+        let _ = self.hist.record(us);
+        self.min_us = self.min_us.min(us);
+        self.max_us = self.max_us.max(us);
         self.requests += 1;
         match outcome {
             Outcome::Response { status, body_bytes, wire_bytes } => {
@@ -207,6 +217,8 @@ impl EndpointStats {
 
     pub fn merge(&mut self, other: &EndpointStats) {
         self.hist.add(&other.hist).expect("auto-resizing histograms always merge");
+        self.min_us = self.min_us.min(other.min_us);
+        self.max_us = self.max_us.max(other.max_us);
         self.requests += other.requests;
         self.failures += other.failures;
         self.body_bytes += other.body_bytes;
@@ -252,6 +264,8 @@ pub fn merge_errors(into: &mut HashMap<ErrorKey, ErrorEntry>, from: HashMap<Erro
 #[derive(Clone, Debug)]
 pub struct PackedStats {
     hist: Vec<u8>,
+    min_us: u64,
+    max_us: u64,
     requests: u64,
     failures: u64,
     body_bytes: u64,
@@ -265,6 +279,8 @@ impl EndpointStats {
         V2DeflateSerializer::new().serialize(&self.hist, &mut hist).expect("serializing to memory cannot fail");
         PackedStats {
             hist,
+            min_us: self.min_us,
+            max_us: self.max_us,
             requests: self.requests,
             failures: self.failures,
             body_bytes: self.body_bytes,
@@ -281,6 +297,8 @@ impl PackedStats {
         hist.auto(true);
         EndpointStats {
             hist,
+            min_us: self.min_us,
+            max_us: self.max_us,
             requests: self.requests,
             failures: self.failures,
             body_bytes: self.body_bytes,
@@ -486,6 +504,29 @@ mod tests {
         assert_eq!(a.requests, 1000);
         assert_eq!(a.failures, 500);
         assert_eq!(a.status.len(), 2);
+    }
+
+    #[test]
+    fn min_and_max_are_exact_not_their_buckets() {
+        // At 3 digits 300_010 µs falls in the bucket [299_776, 300_032): the histogram alone would
+        // report a minimum below 300 ms for requests that each waited out a 300 ms timeout.
+        let mut a = EndpointStats::default();
+        a.record(300_010, &ok(200));
+        a.record(400_000, &ok(200));
+        assert!(a.hist.min() < 300_000);
+        let mut b = EndpointStats::default();
+        b.record(1_234_567, &ok(200));
+        assert!(b.hist.max() > 1_234_567);
+        a.merge(&b);
+        let s = result::summarize_stats(&a.pack().unpack());
+        assert_eq!((s.min_us, s.max_us, s.requests), (300_010, 1_234_567, 3));
+        assert_eq!(s.percentiles_us["100"], 1_234_567, "the 100th percentile is the maximum");
+        assert!(s.percentiles_us.values().all(|v| (300_010..=1_234_567).contains(v)), "{:?}", s.percentiles_us);
+        let empty = result::summarize_stats(&EndpointStats::default());
+        assert_eq!((empty.min_us, empty.max_us), (0, 0));
+        let mut none = EndpointStats::default();
+        none.merge(&EndpointStats::default());
+        assert_eq!((none.min_us, none.max_us), (u64::MAX, 0));
     }
 
     #[test]

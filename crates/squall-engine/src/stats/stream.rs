@@ -96,10 +96,10 @@ impl Cumulative {
         Cumulative {
             requests: running.requests,
             failures: running.failures,
-            median_us: if empty { 0 } else { r.value_at_percentile(50.0) },
-            mean_us: if empty { 0.0 } else { r.mean() },
-            min_us: if empty { 0 } else { r.min() },
-            max_us: if empty { 0 } else { r.max() },
+            median_us: if empty { 0 } else { r.value_at_percentile(50.0).clamp(running.min_us, running.max_us) },
+            mean_us: if empty { 0.0 } else { r.mean().clamp(running.min_us as f64, running.max_us as f64) },
+            min_us: if empty { 0 } else { running.min_us },
+            max_us: if empty { 0 } else { running.max_us },
             body_bytes: running.body_bytes,
         }
     }
