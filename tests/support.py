@@ -94,6 +94,8 @@ def squall_process(*args, **kw):
 
 
 NGINX_CONF = """
+# The workers run as the tests' user (ignored unless that is root), so that they can write PUTs to /put/.
+user {user};
 worker_processes 1;
 daemon off;
 pid {dir}/nginx.pid;
@@ -121,6 +123,18 @@ http {{
     location /header {{ return 200 "$http_x_squall"; }}
     location /status/500 {{ return 500 "boom\\n"; }}
     location /echo {{ client_body_buffer_size 1m; return 200 "$request_method $content_length\\n"; }}
+    # WebDAV PUT: the body lands in {dir}/put/NAME, whose size is what nginx received.
+    location /put/ {{ root {dir}; dav_methods PUT; create_full_put_path on; client_max_body_size 10m; }}
+    location /status/418 {{ return 418 "teapot\\n"; }}
+  }}
+  # HTTP/2 connections that end with GOAWAY after 50 requests each.
+  server {{
+    listen 127.0.0.1:{goaway_port} ssl http2;
+    ssl_certificate {dir}/cert.pem;
+    ssl_certificate_key {dir}/key.pem;
+    keepalive_requests 50;
+    location / {{ return 200 "hello\\n"; }}
+    location /echo {{ client_body_buffer_size 1m; return 200 "$request_method $content_length\\n"; }}
   }}
 }}
 """
@@ -131,14 +145,22 @@ class Nginx:
 
     def __init__(self, workdir: Path):
         self.dir = workdir
-        self.port, self.tls_port, self.h2c_port = free_port(), free_port(), free_port()
+        self.port, self.tls_port, self.h2c_port, self.goaway_port = (free_port() for _ in range(4))
         self.url = f"http://127.0.0.1:{self.port}"
         self.tls_url = f"https://127.0.0.1:{self.tls_port}"
         self.h2c_url = f"http://127.0.0.1:{self.h2c_port}"
+        self.goaway_url = f"https://127.0.0.1:{self.goaway_port}"
         binary = shutil.which("nginx") or "/usr/sbin/nginx"
         self_signed(workdir)
         (workdir / "nginx.conf").write_text(
-            NGINX_CONF.format(dir=workdir, port=self.port, tls_port=self.tls_port, h2c_port=self.h2c_port)
+            NGINX_CONF.format(
+                user=getpass.getuser(),
+                dir=workdir,
+                port=self.port,
+                tls_port=self.tls_port,
+                h2c_port=self.h2c_port,
+                goaway_port=self.goaway_port,
+            )
         )
         self.proc = subprocess.Popen(
             [binary, "-p", str(workdir), "-c", str(workdir / "nginx.conf")], stderr=subprocess.PIPE

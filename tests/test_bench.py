@@ -254,6 +254,31 @@ def test_tls_verification_insecure_and_http2(nginx, tmp_path):
     assert r["aggregate"]["status_codes"] == {"200": 100}
 
 
+def test_http2_statuses_bodies_and_goaway_against_what_nginx_received(nginx, tmp_path):
+    """bench's own HTTP/2 client against nginx over TLS, where a server can make it work hard."""
+    h2 = ("--http2", "--insecure")
+    # A status outside HPACK's static table comes as a literal.
+    r, _ = run_json(tmp_path, nginx.tls_url + "/status/418", "-n", 40, "-c", 1, "--h2-streams", 4, *h2, expect=1)
+    assert r["aggregate"]["status_codes"] == {"418": 40}
+    # A body three times HTTP/2's default window of 65,535 bytes goes as nginx's WINDOW_UPDATEs allow:
+    # the file nginx wrote holds all of it (201 Created, then 204 No Content for each overwrite).
+    body = tmp_path / "body.bin"
+    body.write_bytes(bytes(range(256)) * 800)  # 204,800 bytes
+    r, _ = run_json(
+        tmp_path, nginx.tls_url + "/put/f", "-n", 6, "-c", 1, "--h2-streams", 1, "-m", "PUT", "--data-file", body, *h2
+    )
+    assert r["aggregate"]["status_codes"] == {"201": 1, "204": 5}, r["aggregate"]["status_codes"]
+    assert (nginx.dir / "put" / "f").read_bytes() == body.read_bytes()
+    # Every 50 requests nginx ends a connection with GOAWAY: the streams above its last stream id were
+    # not processed, so they go again on a new connection; none fails and none is served twice.
+    nginx.reset_log()
+    r, _ = run_json(tmp_path, nginx.goaway_url + "/", "-n", 1000, "-c", 2, "--h2-streams", 10, *h2)
+    a = r["aggregate"]
+    assert (a["requests"], a["failures"]) == (1000, 0), r["errors"]
+    assert nginx.requests_logged() == 1000
+    assert r["connect"]["requests"] >= 1000 // 50
+
+
 def test_demo_runs_with_nothing_installed(tmp_path):
     p = squall("demo", "-t", "2s", "--mqtt-duration", "2s", "--json", tmp_path / "demo.json")
     assert p.returncode == 0, p.stderr

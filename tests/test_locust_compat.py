@@ -396,8 +396,11 @@ def test_first_user_starts_at_once(odd_server, tmp_path):
     assert json.loads((tmp_path / "seen.json").read_text())["first_request_after_s"] < 0.5
 
 
-def test_scripted_users_over_http2_with_tls(nginx, tmp_path):
-    """nginx's TLS listener negotiates HTTP/2 by ALPN; its access log shows each request's protocol."""
+@pytest.mark.parametrize("goaway", [False, True], ids=["tls", "goaway-every-50"])
+def test_scripted_users_over_http2_with_tls(nginx, tmp_path, goaway):
+    """nginx's TLS listener negotiates HTTP/2 by ALPN; its access log shows each request's protocol.
+    On the second listener nginx ends each connection with GOAWAY after 50 requests (as after 1,000 by
+    default): a user's next request goes on a new connection, and none fails."""
     nginx.reset_log()
     env = dict(os.environ, STOP_AFTER_REQUESTS="400")
     prefix = tmp_path / "out"
@@ -405,7 +408,7 @@ def test_scripted_users_over_http2_with_tls(nginx, tmp_path):
         "-f",
         FILES / "h2.py",
         "-H",
-        nginx.tls_url,
+        nginx.goaway_url if goaway else nginx.tls_url,
         "--headless",
         "-u",
         4,

@@ -7,6 +7,7 @@ pub mod config;
 pub mod worker;
 
 use crate::http::h2::request_template;
+use crate::http::h2lean::encode_head;
 use crate::http::request::RequestSpec;
 use crate::net::{tls, Connector};
 use crate::run::schedule::{self, Schedule};
@@ -70,7 +71,10 @@ pub fn start(cfg: BenchConfig, body: Vec<u8>) -> Result<Run<Bench>, StartError> 
     cfg.validate().map_err(StartError::Usage)?;
     let mut spec = RequestSpec::new(&cfg.url, &cfg.method, &cfg.headers, cfg.name.as_deref(), cfg.keepalive, body)
         .map_err(StartError::Usage)?;
-    let h2_template = if cfg.http2 { Some(request_template(&spec).map_err(StartError::Usage)?) } else { None };
+    let h2_head = match cfg.http2 {
+        true => Some(encode_head(&request_template(&spec).map_err(StartError::Usage)?)),
+        false => None,
+    };
     spec.resolve().map_err(StartError::Target)?;
     let alpn: &[&[u8]] = if cfg.http2 { &[b"h2"] } else { &[b"http/1.1"] };
     let tls = spec.https.then(|| (tls::client_config(cfg.insecure, alpn), spec.host.as_str()));
@@ -123,7 +127,7 @@ pub fn start(cfg: BenchConfig, body: Vec<u8>) -> Result<Run<Bench>, StartError> 
     }
     let b = bench.clone();
     Run::start(core, bench, "squall-worker", threads, move |t| {
-        worker::worker_thread(b.clone(), connector.clone(), h2_template.clone(), t)
+        worker::worker_thread(b.clone(), connector.clone(), h2_head.clone(), t)
     })
 }
 

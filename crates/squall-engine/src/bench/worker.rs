@@ -4,7 +4,7 @@
 
 use super::Bench;
 use crate::http::h1::H1Conn;
-use crate::http::h2::H2Conn;
+use crate::http::h2lean::{Head, LeanConn};
 use crate::net::Connector;
 use crate::run::dispatch::{Dispatch, Slot};
 use crate::stats::{self, Outcome, Recorder};
@@ -35,7 +35,8 @@ struct ThreadCtx {
     /// fires when none are left.
     live: Cell<usize>,
     done: tokio::sync::Notify,
-    h2_template: Option<http::Request<()>>,
+    /// HTTP/2: the request's header blocks, the same for every stream (`h2lean::encode_head`).
+    h2_head: Option<Head>,
     /// Open model: hands intended send times to this thread's idle workers.
     dispatch: Dispatch,
     body: Bytes,
@@ -47,12 +48,7 @@ struct ThreadCtx {
     total_workers: usize,
 }
 
-pub(crate) fn worker_thread(
-    shared: Arc<Bench>,
-    connector: Connector,
-    h2_template: Option<http::Request<()>>,
-    t: usize,
-) -> ThreadOutput {
+pub(crate) fn worker_thread(shared: Arc<Bench>, connector: Connector, h2_head: Option<Head>, t: usize) -> ThreadOutput {
     let rt = crate::run::runtime();
     let local = tokio::task::LocalSet::new();
     let recorder = Recorder::new(shared.core.timeline.clone());
@@ -66,7 +62,7 @@ pub(crate) fn worker_thread(
         workers: RefCell::new(Vec::new()),
         live: Cell::new(0),
         done: tokio::sync::Notify::new(),
-        h2_template,
+        h2_head,
         dispatch: Dispatch::default(),
         body: Bytes::from(shared.spec.body.clone()),
         head: shared.spec.method == "HEAD",
@@ -79,7 +75,7 @@ pub(crate) fn worker_thread(
     local.block_on(&rt, async {
         // Connections are dealt round-robin: thread t takes connections t, t+threads, ...
         for conn in (t..cfg.connections).step_by(shared.threads) {
-            let h2 = cfg.http2.then(|| Rc::new(H2Conn::new(conn)));
+            let h2 = cfg.http2.then(|| Rc::new(LeanConn::new(conn)));
             for s in 0..streams {
                 let spec = WorkerSpec { index: conn * streams + s, conn, h2: h2.clone(), watch: Rc::default() };
                 ctx.workers.borrow_mut().push(spec);
@@ -178,7 +174,7 @@ async fn next_send(
 struct WorkerSpec {
     index: usize,
     conn: usize,
-    h2: Option<Rc<H2Conn>>,
+    h2: Option<Rc<LeanConn>>,
     watch: Rc<Watch>,
 }
 
@@ -222,7 +218,7 @@ async fn worker(
     ctx: Rc<ThreadCtx>,
     index: usize,
     conn_index: usize,
-    h2: Option<Rc<H2Conn>>,
+    h2: Option<Rc<LeanConn>>,
     watch: Rc<Watch>,
     how: Begin,
 ) {
@@ -280,11 +276,11 @@ async fn h1_request(ctx: &ThreadCtx, conn: &mut Option<H1Conn>, conn_index: usiz
     Ok((resp.status, resp.body_bytes, resp.wire_bytes))
 }
 
-async fn h2_request(ctx: &ThreadCtx, conn: &H2Conn, watch: &Watch) -> Exchanged {
-    let template = ctx.h2_template.as_ref().expect("HTTP/2 runs have a template");
+async fn h2_request(ctx: &ThreadCtx, conn: &LeanConn, watch: &Watch) -> Exchanged {
+    let head = ctx.h2_head.as_ref().expect("HTTP/2 runs have header blocks");
     let on_connect = |t| ctx.recorder.borrow_mut().record_connect(t);
-    let r = conn.exchange(&ctx.connector, template, &ctx.body, false, on_connect, &watch.connecting).await?;
-    Ok((r.status, r.body_bytes, r.wire_bytes))
+    let r = conn.exchange(&ctx.connector, head, &ctx.body, on_connect, &watch.connecting).await?;
+    Ok((r.status, r.body_bytes, r.body_bytes))
 }
 
 /// Per thread: times out requests (no timer per request: one scan a few times a second) and hands

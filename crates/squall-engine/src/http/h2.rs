@@ -15,8 +15,15 @@ use std::time::{Duration, Instant};
 const CONNECTION_HEADERS: [&str; 6] =
     ["host", "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"];
 
+/// Bench's request head: its content-length is the body's, as over HTTP/1.1 (HTTP/2 does not need
+/// one, but servers read it: nginx's `$content_length` is empty without it).
 pub fn request_template(spec: &RequestSpec) -> Result<http::Request<()>, String> {
-    build_request(&spec.method, &spec.url, &spec.headers)
+    let mut headers: Vec<(String, String)> =
+        spec.headers.iter().filter(|(k, _)| !k.eq_ignore_ascii_case("content-length")).cloned().collect();
+    if !spec.body.is_empty() {
+        headers.push(("content-length".into(), spec.body.len().to_string()));
+    }
+    build_request(&spec.method, &spec.url, &headers)
 }
 
 /// An HTTP/2 request head: squall's default user-agent and accept unless given, the caller's headers
@@ -38,16 +45,28 @@ pub fn build_request(method: &str, url: &url::Url, headers: &[(String, String)])
     b.body(()).map_err(|e| format!("cannot build the HTTP/2 request: {e}"))
 }
 
-/// A failure, and whether it broke the whole connection rather than one stream.
-fn h2_failure(e: h2::Error) -> (Failure, bool) {
-    let connection_broken = !e.is_reset() || e.is_go_away();
-    let failure = match e.get_io() {
-        Some(io) => classify_io(io, "mid-response"),
-        None if e.is_go_away() => Failure::new(FailureKind::Closed, format!("with GOAWAY ({e})")),
-        None => Failure::new(FailureKind::Protocol, e.to_string()),
-    };
-    (failure, connection_broken)
+/// A stream's failure; whether it broke the whole connection rather than one stream; and whether
+/// the server refused it unprocessed (its GOAWAY's last stream id is below it, or the connection was
+/// already going away when it was to open: RFC 9113 6.8), so that it can go again on a new one.
+struct Failed {
+    failure: Failure,
+    broken: bool,
+    refused: bool,
 }
+
+impl From<h2::Error> for Failed {
+    fn from(e: h2::Error) -> Failed {
+        let failure = match e.get_io() {
+            Some(io) => classify_io(io, "mid-response"),
+            None if e.is_go_away() => Failure::new(FailureKind::Closed, format!("with GOAWAY ({e})")),
+            None => Failure::new(FailureKind::Protocol, e.to_string()),
+        };
+        Failed { failure, broken: !e.is_reset() || e.is_go_away(), refused: e.is_go_away() && e.is_remote() }
+    }
+}
+
+/// How often a request refused by a GOAWAY goes, in all, before it counts as failed.
+const TRIES: usize = 3;
 
 /// The live connection of a slot, numbered so that a stream can drop the very one it used.
 type Live = (u64, SendRequest<Bytes>);
@@ -100,7 +119,7 @@ impl H2Conn {
         if connector.tls.is_some() && Connector::alpn(&stream).as_deref() != Some(b"h2") {
             return Err(Failure::new(FailureKind::Protocol, "the server did not negotiate HTTP/2"));
         }
-        let (send, conn) = h2::client::handshake(stream).await.map_err(|e| h2_failure(e).0)?;
+        let (send, conn) = h2::client::handshake(stream).await.map_err(|e| Failed::from(e).failure)?;
         tokio::task::spawn_local(async move {
             let _ = conn.await; // drives the connection until it closes
         });
@@ -120,38 +139,49 @@ impl H2Conn {
 
     /// One request on the slot's connection, opening it first if needed; `connecting` is true while
     /// this stream waits for a connection, so that a watchdog can tell a connect timeout from a
-    /// request timeout, as it does for HTTP/1.1.
+    /// request timeout, as it does for HTTP/1.1. A request the server refused unprocessed goes again
+    /// on a new connection, up to `TRIES` times in all (nginx ends a connection with GOAWAY after
+    /// `keepalive_requests`, 1,000 by default: without this, one request in a thousand failed).
     pub async fn exchange(
         &self,
         connector: &Connector,
         template: &http::Request<()>,
         body: &Bytes,
         keep: bool,
-        on_connect: impl FnOnce(Duration),
+        mut on_connect: impl FnMut(Duration),
         connecting: &Cell<bool>,
     ) -> Result<Response, Failure> {
-        let (number, send) = match self.current() {
-            Some(live) => live,
-            None => {
-                connecting.set(true);
-                let opened = self.connect(connector).await;
-                connecting.set(false);
-                let (live, connect_time) = opened?;
-                if let Some(t) = connect_time {
-                    on_connect(t);
+        let mut tries = 0;
+        loop {
+            let (number, send) = match self.current() {
+                Some(live) => live,
+                None => {
+                    connecting.set(true);
+                    let opened = self.connect(connector).await;
+                    connecting.set(false);
+                    let (live, connect_time) = opened?;
+                    if let Some(t) = connect_time {
+                        on_connect(t);
+                    }
+                    live
                 }
-                live
+            };
+            let mut in_flight = InFlight { conn: self, number, armed: true };
+            let result = self.send(send, template, body, keep).await;
+            in_flight.armed = false;
+            tries += 1;
+            match result {
+                Ok(response) => return Ok(response),
+                Err(failed) => {
+                    if failed.broken {
+                        self.drop_connection(number);
+                    }
+                    if !(failed.refused && tries < TRIES) {
+                        return Err(failed.failure);
+                    }
+                }
             }
-        };
-        let mut in_flight = InFlight { conn: self, number, armed: true };
-        let result = self.send(send, template, body, keep).await;
-        in_flight.armed = false;
-        result.map_err(|(failure, connection_broken)| {
-            if connection_broken {
-                self.drop_connection(number);
-            }
-            failure
-        })
+        }
     }
 
     async fn send(
@@ -160,17 +190,17 @@ impl H2Conn {
         template: &http::Request<()>,
         body: &Bytes,
         keep: bool,
-    ) -> Result<Response, (Failure, bool)> {
-        let mut send = send.ready().await.map_err(h2_failure)?;
+    ) -> Result<Response, Failed> {
+        let mut send = send.ready().await.map_err(Failed::from)?;
         let mut req = http::Request::new(());
         *req.method_mut() = template.method().clone();
         *req.uri_mut() = template.uri().clone();
         *req.headers_mut() = template.headers().clone();
-        let (response, mut stream) = send.send_request(req, body.is_empty()).map_err(h2_failure)?;
+        let (response, mut stream) = send.send_request(req, body.is_empty()).map_err(Failed::from)?;
         if !body.is_empty() {
-            stream.send_data(body.clone(), true).map_err(h2_failure)?;
+            stream.send_data(body.clone(), true).map_err(Failed::from)?;
         }
-        let response = response.await.map_err(h2_failure)?;
+        let response = response.await.map_err(Failed::from)?;
         let (parts, mut recv) = response.into_parts();
         let mut out = Response { status: parts.status.as_u16(), ..Default::default() };
         if keep {
@@ -184,7 +214,7 @@ impl H2Conn {
         }
         let mut kept = keep.then(Vec::new);
         while let Some(chunk) = recv.data().await {
-            let chunk = chunk.map_err(h2_failure)?;
+            let chunk = chunk.map_err(Failed::from)?;
             out.body_bytes += chunk.len() as u64;
             let _ = recv.flow_control().release_capacity(chunk.len());
             if let Some(k) = kept.as_mut() {
