@@ -127,6 +127,14 @@ http {{
     location /put/ {{ root {dir}; dav_methods PUT; create_full_put_path on; client_max_body_size 10m; }}
     location /status/418 {{ return 418 "teapot\\n"; }}
   }}
+  # HTTP/2 connections that take 4 streams at a time.
+  server {{
+    listen 127.0.0.1:{narrow_port} ssl http2;
+    ssl_certificate {dir}/cert.pem;
+    ssl_certificate_key {dir}/key.pem;
+    http2_max_concurrent_streams 4;
+    location / {{ return 200 "hello\\n"; }}
+  }}
   # HTTP/2 connections that end with GOAWAY after 50 requests each.
   server {{
     listen 127.0.0.1:{goaway_port} ssl http2;
@@ -145,11 +153,12 @@ class Nginx:
 
     def __init__(self, workdir: Path):
         self.dir = workdir
-        self.port, self.tls_port, self.h2c_port, self.goaway_port = (free_port() for _ in range(4))
+        self.port, self.tls_port, self.h2c_port, self.goaway_port, self.narrow_port = (free_port() for _ in range(5))
         self.url = f"http://127.0.0.1:{self.port}"
         self.tls_url = f"https://127.0.0.1:{self.tls_port}"
         self.h2c_url = f"http://127.0.0.1:{self.h2c_port}"
         self.goaway_url = f"https://127.0.0.1:{self.goaway_port}"
+        self.narrow_url = f"https://127.0.0.1:{self.narrow_port}"
         binary = shutil.which("nginx") or "/usr/sbin/nginx"
         self_signed(workdir)
         (workdir / "nginx.conf").write_text(
@@ -160,6 +169,7 @@ class Nginx:
                 tls_port=self.tls_port,
                 h2c_port=self.h2c_port,
                 goaway_port=self.goaway_port,
+                narrow_port=self.narrow_port,
             )
         )
         self.proc = subprocess.Popen(

@@ -277,6 +277,13 @@ def test_http2_statuses_bodies_and_goaway_against_what_nginx_received(nginx, tmp
     assert (a["requests"], a["failures"]) == (1000, 0), r["errors"]
     assert nginx.requests_logged() == 1000
     assert r["connect"]["requests"] >= 1000 // 50
+    # nginx takes 4 streams at a time here: the streams opened before its SETTINGS said so are
+    # refused (REFUSED_STREAM, not processed) and go again; the others wait their turn.
+    nginx.reset_log()
+    r, _ = run_json(tmp_path, nginx.narrow_url + "/", "-n", 1000, "-c", 2, "--h2-streams", 10, *h2)
+    a = r["aggregate"]
+    assert (a["requests"], a["failures"], r["connect"]["requests"]) == (1000, 0, 2), r["errors"]
+    assert nginx.requests_logged() == 1000
 
 
 def test_demo_runs_with_nothing_installed(tmp_path):

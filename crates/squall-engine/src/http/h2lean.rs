@@ -17,8 +17,9 @@
 //! Still the whole protocol where a server can use it: CONTINUATION, padding, priority fields,
 //! informational (1xx) responses and trailers, the server's SETTINGS (concurrent streams, initial
 //! window, frame size), flow control of request bodies, PING, RST_STREAM and GOAWAY. Streams the
-//! server refused in its GOAWAY (above its last stream id: not processed, RFC 9113 6.8) go again on a
-//! new connection instead of counting as failures.
+//! server refused unprocessed (above its GOAWAY's last stream id, RFC 9113 6.8, or reset with
+//! REFUSED_STREAM, 8.7), and idempotent requests left unanswered when a connection closed after its
+//! GOAWAY (see `Ended::Unanswered`), go again on a new connection instead of counting as failures.
 
 use crate::net::{classify_io, Connector, Stream};
 use crate::stats::{Failure, FailureKind};
@@ -128,6 +129,8 @@ pub struct Head {
     indexed: Vec<u8>,
     /// The entries' size in the server's table (RFC 7541 4.1: name, value and 32 bytes each).
     table: usize,
+    /// The method is idempotent (RFC 9110 9.2.2): the request may go again if its answer never came.
+    idempotent: bool,
 }
 
 /// A request field: the static index of the whole field if it has one, the static index of its
@@ -160,7 +163,8 @@ pub fn encode_head(req: &http::Request<()>) -> Head {
         fields.push((None, index, name.as_str().as_bytes(), value.as_bytes()));
     }
     let entries: Vec<usize> = (0..fields.len()).filter(|&i| fields[i].0.is_none()).collect();
-    let mut head = Head { literal: Vec::new(), indexing: Vec::new(), indexed: Vec::new(), table: 0 };
+    let idempotent = ["GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"].contains(&method);
+    let mut head = Head { literal: Vec::new(), indexing: Vec::new(), indexed: Vec::new(), table: 0, idempotent };
     for (i, &(whole, name_index, name, value)) in fields.iter().enumerate() {
         if let Some(index) = whole {
             for block in [&mut head.literal, &mut head.indexing, &mut head.indexed] {
@@ -281,8 +285,15 @@ enum Ended {
     Broken(Failure),
     /// The server reset this stream.
     Reset(Failure),
-    /// Above the last stream id of the server's GOAWAY: never processed, can go again.
+    /// Never processed, by the server's word: above the last stream id of its GOAWAY, or reset with
+    /// REFUSED_STREAM (RFC 9113 8.7). It can go again.
     Refused,
+    /// The connection closed after the server's GOAWAY before any of this stream's answer came.
+    /// nginx counts in its GOAWAY's last stream id the streams it read but skipped once its
+    /// `keepalive_requests` were reached (measured: 36 of 1,000 requests at 50 a connection), so
+    /// they may not have been processed; an idempotent request goes again, as geventhttpclient and
+    /// browsers retry one.
+    Unanswered(Failure),
 }
 
 /// One stream in flight.
@@ -320,6 +331,8 @@ struct State {
     broken: Option<Failure>,
     /// No new stream goes on it (a stream was abandoned on it, or the server sent GOAWAY).
     retired: bool,
+    /// The server sent GOAWAY.
+    goaway: bool,
     /// The size of our fields in the server's HPACK dynamic table (0: not there; see `Head`), the
     /// table size we may use (4096, RFC 7541, until the server's SETTINGS lower it), and a size update
     /// owed at the start of our next header block after such a change (RFC 7541 4.2).
@@ -353,6 +366,7 @@ impl State {
             continuing: None,
             broken: None,
             retired: false,
+            goaway: false,
             held: 0,
             table_max: 4096,
             size_update: None,
@@ -389,9 +403,11 @@ impl State {
 
     /// The connection is over: every stream still running ends with `failure`.
     fn break_all(&mut self, failure: Failure) {
-        let ids: Vec<u32> = self.streams.iter().map(|s| s.id).collect();
-        for id in ids {
-            self.end(id, Err(Ended::Broken(failure.clone())));
+        let ids: Vec<(u32, bool)> =
+            self.streams.iter().map(|s| (s.id, self.goaway && s.status == 0 && s.body_bytes == 0)).collect();
+        for (id, unanswered) in ids {
+            let f = failure.clone();
+            self.end(id, Err(if unanswered { Ended::Unanswered(f) } else { Ended::Broken(f) }));
         }
         self.broken.get_or_insert(failure);
         self.waiting.drain(..).for_each(Waker::wake);
@@ -549,8 +565,13 @@ impl State {
             }
             RST_STREAM => {
                 let code = be32(payload.get(..4).ok_or("short RST_STREAM")?);
-                let f = Failure::new(FailureKind::Protocol, format!("stream reset by the server ({})", reason(code)));
-                self.end(id, Err(Ended::Reset(f)));
+                if code == 7 {
+                    self.end(id, Err(Ended::Refused)); // REFUSED_STREAM
+                } else {
+                    let f =
+                        Failure::new(FailureKind::Protocol, format!("stream reset by the server ({})", reason(code)));
+                    self.end(id, Err(Ended::Reset(f)));
+                }
             }
             SETTINGS if flags & ACK == 0 => {
                 if !payload.len().is_multiple_of(6) {
@@ -591,7 +612,7 @@ impl State {
             }
             GOAWAY => {
                 let last = be32(payload.get(..4).ok_or("short GOAWAY")?) & LAST_ID;
-                self.retired = true;
+                (self.retired, self.goaway) = (true, true);
                 let refused: Vec<u32> = self.streams.iter().filter(|s| s.id > last).map(|s| s.id).collect();
                 for id in refused {
                     self.end(id, Err(Ended::Refused));
@@ -885,12 +906,15 @@ impl LeanConn {
             tries += 1;
             match ended {
                 Ok(answer) => return Ok(answer),
-                Err(Ended::Refused) if tries < RETRIES => self.drop_connection(&conn),
+                // Again on this connection if it still takes streams (refused past the server's
+                // concurrency limit, before its SETTINGS said it), else on a new one (GOAWAY).
+                Err(Ended::Refused) if tries < RETRIES => {}
                 Err(Ended::Refused) => {
                     return Err(Failure::new(FailureKind::Closed, "with GOAWAY (the request was not processed)"));
                 }
                 Err(Ended::Reset(f)) => return Err(f),
-                Err(Ended::Broken(f)) => {
+                Err(Ended::Unanswered(_)) if head.idempotent && tries < RETRIES => self.drop_connection(&conn),
+                Err(Ended::Broken(f) | Ended::Unanswered(f)) => {
                     self.drop_connection(&conn);
                     return Err(f);
                 }
@@ -1083,6 +1107,14 @@ mod tests {
         st.frame(SETTINGS, 0, 0, &[0, 3, 0, 0, 0, 100]).unwrap();
         assert_eq!(st.max_streams, 100);
         assert_eq!(st.out, [0, 0, 0, SETTINGS, ACK, 0, 0, 0, 0]);
+        st.frame(RST_STREAM, 0, 3, &7u32.to_be_bytes()).unwrap(); // REFUSED_STREAM
+        assert!(matches!(st.streams[1].done, Some(Err(Ended::Refused))));
+        st.break_all(Failure::new(FailureKind::Closed, "mid-response"));
+        assert!(matches!(st.streams[0].done, Some(Err(Ended::Unanswered(_)))), "no answer came after GOAWAY");
+        let mut st = State::new();
+        st.open(&head(), &Bytes::new());
+        st.break_all(Failure::new(FailureKind::Closed, "mid-response"));
+        assert!(matches!(st.streams[0].done, Some(Err(Ended::Broken(_)))), "no GOAWAY: a broken connection");
         assert!(st.frame(HEADERS, 0, 1, &[0x88]).is_ok());
         assert!(st.frame(DATA, 0, 1, b"x").is_err(), "a header block interrupted");
         assert!(State::new().frame(PUSH_PROMISE, 0, 1, &[0; 4]).is_err());
