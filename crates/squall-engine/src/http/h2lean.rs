@@ -288,11 +288,11 @@ enum Ended {
     /// Never processed, by the server's word: above the last stream id of its GOAWAY, or reset with
     /// REFUSED_STREAM (RFC 9113 8.7). It can go again.
     Refused,
-    /// The connection closed after the server's GOAWAY before any of this stream's answer came.
-    /// nginx counts in its GOAWAY's last stream id the streams it read but skipped once its
-    /// `keepalive_requests` were reached (measured: 36 of 1,000 requests at 50 a connection), so
-    /// they may not have been processed; an idempotent request goes again, as geventhttpclient and
-    /// browsers retry one.
+    /// The connection closed after the server's GOAWAY before any of this stream's answer came: at
+    /// or below the GOAWAY's last stream id, so it may have been processed, or not. nginx 1.22 left
+    /// 36 of 1,000 requests so (`keepalive_requests 50` with `http2_max_concurrent_streams 4`, 10
+    /// streams a connection), and its access log showed them unserved. An idempotent request goes
+    /// again, as geventhttpclient and browsers retry one; any other counts as failed.
     Unanswered(Failure),
 }
 
