@@ -113,12 +113,13 @@ http {{
   uwsgi_temp_path {dir}/uwsgi;
   scgi_temp_path {dir}/scgi;
   keepalive_requests 1000000;
+  # Every TLS listener below serves the same self-signed certificate.
+  ssl_certificate {dir}/cert.pem;
+  ssl_certificate_key {dir}/key.pem;
   server {{
     listen 127.0.0.1:{port} backlog=4096;
     listen 127.0.0.1:{tls_port} ssl http2;
     listen 127.0.0.1:{h2c_port} http2;
-    ssl_certificate {dir}/cert.pem;
-    ssl_certificate_key {dir}/key.pem;
     location / {{ return 200 "hello\\n"; }}
     location /header {{ return 200 "$http_x_squall"; }}
     location /status/500 {{ return 500 "boom\\n"; }}
@@ -130,16 +131,12 @@ http {{
   # HTTP/2 connections that take 4 streams at a time.
   server {{
     listen 127.0.0.1:{narrow_port} ssl http2;
-    ssl_certificate {dir}/cert.pem;
-    ssl_certificate_key {dir}/key.pem;
     http2_max_concurrent_streams 4;
     location / {{ return 200 "hello\\n"; }}
   }}
   # HTTP/2 connections that end with GOAWAY after 50 requests each.
   server {{
     listen 127.0.0.1:{goaway_port} ssl http2;
-    ssl_certificate {dir}/cert.pem;
-    ssl_certificate_key {dir}/key.pem;
     keepalive_requests 50;
     location / {{ return 200 "hello\\n"; }}
     location /echo {{ client_body_buffer_size 1m; return 200 "$request_method $content_length\\n"; }}

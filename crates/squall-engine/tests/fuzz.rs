@@ -17,6 +17,7 @@ use squall_engine::mqtt::message::Header;
 use squall_engine::net::Connector;
 use squall_engine::net::Stream;
 use std::cell::Cell;
+use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -25,25 +26,33 @@ fn cases() -> u32 {
     std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(300)
 }
 
+/// A server on loopback TCP for one connection: it reads what the client sends first (one read),
+/// answers `response` in pieces of `piece` bytes, closes its side, and reads until the client closes.
+async fn serve_once(response: Vec<u8>, piece: usize) -> (SocketAddr, tokio::task::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await.unwrap();
+        let mut buf = [0u8; 4096];
+        let _ = s.read(&mut buf).await;
+        for chunk in response.chunks(piece.max(1)) {
+            if s.write_all(chunk).await.is_err() {
+                break;
+            }
+        }
+        let _ = s.shutdown().await;
+        let _ = s.read(&mut buf).await;
+    });
+    (addr, server)
+}
+
 /// Serves `response` (written in pieces of `piece` bytes) to one request over real loopback TCP, then
 /// closes; returns what `H1Conn::exchange` made of it: Some(Ok((status, body))) or Some(Err(message)),
 /// None if it hung.
 fn exchange(response: Vec<u8>, piece: usize) -> Option<Result<(u16, Vec<u8>), String>> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async move {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let server = tokio::spawn(async move {
-            let (mut s, _) = listener.accept().await.unwrap();
-            let mut buf = [0u8; 1024];
-            let _ = s.read(&mut buf).await;
-            for chunk in response.chunks(piece.max(1)) {
-                if s.write_all(chunk).await.is_err() {
-                    break;
-                }
-            }
-            let _ = s.shutdown().await;
-        });
+        let (addr, server) = serve_once(response, piece).await;
         let mut conn = H1Conn::new(Stream::Plain(TcpStream::connect(addr).await.unwrap()));
         let outcome = tokio::time::timeout(
             Duration::from_secs(5),
@@ -88,22 +97,7 @@ fn h2_exchange(frames: Vec<u8>, piece: usize) -> Option<Result<(u16, u64), Strin
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async move {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let server = tokio::spawn(async move {
-            let (mut s, _) = listener.accept().await.unwrap();
-            let mut buf = [0u8; 4096];
-            let _ = s.read(&mut buf).await; // the preface, SETTINGS and the request
-            let mut out = vec![0, 0, 0, 4, 0, 0, 0, 0, 0];
-            out.extend_from_slice(&frames);
-            for chunk in out.chunks(piece.max(1)) {
-                if s.write_all(chunk).await.is_err() {
-                    break;
-                }
-            }
-            let _ = s.shutdown().await;
-            let _ = s.read(&mut buf).await; // until the client closes
-        });
+        let (addr, server) = serve_once([h2_frame(4, 0, 0, &[]), frames].concat(), piece).await;
         let url = url::Url::parse(&format!("http://{addr}/")).unwrap();
         let head = encode_head(&squall_engine::http::h2::build_request("GET", &url, &[]).unwrap());
         let connector = Connector::new(vec![addr], None).unwrap();

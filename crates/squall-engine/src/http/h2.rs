@@ -3,6 +3,7 @@
 
 use crate::http::h1::Response;
 use crate::http::request::RequestSpec;
+use crate::http::{opening, TRIES};
 use crate::net::classify_io;
 use crate::net::Connector;
 use crate::stats::{Failure, FailureKind};
@@ -64,9 +65,6 @@ impl From<h2::Error> for Failed {
         Failed { failure, broken: !e.is_reset() || e.is_go_away(), refused: e.is_go_away() && e.is_remote() }
     }
 }
-
-/// How often a request refused by a GOAWAY goes, in all, before it counts as failed.
-const TRIES: usize = 3;
 
 /// The live connection of a slot, numbered so that a stream can drop the very one it used.
 type Live = (u64, SendRequest<Bytes>);
@@ -155,16 +153,7 @@ impl H2Conn {
         loop {
             let (number, send) = match self.current() {
                 Some(live) => live,
-                None => {
-                    connecting.set(true);
-                    let opened = self.connect(connector).await;
-                    connecting.set(false);
-                    let (live, connect_time) = opened?;
-                    if let Some(t) = connect_time {
-                        on_connect(t);
-                    }
-                    live
-                }
+                None => opening(connecting, &mut on_connect, self.connect(connector)).await?,
             };
             let mut in_flight = InFlight { conn: self, number, armed: true };
             let result = self.send(send, template, body, keep).await;

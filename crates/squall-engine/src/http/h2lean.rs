@@ -21,6 +21,7 @@
 //! REFUSED_STREAM, 8.7), and idempotent requests left unanswered when a connection closed after its
 //! GOAWAY (see `Ended::Unanswered`), go again on a new connection instead of counting as failures.
 
+use crate::http::{opening, TRIES};
 use crate::net::{classify_io, Connector, Stream};
 use crate::stats::{Failure, FailureKind};
 use bytes::{Buf, Bytes};
@@ -59,8 +60,6 @@ const WINDOW: u32 = (1 << 31) - 1;
 const TOP_UP: u64 = 1 << 30;
 /// Stream ids are odd and below 2^31: a connection that reaches this one takes no more streams.
 const LAST_ID: u32 = (1 << 31) - 1;
-/// How often a request refused by a GOAWAY goes again on a new connection before it counts as failed.
-const RETRIES: usize = 3;
 
 /// `:status` values of HPACK's static table, entries 8 to 14.
 const STATIC_STATUS: [u16; 7] = [200, 204, 206, 304, 400, 404, 500];
@@ -460,9 +459,7 @@ impl State {
         let mut chunks = head.chunks(self.max_frame).peekable();
         let mut kind = HEADERS;
         let mut flags = end;
-        if head.is_empty() {
-            put_frame_head(&mut self.out, 0, HEADERS, end | END_HEADERS, id);
-        }
+        // Never empty: `encode_head` always writes :method, :scheme and :path.
         while let Some(chunk) = chunks.next() {
             let last = chunks.peek().is_none();
             put_frame_head(&mut self.out, chunk.len(), kind, flags | if last { END_HEADERS } else { 0 }, id);
@@ -857,29 +854,8 @@ impl LeanConn {
         Ok((conn, Some(t0.elapsed())))
     }
 
-    /// The slot's connection, opened if need be; `connecting` is true meanwhile, so that a watchdog
-    /// can tell a connect timeout from a request timeout, as it does for HTTP/1.1.
-    async fn connection(
-        &self,
-        connector: &Connector,
-        on_connect: &mut impl FnMut(Duration),
-        connecting: &Cell<bool>,
-    ) -> Result<Rc<Conn>, Failure> {
-        if let Some(conn) = self.usable() {
-            return Ok(conn);
-        }
-        connecting.set(true);
-        let opened = self.connect(connector).await;
-        connecting.set(false);
-        let (conn, took) = opened?;
-        if let Some(t) = took {
-            on_connect(t);
-        }
-        Ok(conn)
-    }
-
     /// One request on the slot's connection, opening it first if needed. A request the server
-    /// refused unprocessed (GOAWAY) goes again, up to `RETRIES` times in all.
+    /// refused unprocessed (GOAWAY) goes again, up to `TRIES` times in all.
     pub async fn exchange(
         &self,
         connector: &Connector,
@@ -890,7 +866,10 @@ impl LeanConn {
     ) -> Result<Answer, Failure> {
         let mut tries = 0;
         loop {
-            let conn = self.connection(connector, &mut on_connect, connecting).await?;
+            let conn = match self.usable() {
+                Some(conn) => conn,
+                None => opening(connecting, &mut on_connect, self.connect(connector)).await?,
+            };
             match room(&conn).await {
                 Err(f) => {
                     self.drop_connection(&conn);
@@ -908,12 +887,12 @@ impl LeanConn {
                 Ok(answer) => return Ok(answer),
                 // Again on this connection if it still takes streams (refused past the server's
                 // concurrency limit, before its SETTINGS said it), else on a new one (GOAWAY).
-                Err(Ended::Refused) if tries < RETRIES => {}
+                Err(Ended::Refused) if tries < TRIES => {}
                 Err(Ended::Refused) => {
                     return Err(Failure::new(FailureKind::Closed, "with GOAWAY (the request was not processed)"));
                 }
                 Err(Ended::Reset(f)) => return Err(f),
-                Err(Ended::Unanswered(_)) if head.idempotent && tries < RETRIES => self.drop_connection(&conn),
+                Err(Ended::Unanswered(_)) if head.idempotent && tries < TRIES => self.drop_connection(&conn),
                 Err(Ended::Broken(f) | Ended::Unanswered(f)) => {
                     self.drop_connection(&conn);
                     return Err(f);

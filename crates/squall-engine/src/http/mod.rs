@@ -5,3 +5,30 @@ pub mod h1;
 pub mod h2;
 pub mod h2lean;
 pub mod request;
+
+use crate::stats::Failure;
+use std::cell::Cell;
+use std::future::Future;
+use std::time::Duration;
+
+/// How often, in all, an HTTP/2 request the server refused unprocessed goes before it counts as
+/// failed (both HTTP/2 clients).
+pub(crate) const TRIES: usize = 3;
+
+/// Opens an HTTP/2 connection slot's connection with `connecting` true meanwhile, so that a watchdog
+/// can tell a connect timeout from a request timeout, as it does for HTTP/1.1; `open` reports how
+/// long a new connect took (None: another stream had opened it), and `on_connect` is told.
+pub(crate) async fn opening<T>(
+    connecting: &Cell<bool>,
+    on_connect: &mut impl FnMut(Duration),
+    open: impl Future<Output = Result<(T, Option<Duration>), Failure>>,
+) -> Result<T, Failure> {
+    connecting.set(true);
+    let opened = open.await;
+    connecting.set(false);
+    let (conn, took) = opened?;
+    if let Some(t) = took {
+        on_connect(t);
+    }
+    Ok(conn)
+}
