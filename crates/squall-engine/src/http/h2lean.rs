@@ -285,8 +285,8 @@ enum Ended {
     /// The server reset this stream.
     Reset(Failure),
     /// Never processed, by the server's word: above the last stream id of its GOAWAY, or reset with
-    /// REFUSED_STREAM (RFC 9113 8.7). It can go again.
-    Refused,
+    /// REFUSED_STREAM (RFC 9113 8.7), which one says. It can go again.
+    Refused(&'static str),
     /// The connection closed after the server's GOAWAY before any of this stream's answer came: at
     /// or below the GOAWAY's last stream id, so it may have been processed, or not. nginx 1.22 left
     /// 36 of 1,000 requests so (`keepalive_requests 50` with `http2_max_concurrent_streams 4`, 10
@@ -563,7 +563,7 @@ impl State {
             RST_STREAM => {
                 let code = be32(payload.get(..4).ok_or("short RST_STREAM")?);
                 if code == 7 {
-                    self.end(id, Err(Ended::Refused)); // REFUSED_STREAM
+                    self.end(id, Err(Ended::Refused("with REFUSED_STREAM")));
                 } else {
                     let f =
                         Failure::new(FailureKind::Protocol, format!("stream reset by the server ({})", reason(code)));
@@ -612,7 +612,7 @@ impl State {
                 (self.retired, self.goaway) = (true, true);
                 let refused: Vec<u32> = self.streams.iter().filter(|s| s.id > last).map(|s| s.id).collect();
                 for id in refused {
-                    self.end(id, Err(Ended::Refused));
+                    self.end(id, Err(Ended::Refused("with GOAWAY")));
                 }
                 self.waiting.drain(..).for_each(Waker::wake);
             }
@@ -887,9 +887,9 @@ impl LeanConn {
                 Ok(answer) => return Ok(answer),
                 // Again on this connection if it still takes streams (refused past the server's
                 // concurrency limit, before its SETTINGS said it), else on a new one (GOAWAY).
-                Err(Ended::Refused) if tries < TRIES => {}
-                Err(Ended::Refused) => {
-                    return Err(Failure::new(FailureKind::Closed, "with GOAWAY (the request was not processed)"));
+                Err(Ended::Refused(_)) if tries < TRIES => {}
+                Err(Ended::Refused(how)) => {
+                    return Err(Failure::new(FailureKind::Closed, format!("{how} (the request was not processed)")));
                 }
                 Err(Ended::Reset(f)) => return Err(f),
                 Err(Ended::Unanswered(_)) if head.idempotent && tries < TRIES => self.drop_connection(&conn),
@@ -1080,14 +1080,14 @@ mod tests {
         goaway.extend_from_slice(&0u32.to_be_bytes());
         st.frame(GOAWAY, 0, 0, &goaway).unwrap();
         assert!(st.retired);
-        assert!(matches!(st.streams[2].done, Some(Err(Ended::Refused))));
+        assert!(matches!(st.streams[2].done, Some(Err(Ended::Refused("with GOAWAY")))));
         assert!(st.streams[0].done.is_none() && st.streams[1].done.is_none());
         st.out.clear();
         st.frame(SETTINGS, 0, 0, &[0, 3, 0, 0, 0, 100]).unwrap();
         assert_eq!(st.max_streams, 100);
         assert_eq!(st.out, [0, 0, 0, SETTINGS, ACK, 0, 0, 0, 0]);
         st.frame(RST_STREAM, 0, 3, &7u32.to_be_bytes()).unwrap(); // REFUSED_STREAM
-        assert!(matches!(st.streams[1].done, Some(Err(Ended::Refused))));
+        assert!(matches!(st.streams[1].done, Some(Err(Ended::Refused("with REFUSED_STREAM")))));
         st.break_all(Failure::new(FailureKind::Closed, "mid-response"));
         assert!(matches!(st.streams[0].done, Some(Err(Ended::Unanswered(_)))), "no answer came after GOAWAY");
         let mut st = State::new();

@@ -215,6 +215,15 @@ impl EndpointStats {
         }
     }
 
+    /// The histogram within the exact fastest and slowest times.
+    pub fn within(&self) -> Within<'_> {
+        if self.requests == 0 || self.hist.is_empty() {
+            Within { hist: &self.hist, min_us: 0, max_us: 0 }
+        } else {
+            Within { hist: &self.hist, min_us: self.min_us, max_us: self.max_us }
+        }
+    }
+
     pub fn merge(&mut self, other: &EndpointStats) {
         self.hist.add(&other.hist).expect("auto-resizing histograms always merge");
         self.min_us = self.min_us.min(other.min_us);
@@ -225,6 +234,53 @@ impl EndpointStats {
         self.wire_bytes += other.wire_bytes;
         for &(s, n) in &other.status {
             self.add_status(s, n);
+        }
+    }
+}
+
+/// A histogram read within exact bounds. The histogram knows a value only to its bucket (a percentile
+/// reads as the top of one); the bounds are exact, and every true percentile, and the mean, lies
+/// within them. So its readings are clamped there, and the 100th percentile is the maximum, as in
+/// Locust's table. Empty: every reading is 0.
+#[derive(Clone, Copy)]
+pub struct Within<'a> {
+    hist: &'a Histogram<u64>,
+    pub min_us: u64,
+    pub max_us: u64,
+}
+
+impl<'a> Within<'a> {
+    /// A bare histogram: its bounds are known to the bucket only.
+    pub fn histogram(hist: &'a Histogram<u64>) -> Self {
+        let (min_us, max_us) = if hist.is_empty() { (0, 0) } else { (hist.min(), hist.max()) };
+        Within { hist, min_us, max_us }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.hist.is_empty()
+    }
+
+    pub fn percentile(&self, p: f64) -> u64 {
+        if self.is_empty() {
+            0
+        } else {
+            self.hist.value_at_percentile(p).clamp(self.min_us, self.max_us)
+        }
+    }
+
+    pub fn mean(&self) -> f64 {
+        if self.is_empty() {
+            0.0
+        } else {
+            self.hist.mean().clamp(self.min_us as f64, self.max_us as f64)
+        }
+    }
+
+    pub fn stdev(&self) -> f64 {
+        if self.is_empty() {
+            0.0
+        } else {
+            self.hist.stdev()
         }
     }
 }

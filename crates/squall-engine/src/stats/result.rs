@@ -5,7 +5,7 @@
 use crate::stats::lag::{Lag, ScheduleReport, SecondSchedule};
 pub use crate::stats::stream::Cumulative;
 use crate::stats::stream::{AllSeconds, Second};
-use crate::stats::{self, EndpointStats, ErrorEntry, ErrorKey, PERCENTILES};
+use crate::stats::{self, EndpointStats, ErrorEntry, ErrorKey, Within, PERCENTILES};
 use crate::types::StopReason;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -32,44 +32,28 @@ pub fn percentile_label(p: f64) -> String {
 
 /// The summary of a bare histogram: its minimum and maximum are known to the bucket only.
 pub fn summarize(hist: &Histogram<u64>, requests: u64, failures: u64, body_bytes: u64, wire_bytes: u64) -> Summary {
-    let empty = hist.is_empty();
-    let bounds = if empty { (0, 0) } else { (hist.min(), hist.max()) };
-    summary_within(hist, bounds, requests, failures, body_bytes, wire_bytes)
+    summary_within(Within::histogram(hist), requests, failures, body_bytes, wire_bytes)
 }
 
 /// The summary of an endpoint's statistics, with its exact minimum and maximum.
 pub fn summarize_stats(s: &EndpointStats) -> Summary {
-    let bounds = if s.requests == 0 || s.hist.is_empty() { (0, 0) } else { (s.min_us, s.max_us) };
-    summary_within(&s.hist, bounds, s.requests, s.failures, s.body_bytes, s.wire_bytes)
+    summary_within(s.within(), s.requests, s.failures, s.body_bytes, s.wire_bytes)
 }
 
-/// Percentiles are the histogram's (the top of a value's bucket), clamped into the exact `[min,
-/// max]`: every true percentile lies there, and so the 100th is the maximum, as in Locust's table.
-fn summary_within(
-    hist: &Histogram<u64>,
-    (min_us, max_us): (u64, u64),
-    requests: u64,
-    failures: u64,
-    body_bytes: u64,
-    wire_bytes: u64,
-) -> Summary {
-    let empty = hist.is_empty();
+fn summary_within(w: Within<'_>, requests: u64, failures: u64, body_bytes: u64, wire_bytes: u64) -> Summary {
     Summary {
         requests,
         failures,
         body_bytes,
         wire_bytes,
-        min_us,
-        max_us,
-        mean_us: if empty { 0.0 } else { hist.mean().clamp(min_us as f64, max_us as f64) },
-        stdev_us: if empty { 0.0 } else { hist.stdev() },
-        percentiles_us: if empty {
+        min_us: w.min_us,
+        max_us: w.max_us,
+        mean_us: w.mean(),
+        stdev_us: w.stdev(),
+        percentiles_us: if w.is_empty() {
             BTreeMap::new()
         } else {
-            PERCENTILES
-                .iter()
-                .map(|&p| (percentile_label(p), hist.value_at_percentile(p).clamp(min_us, max_us)))
-                .collect()
+            PERCENTILES.iter().map(|&p| (percentile_label(p), w.percentile(p))).collect()
         },
     }
 }

@@ -91,15 +91,14 @@ pub struct Cumulative {
 
 impl Cumulative {
     pub fn of(running: &EndpointStats) -> Cumulative {
-        let r = &running.hist;
-        let empty = r.is_empty();
+        let w = running.within();
         Cumulative {
             requests: running.requests,
             failures: running.failures,
-            median_us: if empty { 0 } else { r.value_at_percentile(50.0).clamp(running.min_us, running.max_us) },
-            mean_us: if empty { 0.0 } else { r.mean().clamp(running.min_us as f64, running.max_us as f64) },
-            min_us: if empty { 0 } else { running.min_us },
-            max_us: if empty { 0 } else { running.max_us },
+            median_us: w.percentile(50.0),
+            mean_us: w.mean(),
+            min_us: w.min_us,
+            max_us: w.max_us,
             body_bytes: running.body_bytes,
         }
     }
