@@ -159,8 +159,14 @@ def compile_squall():
 TITLE = "# Benchmark results"
 
 
+# A section's notes written by hand (analyses, experiments, rechecks) follow this line; a benchmark that
+# rewrites its section keeps them below its new numbers.
+NOTES = "<!-- Notes written by hand: the benchmark that rewrites this section keeps them. -->"
+
+
 def write_section(lines):
-    """Replaces one `## ` section of RESULTS.md (its first line), keeping the others and their order."""
+    """Replaces one `## ` section of RESULTS.md (its first line), keeping the others and their order,
+    and the replaced section's hand-written notes (from NOTES on)."""
     path = BENCH / "RESULTS.md"
     heading, body = lines[0], "\n".join(lines).rstrip() + "\n"
     sections, order = {}, []
@@ -171,6 +177,9 @@ def write_section(lines):
         order.append(name)
     if heading not in sections:
         order.append(heading)
+    elif NOTES in sections[heading]:
+        old = sections[heading]
+        body += "\n" + old[old.index(NOTES) :]
     sections[heading] = body
     path.write_text(TITLE + "\n\n" + "\n".join(sections[h] for h in order))
     print(path.read_text())
