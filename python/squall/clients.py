@@ -558,12 +558,12 @@ class HttpSession:
                 response = replaced if isinstance(replaced, Response) else response
         if self._user_context is not None:
             context = {**self._user_context(), **(context or {})}
+        meta: RequestMeta = (method, c.name, c.url, context or {})
         if catch_response:
-            meta: RequestMeta = (method, c.name, c.url, context or {})
             return ResponseContextManager(response, lambda r, failure: self._report(r, failure, meta), c.name)
         events = self.environment.events.request
-        if events._handlers:  # (not `if events`: EventHook.__bool__ is a Python call on every request)
-            self._fire(events, response, (method, c.name, c.url, context or {}), response.exception(c.name))
+        if events:
+            self._fire(events, response, meta, response.exception(c.name))
         return response
 
     @staticmethod

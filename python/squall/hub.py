@@ -56,7 +56,6 @@ class Hub:
         self.main = getcurrent()
         self.ready: deque[tuple[greenlet, Any]] = deque()  # (greenlet, value to resume it with)
         self.timers = Timers()
-        self._timer = self.timers.add
         self.throws: dict[greenlet, BaseException] = {}  # what `throw` raises in a greenlet, once it runs
         self.pending: dict[int, greenlet] = {}  # operation id -> the greenlet waiting for its completion
         self.watchers: dict[int, Callable[[Completion], None]] = {}  # MQTT operation id -> callback
@@ -81,7 +80,7 @@ class Hub:
             except BaseException:
                 self.unqueue(entry)  # thrown out first: this resumption must not come later
                 raise
-        timer = self._timer(time.monotonic() + seconds, g)
+        timer = self.timers.add(time.monotonic() + seconds, g)
         try:
             return self.main.switch()
         except BaseException:
@@ -175,61 +174,54 @@ class Hub:
 
     def run_until(self, deadline: float | None) -> None:
         """Runs everything that is due until the monotonic `deadline` (None: until nothing is left)."""
-        # Every scripted request goes round this loop (twice with think time: once for its timer, once
-        # for its response), so it reads from locals, and dispatches completions inline. Measured with
-        # sys.settrace's opcode events (30 users, between(0.1, 0.2)): 800-820 bytecodes and 17.5
-        # Python calls a request, against 869 and 23.9 through methods. CPU time: not distinguishable
-        # from before within this host's swings (3 alternating rounds).
-        ready, pending, watchers, timers = self.ready, self.pending, self.watchers, self.timers
-        popleft, append, order = ready.popleft, ready.append, timers.order
-        poll, monotonic = self.engine.poll, time.monotonic
         while True:
             # One pass over the greenlets ready now: one that only yields (an MQTT publisher with no
             # wait) runs again on the next pass, after the engine has had a turn.
-            for _ in range(len(ready)):
-                g, value = popleft()
+            for _ in range(len(self.ready)):
+                g, value = self.ready.popleft()
                 if g.dead:
                     continue
-                self.entered = monotonic()
+                self.entered = time.monotonic()
                 self.turns += 1
                 if value is _Kill:
                     g.throw(self.throws.pop(g, GreenletExit) if self.throws else GreenletExit)
                 else:
                     g.switch(value)
                 self.entered = None
-            now = monotonic()
-            if order and order[0] <= now * _TICKS:
-                timers.pop_due(now, append)
+            now = time.monotonic()
+            timers = self.timers
+            first = timers.next_due()
+            if first is not None and first <= now:
+                self.ready.extend((timer[1], None) for timer in timers.pop_due(now))
+                first = timers.next_due()
             if deadline is not None and now >= deadline:
                 return
-            if ready:
+            if not self.ready and deadline is None and not self.pending and first is None and not self.watchers:
+                return
+            if self.ready:
                 wake = 0.0
             else:
-                first = order[0] / _TICKS if order else None
-                if first is None and deadline is None and not pending and not watchers:
-                    return
                 until = first if deadline is None or (first is not None and first < deadline) else deadline
                 wake = 0.1 if until is None else until - now if until > now else 0.0
-            for c in poll(wake):
-                waiter = pending.pop(c.id, None)
-                if waiter is not None:
-                    append((waiter, c))
-                if watchers:
-                    callback = watchers.pop(c.id, None)
-                    if callback is not None:
-                        callback(c)
-            if self.mqtt_clients:
-                self._deliver_messages()
+            self._dispatch(self.engine.poll(wake))
             if self.on_arrivals is not None:
                 arrivals = self.engine.arrivals()
                 if arrivals:
                     self.on_arrivals(arrivals)
 
-    def _deliver_messages(self) -> None:
-        for m in self.engine.messages():
-            client = self.mqtt_clients.get(m.user)
-            if client is not None:
-                client._deliver(m.topic, m.payload, m.qos)
+    def _dispatch(self, completions: list[Completion]) -> None:
+        for c in completions:
+            g = self.pending.pop(c.id, None)
+            if g is not None:
+                self.ready.append((g, c))
+            callback = self.watchers.pop(c.id, None)
+            if callback is not None:
+                callback(c)
+        if self.mqtt_clients:
+            for m in self.engine.messages():
+                client = self.mqtt_clients.get(m.user)
+                if client is not None:
+                    client._deliver(m.topic, m.payload, m.qos)
 
 
 class Timers:
@@ -261,16 +253,16 @@ class Timers:
         """When the first bucket is due (None: no timer)."""
         return self.order[0] / _TICKS if self.order else None
 
-    def pop_due(self, now: float, resume: Callable[[tuple[greenlet, None]], None]) -> None:
-        """Takes the timers of every bucket due by `now` and hands each one's greenlet to `resume` (the
-        hub's ready queue), in the order of their times."""
-        order, limit, buckets = self.order, now * _TICKS, self.buckets
+    def pop_due(self, now: float) -> list[list[Any]]:
+        """Takes the timers of every bucket due by `now`, in the order of their times."""
+        due: list[list[Any]] = []
+        order, limit = self.order, now * _TICKS
         while order and order[0] <= limit:
-            bucket = buckets.pop(heapq.heappop(order))
+            bucket = self.buckets.pop(heapq.heappop(order))
             if len(bucket) > 1:
                 bucket.sort(key=_WHEN)
-            for timer in bucket:
-                resume((timer[1], None))
+            due += bucket
+        return due
 
     def __iter__(self) -> Iterator[list[Any]]:
         return (timer for bucket in self.buckets.values() for timer in bucket)

@@ -381,20 +381,15 @@ def test_timers_fire_never_early_at_most_a_bucket_late_in_the_order_of_their_tim
 
     timers = Timers()
     times = [10.0004, 10.0001, 10.0001, 10.0031, 10.0009, 12.5]
-    for i, t in enumerate(times):
-        timers.add(t, f"g{i}")  # a name stands for the greenlet
-
-    def due(now):
-        resumed = []
-        timers.pop_due(now, resumed.append)
-        return [g for g, value in resumed if value is None]
-
+    entries = [timers.add(t, None) for t in times]
     assert timers.next_due() is not None and 10.0001 <= timers.next_due() < 10.0001 + TIMER_SLACK
-    assert due(10.0000) == []
-    assert due(10.0020) == ["g1", "g2", "g0", "g4"]  # bucket 10.001: by time, ties kept
-    for t, name in ((10.0031, "g3"), (12.5, "g5")):
-        assert due(t) == []  # never early
-        assert due(t + TIMER_SLACK) == [name]  # at most a bucket late
+    assert timers.pop_due(10.0000) == []
+    due = timers.pop_due(10.0020)
+    assert due == [entries[1], entries[2], entries[0], entries[4]]  # bucket 10.001: by time, ties kept
+    for t in (10.0031, 12.5):
+        assert timers.pop_due(t) == []  # never early
+        [entry] = timers.pop_due(t + TIMER_SLACK)  # at most a bucket late
+        assert entry[0] == t
     assert not timers and timers.next_due() is None
 
 

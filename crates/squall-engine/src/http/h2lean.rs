@@ -51,6 +51,9 @@ const ACK: u8 = 0x1;
 const END_HEADERS: u8 = 0x4;
 const PADDED: u8 = 0x8;
 const PRIORITY: u8 = 0x20;
+/// Error codes (RFC 9113 7) this client acts on or sends.
+const REFUSED_STREAM: u32 = 0x7;
+const CANCEL: u32 = 0x8;
 
 /// The largest frame we accept: the default, which our SETTINGS leave alone.
 const MAX_FRAME: usize = 16_384;
@@ -562,7 +565,7 @@ impl State {
             }
             RST_STREAM => {
                 let code = be32(payload.get(..4).ok_or("short RST_STREAM")?);
-                if code == 7 {
+                if code == REFUSED_STREAM {
                     self.end(id, Err(Ended::Refused("with REFUSED_STREAM")));
                 } else {
                     let f =
@@ -798,7 +801,7 @@ impl Drop for InFlight<'_> {
             let s = st.streams.swap_remove(i);
             if s.done.is_none() {
                 put_frame_head(&mut st.out, 4, RST_STREAM, 0, self.id);
-                st.out.extend_from_slice(&8u32.to_be_bytes()); // CANCEL
+                st.out.extend_from_slice(&CANCEL.to_be_bytes());
             }
         }
         st.retired = true;
@@ -1086,7 +1089,7 @@ mod tests {
         st.frame(SETTINGS, 0, 0, &[0, 3, 0, 0, 0, 100]).unwrap();
         assert_eq!(st.max_streams, 100);
         assert_eq!(st.out, [0, 0, 0, SETTINGS, ACK, 0, 0, 0, 0]);
-        st.frame(RST_STREAM, 0, 3, &7u32.to_be_bytes()).unwrap(); // REFUSED_STREAM
+        st.frame(RST_STREAM, 0, 3, &REFUSED_STREAM.to_be_bytes()).unwrap();
         assert!(matches!(st.streams[1].done, Some(Err(Ended::Refused("with REFUSED_STREAM")))));
         st.break_all(Failure::new(FailureKind::Closed, "mid-response"));
         assert!(matches!(st.streams[0].done, Some(Err(Ended::Unanswered(_)))), "no answer came after GOAWAY");
