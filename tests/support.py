@@ -2,6 +2,7 @@
 
 import contextlib
 import getpass
+import random
 import re
 import shutil
 import socket
@@ -13,7 +14,32 @@ from pathlib import Path
 HERE = Path(__file__).parent
 
 
+def ephemeral_ports():
+    """The kernel's range of ports for outgoing connections (and for binding port 0)."""
+    try:
+        low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999  # Linux's default
+    return low, high
+
+
 def free_port():
+    """A loopback port nothing is bound to, chosen at random below the ephemeral range.
+
+    Binding port 0 would give a port from that range, and between this check and the server's own bind
+    any outgoing connection on the machine can take it as its local port (the tests open thousands; a
+    bind then fails with EADDRINUSE, as it does while such a connection sits in TIME_WAIT). Ports below
+    the range are only ever taken by a bind, which the check here sees."""
+    low, _ = ephemeral_ports()
+    if low > 11000:
+        for _ in range(100):
+            port = random.randrange(10000, low)
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+                return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -51,14 +77,36 @@ def self_signed(workdir):
     )
 
 
+def listening(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+        return True
+    except OSError:
+        return False
+
+
+def serves(proc, ports, name, why, timeout=30.0):
+    """Waits until the server `proc` listens on every port: True, or False if it exits first. Past
+    `timeout` it is killed and the error says what it said (`why()`)."""
+    deadline = time.monotonic() + timeout
+    for port in ports:
+        while not listening(port):
+            if proc.poll() is not None:
+                return False
+            if time.monotonic() > deadline:
+                proc.kill()
+                proc.wait()
+                raise RuntimeError(f"{name} did not listen on 127.0.0.1:{port} within {timeout:.0f} s: {why()}")
+            time.sleep(0.05)
+    return True
+
+
 def wait_for_port(port, timeout=10.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+        if listening(port):
             return
-        except OSError:
-            time.sleep(0.05)
+        time.sleep(0.05)
     raise RuntimeError(f"nothing listens on 127.0.0.1:{port}")
 
 
@@ -150,18 +198,27 @@ class Nginx:
 
     def __init__(self, workdir: Path):
         self.dir = workdir
-        self.port, self.tls_port, self.h2c_port, self.goaway_port, self.narrow_port = (free_port() for _ in range(5))
+        self_signed(workdir)
+        # A port taken between free_port's check and nginx's bind ends this nginx: try fresh ports.
+        for _ in range(3):
+            if self._start():
+                return
+        raise RuntimeError(f"nginx did not start: {self._why()}")
+
+    def _start(self):
+        """Starts nginx on five fresh ports; True once all of them listen, False if a port was taken."""
+        self.port, self.tls_port, self.h2c_port, self.goaway_port, self.narrow_port = ports = [
+            free_port() for _ in range(5)
+        ]
         self.url = f"http://127.0.0.1:{self.port}"
         self.tls_url = f"https://127.0.0.1:{self.tls_port}"
         self.h2c_url = f"http://127.0.0.1:{self.h2c_port}"
         self.goaway_url = f"https://127.0.0.1:{self.goaway_port}"
         self.narrow_url = f"https://127.0.0.1:{self.narrow_port}"
-        binary = shutil.which("nginx") or "/usr/sbin/nginx"
-        self_signed(workdir)
-        (workdir / "nginx.conf").write_text(
+        (self.dir / "nginx.conf").write_text(
             NGINX_CONF.format(
                 user=getpass.getuser(),
-                dir=workdir,
+                dir=self.dir,
                 port=self.port,
                 tls_port=self.tls_port,
                 h2c_port=self.h2c_port,
@@ -169,10 +226,26 @@ class Nginx:
                 narrow_port=self.narrow_port,
             )
         )
-        self.proc = subprocess.Popen(
-            [binary, "-p", str(workdir), "-c", str(workdir / "nginx.conf")], stderr=subprocess.PIPE
-        )
-        wait_for_port(self.port)
+        binary = shutil.which("nginx") or "/usr/sbin/nginx"
+        with (self.dir / "nginx.stderr").open("w") as stderr:
+            self.proc = subprocess.Popen(
+                [binary, "-p", str(self.dir), "-c", str(self.dir / "nginx.conf")], stderr=stderr
+            )
+        if serves(self.proc, ports, "nginx", self._why):
+            return True
+        if "Address already in use" in self._why():
+            return False
+        raise RuntimeError(f"nginx exited with {self.proc.returncode}: {self._why()}")
+
+    def _why(self):
+        """What nginx said: its stderr and error log, last lines first."""
+        said = [
+            line
+            for name in ("nginx.stderr", "error.log")
+            if (self.dir / name).exists()
+            for line in (self.dir / name).read_text().splitlines()
+        ]
+        return " | ".join(reversed(said[-6:])) or "nothing in its stderr or error log"
 
     def requests_logged(self):
         """Requests nginx has logged since the last reset (access log lines)."""
@@ -268,7 +341,13 @@ class Mosquitto:
         (workdir / "mosquitto.conf").write_text("\n".join(lines) + "\n")
         binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
         self.proc = subprocess.Popen([binary, "-c", str(workdir / "mosquitto.conf")], stderr=subprocess.DEVNULL)
-        wait_for_port(self.port)
+        if not serves(self.proc, [self.port], "mosquitto", self._said):
+            raise RuntimeError(f"mosquitto exited with {self.proc.returncode}: {self._said()}")
+
+    def _said(self):
+        log = self.dir / "mosquitto.log"
+        lines = log.read_text().splitlines()[-4:] if log.exists() else []
+        return " | ".join(reversed(lines)) or "nothing in its log"
 
     def wait_for_log(self, pattern, count=1, timeout=30):
         """Until the broker's log has `count` lines matching the regex `pattern` (a client connected
