@@ -29,11 +29,12 @@ def free_port():
     Binding port 0 would give a port from that range, and between this check and the server's own bind
     any outgoing connection on the machine can take it as its local port (the tests open thousands; a
     bind then fails with EADDRINUSE, as it does while such a connection sits in TIME_WAIT). Ports below
-    the range are only ever taken by a bind, which the check here sees."""
+    the range are only ever taken by a bind, which the check here sees. From 20,000 up: a Ray head
+    refuses a port within its workers' range (10,002-19,999 by default), and 10,001 is its client's."""
     low, _ = ephemeral_ports()
-    if low > 11000:
+    if low > 21000:
         for _ in range(100):
-            port = random.randrange(10000, low)
+            port = random.randrange(20000, low)
             with socket.socket() as s:
                 try:
                     s.bind(("127.0.0.1", port))
