@@ -12,13 +12,9 @@ import threading
 import time
 from pathlib import Path
 
+from squall.ports import free_port
+
 BENCH = Path(__file__).resolve().parent
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def run_measured(cmd, core, env=None, timeout=300):

@@ -2,7 +2,6 @@
 
 import contextlib
 import getpass
-import random
 import re
 import shutil
 import socket
@@ -11,39 +10,9 @@ import sys
 import time
 from pathlib import Path
 
+from squall.ports import free_port
+
 HERE = Path(__file__).parent
-
-
-def ephemeral_ports():
-    """The kernel's range of ports for outgoing connections (and for binding port 0)."""
-    try:
-        low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
-    except (OSError, ValueError):
-        low, high = 32768, 60999  # Linux's default
-    return low, high
-
-
-def free_port():
-    """A loopback port nothing is bound to, chosen at random below the ephemeral range.
-
-    Binding port 0 would give a port from that range, and between this check and the server's own bind
-    any outgoing connection on the machine can take it as its local port (the tests open thousands; a
-    bind then fails with EADDRINUSE, as it does while such a connection sits in TIME_WAIT). Ports below
-    the range are only ever taken by a bind, which the check here sees. From 20,000 up: a Ray head
-    refuses a port within its workers' range (10,002-19,999 by default), and 10,001 is its client's."""
-    low, _ = ephemeral_ports()
-    if low > 21000:
-        for _ in range(100):
-            port = random.randrange(20000, low)
-            with socket.socket() as s:
-                try:
-                    s.bind(("127.0.0.1", port))
-                except OSError:
-                    continue
-                return port
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def squall_get(url):

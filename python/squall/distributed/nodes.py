@@ -31,6 +31,7 @@ from collections.abc import Sequence
 import psutil  # type: ignore[import-untyped]
 
 from squall.distributed.cluster import LEAN
+from squall.ports import free_port
 
 # The resource a `--worker` node offers, one unit per worker it can host: a `--master` run places
 # its workers only where this is (never on the master's own head, which generates no load, as
@@ -220,13 +221,6 @@ def _reap(session: int, owner: int) -> None:
         if signal.sigtimedwait({signal.SIGTERM}, 1.0) is not None:
             break
     end_session(session)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def node_ip_towards(host: str) -> str:
