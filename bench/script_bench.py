@@ -136,7 +136,7 @@ def engine_alone(rate, connections, secs=20):
     return {"rate": rate, "connections": connections, "core_share": cpu / secs, "per_cpu": rate * secs / cpu}
 
 
-def write(results, think, many, rounds, secs, floors):
+def write(results, think, many, rounds, secs, alone):
     per_cpu = lambda s: s["requests"] / s["cpu"]
     lines = [
         MARK,
@@ -187,7 +187,7 @@ def write(results, think, many, rounds, secs, floors):
         "|---:|---:|---:|---:|",
         *[
             f"| {f['rate']:,} | {f['connections']:,} | {100 * f['core_share']:.0f}% | {f['per_cpu']:,.0f} |"
-            for f in floors
+            for f in alone
         ],
         "",
     ]
@@ -201,9 +201,9 @@ def main():
     args = cli(__doc__)
     results = throughput(args.rounds, args.seconds)
     think = throughput(args.rounds, args.seconds, users=1000, flavours=("think",))
-    floors = [engine_alone(6_667, 1_000), engine_alone(6_667, 10_000)]
+    alone = [engine_alone(6_667, 1_000), engine_alone(6_667, 10_000)]
     many = many_users()
-    write(results, think, many, args.rounds, args.seconds, floors)
+    write(results, think, many, args.rounds, args.seconds, alone)
 
 
 if __name__ == "__main__":

@@ -71,6 +71,12 @@ def serves(proc, ports, name, why, timeout=30.0):
     return True
 
 
+def last_lines(paths, n, none):
+    """What a server said: the last `n` lines of its files, newest first, on one line (`none` if empty)."""
+    said = [line for path in paths if path.exists() for line in path.read_text().splitlines()]
+    return " | ".join(reversed(said[-n:])) or none
+
+
 def wait_for_port(port, timeout=10.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -197,6 +203,8 @@ class Nginx:
             )
         )
         binary = shutil.which("nginx") or "/usr/sbin/nginx"
+        # This try's words only: an earlier try's "Address already in use" must not decide this one's fate.
+        (self.dir / "error.log").unlink(missing_ok=True)
         with (self.dir / "nginx.stderr").open("w") as stderr:
             self.proc = subprocess.Popen(
                 [binary, "-p", str(self.dir), "-c", str(self.dir / "nginx.conf")], stderr=stderr
@@ -208,14 +216,7 @@ class Nginx:
         raise RuntimeError(f"nginx exited with {self.proc.returncode}: {self._why()}")
 
     def _why(self):
-        """What nginx said: its stderr and error log, last lines first."""
-        said = [
-            line
-            for name in ("nginx.stderr", "error.log")
-            if (self.dir / name).exists()
-            for line in (self.dir / name).read_text().splitlines()
-        ]
-        return " | ".join(reversed(said[-6:])) or "nothing in its stderr or error log"
+        return last_lines([self.dir / "nginx.stderr", self.dir / "error.log"], 6, "nothing in its stderr or error log")
 
     def requests_logged(self):
         """Requests nginx has logged since the last reset (access log lines)."""
@@ -315,9 +316,7 @@ class Mosquitto:
             raise RuntimeError(f"mosquitto exited with {self.proc.returncode}: {self._said()}")
 
     def _said(self):
-        log = self.dir / "mosquitto.log"
-        lines = log.read_text().splitlines()[-4:] if log.exists() else []
-        return " | ".join(reversed(lines)) or "nothing in its log"
+        return last_lines([self.dir / "mosquitto.log"], 4, "nothing in its log")
 
     def wait_for_log(self, pattern, count=1, timeout=30):
         """Until the broker's log has `count` lines matching the regex `pattern` (a client connected
