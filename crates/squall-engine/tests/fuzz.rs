@@ -53,7 +53,7 @@ fn exchange(response: Vec<u8>, piece: usize) -> Option<Result<(u16, Vec<u8>), St
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async move {
         let (addr, server) = serve_once(response, piece).await;
-        let mut conn = H1Conn::new(Stream::Plain(TcpStream::connect(addr).await.unwrap()));
+        let mut conn = H1Conn::new(Stream::plain(TcpStream::connect(addr).await.unwrap()));
         let outcome = tokio::time::timeout(
             Duration::from_secs(5),
             conn.exchange(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", false, true),

@@ -3,7 +3,9 @@
 
 use crate::net::{classify_io, Stream};
 use crate::stats::{Failure, FailureKind};
+use std::cell::Cell;
 use std::io;
+use std::rc::Rc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Header slots tried first: enough for nearly every response, and cheap to initialize per parse
@@ -31,6 +33,9 @@ pub struct Response {
     pub set_cookies: Vec<String>,
     pub location: Option<String>,
     pub body: Option<Vec<u8>>,
+    /// When the kernel received the response's last bytes, on a connection opened with receive
+    /// timestamps (`Connector::stamp_receives`); else None and the caller's clock times it.
+    pub received: Option<std::time::Instant>,
 }
 
 /// An error, and whether the request may be sent again on a fresh connection: a reused keep-alive
@@ -91,11 +96,30 @@ pub struct H1Conn {
     body_counter: u64,
     /// Exchanges completed on this connection.
     pub served: u64,
+    /// Counts the exchanges whose request is sent and whose response is awaited, when set: what a
+    /// scripted run's engine needs to know before it defers reading (script/mod.rs `poll`).
+    pub awaiting: Option<Rc<Cell<usize>>>,
+}
+
+/// One exchange counted in `H1Conn::awaiting` while it lives (a task aborted mid-exchange drops it).
+struct Awaiting(Rc<Cell<usize>>);
+
+impl Awaiting {
+    fn new(count: &Rc<Cell<usize>>) -> Awaiting {
+        count.set(count.get() + 1);
+        Awaiting(count.clone())
+    }
+}
+
+impl Drop for Awaiting {
+    fn drop(&mut self) {
+        self.0.set(self.0.get() - 1);
+    }
 }
 
 impl H1Conn {
     pub fn new(io: Stream) -> Self {
-        H1Conn { io, buf: vec![0; INITIAL_BUF], start: 0, end: 0, body_counter: 0, served: 0 }
+        H1Conn { io, buf: vec![0; INITIAL_BUF], start: 0, end: 0, body_counter: 0, served: 0, awaiting: None }
     }
 
     fn buffered(&self) -> &[u8] {
@@ -134,9 +158,11 @@ impl H1Conn {
     ) -> Result<Response, ExchangeError> {
         let reused = self.served > 0;
         let fail = |failure: Failure, retryable: bool| ExchangeError { failure, retryable };
+        self.io.take_received(); // a stamp from before this request is not its response's
         if let Err(e) = write_request(&mut self.io, request).await {
             return Err(fail(classify_io(&e, "before responding"), reused));
         }
+        let _awaiting = self.awaiting.as_ref().map(Awaiting::new);
         let mut resp = Response::default();
         let body_kind = loop {
             match parse_head(self.buffered(), head_request, keep).map_err(|f| fail(f, false))? {
@@ -187,6 +213,7 @@ impl H1Conn {
         self.body_counter = 0;
         resp.wire_bytes += resp.body_bytes;
         resp.body = body;
+        resp.received = self.io.take_received();
         self.served += 1;
         Ok(resp)
     }
@@ -398,7 +425,7 @@ mod tests {
     }
 
     async fn conn(addr: std::net::SocketAddr) -> H1Conn {
-        H1Conn::new(Stream::Plain(TcpStream::connect(addr).await.unwrap()))
+        H1Conn::new(Stream::plain(TcpStream::connect(addr).await.unwrap()))
     }
 
     const REQ: &[u8] = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n";

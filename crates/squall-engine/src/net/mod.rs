@@ -1,6 +1,7 @@
 //! Connections: name resolution, plain TCP or TLS over TCP behind one type (so the protocols above
 //! needn't care), and how I/O errors become failures.
 
+pub mod stamped;
 pub mod tls;
 
 use crate::stats::{Failure, FailureKind};
@@ -15,9 +16,27 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
+pub use stamped::Tcp;
+
 pub enum Stream {
-    Plain(TcpStream),
-    Tls(Box<TlsStream<TcpStream>>),
+    Plain(Tcp),
+    Tls(Box<TlsStream<Tcp>>),
+}
+
+impl Stream {
+    /// A plain TCP connection, its receive times not asked of the kernel.
+    pub fn plain(tcp: TcpStream) -> Stream {
+        Stream::Plain(Tcp::new(tcp, false))
+    }
+
+    /// When the kernel received the bytes read last since the previous call, if this connection was
+    /// opened with receive timestamps (`Connector::stamp_receives`); forgets it.
+    pub fn take_received(&mut self) -> Option<std::time::Instant> {
+        match self {
+            Stream::Plain(s) => s.take_received(),
+            Stream::Tls(s) => s.get_mut().0.take_received(),
+        }
+    }
 }
 
 /// How to reach the target: its addresses and, for https, the TLS connector and server name.
@@ -25,6 +44,8 @@ pub enum Stream {
 pub struct Connector {
     pub addrs: Arc<Vec<SocketAddr>>,
     pub tls: Option<(TlsConnector, ServerName<'static>)>,
+    /// Ask the kernel for each read's receive time (see `stamped`).
+    pub stamps: bool,
 }
 
 impl Connector {
@@ -37,7 +58,13 @@ impl Connector {
                 Some((TlsConnector::from(config), name))
             }
         };
-        Ok(Connector { addrs: Arc::new(addrs), tls })
+        Ok(Connector { addrs: Arc::new(addrs), tls, stamps: false })
+    }
+
+    /// Connections from this connector tell when the kernel received what they read.
+    pub fn stamp_receives(mut self) -> Self {
+        self.stamps = true;
+        self
     }
 
     /// Opens a connection; `which` spreads connections over the resolved addresses.
@@ -45,6 +72,7 @@ impl Connector {
         let addr = self.addrs[which % self.addrs.len()];
         let tcp = TcpStream::connect(addr).await.map_err(|e| classify_io(&e, "while connecting"))?;
         let _ = tcp.set_nodelay(true);
+        let tcp = Tcp::new(tcp, self.stamps);
         match &self.tls {
             None => Ok(Stream::Plain(tcp)),
             Some((connector, name)) => match connector.connect(name.clone(), tcp).await {

@@ -8,9 +8,10 @@
 //! wake-ups (the script waking the engine to send, the engine waking the script with the response);
 //! with think time nothing batches them, and 1,000 users `between(0.1, 0.2)` spent 100 µs of CPU per
 //! request, 2.2 futex calls each (strace: 38,032 futex and 17,375 recvfrom calls in 6 s). On one
-//! thread there are none. The cost: a response that arrives while Python runs other users' code is
-//! timed when the script next polls; the hub polls between passes over its ready users, so this is
-//! bounded by one pass (tens of microseconds per ready user), as with Locust's gevent loop.
+//! thread there are none. A response that arrives while Python runs other users' code is read when
+//! the script next polls, but timed when the kernel received it (HTTP/1.1 reads carry the kernel's
+//! receive stamp: net/stamped.rs); that is also what lets `poll` leave responses unread until the
+//! script's next timer (`DEFER`), so that the users of a millisecond share one wake-up.
 //!
 //! Each user has its own keep-alive connections (HTTP/1.1, or one HTTP/2 connection per origin with
 //! `http2`) and its own cookie jar. URLs are parsed once per (base, URL) and the request head is
@@ -146,6 +147,21 @@ struct Running {
     url: url::Url,
 }
 
+/// The longest `poll` leaves responses unread: when the script's next timer is due within this (the
+/// hub's timer slack, so that at think-time rates a timer is nearly always this close) and every
+/// request in flight is sent and awaits a response on a connection whose reads the kernel stamps,
+/// `poll` sends what was submitted, sleeps until the timer without waking for responses, then reads
+/// all that came, each timed by its receive stamp (net/stamped.rs), not by when it was read.
+///
+/// Why: below saturation each response used to wake the script (0.8 wakes a request at 10,000 users
+/// `between(1, 2)`), and each wake costs an `epoll_wait`, a context switch and a pass of the hub; now
+/// the users of a millisecond share one. What it costs: a user sees its response up to this late, so
+/// its next think time starts that late (0.3% of a 150 ms cycle). Not done with HTTP/2 (its reads
+/// are not stamped), MQTT users (their messages are timed on arrival), a connection being opened, a
+/// request still being written, or before the kernel stamps (the last response came unstamped):
+/// those wake the script as before.
+const DEFER: Duration = Duration::from_millis(1);
+
 /// How often the watchdog looks for requests past their timeout. Like bench's watchdog, one scan of
 /// the requests in flight (at most one a user, usually) instead of a timer per request.
 const WATCH_TICK: Duration = Duration::from_millis(10);
@@ -192,6 +208,12 @@ struct Engine {
     mqtt: RefCell<HashMap<u64, UserTx>>,
     /// Requests not yet completed, by id.
     running: RefCell<HashMap<u64, Running>>,
+    /// How many of them are sent and wait for their response on a connection whose reads the kernel
+    /// stamps: when that is all of them, `poll` may leave them unread until the script's next timer.
+    awaiting: Rc<Cell<usize>>,
+    /// Whether the last HTTP/1.1 response came with the kernel's receive stamp: until the kernel
+    /// stamps (net/stamped.rs), reads are not deferred.
+    stamping: Cell<bool>,
     /// When the watchdog last looked for requests past their timeout.
     last_watch: Cell<Instant>,
     /// Requests cancelled unmeasured because their user stopped.
@@ -301,7 +323,10 @@ impl Engine {
             crate::net::resolve_async(&origin.host, origin.port).await.map_err(|m| Failure::new(FailureKind::Io, m))?;
         let config = if insecure { &self.tls_insecure } else { &self.tls };
         let tls = origin.https.then(|| (config.clone(), origin.host.as_str()));
-        let c = Connector::new(addrs, tls).map_err(|m| Failure::new(FailureKind::Tls, m))?;
+        let mut c = Connector::new(addrs, tls).map_err(|m| Failure::new(FailureKind::Tls, m))?;
+        if !self.options.http2 {
+            c = c.stamp_receives(); // see `DEFER`
+        }
         self.connectors.borrow_mut().insert((index, insecure), c.clone());
         Ok(c)
     }
@@ -392,6 +417,8 @@ impl ScriptEngine {
             ready: Notify::new(),
             mqtt: RefCell::default(),
             running: RefCell::default(),
+            awaiting: Rc::default(),
+            stamping: Cell::new(false),
             last_watch: Cell::new(Instant::now()),
             cancelled: Cell::new(0),
             next_id: Cell::new(1),
@@ -448,7 +475,8 @@ impl ScriptEngine {
     }
 
     /// Runs the engine on this thread until a completion or message is ready or `timeout` has passed
-    /// (a zero timeout: one turn of the runtime, I/O included); returns the completions.
+    /// (a zero timeout: one turn of the runtime, I/O included); returns the completions. A timeout
+    /// within `DEFER` may be slept out without waking for responses (see `DEFER`).
     pub fn poll(&self, timeout: Duration) -> Vec<Completion> {
         let engine = &self.engine;
         let start = engine.core.start;
@@ -456,19 +484,38 @@ impl ScriptEngine {
         let arrival_due = || next_arrival().is_some_and(|t| start + Duration::from_secs_f64(t) <= Instant::now());
         if engine.done.borrow().is_empty() && !arrival_due() {
             let deadline = Instant::now() + timeout;
-            self.rt.block_on(self.local.run_until(async {
-                if timeout.is_zero() {
-                    tokio::task::yield_now().await; // lets the runtime poll I/O once
-                    return;
-                }
-                while engine.done.borrow().is_empty() && engine.messages.borrow().is_empty() {
-                    let wake = next_arrival().map_or(deadline, |t| deadline.min(start + Duration::from_secs_f64(t)));
-                    tokio::select! {
-                        _ = engine.ready.notified() => {}
-                        _ = self.timer.sleep_until(wake) => if wake == deadline || arrival_due() { break },
+            let wake_at = || next_arrival().map_or(deadline, |t| deadline.min(start + Duration::from_secs_f64(t)));
+            let nothing_ready = || engine.done.borrow().is_empty() && engine.messages.borrow().is_empty();
+            let mut waited = false;
+            if !timeout.is_zero() && timeout <= DEFER && !engine.options.http2 && engine.mqtt.borrow().is_empty() {
+                self.turn(1); // sends what the script has just submitted: no send waits
+                let all_await = engine.awaiting.get() == engine.running.borrow().len();
+                if nothing_ready() && all_await && engine.stamping.get() {
+                    let now = Instant::now();
+                    let wake = wake_at();
+                    if wake > now {
+                        std::thread::sleep(wake - now);
                     }
+                    self.turn(2); // reads every response that came meanwhile
+                    waited = true;
                 }
-            }));
+                waited |= !nothing_ready();
+            }
+            if !waited {
+                self.rt.block_on(self.local.run_until(async {
+                    if timeout.is_zero() {
+                        tokio::task::yield_now().await; // lets the runtime poll I/O once
+                        return;
+                    }
+                    while nothing_ready() {
+                        let wake = wake_at();
+                        tokio::select! {
+                            _ = engine.ready.notified() => {}
+                            _ = self.timer.sleep_until(wake) => if wake == deadline || arrival_due() { break },
+                        }
+                    }
+                }));
+            }
         }
         let now = Instant::now();
         if now.duration_since(engine.last_watch.get()) >= WATCH_TICK {
@@ -485,6 +532,16 @@ impl ScriptEngine {
             engine.core.timeline.publish_ready(now);
         }
         std::mem::take(&mut *engine.done.borrow_mut())
+    }
+
+    /// `yields` turns of the runtime without waiting: each runs the tasks that are ready, then polls
+    /// the sockets once.
+    fn turn(&self, yields: usize) {
+        self.rt.block_on(self.local.run_until(async {
+            for _ in 0..yields {
+                tokio::task::yield_now().await;
+            }
+        }));
     }
 
     /// Open model: arrivals from now on at `rate` a second (0 pauses them), spaced by `arrival`; with
@@ -703,9 +760,17 @@ async fn run_request(
 ) {
     let result = follow(&engine, &r, &known).await;
     let now = Instant::now();
-    let elapsed = now.saturating_duration_since(begin);
+    let elapsed = match &result {
+        // Timed to when the kernel received the response's end (its read may have been deferred:
+        // `DEFER`), less what earlier hops of a redirect waited to be read.
+        Ok((resp, _, deferred)) => {
+            let end = resp.received.filter(|&t| t >= begin && t <= now).unwrap_or(now);
+            end.saturating_duration_since(begin).saturating_sub(*deferred)
+        }
+        Err(_) => now.saturating_duration_since(begin),
+    };
     let completion = match result {
-        Ok((mut resp, url)) => {
+        Ok((mut resp, url, _)) => {
             if r.record {
                 let outcome =
                     Outcome::Response { status: resp.status, body_bytes: resp.body_bytes, wire_bytes: resp.wire_bytes };
@@ -741,14 +806,14 @@ async fn run_request(
     engine.push(completion);
 }
 
-/// The request, and the redirects it leads to when asked to follow them. Returns the final response
-/// and its URL. Cookies set along the way go into the user's jar (and so with the following hops);
+/// The request, and the redirects it leads to when asked to follow them. Returns the final response,
+/// its URL, and how long the responses of earlier hops waited to be read after they arrived. Cookies set along the way go into the user's jar (and so with the following hops);
 /// an `Authorization` header is not sent on to another host, nor from https to http.
-async fn follow(engine: &Engine, r: &ScriptRequest, first: &KnownUrl) -> Result<(Response, String), Failure> {
+async fn follow(engine: &Engine, r: &ScriptRequest, first: &KnownUrl) -> Result<(Response, String, Duration), Failure> {
     let (mut url, mut origin) = (std::borrow::Cow::Borrowed(&first.url), first.origin);
     let (mut method, mut body) = (r.method.as_str(), std::borrow::Cow::Borrowed(&r.body[..]));
     let mut headers = std::borrow::Cow::Borrowed(&r.headers[..]);
-    let mut hops = 0;
+    let (mut hops, mut deferred) = (0, Duration::ZERO);
     loop {
         let host = url.host_str().unwrap_or_default().to_string();
         let cookie = if headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("cookie")) {
@@ -770,8 +835,11 @@ async fn follow(engine: &Engine, r: &ScriptRequest, first: &KnownUrl) -> Result<
         }
         let redirect = matches!(resp.status, 301 | 302 | 303 | 307 | 308);
         let (Some(location), true, Some(max)) = (resp.location.clone(), redirect, r.max_redirects) else {
-            return Ok((resp, url.to_string()));
+            return Ok((resp, url.to_string(), deferred));
         };
+        if let Some(arrived) = resp.received {
+            deferred += Instant::now().saturating_duration_since(arrived);
+        }
         if hops >= max {
             // As requests does: a loop or an endless chain fails; it is not the last 3xx's success.
             return Err(Failure::new(FailureKind::TooManyRedirects, max.to_string()));
@@ -854,9 +922,12 @@ async fn exchange(
         let t0 = Instant::now();
         let stream = connector.connect(user as usize).await?;
         engine.recorder.borrow_mut().record_connect(t0.elapsed());
-        Ok(H1Conn::new(stream))
+        let mut conn = H1Conn::new(stream);
+        conn.awaiting = Some(engine.awaiting.clone());
+        Ok(conn)
     };
     let resp = crate::http::h1::exchange_keepalive(&mut conn, open, &bytes, method == "HEAD", true, true).await?;
+    engine.stamping.set(resp.received.is_some());
     if let Some(c) = conn {
         if let Pooled::H1(idle) = engine.pool.borrow_mut().entry(key).or_insert_with(|| Pooled::H1(Vec::new())) {
             idle.push(c);

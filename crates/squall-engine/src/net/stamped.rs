@@ -1,0 +1,212 @@
+//! TCP whose reads can tell when the kernel received their bytes (`SO_TIMESTAMPNS`), so that a
+//! response read late is still timed when it arrived.
+//!
+//! Why: a generator that wakes for every response pays a wake-up per request (an `epoll_wait`, a
+//! context switch, a pass of the scripted users' hub). Scripted users with think time run far below
+//! saturation, where those wake-ups are most of the cost: 10,000 users `between(1, 2)` woke the hub 0.8
+//! times a request (161,704 polls for 201,058 requests in 30 s). Reading responses in batches instead
+//! times them late by up to the batch's wait, unless each read carries the kernel's own receive time.
+//!
+//! How: `SO_TIMESTAMPNS` makes TCP's `recvmsg` return, as a control message, the time the last
+//! segment it copied was received (software timestamp, `CLOCK_REALTIME`; on loopback it is taken as
+//! the peer's send hands the segment over). The stamp is turned into an `Instant` through the two
+//! clocks read together: how long ago the kernel received it, subtracted from now.
+//!
+//! Only connections that ask for it (`Connector::stamp_receives`: scripted users) pay for the control
+//! message; `squall bench` reads with plain `read`, since it wakes per response anyway.
+//!
+//! The kernel starts stamping a moment after the first socket of the machine asks (a static key
+//! flipped from a work queue, `net_enable_timestamp`), so the first reads of a run can come back
+//! unstamped: a reader must time those by its own clock, and not rely on stamps until it has seen one.
+
+use std::io;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsRawFd, RawFd};
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
+use tokio::net::TcpStream;
+
+pub struct Tcp {
+    io: TcpStream,
+    stamps: bool,
+    /// The kernel's receive time of the bytes read last (since `take_received`).
+    received: Option<libc::timespec>,
+}
+
+impl Tcp {
+    /// `stamps`: ask the kernel for receive times (a failure to turn them on leaves reads unstamped,
+    /// and the caller then times by its own clock).
+    pub fn new(io: TcpStream, stamps: bool) -> Tcp {
+        let stamps = stamps && enable(io.as_raw_fd()).is_ok();
+        Tcp { io, stamps, received: None }
+    }
+
+    pub fn get_ref(&self) -> &TcpStream {
+        &self.io
+    }
+
+    /// When the bytes read last were received, on the monotonic clock; forgets it.
+    pub fn take_received(&mut self) -> Option<Instant> {
+        self.received.take().map(to_instant)
+    }
+}
+
+fn enable(fd: RawFd) -> io::Result<()> {
+    let on: libc::c_int = 1;
+    let size = std::mem::size_of_val(&on) as libc::socklen_t;
+    // SAFETY: `fd` is an open socket and `on` outlives the call.
+    let r = unsafe { libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, (&on as *const i32).cast(), size) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// A CLOCK_REALTIME stamp as an `Instant`: now, less how long ago the stamp was. A stamp in the
+/// future (the wall clock stepped back) is now.
+fn to_instant(t: libc::timespec) -> Instant {
+    let (now, wall) = (Instant::now(), SystemTime::now());
+    let at = UNIX_EPOCH + Duration::new(t.tv_sec as u64, t.tv_nsec as u32);
+    let ago = wall.duration_since(at).unwrap_or_default();
+    now.checked_sub(ago).unwrap_or(now)
+}
+
+/// One `recvmsg`: the bytes, and the receive time if the kernel gave one.
+fn recv_stamped(fd: RawFd, buf: &mut [MaybeUninit<u8>]) -> io::Result<(usize, Option<libc::timespec>)> {
+    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+    // Room for one SCM_TIMESTAMPNS (CMSG_SPACE of a timespec: 32 bytes), 8-byte aligned as cmsghdr is.
+    let mut control = [0u64; 8];
+    // SAFETY: msghdr is plain data; all-zero is a valid empty header.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&control) as _;
+    // SAFETY: `msg` points at `iov` (into `buf`) and `control`, both alive and writable for the call.
+    let n = unsafe { libc::recvmsg(fd, &mut msg, 0) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut stamp = None;
+    // SAFETY: the CMSG_* macros walk the control buffer the kernel filled, within msg_controllen.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                stamp = Some(std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec));
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    Ok((n as usize, stamp))
+}
+
+impl AsyncRead for Tcp {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let me = self.get_mut();
+        if !me.stamps {
+            return Pin::new(&mut me.io).poll_read(cx, buf);
+        }
+        if buf.remaining() == 0 {
+            return Poll::Ready(Ok(()));
+        }
+        let fd = me.io.as_raw_fd();
+        loop {
+            ready!(me.io.poll_read_ready(cx))?;
+            // SAFETY: recvmsg only writes into the unfilled part, and only `n` bytes are marked filled.
+            let unfilled = unsafe { buf.unfilled_mut() };
+            match me.io.try_io(Interest::READABLE, || recv_stamped(fd, unfilled)) {
+                Ok((n, stamp)) => {
+                    unsafe { buf.assume_init(n) };
+                    buf.advance(n);
+                    if stamp.is_some() {
+                        me.received = stamp;
+                    }
+                    return Poll::Ready(Ok(()));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue, // readiness was stale
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+}
+
+impl AsyncWrite for Tcp {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    /// Bytes sent, then read 30 ms later: the stamp is when they arrived, not when they were read.
+    #[tokio::test]
+    async fn a_late_read_is_stamped_with_the_arrival() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut client = Tcp::new(TcpStream::connect(addr).await.unwrap(), true);
+        let (mut server, _) = listener.accept().await.unwrap();
+        let mut buf = [0u8; 16];
+        // Until the kernel stamps at all (see the module's doc: a work queue's turn).
+        for _ in 0..1000 {
+            server.write_all(b".").await.unwrap();
+            assert_eq!(client.read(&mut buf).await.unwrap(), 1);
+            if client.take_received().is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let sent = Instant::now();
+        server.write_all(b"hello").await.unwrap();
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        let n = client.read(&mut buf).await.unwrap();
+        let read = Instant::now();
+        assert_eq!(&buf[..n], b"hello");
+        let arrived = client.take_received().expect("the kernel stamps loopback segments");
+        // Loopback delivers within the send call; the two clocks are read a few hundred ns apart, and
+        // NTP slews the wall clock by at most 500 ppm (15 µs over 30 ms): 1 ms covers both with room.
+        let slack = Duration::from_millis(1);
+        assert!(arrived + slack >= sent, "stamped {:?} before the send", sent - arrived);
+        assert!(arrived <= sent + slack, "stamped {:?} after the send", arrived - sent);
+        assert!(read - arrived >= Duration::from_millis(29));
+        assert!(client.take_received().is_none(), "taken once");
+    }
+
+    #[tokio::test]
+    async fn unstamped_reads_carry_no_time() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut client = Tcp::new(TcpStream::connect(listener.local_addr().unwrap()).await.unwrap(), false);
+        let (mut server, _) = listener.accept().await.unwrap();
+        server.write_all(b"x").await.unwrap();
+        let mut buf = [0u8; 4];
+        assert_eq!(client.read(&mut buf).await.unwrap(), 1);
+        assert!(client.take_received().is_none());
+    }
+}
