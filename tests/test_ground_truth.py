@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from support import HERE, Mosquitto, serving, squall
+from support import HERE, Mosquitto, self_signed, serving, squall
 
 DELAY = 0.020
 
@@ -134,16 +134,21 @@ def test_an_open_model_ramp_follows_the_line_second_by_second(nginx, tmp_path):
     assert all(abs(got - want) <= 8 for got, want in zip(per_second, expected)), per_second
 
 
-def test_responses_read_late_are_timed_when_they_arrived(tmp_path):
+@pytest.mark.parametrize("https", [False, True])
+def test_responses_read_late_are_timed_when_they_arrived(tmp_path, https):
     """300 users with think time: the engine reads their responses in batches, up to a millisecond after
     they arrive (script/mod.rs `DEFER`), and times each by the kernel's receive stamp. Ground truth:
     tests/servers/stamp_server.py puts in each response the CLOCK_MONOTONIC time it sent it, and the
     locustfile notes the same clock just before and after each call."""
     out = tmp_path / "stamps.jsonl"
     env = dict(os.environ, STAMPED_OUT=str(out))
-    with serving("stamp_server.py") as port:
+    tls = []
+    if https:  # TLS reads its records from the same stamped socket reads
+        self_signed(tmp_path)
+        tls = [tmp_path / "cert.pem", tmp_path / "key.pem"]
+    with serving("stamp_server.py", *tls) as port:
         p = squall(
-            "-f", HERE / "locustfiles" / "stamped.py", "-H", f"http://127.0.0.1:{port}", "--headless",
+            "-f", HERE / "locustfiles" / "stamped.py", "-H", f"http{'s' * https}://127.0.0.1:{port}", "--headless",
             "-u", 300, "-r", 300, "-t", "4s", env=env,
         )  # fmt: skip
     assert p.returncode == 0, p.stderr
