@@ -33,9 +33,9 @@ pub struct Response {
     pub set_cookies: Vec<String>,
     pub location: Option<String>,
     pub body: Option<Vec<u8>>,
-    /// When the kernel received the response's last bytes, on a connection opened with receive
-    /// timestamps (`Connector::stamp_receives`); else None and the caller's clock times it.
-    pub received: Option<std::time::Instant>,
+    /// When the kernel received the response's last bytes, if its read asked (`net::stamped`);
+    /// else the caller's clock times it.
+    pub received: crate::net::Stamp,
 }
 
 /// An error, and whether the request may be sent again on a fresh connection: a reused keep-alive
@@ -96,8 +96,9 @@ pub struct H1Conn {
     body_counter: u64,
     /// Exchanges completed on this connection.
     pub served: u64,
-    /// Counts the exchanges whose request is sent and whose response is awaited, when set: what a
-    /// scripted run's engine needs to know before it defers reading (script/mod.rs `poll`).
+    /// Counts the exchanges whose request is sent and whose response is awaited on a stamping
+    /// connection, when set: what a scripted run's engine needs to know before it defers reading
+    /// (script/mod.rs `poll`).
     pub awaiting: Option<Rc<Cell<usize>>>,
 }
 
@@ -120,6 +121,11 @@ impl Drop for Awaiting {
 impl H1Conn {
     pub fn new(io: Stream) -> Self {
         H1Conn { io, buf: vec![0; INITIAL_BUF], start: 0, end: 0, body_counter: 0, served: 0, awaiting: None }
+    }
+
+    /// From now on its reads can carry the kernel's receive time (`net::stamped`).
+    pub fn stamp(&mut self) {
+        self.io.stamp();
     }
 
     fn buffered(&self) -> &[u8] {
@@ -162,7 +168,7 @@ impl H1Conn {
         if let Err(e) = write_request(&mut self.io, request).await {
             return Err(fail(classify_io(&e, "before responding"), reused));
         }
-        let _awaiting = self.awaiting.as_ref().map(Awaiting::new);
+        let _awaiting = self.awaiting.as_ref().filter(|_| self.io.stamps()).map(Awaiting::new);
         let mut resp = Response::default();
         let body_kind = loop {
             match parse_head(self.buffered(), head_request, keep).map_err(|f| fail(f, false))? {

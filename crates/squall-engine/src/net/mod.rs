@@ -16,7 +16,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
-pub use stamped::Tcp;
+pub use stamped::{Stamp, Tcp};
 
 pub enum Stream {
     Plain(Tcp),
@@ -29,9 +29,25 @@ impl Stream {
         Stream::Plain(Tcp::new(tcp, false))
     }
 
-    /// When the kernel received the bytes read last since the previous call, if this connection was
-    /// opened with receive timestamps (`Connector::stamp_receives`); forgets it.
-    pub fn take_received(&mut self) -> Option<std::time::Instant> {
+    /// From now on the kernel keeps each read's receive time (see `stamped`).
+    pub fn stamp(&mut self) {
+        match self {
+            Stream::Plain(s) => s.stamp(),
+            Stream::Tls(s) => s.get_mut().0.stamp(),
+        }
+    }
+
+    /// Whether it does (`stamp` asked, and the kernel agreed).
+    pub fn stamps(&self) -> bool {
+        match self {
+            Stream::Plain(s) => s.stamps(),
+            Stream::Tls(s) => s.get_ref().0.stamps(),
+        }
+    }
+
+    /// When the kernel received the bytes read last since the previous call, if this connection
+    /// stamps and the read asked; forgets it.
+    pub fn take_received(&mut self) -> Stamp {
         match self {
             Stream::Plain(s) => s.take_received(),
             Stream::Tls(s) => s.get_mut().0.take_received(),
@@ -44,8 +60,6 @@ impl Stream {
 pub struct Connector {
     pub addrs: Arc<Vec<SocketAddr>>,
     pub tls: Option<(TlsConnector, ServerName<'static>)>,
-    /// Ask the kernel for each read's receive time (see `stamped`).
-    pub stamps: bool,
 }
 
 impl Connector {
@@ -58,13 +72,7 @@ impl Connector {
                 Some((TlsConnector::from(config), name))
             }
         };
-        Ok(Connector { addrs: Arc::new(addrs), tls, stamps: false })
-    }
-
-    /// Connections from this connector tell when the kernel received what they read.
-    pub fn stamp_receives(mut self) -> Self {
-        self.stamps = true;
-        self
+        Ok(Connector { addrs: Arc::new(addrs), tls })
     }
 
     /// Opens a connection; `which` spreads connections over the resolved addresses.
@@ -72,7 +80,7 @@ impl Connector {
         let addr = self.addrs[which % self.addrs.len()];
         let tcp = TcpStream::connect(addr).await.map_err(|e| classify_io(&e, "while connecting"))?;
         let _ = tcp.set_nodelay(true);
-        let tcp = Tcp::new(tcp, self.stamps);
+        let tcp = Tcp::new(tcp, false);
         match &self.tls {
             None => Ok(Stream::Plain(tcp)),
             Some((connector, name)) => match connector.connect(name.clone(), tcp).await {

@@ -12,8 +12,12 @@
 //! the peer's send hands the segment over). The stamp is turned into an `Instant` through the two
 //! clocks read together: how long ago the kernel received it, subtracted from now.
 //!
-//! Only connections that ask for it (`Connector::stamp_receives`: scripted users) pay for the control
-//! message; `squall bench` reads with plain `read`, since it wakes per response anyway.
+//! What it costs, measured on a saturated scripted run (50 users `constant(0)`, alternating rounds):
+//! reading every response with `recvmsg` took 5% of its requests per CPU-second (92,029-92,862
+//! against 95,704-98,613), of which turning stamps on without asking for them took 1-3% (once any
+//! socket asks, the kernel stamps every packet it receives). So only the connections of a scripted
+//! engine that defers reads stamp (`stamp`, turned on for a connection when it is next used), and only
+//! the reads of a thread that asks (`stamp_reads`) use `recvmsg`; the others use plain `read`.
 //!
 //! The kernel starts stamping a moment after the first socket of the machine asks (a static key
 //! flipped from a work queue, `net_enable_timestamp`), so the first reads of a run can come back
@@ -32,7 +36,30 @@ pub struct Tcp {
     io: TcpStream,
     stamps: bool,
     /// The kernel's receive time of the bytes read last (since `take_received`).
-    received: Option<libc::timespec>,
+    received: Stamp,
+}
+
+/// What the last read said of when its bytes were received.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Stamp {
+    /// Not asked (a plain read, or nothing read since `take_received`).
+    #[default]
+    Unasked,
+    /// Asked, and the kernel gave no time: it does not stamp (yet).
+    Missing,
+    /// Received then, on the monotonic clock.
+    At(Instant),
+}
+
+thread_local! {
+    /// Whether this thread's reads on stamping connections ask for the receive time now.
+    static ASK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// From now on, this thread's reads on connections opened with stamps ask the kernel for their
+/// receive time (`on`), or read plainly.
+pub fn stamp_reads(on: bool) {
+    ASK.with(|a| a.set(on));
 }
 
 impl Tcp {
@@ -40,16 +67,27 @@ impl Tcp {
     /// and the caller then times by its own clock).
     pub fn new(io: TcpStream, stamps: bool) -> Tcp {
         let stamps = stamps && enable(io.as_raw_fd()).is_ok();
-        Tcp { io, stamps, received: None }
+        Tcp { io, stamps, received: Stamp::Unasked }
     }
 
     pub fn get_ref(&self) -> &TcpStream {
         &self.io
     }
 
-    /// When the bytes read last were received, on the monotonic clock; forgets it.
-    pub fn take_received(&mut self) -> Option<Instant> {
-        self.received.take().map(to_instant)
+    /// From now on the kernel keeps each read's receive time (a no-op if it does, or refuses).
+    pub fn stamp(&mut self) {
+        if !self.stamps {
+            self.stamps = enable(self.io.as_raw_fd()).is_ok();
+        }
+    }
+
+    pub fn stamps(&self) -> bool {
+        self.stamps
+    }
+
+    /// When the bytes read last were received, as far as the read asked; forgets it.
+    pub fn take_received(&mut self) -> Stamp {
+        std::mem::take(&mut self.received)
     }
 }
 
@@ -107,7 +145,8 @@ fn recv_stamped(fd: RawFd, buf: &mut [MaybeUninit<u8>]) -> io::Result<(usize, Op
 impl AsyncRead for Tcp {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         let me = self.get_mut();
-        if !me.stamps {
+        if !me.stamps || !ASK.with(|a| a.get()) {
+            me.received = Stamp::Unasked; // no earlier read's time may stand for these bytes
             return Pin::new(&mut me.io).poll_read(cx, buf);
         }
         if buf.remaining() == 0 {
@@ -122,9 +161,7 @@ impl AsyncRead for Tcp {
                 Ok((n, stamp)) => {
                     unsafe { buf.assume_init(n) };
                     buf.advance(n);
-                    if stamp.is_some() {
-                        me.received = stamp;
-                    }
+                    me.received = stamp.map_or(Stamp::Missing, |t| Stamp::At(to_instant(t)));
                     return Poll::Ready(Ok(()));
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue, // readiness was stale
@@ -166,19 +203,23 @@ mod tests {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpListener;
 
+    async fn pair(stamps: bool) -> (Tcp, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = Tcp::new(TcpStream::connect(listener.local_addr().unwrap()).await.unwrap(), stamps);
+        (client, listener.accept().await.unwrap().0)
+    }
+
     /// Bytes sent, then read 30 ms later: the stamp is when they arrived, not when they were read.
     #[tokio::test]
     async fn a_late_read_is_stamped_with_the_arrival() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let mut client = Tcp::new(TcpStream::connect(addr).await.unwrap(), true);
-        let (mut server, _) = listener.accept().await.unwrap();
+        let (mut client, mut server) = pair(true).await;
+        stamp_reads(true); // (the test's runtime runs on this thread)
         let mut buf = [0u8; 16];
         // Until the kernel stamps at all (see the module's doc: a work queue's turn).
         for _ in 0..1000 {
             server.write_all(b".").await.unwrap();
             assert_eq!(client.read(&mut buf).await.unwrap(), 1);
-            if client.take_received().is_some() {
+            if client.take_received() != Stamp::Missing {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(1)).await;
@@ -189,24 +230,30 @@ mod tests {
         let n = client.read(&mut buf).await.unwrap();
         let read = Instant::now();
         assert_eq!(&buf[..n], b"hello");
-        let arrived = client.take_received().expect("the kernel stamps loopback segments");
+        let Stamp::At(arrived) = client.take_received() else { panic!("the kernel stamps loopback segments") };
         // Loopback delivers within the send call; the two clocks are read a few hundred ns apart, and
         // NTP slews the wall clock by at most 500 ppm (15 µs over 30 ms): 1 ms covers both with room.
         let slack = Duration::from_millis(1);
         assert!(arrived + slack >= sent, "stamped {:?} before the send", sent - arrived);
         assert!(arrived <= sent + slack, "stamped {:?} after the send", arrived - sent);
         assert!(read - arrived >= Duration::from_millis(29));
-        assert!(client.take_received().is_none(), "taken once");
+        assert_eq!(client.take_received(), Stamp::Unasked, "taken once");
+        // Not asked: a plain read, and no earlier time stands for its bytes.
+        server.write_all(b"a").await.unwrap();
+        client.read_exact(&mut buf[..1]).await.unwrap();
+        stamp_reads(false);
+        server.write_all(b"b").await.unwrap();
+        client.read_exact(&mut buf[..1]).await.unwrap();
+        assert_eq!(client.take_received(), Stamp::Unasked);
     }
 
     #[tokio::test]
-    async fn unstamped_reads_carry_no_time() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let mut client = Tcp::new(TcpStream::connect(listener.local_addr().unwrap()).await.unwrap(), false);
-        let (mut server, _) = listener.accept().await.unwrap();
+    async fn a_connection_opened_without_stamps_is_never_stamped() {
+        let (mut client, mut server) = pair(false).await;
+        stamp_reads(true);
         server.write_all(b"x").await.unwrap();
         let mut buf = [0u8; 4];
         assert_eq!(client.read(&mut buf).await.unwrap(), 1);
-        assert!(client.take_received().is_none());
+        assert_eq!(client.take_received(), Stamp::Unasked);
     }
 }

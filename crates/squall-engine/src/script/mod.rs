@@ -8,10 +8,10 @@
 //! wake-ups (the script waking the engine to send, the engine waking the script with the response);
 //! with think time nothing batches them, and 1,000 users `between(0.1, 0.2)` spent 100 µs of CPU per
 //! request, 2.2 futex calls each (strace: 38,032 futex and 17,375 recvfrom calls in 6 s). On one
-//! thread there are none. A response that arrives while Python runs other users' code is read when
-//! the script next polls, but timed when the kernel received it (HTTP/1.1 reads carry the kernel's
-//! receive stamp: net/stamped.rs); that is also what lets `poll` leave responses unread until the
-//! script's next timer (`DEFER`), so that the users of a millisecond share one wake-up.
+//! thread there are none. A response that arrives while Python runs other users' code is timed when
+//! the script next polls, at most one pass over the users ready then (as with Locust's gevent loop).
+//! A response whose read `poll` deferred to the script's next timer (`DEFER`), so that the users of a
+//! millisecond share one wake-up, is timed by the kernel's receive stamp instead (net/stamped.rs).
 //!
 //! Each user has its own keep-alive connections (HTTP/1.1, or one HTTP/2 connection per origin with
 //! `http2`) and its own cookie jar. URLs are parsed once per (base, URL) and the request head is
@@ -26,7 +26,8 @@ use crate::http::request::{
     check_headers, check_method, finish_h1, needs_length, parse_url, path_and_query, serialize_h1_head,
 };
 use crate::mqtt::script::{Event, Op, Sink, UserTx};
-use crate::net::{tls, Connector};
+use crate::net::stamped::stamp_reads;
+use crate::net::{tls, Connector, Stamp};
 use crate::run::clock::AsyncTimer;
 use crate::run::schedule::{Arrival, Arrivals};
 use crate::run::RunCore;
@@ -162,6 +163,15 @@ struct Running {
 /// those wake the script as before.
 const DEFER: Duration = Duration::from_millis(1);
 
+/// How many times `poll` must have found a deferral possible but for stamps before connections
+/// stamp: a run without think time can meet the conditions a few times (as users start, as the run
+/// ends), 3 in a 5 s run of 50 users `constant(0)`, and should not pay for stamps for that; a run with
+/// think time meets them about once a millisecond.
+const WANT_STAMPS: u32 = 100;
+
+/// How long after `poll` last deferred reads every read still asks for its receive time.
+const ASKING: Duration = Duration::from_millis(100);
+
 /// How often the watchdog looks for requests past their timeout. Like bench's watchdog, one scan of
 /// the requests in flight (at most one a user, usually) instead of a timer per request.
 const WATCH_TICK: Duration = Duration::from_millis(10);
@@ -211,9 +221,18 @@ struct Engine {
     /// How many of them are sent and wait for their response on a connection whose reads the kernel
     /// stamps: when that is all of them, `poll` may leave them unread until the script's next timer.
     awaiting: Rc<Cell<usize>>,
-    /// Whether the last HTTP/1.1 response came with the kernel's receive stamp: until the kernel
-    /// stamps (net/stamped.rs), reads are not deferred.
+    /// How often `poll` found nothing ready after sending, with a timeout within `DEFER`: once that
+    /// is `WANT_STAMPS`, `want_stamps` is set.
+    could_defer: Cell<u32>,
+    /// Connections stamp from their next request on (until then none does, and no packet of the
+    /// machine is stamped: a run without think time never pays for stamps).
+    want_stamps: Cell<bool>,
+    /// Whether the kernel stamps: the last response whose read asked came with a receive time. Until
+    /// then every read asks, and none is deferred (net/stamped.rs).
     stamping: Cell<bool>,
+    /// When `poll` last deferred reads: for `ASKING` after it, every read asks for its receive time
+    /// (a deferred response can be read a turn later, once the runtime gets to its task).
+    deferred_at: Cell<Option<Instant>>,
     /// When the watchdog last looked for requests past their timeout.
     last_watch: Cell<Instant>,
     /// Requests cancelled unmeasured because their user stopped.
@@ -323,10 +342,7 @@ impl Engine {
             crate::net::resolve_async(&origin.host, origin.port).await.map_err(|m| Failure::new(FailureKind::Io, m))?;
         let config = if insecure { &self.tls_insecure } else { &self.tls };
         let tls = origin.https.then(|| (config.clone(), origin.host.as_str()));
-        let mut c = Connector::new(addrs, tls).map_err(|m| Failure::new(FailureKind::Tls, m))?;
-        if !self.options.http2 {
-            c = c.stamp_receives(); // see `DEFER`
-        }
+        let c = Connector::new(addrs, tls).map_err(|m| Failure::new(FailureKind::Tls, m))?;
         self.connectors.borrow_mut().insert((index, insecure), c.clone());
         Ok(c)
     }
@@ -418,7 +434,10 @@ impl ScriptEngine {
             mqtt: RefCell::default(),
             running: RefCell::default(),
             awaiting: Rc::default(),
+            could_defer: Cell::new(0),
+            want_stamps: Cell::new(false),
             stamping: Cell::new(false),
+            deferred_at: Cell::new(None),
             last_watch: Cell::new(Instant::now()),
             cancelled: Cell::new(0),
             next_id: Cell::new(1),
@@ -487,16 +506,24 @@ impl ScriptEngine {
             let wake_at = || next_arrival().map_or(deadline, |t| deadline.min(start + Duration::from_secs_f64(t)));
             let nothing_ready = || engine.done.borrow().is_empty() && engine.messages.borrow().is_empty();
             let mut waited = false;
+            let lately = engine.deferred_at.get().is_some_and(|t| t.elapsed() < ASKING);
+            stamp_reads(lately || !engine.stamping.get());
             if !timeout.is_zero() && timeout <= DEFER && !engine.options.http2 && engine.mqtt.borrow().is_empty() {
                 self.turn(1); // sends what the script has just submitted: no send waits
                 let all_await = engine.awaiting.get() == engine.running.borrow().len();
+                if nothing_ready() && engine.could_defer.get() < WANT_STAMPS {
+                    engine.could_defer.set(engine.could_defer.get() + 1);
+                    engine.want_stamps.set(engine.could_defer.get() == WANT_STAMPS);
+                }
                 if nothing_ready() && all_await && engine.stamping.get() {
                     let now = Instant::now();
                     let wake = wake_at();
                     if wake > now {
                         std::thread::sleep(wake - now);
                     }
-                    self.turn(2); // reads every response that came meanwhile
+                    engine.deferred_at.set(Some(now));
+                    stamp_reads(true);
+                    self.turn(2); // reads every response that came meanwhile, with its receive time
                     waited = true;
                 }
                 waited |= !nothing_ready();
@@ -764,7 +791,10 @@ async fn run_request(
         // Timed to when the kernel received the response's end (its read may have been deferred:
         // `DEFER`), less what earlier hops of a redirect waited to be read.
         Ok((resp, _, deferred)) => {
-            let end = resp.received.filter(|&t| t >= begin && t <= now).unwrap_or(now);
+            let end = match resp.received {
+                Stamp::At(t) if t >= begin && t <= now => t,
+                _ => now,
+            };
             end.saturating_duration_since(begin).saturating_sub(*deferred)
         }
         Err(_) => now.saturating_duration_since(begin),
@@ -837,7 +867,7 @@ async fn follow(engine: &Engine, r: &ScriptRequest, first: &KnownUrl) -> Result<
         let (Some(location), true, Some(max)) = (resp.location.clone(), redirect, r.max_redirects) else {
             return Ok((resp, url.to_string(), deferred));
         };
-        if let Some(arrived) = resp.received {
+        if let Stamp::At(arrived) = resp.received {
             deferred += Instant::now().saturating_duration_since(arrived);
         }
         if hops >= max {
@@ -917,6 +947,9 @@ async fn exchange(
         Some(Pooled::H1(idle)) => idle.pop(),
         _ => None,
     };
+    if let Some(c) = conn.as_mut().filter(|_| engine.want_stamps.get()) {
+        c.stamp();
+    }
     let open = async || {
         let connector = engine.connector(origin, insecure).await?;
         let t0 = Instant::now();
@@ -924,10 +957,17 @@ async fn exchange(
         engine.recorder.borrow_mut().record_connect(t0.elapsed());
         let mut conn = H1Conn::new(stream);
         conn.awaiting = Some(engine.awaiting.clone());
+        if engine.want_stamps.get() {
+            conn.stamp();
+        }
         Ok(conn)
     };
     let resp = crate::http::h1::exchange_keepalive(&mut conn, open, &bytes, method == "HEAD", true, true).await?;
-    engine.stamping.set(resp.received.is_some());
+    match resp.received {
+        Stamp::At(_) => engine.stamping.set(true),
+        Stamp::Missing => engine.stamping.set(false),
+        Stamp::Unasked => {}
+    }
     if let Some(c) = conn {
         if let Pooled::H1(idle) = engine.pool.borrow_mut().entry(key).or_insert_with(|| Pooled::H1(Vec::new())) {
             idle.push(c);
