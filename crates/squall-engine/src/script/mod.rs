@@ -158,9 +158,9 @@ struct Running {
 /// `between(1, 2)`), and each wake costs an `epoll_wait`, a context switch and a pass of the hub; now
 /// the users of a millisecond share one. What it costs: a user sees its response up to this late, so
 /// its next think time starts that late (0.3% of a 150 ms cycle). Not done with HTTP/2 (its reads
-/// are not stamped), MQTT users (their messages are timed on arrival), a connection being opened, a
-/// request still being written, or before the kernel stamps (the last response came unstamped):
-/// those wake the script as before.
+/// are not stamped), MQTT users (their messages are timed on arrival), a connection being opened or
+/// not stamping yet (`WANT_STAMPS`), a request still being written, or before the kernel stamps (the
+/// last response whose read asked came unstamped): those wake the script as before.
 const DEFER: Duration = Duration::from_millis(1);
 
 /// How many times `poll` must have found a deferral possible but for stamps before connections
