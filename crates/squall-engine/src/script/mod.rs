@@ -837,8 +837,10 @@ async fn run_request(
 }
 
 /// The request, and the redirects it leads to when asked to follow them. Returns the final response,
-/// its URL, and how long the responses of earlier hops waited to be read after they arrived. Cookies set along the way go into the user's jar (and so with the following hops);
-/// an `Authorization` header is not sent on to another host, nor from https to http.
+/// its URL, and how long the responses of earlier hops waited to be read after they arrived (the
+/// generator's own delay, not the server's). Cookies set along the way go into the user's jar (and so
+/// with the following hops); an `Authorization` header is not sent on to another host, nor from https
+/// to http.
 async fn follow(engine: &Engine, r: &ScriptRequest, first: &KnownUrl) -> Result<(Response, String, Duration), Failure> {
     let (mut url, mut origin) = (std::borrow::Cow::Borrowed(&first.url), first.origin);
     let (mut method, mut body) = (r.method.as_str(), std::borrow::Cow::Borrowed(&r.body[..]));
