@@ -1,6 +1,9 @@
 """Users with think time against tests/servers/stamp_server.py: each request's response time beside the
 server's send time and the user's own clock before and after the call, written to $STAMPED_OUT at the
-end as JSON lines [before, elapsed, after, sent], all in seconds of CLOCK_MONOTONIC."""
+end as JSON lines [before, elapsed, after, sent], all in seconds of CLOCK_MONOTONIC. With $STAMPED_PATH
+/hop each request is a redirect and its answer; `sent` is then when the answer would have been sent had
+the second request left as the redirect arrived: the redirect's send plus the server's time on the
+second request."""
 
 import json
 import os
@@ -9,6 +12,7 @@ import time
 from locust import FastHttpUser, between, events, task
 
 RECORDS = []
+PATH = os.environ.get("STAMPED_PATH", "/")
 
 
 class Stamped(FastHttpUser):
@@ -17,9 +21,13 @@ class Stamped(FastHttpUser):
     @task
     def get(self):
         before = time.monotonic()
-        r = self.client.get("/")
+        r = self.client.get(PATH)
         after = time.monotonic()
-        RECORDS.append([before, r.elapsed.total_seconds(), after, float(r.text)])
+        if PATH == "/hop":
+            hop, received, sent = map(float, r.text.split())
+            RECORDS.append([before, r.elapsed.total_seconds(), after, hop + (sent - received)])
+        else:
+            RECORDS.append([before, r.elapsed.total_seconds(), after, float(r.text)])
 
 
 @events.test_stop.add_listener
