@@ -161,7 +161,10 @@ impl AsyncRead for Tcp {
                 Ok((n, stamp)) => {
                     unsafe { buf.assume_init(n) };
                     buf.advance(n);
-                    me.received = stamp.map_or(Stamp::Missing, |t| Stamp::At(to_instant(t)));
+                    if n > 0 {
+                        // (The end of stream carries no stamp: the last bytes' time stands for it.)
+                        me.received = stamp.map_or(Stamp::Missing, |t| Stamp::At(to_instant(t)));
+                    }
                     return Poll::Ready(Ok(()));
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue, // readiness was stale
@@ -245,6 +248,13 @@ mod tests {
         server.write_all(b"b").await.unwrap();
         client.read_exact(&mut buf[..1]).await.unwrap();
         assert_eq!(client.take_received(), Stamp::Unasked);
+        // A body read until the server closes: the end of stream keeps the last bytes' time.
+        stamp_reads(true);
+        server.write_all(b"tail").await.unwrap();
+        client.read_exact(&mut buf[..4]).await.unwrap();
+        server.shutdown().await.unwrap();
+        assert_eq!(client.read(&mut buf).await.unwrap(), 0);
+        assert!(matches!(client.take_received(), Stamp::At(_)), "the end of stream kept the time");
     }
 
     #[tokio::test]
