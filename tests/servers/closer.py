@@ -3,8 +3,9 @@
 
 import json
 import signal
-import socket
 import sys
+
+from listener import listening
 
 
 def main(port):
@@ -15,11 +16,7 @@ def main(port):
         sys.exit(0)
 
     signal.signal(signal.SIGTERM, stop)
-    listener = socket.socket()
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", port))
-    listener.listen(128)
-    print("ready", flush=True)
+    listener = listening(port)
     while True:
         conn, _ = listener.accept()
         with conn:

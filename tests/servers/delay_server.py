@@ -6,10 +6,11 @@ deadlocks on imports when threads are running).
 usage: python delay_server.py PORT DELAY_MS; prints "ready" once it listens.
 """
 
-import socket
 import sys
 import threading
 import time
+
+from listener import listening
 
 
 def serve(conn, delay):
@@ -27,11 +28,7 @@ def serve(conn, delay):
 
 
 def main(port, delay_ms):
-    srv = socket.socket()
-    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    srv.bind(("127.0.0.1", port))
-    srv.listen(128)
-    print("ready", flush=True)
+    srv = listening(port)
     while True:
         conn, _ = srv.accept()
         threading.Thread(target=serve, args=(conn, delay_ms / 1000), daemon=True).start()

@@ -31,6 +31,8 @@ import sys
 import time
 from http import HTTPStatus
 
+from listener import listening
+
 SO_TIMESTAMPNS = 35  # Linux; Python does not export it
 STALL_PERIOD, STALL_START, STALL_LENGTH = 1.0, 0.25, 0.5
 START = time.time()
@@ -72,15 +74,11 @@ def kernel_timestamp(ancdata):
 
 def main(port):
     sel = selectors.DefaultSelector()
-    listener = socket.socket()
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", port))
-    listener.listen(4096)
+    listener = listening(port, 4096)
     listener.setblocking(False)
     sel.register(listener, selectors.EVENT_READ)
     held = []  # (release time, seq, conn, arrival) of stalled /stall responses
     seq = 0
-    print("ready", flush=True)
 
     def send(conn, data, arrived=None, head_only=False):
         if head_only:  # a response to HEAD has no body

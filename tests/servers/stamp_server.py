@@ -21,6 +21,8 @@ import sys
 import threading
 import time
 
+from listener import listening
+
 SO_TIMESTAMPNS = 35  # Linux's <asm-generic/socket.h>; the cmsg type is the same (SCM_TIMESTAMPNS)
 
 
@@ -76,11 +78,7 @@ async def main_tls(port, cert, key):
 
 
 def main(port):
-    srv = socket.socket()
-    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    srv.bind(("127.0.0.1", port))
-    srv.listen(1024)
-    print("ready", flush=True)
+    srv = listening(port, 1024)
     while True:
         conn, _ = srv.accept()
         threading.Thread(target=serve, args=(conn,), daemon=True).start()
