@@ -7,18 +7,18 @@ GET /hop redirects to /?hop=T, T the redirect's own send time; the answer there 
 "T RECEIVED SENT": the hop's send, when the kernel received the second request (its receive stamp,
 SO_TIMESTAMPNS, on the monotonic clock), and when this server answered it.
 
-Plain HTTP: a thread per connection reading with recvmsg, for the stamps. With a certificate (https):
+Plain HTTP: one thread and a selector, reading with recvmsg for the stamps. With a certificate (https):
 asyncio, which serves TLS but cannot stamp, and so does not serve /hop.
 
 usage: python stamp_server.py PORT [CERT KEY]; prints "ready" once it listens.
 """
 
 import asyncio
+import selectors
 import socket
 import ssl
 import struct
 import sys
-import threading
 import time
 
 from listener import listening
@@ -37,23 +37,26 @@ def answer(path, received):
     return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
 
 
-def serve(conn):
-    with conn:
-        conn.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-        buf, received = b"", None
-        while True:
-            data, ancillary, _, _ = conn.recvmsg(65536, socket.CMSG_SPACE(16))
-            if not data:
-                return
-            buf += data
-            for level, kind, payload in ancillary:
-                if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
-                    sec, nsec = struct.unpack("qq", payload)
-                    received = time.monotonic() - (time.time() - (sec + nsec / 1e9))
-            while b"\r\n\r\n" in buf:
-                head, buf = buf.split(b"\r\n\r\n", 1)
-                # With nothing queued, sendall sends at once: the kernel receives it within this call.
-                conn.sendall(answer(head.split(b" ", 2)[1], received if received is not None else time.monotonic()))
+def on_readable(conn, bufs):
+    """Reads what came on `conn` (with its kernel receive stamp) and answers each complete request."""
+    try:
+        data, ancillary, _, _ = conn.recvmsg(65536, socket.CMSG_SPACE(16))
+    except ConnectionError:
+        data = b""
+    if not data:
+        return False
+    received = time.monotonic()
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+            sec, nsec = struct.unpack("qq", payload)
+            received -= time.time() - (sec + nsec / 1e9)
+    buf = bufs[conn] + data
+    while b"\r\n\r\n" in buf:
+        head, buf = buf.split(b"\r\n\r\n", 1)
+        # A short response on an idle socket: send() takes it whole, and the kernel receives it within.
+        conn.send(answer(head.split(b" ", 2)[1], received))
+    bufs[conn] = buf
+    return True
 
 
 class Tls(asyncio.Protocol):
@@ -78,10 +81,23 @@ async def main_tls(port, cert, key):
 
 
 def main(port):
+    """One thread, one selector: light beside the generator under test, whose CPU it shares."""
+    sel = selectors.DefaultSelector()
     srv = listening(port, 1024)
+    sel.register(srv, selectors.EVENT_READ)
+    bufs = {}
     while True:
-        conn, _ = srv.accept()
-        threading.Thread(target=serve, args=(conn,), daemon=True).start()
+        for key, _ in sel.select():
+            if key.fileobj is srv:
+                conn, _ = srv.accept()
+                conn.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                bufs[conn] = b""
+                sel.register(conn, selectors.EVENT_READ)
+            elif not on_readable(key.fileobj, bufs):
+                sel.unregister(key.fileobj)
+                key.fileobj.close()
+                del bufs[key.fileobj]
 
 
 if __name__ == "__main__":
