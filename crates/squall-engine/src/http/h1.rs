@@ -125,7 +125,7 @@ impl H1Conn {
 
     /// From now on its reads can carry the kernel's receive time (`net::stamped`).
     pub fn stamp(&mut self) {
-        self.io.stamp();
+        self.io.tcp_mut().stamp();
     }
 
     fn buffered(&self) -> &[u8] {
@@ -164,11 +164,11 @@ impl H1Conn {
     ) -> Result<Response, ExchangeError> {
         let reused = self.served > 0;
         let fail = |failure: Failure, retryable: bool| ExchangeError { failure, retryable };
-        self.io.take_received(); // a stamp from before this request is not its response's
+        self.io.tcp_mut().take_received(); // a stamp from before this request is not its response's
         if let Err(e) = write_request(&mut self.io, request).await {
             return Err(fail(classify_io(&e, "before responding"), reused));
         }
-        let _awaiting = self.awaiting.as_ref().filter(|_| self.io.stamps()).map(Awaiting::new);
+        let _awaiting = self.awaiting.as_ref().filter(|_| self.io.tcp().stamps()).map(Awaiting::new);
         let mut resp = Response::default();
         let body_kind = loop {
             match parse_head(self.buffered(), head_request, keep).map_err(|f| fail(f, false))? {
@@ -219,7 +219,7 @@ impl H1Conn {
         self.body_counter = 0;
         resp.wire_bytes += resp.body_bytes;
         resp.body = body;
-        resp.received = self.io.take_received();
+        resp.received = self.io.tcp_mut().take_received();
         self.served += 1;
         Ok(resp)
     }

@@ -29,28 +29,18 @@ impl Stream {
         Stream::Plain(Tcp::new(tcp, false))
     }
 
-    /// From now on the kernel keeps each read's receive time (see `stamped`).
-    pub fn stamp(&mut self) {
+    /// The TCP connection under it (under TLS too).
+    pub fn tcp(&self) -> &Tcp {
         match self {
-            Stream::Plain(s) => s.stamp(),
-            Stream::Tls(s) => s.get_mut().0.stamp(),
+            Stream::Plain(s) => s,
+            Stream::Tls(s) => s.get_ref().0,
         }
     }
 
-    /// Whether it does (`stamp` asked, and the kernel agreed).
-    pub fn stamps(&self) -> bool {
+    pub fn tcp_mut(&mut self) -> &mut Tcp {
         match self {
-            Stream::Plain(s) => s.stamps(),
-            Stream::Tls(s) => s.get_ref().0.stamps(),
-        }
-    }
-
-    /// When the kernel received the bytes read last since the previous call, if this connection
-    /// stamps and the read asked; forgets it.
-    pub fn take_received(&mut self) -> Stamp {
-        match self {
-            Stream::Plain(s) => s.take_received(),
-            Stream::Tls(s) => s.get_mut().0.take_received(),
+            Stream::Plain(s) => s,
+            Stream::Tls(s) => s.get_mut().0,
         }
     }
 }

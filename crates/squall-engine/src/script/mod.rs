@@ -221,12 +221,9 @@ struct Engine {
     /// How many of them are sent and wait for their response on a connection whose reads the kernel
     /// stamps: when that is all of them, `poll` may leave them unread until the script's next timer.
     awaiting: Rc<Cell<usize>>,
-    /// How often `poll` found nothing ready after sending, with a timeout within `DEFER`: once that
-    /// is `WANT_STAMPS`, `want_stamps` is set.
+    /// How often `poll` found nothing ready after sending, with a timeout within `DEFER` (counted up
+    /// to `WANT_STAMPS`; see `wants_stamps`).
     could_defer: Cell<u32>,
-    /// Connections stamp from their next request on (until then none does, and no packet of the
-    /// machine is stamped: a run without think time never pays for stamps).
-    want_stamps: Cell<bool>,
     /// Whether the kernel stamps: the last response whose read asked came with a receive time. Until
     /// then every read asks, and none is deferred (net/stamped.rs).
     stamping: Cell<bool>,
@@ -273,6 +270,12 @@ impl Sink for Engine {
 }
 
 impl Engine {
+    /// Connections stamp from their next request on (until then none does, and no packet of the
+    /// machine is stamped: a run without think time never pays for stamps).
+    fn wants_stamps(&self) -> bool {
+        self.could_defer.get() >= WANT_STAMPS
+    }
+
     fn push(&self, c: Completion) {
         self.done.borrow_mut().push(c);
         self.ready.notify_one();
@@ -435,7 +438,6 @@ impl ScriptEngine {
             running: RefCell::default(),
             awaiting: Rc::default(),
             could_defer: Cell::new(0),
-            want_stamps: Cell::new(false),
             stamping: Cell::new(false),
             deferred_at: Cell::new(None),
             last_watch: Cell::new(Instant::now()),
@@ -513,7 +515,6 @@ impl ScriptEngine {
                 let all_await = engine.awaiting.get() == engine.running.borrow().len();
                 if nothing_ready() && engine.could_defer.get() < WANT_STAMPS {
                     engine.could_defer.set(engine.could_defer.get() + 1);
-                    engine.want_stamps.set(engine.could_defer.get() == WANT_STAMPS);
                 }
                 if nothing_ready() && all_await && engine.stamping.get() {
                     let now = Instant::now();
@@ -949,7 +950,7 @@ async fn exchange(
         Some(Pooled::H1(idle)) => idle.pop(),
         _ => None,
     };
-    if let Some(c) = conn.as_mut().filter(|_| engine.want_stamps.get()) {
+    if let Some(c) = conn.as_mut().filter(|_| engine.wants_stamps()) {
         c.stamp();
     }
     let open = async || {
@@ -959,7 +960,7 @@ async fn exchange(
         engine.recorder.borrow_mut().record_connect(t0.elapsed());
         let mut conn = H1Conn::new(stream);
         conn.awaiting = Some(engine.awaiting.clone());
-        if engine.want_stamps.get() {
+        if engine.wants_stamps() {
             conn.stamp();
         }
         Ok(conn)
