@@ -6,6 +6,9 @@ squall's ratio to Locust is the median of the per-round ratios of requests per C
 - with think time: 1,000 FastHttpUser users with `between(0.1, 0.2)` for 10 s (at most 6,667 req/s);
 - 10,000 users with `between(1, 2)` in one squall process: its RSS, its achieved rate against the
   theoretical 10,000 / 1.5 = 6,667 req/s, and the CPU it spends for it once all users run.
+Beside them, in the same rounds, bench/floor.c: the same users doing only the socket work (a write and
+the reads per request, nothing else), which is the most requests per CPU-second any generator can
+reach here, so its ratio to Locust is the ceiling of squall's.
 Appends its section to RESULTS.md.
 
 usage: python bench/script_bench.py [--rounds 5] [--seconds 10] [--skip-install]
@@ -64,15 +67,42 @@ def run_once(tool, flavour, url, users, secs, tmp):
     return {"requests": n, "cpu": cpu, "rss": rss, "rps": n / secs}
 
 
+THINK = {"fasthttp": (0, 0), "httpuser": (0, 0), "think": (0.1, 0.2), "between": (1, 2)}  # the files' wait_time
+
+
+def build_floor(directory):
+    """bench/floor.c compiled into `directory`; returns the binary's path."""
+    binary = Path(directory) / "floor"
+    cc = os.environ.get("CC", "cc")
+    subprocess.run([cc, "-O2", "-o", binary, BENCH / "floor.c"], check=True)
+    return binary
+
+
+def run_floor(binary, port, flavour, users, secs):
+    """One run of the floor with the locustfile's users and think time; requests, CPU and rate."""
+    low, high = THINK[flavour]
+    out, cpu, rss, code = run_measured([binary, port, users, low, high, secs], core=1, timeout=secs * 4 + 60)
+    if code != 0:
+        raise RuntimeError(f"floor exited {code}: {out[-2000:]}")
+    n = int(out.split()[-1])
+    return {"requests": n, "cpu": cpu, "rss": rss, "rps": n / secs}
+
+
 def throughput(rounds, secs, users=50, flavours=("fasthttp", "httpuser")):
     nginx = PinnedNginx(core=0)
     results = {}
     try:
         with tempfile.TemporaryDirectory() as d:
+            floor = build_floor(d)
             for r in range(rounds):
                 for flavour in flavours:
-                    for tool in ("squall", "locust"):
-                        s = run_once(tool, flavour, nginx.url, users, secs, Path(d))
+                    for tool in ("squall", "locust", "floor"):
+                        if tool == "floor":
+                            if flavour == "httpuser":
+                                continue  # the same socket work as fasthttp's, measured once a round
+                            s = run_floor(floor, nginx.port, flavour, users, secs)
+                        else:
+                            s = run_once(tool, flavour, nginx.url, users, secs, Path(d))
                         results.setdefault((tool, flavour), []).append(s)
                         print(
                             f"round {r + 1} {tool:7} {flavour:9} {s['rps']:>9,.0f} req/s "
@@ -91,23 +121,18 @@ def cpu_seconds(pid):
 
 
 def many_users(users=10_000, secs=40, settle=10):
-    """10,000 users with between(1, 2): RSS, the rate once all are running, and the CPU spent from the
-    `settle`-th second to 5 s before the end (read from /proc while it runs)."""
+    """10,000 users with between(1, 2): squall's RSS, its rate once all are running, and the CPU it spent
+    from the `settle`-th second to 5 s before the end (read from /proc while it runs); the floor's CPU
+    over the same window of its own run."""
     nginx = PinnedNginx(core=0)
     try:
         with tempfile.TemporaryDirectory() as d:
             prefix = Path(d) / "many"
             cmd = command("squall", "between", nginx.url, users, secs, prefix)
-            proc = subprocess.Popen(["taskset", "-c", "1", *map(str, cmd)], stdout=subprocess.DEVNULL)
-            t0 = time.monotonic()
-            time.sleep(settle)
-            c0, w0 = cpu_seconds(proc.pid), time.monotonic()
-            time.sleep(secs - settle - 5)
-            c1, w1 = cpu_seconds(proc.pid), time.monotonic()
-            _, status, usage = os.wait4(proc.pid, 0)
+            share, usage, _ = core_share(cmd, secs, settle)
             rss = usage.ru_maxrss / 1024.0
             history = list(csv.DictReader(open(f"{prefix}_stats_history.csv")))
-            assert time.monotonic() - t0 < secs * 3 + 60, "the run took too long"
+            floor_share, _, out = core_share([build_floor(d), nginx.port, users, *THINK["between"], secs], secs, settle)
     finally:
         nginx.stop()
     steady = [float(h["Requests/s"]) for h in history[settle:-1]]
@@ -117,78 +142,76 @@ def many_users(users=10_000, secs=40, settle=10):
         "rate": sum(steady) / len(steady),
         "seconds": len(steady),
         "theory": users / 1.5,
-        "core_share": (c1 - c0) / (w1 - w0),
+        "core_share": share,
+        "floor_share": floor_share,
+        "floor_rate": int(out.split()[-1]) / secs,
     }
 
 
-def engine_alone(rate, connections, secs=20):
-    """The engine alone at a scripted run's request rate: `squall bench --rate R -c C --threads 1`, no
-    Python in the loop; its CPU share and requests per CPU-second. Not a floor: bench's open model arms
-    a timer and wakes for every arrival (strace: a timerfd_settime and a read per request besides the
-    send and the receive), where the users' think-time timers fire together in millisecond buckets."""
-    nginx = PinnedNginx(core=0)
-    try:
-        cmd = [*SQUALL, "bench", nginx.url, "--rate", rate, "-c", connections, "-t", f"{secs}s", "--threads", 1, "-q"]
-        out, cpu, _, code = run_measured(cmd, core=1, timeout=secs * 3 + 60)
-    finally:
-        nginx.stop()
-    assert code == 0, out
-    return {"rate": rate, "connections": connections, "core_share": cpu / secs, "per_cpu": rate * secs / cpu}
+def core_share(cmd, secs, settle):
+    """Runs `cmd` on core 1; the share of a core it used from the `settle`-th second to 5 s before the
+    end, its rusage, and its output."""
+    t0 = time.monotonic()
+    proc = subprocess.Popen(["taskset", "-c", "1", *map(str, cmd)], stdout=subprocess.PIPE, text=True)
+    time.sleep(settle)
+    c0, w0 = cpu_seconds(proc.pid), time.monotonic()
+    time.sleep(secs - settle - 5)
+    c1, w1 = cpu_seconds(proc.pid), time.monotonic()
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    assert time.monotonic() - t0 < secs * 3 + 60, "the run took too long"
+    assert os.waitstatus_to_exitcode(status) in (0, 1), f"{cmd[0]} failed: {out[-2000:]}"
+    return (c1 - c0) / (w1 - w0), usage, out
 
 
-def write(results, think, many, rounds, secs, alone):
+def write(results, think, many, rounds, secs):
     per_cpu = lambda s: s["requests"] / s["cpu"]
+    results = {**results, **think}
+
+    def ratios(tool, flavour, own_flavour):
+        r = [per_cpu(x) / per_cpu(y) for x, y in zip(results[(tool, own_flavour)], results[("locust", flavour)])]
+        return f"**{median(r):.1f}x** ({min(r):.1f}–{max(r):.1f})"
+
+    def row(label, flavour, floor_flavour):
+        sq, lo, fl = results[("squall", flavour)], results[("locust", flavour)], results[("floor", floor_flavour)]
+        return (
+            f"| {label} | {median([s['rps'] for s in sq]):,.0f} | {median([per_cpu(s) for s in sq]):,.0f} | "
+            f"{median([s['rps'] for s in lo]):,.0f} | {median([per_cpu(s) for s in lo]):,.0f} | "
+            f"{ratios('squall', flavour, flavour)} | {median([per_cpu(s) for s in fl]):,.0f} | "
+            f"{ratios('floor', flavour, floor_flavour)} |"
+        )
+
+    header = [
+        "| locustfile | squall req/s | squall req per CPU-s | Locust req/s | Locust req per CPU-s "
+        "| squall ratio, req per CPU-s | floor req per CPU-s | floor ratio: the ceiling |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     lines = [
         MARK,
         "",
         "`make bench` (bench/script_bench.py): the same locustfile (one task, one `GET /`, `wait_time = constant(0)`)",
         f"run by `squall -f` and by Locust {LOCUST_VERSION}, one process each, 50 users, {secs} s, "
         "generator on core 1,",
-        f"nginx on core 0, {rounds} rounds. Ratios: median of the per-round ratios (range in brackets).",
+        f"nginx on core 0, {rounds} rounds. Ratios: median of the per-round ratios (range in brackets). The floor",
+        "(bench/floor.c, in the same rounds) is the same users doing nothing but the socket work, a write and the",
+        "reads per request, in C: the most requests per CPU-second any generator reaches on this host, so its",
+        "ratio to Locust is the ceiling of squall's (HttpUser's row divides FastHttpUser's floor by its Locust).",
         "",
-        "| locustfile | squall req/s | squall req per CPU-s | Locust req/s | Locust req per CPU-s "
-        "| squall ratio, req per CPU-s |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    for flavour, label in (("fasthttp", "FastHttpUser"), ("httpuser", "HttpUser")):
-        sq, lo = results[("squall", flavour)], results[("locust", flavour)]
-        ratios = [per_cpu(a) / per_cpu(b) for a, b in zip(sq, lo)]
-        lines.append(
-            f"| {label} | {median([s['rps'] for s in sq]):,.0f} | {median([per_cpu(s) for s in sq]):,.0f} | "
-            f"{median([s['rps'] for s in lo]):,.0f} | {median([per_cpu(s) for s in lo]):,.0f} | "
-            f"**{median(ratios):.1f}x** ({min(ratios):.1f}–{max(ratios):.1f}) |"
-        )
-    sq, lo = think[("squall", "think")], think[("locust", "think")]
-    ratios = [per_cpu(a) / per_cpu(b) for a, b in zip(sq, lo)]
-    lines += [
+        *header,
+        row("FastHttpUser", "fasthttp", "fasthttp"),
+        row("HttpUser", "httpuser", "fasthttp"),
         "",
         f"With think time: 1,000 FastHttpUser users with `between(0.1, 0.2)` (at most 6,667 req/s), {secs} s, "
         "same setup:",
         "",
-        "| locustfile | squall req/s | squall req per CPU-s | Locust req/s | Locust req per CPU-s "
-        "| squall ratio, req per CPU-s |",
-        "|---|---:|---:|---:|---:|---:|",
-        f"| FastHttpUser, `between(0.1, 0.2)` | {median([s['rps'] for s in sq]):,.0f} | "
-        f"{median([per_cpu(s) for s in sq]):,.0f} | {median([s['rps'] for s in lo]):,.0f} | "
-        f"{median([per_cpu(s) for s in lo]):,.0f} | **{median(ratios):.1f}x** ({min(ratios):.1f}–{max(ratios):.1f}) |",
+        *header,
+        row("FastHttpUser, `between(0.1, 0.2)`", "think", "think"),
         "",
         f"{many['users']:,} users with `between(1, 2)` in one squall process: **{many['rss_mb']:.0f} MB** max RSS "
         f"(target: under 1 GB); {many['rate']:,.0f} req/s over {many['seconds']} s once all were running, "
         f"{100 * many['rate'] / many['theory']:.1f}% of the theoretical {many['theory']:,.0f} req/s, on "
-        f"**{100 * many['core_share']:.0f}% of one core** (target: under 20%).",
-        "",
-        "For scale: the same request rates from the Rust engine alone, no Python in the loop (`squall bench "
-        "--rate R -c C --threads 1`, pinned like the runs above). Not a floor: its open model wakes for every "
-        "arrival at its intended time (a timer armed and read per request, besides the send and the receive), "
-        "where the users' think-time timers fire together in millisecond buckets; what both pay is the kernel's "
-        "loopback TCP, whose two ends' stacks run on the sender's core:",
-        "",
-        "| rate | connections | engine alone: share of a core | req per CPU-s |",
-        "|---:|---:|---:|---:|",
-        *[
-            f"| {f['rate']:,} | {f['connections']:,} | {100 * f['core_share']:.0f}% | {f['per_cpu']:,.0f} |"
-            for f in alone
-        ],
+        f"**{100 * many['core_share']:.0f}% of one core** (target: under 20%). The floor with the same users: "
+        f"{100 * many['floor_share']:.0f}% of a core ({many['floor_rate']:,.0f} req/s).",
         "",
     ]
     write_section(lines)
@@ -201,9 +224,8 @@ def main():
     args = cli(__doc__)
     results = throughput(args.rounds, args.seconds)
     think = throughput(args.rounds, args.seconds, users=1000, flavours=("think",))
-    alone = [engine_alone(6_667, 1_000), engine_alone(6_667, 10_000)]
     many = many_users()
-    write(results, think, many, args.rounds, args.seconds, alone)
+    write(results, think, many, args.rounds, args.seconds)
 
 
 if __name__ == "__main__":

@@ -78,12 +78,8 @@ def last_lines(paths, n, none):
 
 
 def wait_for_port(port, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if listening(port):
-            return
-        time.sleep(0.05)
-    raise RuntimeError(f"nothing listens on 127.0.0.1:{port}")
+    """Waits until something listens on 127.0.0.1:`port` (a server the test started)."""
+    wait_until(lambda: listening(port), f"listener on 127.0.0.1:{port}", timeout=timeout)
 
 
 def squall(*args, timeout=120, core=None, **kw):
