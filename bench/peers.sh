@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the benchmark peers by package name: wrk, ab, hey and nginx from apt, oha from crates.io,
-# Locust and paho-mqtt from PyPI into their own venv. Safe to rerun: only what is missing is installed.
+# Locust and paho-mqtt from PyPI into their own venv, and a C compiler for bench/floor.c. Safe to rerun: only what is missing is installed.
 set -euo pipefail
 cd "$(dirname "$0")"
 SUDO=""
@@ -13,6 +13,7 @@ command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
 command -v mosquitto >/dev/null || [ -x /usr/sbin/mosquitto ] || need+=(mosquitto)
 command -v taskset >/dev/null || need+=(util-linux)
 command -v h2load >/dev/null || need+=(nghttp2-client)
+command -v cc >/dev/null || need+=(gcc libc6-dev)
 if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
