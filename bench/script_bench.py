@@ -152,13 +152,15 @@ def core_share(cmd, secs, settle):
     """Runs `cmd` on core 1; the share of a core it used from the `settle`-th second to 5 s before the
     end, its rusage, and its output."""
     t0 = time.monotonic()
-    proc = subprocess.Popen(["taskset", "-c", "1", *map(str, cmd)], stdout=subprocess.PIPE, text=True)
-    time.sleep(settle)
-    c0, w0 = cpu_seconds(proc.pid), time.monotonic()
-    time.sleep(secs - settle - 5)
-    c1, w1 = cpu_seconds(proc.pid), time.monotonic()
-    out = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
+    with tempfile.TemporaryFile("w+") as output:  # a file, not a pipe: nothing blocks on a full pipe
+        proc = subprocess.Popen(["taskset", "-c", "1", *map(str, cmd)], stdout=output)
+        time.sleep(settle)
+        c0, w0 = cpu_seconds(proc.pid), time.monotonic()
+        time.sleep(secs - settle - 5)
+        c1, w1 = cpu_seconds(proc.pid), time.monotonic()
+        _, status, usage = os.wait4(proc.pid, 0)
+        output.seek(0)
+        out = output.read()
     assert time.monotonic() - t0 < secs * 3 + 60, "the run took too long"
     assert os.waitstatus_to_exitcode(status) in (0, 1), f"{cmd[0]} failed: {out[-2000:]}"
     return (c1 - c0) / (w1 - w0), usage, out
