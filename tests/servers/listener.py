@@ -1,7 +1,10 @@
-"""What every test server here starts with: a TCP listener on 127.0.0.1:PORT, and "ready" printed once
-it listens (what tests/support.py `serving` waits for)."""
+"""What the test servers here share: a TCP listener on 127.0.0.1:PORT, and "ready" printed once it
+listens (what tests/support.py `serving` waits for); reads that carry the kernel's receive time."""
 
 import socket
+import struct
+
+SO_TIMESTAMPNS = 35  # Linux's <asm-generic/socket.h>, also the cmsg type (SCM_TIMESTAMPNS); Python lacks it
 
 
 def listening(port, backlog=128):
@@ -11,3 +14,18 @@ def listening(port, backlog=128):
     listener.listen(backlog)
     print("ready", flush=True)
     return listener
+
+
+def stamp_receives(conn):
+    """From now on the kernel notes when each of `conn`'s segments arrives (`recv_stamped` reads it)."""
+    conn.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+
+
+def recv_stamped(conn, size=65536):
+    """One recvmsg: the bytes, and when the kernel received them (wall-clock seconds; None unstamped)."""
+    data, ancillary, _, _ = conn.recvmsg(size, socket.CMSG_SPACE(16))
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+            sec, nsec = struct.unpack("qq", payload[:16])
+            return data, sec + nsec / 1e9
+    return data, None

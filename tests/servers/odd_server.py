@@ -26,14 +26,12 @@ import heapq
 import json
 import selectors
 import socket
-import struct
 import sys
 import time
 from http import HTTPStatus
 
-from listener import listening
+from listener import listening, recv_stamped, stamp_receives
 
-SO_TIMESTAMPNS = 35  # Linux; Python does not export it
 STALL_PERIOD, STALL_START, STALL_LENGTH = 1.0, 0.25, 0.5
 START = time.time()
 truth_us = []
@@ -62,14 +60,6 @@ class Conn:
         self.sock = sock
         self.buf = b""
         self.arrived = None  # kernel timestamp of the first byte of the pending request
-
-
-def kernel_timestamp(ancdata):
-    for level, kind, data in ancdata:
-        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
-            sec, nsec = struct.unpack("qq", data[:16])
-            return sec + nsec / 1e9
-    return time.time()
 
 
 def main(port):
@@ -159,14 +149,14 @@ def main(port):
                         s, _ = listener.accept()
                         s.setblocking(False)
                         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                        s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+                        stamp_receives(s)
                         sel.register(s, selectors.EVENT_READ, Conn(s))
                 except BlockingIOError:
                     pass
                 continue
             conn = key.data
             try:
-                data, ancdata, _, _ = conn.sock.recvmsg(65536, socket.CMSG_SPACE(16))
+                data, stamp = recv_stamped(conn.sock)
             except (BlockingIOError, InterruptedError):
                 continue
             except OSError:
@@ -175,7 +165,7 @@ def main(port):
                 close(conn)
                 continue
             if conn.arrived is None:
-                conn.arrived = kernel_timestamp(ancdata)
+                conn.arrived = time.time() if stamp is None else stamp
             conn.buf += data
             while b"\r\n\r\n" in conn.buf:
                 head, _, rest = conn.buf.partition(b"\r\n\r\n")

@@ -17,13 +17,10 @@ import asyncio
 import selectors
 import socket
 import ssl
-import struct
 import sys
 import time
 
-from listener import listening
-
-SO_TIMESTAMPNS = 35  # Linux's <asm-generic/socket.h>; the cmsg type is the same (SCM_TIMESTAMPNS)
+from listener import listening, recv_stamped, stamp_receives
 
 
 def answer(path, received):
@@ -40,16 +37,14 @@ def answer(path, received):
 def on_readable(conn, bufs):
     """Reads what came on `conn` (with its kernel receive stamp) and answers each complete request."""
     try:
-        data, ancillary, _, _ = conn.recvmsg(65536, socket.CMSG_SPACE(16))
+        data, stamp = recv_stamped(conn)
     except ConnectionError:
         data = b""
     if not data:
         return False
     received = time.monotonic()
-    for level, kind, payload in ancillary:
-        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
-            sec, nsec = struct.unpack("qq", payload)
-            received -= time.time() - (sec + nsec / 1e9)
+    if stamp is not None:
+        received -= time.time() - stamp
     buf = bufs[conn] + data
     while b"\r\n\r\n" in buf:
         head, buf = buf.split(b"\r\n\r\n", 1)
@@ -90,7 +85,7 @@ def main(port):
         for key, _ in sel.select():
             if key.fileobj is srv:
                 conn, _ = srv.accept()
-                conn.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+                stamp_receives(conn)
                 conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 bufs[conn] = b""
                 sel.register(conn, selectors.EVENT_READ)
