@@ -26,7 +26,7 @@ pub enum Stream {
 impl Stream {
     /// A plain TCP connection, its receive times not asked of the kernel.
     pub fn plain(tcp: TcpStream) -> Stream {
-        Stream::Plain(Tcp::new(tcp, false))
+        Stream::Plain(Tcp::new(tcp))
     }
 
     /// The TCP connection under it (under TLS too).
@@ -70,7 +70,7 @@ impl Connector {
         let addr = self.addrs[which % self.addrs.len()];
         let tcp = TcpStream::connect(addr).await.map_err(|e| classify_io(&e, "while connecting"))?;
         let _ = tcp.set_nodelay(true);
-        let tcp = Tcp::new(tcp, false);
+        let tcp = Tcp::new(tcp);
         match &self.tls {
             None => Ok(Stream::Plain(tcp)),
             Some((connector, name)) => match connector.connect(name.clone(), tcp).await {

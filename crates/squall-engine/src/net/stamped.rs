@@ -63,18 +63,13 @@ pub fn stamp_reads(on: bool) {
 }
 
 impl Tcp {
-    /// `stamps`: ask the kernel for receive times (a failure to turn them on leaves reads unstamped,
-    /// and the caller then times by its own clock).
-    pub fn new(io: TcpStream, stamps: bool) -> Tcp {
-        let stamps = stamps && enable(io.as_raw_fd()).is_ok();
-        Tcp { io, stamps, received: Stamp::Unasked }
+    /// A connection whose reads carry no receive time until `stamp`.
+    pub fn new(io: TcpStream) -> Tcp {
+        Tcp { io, stamps: false, received: Stamp::Unasked }
     }
 
-    pub fn get_ref(&self) -> &TcpStream {
-        &self.io
-    }
-
-    /// From now on the kernel keeps each read's receive time (a no-op if it does, or refuses).
+    /// From now on the kernel keeps each read's receive time (a no-op if it does; if it refuses, reads
+    /// stay unstamped and the caller times by its own clock).
     pub fn stamp(&mut self) {
         if !self.stamps {
             self.stamps = enable(self.io.as_raw_fd()).is_ok();
@@ -208,7 +203,10 @@ mod tests {
 
     async fn pair(stamps: bool) -> (Tcp, TcpStream) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let client = Tcp::new(TcpStream::connect(listener.local_addr().unwrap()).await.unwrap(), stamps);
+        let mut client = Tcp::new(TcpStream::connect(listener.local_addr().unwrap()).await.unwrap());
+        if stamps {
+            client.stamp();
+        }
         (client, listener.accept().await.unwrap().0)
     }
 
