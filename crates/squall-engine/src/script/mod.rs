@@ -270,6 +270,11 @@ impl Sink for Engine {
 }
 
 impl Engine {
+    /// No completion and no MQTT message for the script yet.
+    fn nothing_ready(&self) -> bool {
+        self.done.borrow().is_empty() && self.messages.borrow().is_empty()
+    }
+
     /// Connections stamp from their next request on (until then none does, and no packet of the
     /// machine is stamped: a run without think time never pays for stamps).
     fn wants_stamps(&self) -> bool {
@@ -506,36 +511,13 @@ impl ScriptEngine {
         if engine.done.borrow().is_empty() && !arrival_due() {
             let deadline = Instant::now() + timeout;
             let wake_at = || next_arrival().map_or(deadline, |t| deadline.min(start + Duration::from_secs_f64(t)));
-            let nothing_ready = || engine.done.borrow().is_empty() && engine.messages.borrow().is_empty();
-            let mut waited = false;
             let lately = engine.deferred_at.get().is_some_and(|t| t.elapsed() < ASKING);
             stamp_reads(lately || !engine.stamping.get());
-            if !timeout.is_zero() && timeout <= DEFER && !engine.options.http2 && engine.mqtt.borrow().is_empty() {
-                self.turn(1); // sends what the script has just submitted: no send waits
-                let all_await = engine.awaiting.get() == engine.running.borrow().len();
-                if nothing_ready() && engine.could_defer.get() < WANT_STAMPS {
-                    engine.could_defer.set(engine.could_defer.get() + 1);
-                }
-                if nothing_ready() && all_await && engine.stamping.get() {
-                    let now = Instant::now();
-                    let wake = wake_at();
-                    if wake > now {
-                        std::thread::sleep(wake - now);
-                    }
-                    engine.deferred_at.set(Some(now));
-                    stamp_reads(true);
-                    self.turn(2); // reads every response that came meanwhile, with its receive time
-                    waited = true;
-                }
-                waited |= !nothing_ready();
-            }
-            if !waited {
+            if timeout.is_zero() {
+                self.turn(1); // lets the runtime poll I/O once
+            } else if !(timeout <= DEFER && self.deferred(wake_at())) {
                 self.rt.block_on(self.local.run_until(async {
-                    if timeout.is_zero() {
-                        tokio::task::yield_now().await; // lets the runtime poll I/O once
-                        return;
-                    }
-                    while nothing_ready() {
+                    while engine.nothing_ready() {
                         let wake = wake_at();
                         tokio::select! {
                             _ = engine.ready.notified() => {}
@@ -560,6 +542,34 @@ impl ScriptEngine {
             engine.core.timeline.publish_ready(now);
         }
         std::mem::take(&mut *engine.done.borrow_mut())
+    }
+
+    /// The wait of a `poll` whose timeout is within `DEFER`, deferred if it may be (see `DEFER`): sends
+    /// what the script has just submitted, then, when nothing is ready and every request in flight
+    /// awaits its response on a stamping connection, sleeps until `wake` without waking for responses
+    /// and reads all that came meanwhile. False if the caller must still wait: nothing is ready and
+    /// the wait was not deferred.
+    fn deferred(&self, wake: Instant) -> bool {
+        let engine = &self.engine;
+        if engine.options.http2 || !engine.mqtt.borrow().is_empty() {
+            return false;
+        }
+        self.turn(1); // sends what the script has just submitted: no send waits
+        let all_await = engine.awaiting.get() == engine.running.borrow().len();
+        if engine.nothing_ready() && engine.could_defer.get() < WANT_STAMPS {
+            engine.could_defer.set(engine.could_defer.get() + 1);
+        }
+        if engine.nothing_ready() && all_await && engine.stamping.get() {
+            let now = Instant::now();
+            if wake > now {
+                std::thread::sleep(wake - now);
+            }
+            engine.deferred_at.set(Some(now));
+            stamp_reads(true);
+            self.turn(2); // reads every response that came meanwhile, with its receive time
+            return true;
+        }
+        !engine.nothing_ready()
     }
 
     /// `yields` turns of the runtime without waiting: each runs the tasks that are ready, then polls
