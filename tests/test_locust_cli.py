@@ -101,6 +101,27 @@ def test_json_on_stdout_and_the_tables(odd_server, tmp_path):
     assert p.returncode == 2 and "--result-json" in p.stderr and len(p.stderr.strip().splitlines()) == 1
 
 
+def test_json_stdout_stays_json_through_the_periodic_tables(odd_server, tmp_path):
+    """CI pipes `--json` into a JSON reader: in a run long enough for the 2-s tables, stdout is the JSON
+    alone (Locust's stdout is too: its tables go to stderr through its stats logger). The thresholds
+    pass, but requests failed, so the exit code is --exit-code-on-error's 1: the verdict block says so,
+    with the count of failed requests, which is what the server answered 500 to."""
+    served_before = odd_server.served("/status/500")
+    p = squall(
+        "-f", FILES / "cli_bounded.py", "-H", odd_server.url, "--headless", "-u", 2, "-t", "3s", "--json",
+        "--threshold", "p95<10s", cwd=tmp_path, env=clean_env(CLI_ITERATIONS=0),
+    )  # fmt: skip
+    assert p.returncode == 1, p.stderr
+    printed = json.loads(p.stdout)  # nothing but the JSON
+    assert p.stderr.count("Response time percentiles") == 1 and p.stderr.count("Aggregated") >= 3  # 2-s tables too
+    failed = next(r["num_failures"] for r in printed if r["name"] == "/status/500")
+    # Every failure is a 500 the server sent; a request in flight when the run ended is in neither count
+    # of squall (abandoned) but may be in the server's, so the server saw at most the 2 users' more.
+    assert failed <= odd_server.served("/status/500") - served_before <= failed + 2
+    assert "1 passed, 0 failed" in p.stderr
+    assert f"exit code 1: {failed:,} requests failed (--exit-code-on-error 1)" in p.stderr, p.stderr[-1500:]
+
+
 def test_log_lines_are_locusts(odd_server, tmp_path):
     """A 2 s run: the same messages under the same loggers and levels, in the same order, in Locust's
     format; the locustfile's own `logging` call lands among them."""

@@ -15,3 +15,8 @@ TERMINATED = 143  # stopped by SIGTERM; likewise
 def stopped_by(signum: int) -> int:
     """The exit code of a run stopped by signal `signum`: Ctrl-C (SIGINT, 2) or anything else (SIGTERM)."""
     return INTERRUPTED if signum == 2 else TERMINATED
+
+
+def stopped_why(signum: int) -> str:
+    """What `stopped_by(signum)` means, for the verdict block."""
+    return "stopped by Ctrl-C" if signum == 2 else "stopped by SIGTERM"

@@ -51,7 +51,7 @@ def count(args: argparse.Namespace) -> int:
 def run_processes(
     args: argparse.Namespace,
     users: int,
-    final_output: Callable[[dict[str, Any], argparse.Namespace], None],
+    final_output: Callable[[dict[str, Any], argparse.Namespace], object],
     what: str = "users",
 ) -> int:
     """`--processes N`: N copies of this command as workers, each with its share of the users and one

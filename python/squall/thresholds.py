@@ -232,8 +232,11 @@ def evaluate_all(thresholds: list[Threshold], doc: dict[str, Any]) -> list[Verdi
     return [evaluate(t, doc) for t in thresholds]
 
 
-def block(verdicts: list[Verdict]) -> str:
-    """The verdict block printed at the end of a run."""
+def block(verdicts: list[Verdict], code: int = 0, why: str = "") -> str:
+    """The verdict block printed at the end of a run. `code` and `why`: the run's exit code and its
+    reason, said under the verdicts when the thresholds passed but the run still exits non-zero (failed
+    requests under `-f`'s --exit-code-on-error, lost MQTT messages, a signal), so that "0 failed" is
+    never followed by a silent 1."""
     if not verdicts:
         return ""
     width = max(len(v.threshold.text) for v in verdicts)
@@ -244,6 +247,8 @@ def block(verdicts: list[Verdict]) -> str:
         lines.append(f"  {mark}  {v.threshold.text:<{width}}  measured {v.threshold.shown(v.value)}{note}")
     failed = sum(not v.passed for v in verdicts)
     lines.append(f"  {len(verdicts) - failed} passed, {failed} failed" + (" (exit code 99)" if failed else ""))
+    if code not in (0, 99):
+        lines.append(f"  exit code {code}: {why}" if why else f"  exit code {code}")
     return "\n".join(lines) + "\n"
 
 
@@ -298,19 +303,24 @@ def abort_message(watch: Watch) -> str:
     return f"squall: stopping: threshold {v.threshold.text} failed (measured {v.threshold.shown(v.value)})\n"
 
 
-def judge(result: dict[str, Any], thresholds: list[Threshold], watch: Watch | None, out: Any = None) -> list[Verdict]:
+def judge(result: dict[str, Any], thresholds: list[Threshold], watch: Watch | None) -> list[Verdict]:
     """The final verdicts, put into the result (`thresholds`, and `stop_reason` "threshold" when
-    `--threshold-abort` stopped the run) and printed as a block on `out` (stdout by default)."""
+    `--threshold-abort` stopped the run); the command prints them (`say`) once it knows its exit code."""
     if not thresholds:
         return []
     verdicts = evaluate_all(thresholds, result)
     result["thresholds"] = [v.to_json() for v in verdicts]
     if watch is not None and watch.failed:
         result["stop_reason"] = "threshold"
-    out = out or sys.stdout
-    out.write("\n" + block(verdicts))
-    out.flush()
     return verdicts
+
+
+def say(verdicts: list[Verdict], code: int, why: str, out: Any = None) -> None:
+    """The verdict block (none without thresholds) on `out` (stdout by default), with the exit code."""
+    if verdicts:
+        out = out or sys.stdout
+        out.write("\n" + block(verdicts, code, why))
+        out.flush()
 
 
 def failed(verdicts: list[Verdict]) -> bool:

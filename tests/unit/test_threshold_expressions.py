@@ -113,3 +113,16 @@ def test_the_watch_waits_for_the_grace_then_stops_once():
 def test_the_block_lists_each_verdict():
     text = th.block([verdict("p95<3ms"), verdict("rps>=100")])
     assert "FAIL  p95<3ms" in text and "pass  rps>=100" in text and "1 passed, 1 failed (exit code 99)" in text
+
+
+def test_the_block_says_an_exit_code_that_is_not_the_thresholds():
+    """Thresholds that pass, in a run that still exits non-zero, never end on a silent code."""
+    passing = [verdict("rps>=100")]
+    assert th.block(passing).splitlines()[-1] == "  1 passed, 0 failed"
+    text = th.block(passing, 1, "93 requests failed (--exit-code-on-error 1)")
+    assert text.splitlines()[-2:] == [
+        "  1 passed, 0 failed",
+        "  exit code 1: 93 requests failed (--exit-code-on-error 1)",
+    ]
+    # A failed threshold's code is the block's own line already.
+    assert "exit code 99:" not in th.block([verdict("p95<3ms")], 99, "a threshold failed")

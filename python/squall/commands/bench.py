@@ -245,12 +245,14 @@ def _final_output(watch: thresholds.Watch | None) -> Callable[[dict[str, Any], a
 def finish(
     result: dict[str, Any], signum: int | None, args: argparse.Namespace, watch: thresholds.Watch | None = None
 ) -> int:
-    """Prints the summary and the thresholds' verdicts, writes the requested files, and picks the exit
-    code."""
+    """Prints the summary and the thresholds' verdicts (with the exit code when it is not theirs),
+    writes the requested files, and returns the exit code."""
     sys.stdout.write(report.console.summary(result))
     sys.stdout.flush()
     print_observations(result)
     verdicts = thresholds.judge(result, getattr(args, "thresholds", []), watch)
+    code, why = exit_code(result, signum, verdicts)
+    thresholds.say(verdicts, code, why)
     report.write_and_say(
         result,
         json_path=args.json,
@@ -259,20 +261,26 @@ def finish(
         html_path=args.html,
         html_meta=page.meta("bench", getattr(args, "argv", None) or [], args.url),
     )
+    if code == exitcodes.ALL_FAILED:
+        sys.stderr.write(f"squall bench: error: {why}\n")
+    return code
+
+
+def exit_code(result: dict[str, Any], signum: int | None, verdicts: list[thresholds.Verdict]) -> tuple[int, str]:
+    """The run's exit code and why (README's table): a signal, a failed threshold, nothing completed
+    or every request failed, else 0."""
     agg = result["aggregate"]
     if signum is not None:
-        return exitcodes.stopped_by(signum)
+        return exitcodes.stopped_by(signum), exitcodes.stopped_why(signum)
     if thresholds.failed(verdicts):
-        return exitcodes.THRESHOLDS
+        return exitcodes.THRESHOLDS, "a threshold failed"
     if agg["requests"] == 0:  # nothing came back at all: not a success
         in_flight = f" ({result['abandoned']:,} still in flight when it ended)" if result["abandoned"] else ""
-        sys.stderr.write(f"squall bench: error: no request completed{in_flight}\n")
-        return exitcodes.ALL_FAILED
+        return exitcodes.ALL_FAILED, f"no request completed{in_flight}"
     if agg["failures"] == agg["requests"]:
         top = result["errors"][0]["message"] if result["errors"] else "failed"
-        sys.stderr.write(f"squall bench: error: every request failed (most often: {top})\n")
-        return exitcodes.ALL_FAILED
-    return exitcodes.OK
+        return exitcodes.ALL_FAILED, f"every request failed (most often: {top})"
+    return exitcodes.OK, ""
 
 
 def find_limit(args: argparse.Namespace) -> int:

@@ -289,37 +289,49 @@ def run(args: argparse.Namespace) -> int:
 
 def _finish(result: dict[str, Any], signum: int | None, args: argparse.Namespace) -> int:
     """The summary, verdicts and files of a run (this process's, or a merged one); its exit code."""
-    _final_output(result, args)
-    return _code(result, signum)
+    return _final_output(result, args, signum)
 
 
 def _code(result: dict[str, Any], signum: int | None) -> int:
+    """A worker's exit code (its driver judges the thresholds on the merged result)."""
+    return exit_code(result, signum)[0]
+
+
+def exit_code(
+    result: dict[str, Any], signum: int | None = None, verdicts: list[thresholds.Verdict] | None = None
+) -> tuple[int, str]:
+    """The run's exit code and why (README's table)."""
     if signum is not None:
-        return exitcodes.stopped_by(signum)
-    if any(not t["passed"] for t in result.get("thresholds", [])):
-        return exitcodes.THRESHOLDS
-    return exit_code(result)
-
-
-def exit_code(result: dict[str, Any]) -> int:
+        return exitcodes.stopped_by(signum), exitcodes.stopped_why(signum)
+    if verdicts and thresholds.failed(verdicts):
+        return exitcodes.THRESHOLDS, "a threshold failed"
     m = result["mqtt"]
     delivery = m.get("delivery")
     if m["subscribe_only"]:
-        return exitcodes.OK if delivery and delivery["received"] else exitcodes.ALL_FAILED
+        if delivery and delivery["received"]:
+            return exitcodes.OK, ""
+        return exitcodes.ALL_FAILED, "no message was received"
     if m["published"] == 0:
-        return exitcodes.ALL_FAILED
+        top = result["errors"][0]["message"] if result["errors"] else "nothing was acknowledged"
+        return exitcodes.ALL_FAILED, f"no message was published (most often: {top})"
     if m["verify"] and delivery and delivery["lost"]:
-        return exitcodes.LOST
+        return exitcodes.LOST, f"{delivery['lost']:,} messages lost"
     if m["verify"] and (m["unsent"] or m["failed"]):  # never sent, or refused: not delivered either
-        return exitcodes.LOST
-    return exitcodes.OK
+        return exitcodes.LOST, (
+            f"{m['unsent']:,} messages never sent and {m['failed']:,} refused or unacknowledged: not delivered"
+        )
+    return exitcodes.OK, ""
 
 
-def _final_output(result: dict[str, Any], args: argparse.Namespace) -> None:
+def _final_output(result: dict[str, Any], args: argparse.Namespace, signum: int | None = None) -> int:
+    """Prints the summary and the verdicts (with the exit code when it is not theirs), writes the files;
+    returns the exit code."""
     sys.stdout.write(mqtt_console.summary(result))
     sys.stdout.flush()
     print_observations(result)
-    thresholds.judge(result, getattr(args, "thresholds", []), getattr(args, "watch", None))
+    verdicts = thresholds.judge(result, getattr(args, "thresholds", []), getattr(args, "watch", None))
+    code, why = exit_code(result, signum, verdicts)
+    thresholds.say(verdicts, code, why)
     report.write_and_say(
         result,
         json_path=args.json,
@@ -328,17 +340,11 @@ def _final_output(result: dict[str, Any], args: argparse.Namespace) -> None:
         html_path=args.html,
         html_meta=page.meta("mqtt", getattr(args, "argv", None) or [], result["mqtt"]["broker"]),
     )
-    m = result["mqtt"]
-    if not m["subscribe_only"] and m["published"] == 0:
-        top = result["errors"][0]["message"] if result["errors"] else "nothing was acknowledged"
-        sys.stderr.write(f"squall mqtt: error: no message was published (most often: {top})\n")
-    elif m["verify"] and m["delivery"]["lost"]:
-        sys.stderr.write(f"squall mqtt: {m['delivery']['lost']:,} messages lost\n")
-    elif m["verify"] and (m["unsent"] or m["failed"]):
-        sys.stderr.write(
-            f"squall mqtt: {m['unsent']:,} messages never sent and {m['failed']:,} refused or unacknowledged: "
-            "not delivered\n"
-        )
+    if code == exitcodes.ALL_FAILED and not result["mqtt"]["subscribe_only"]:
+        sys.stderr.write(f"squall mqtt: error: {why}\n")
+    elif code == exitcodes.LOST:
+        sys.stderr.write(f"squall mqtt: {why}\n")
+    return code
 
 
 def find_limit(args: argparse.Namespace) -> int:

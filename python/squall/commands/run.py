@@ -366,13 +366,13 @@ def _run_here(
     env.result = result
     verdicts = _judge(result, args) if worker is None else []
     events.quitting.fire(environment=env, reason=reason)
-    code = _exit_code(result, args, env, received)
+    code, why = _exit_code(result, args, env, received)
     main_logger.info(f"Shutting down (exit code {code})")
     if worker is not None:
         with open(os.environ["SQUALL_WORKER_RESULT"], "w") as f:
             json.dump(result, f)
     else:
-        _print_and_write(result, args, verdicts)
+        _print_and_write(result, args, verdicts, code, why)
     if partial is not None:
         partial.done()
     events.quit.fire(exit_code=code)
@@ -383,17 +383,24 @@ def _run_here(
     return code
 
 
-def _exit_code(result: dict[str, Any], args: argparse.Namespace, env: Environment, received: list[int]) -> int:
+def _exit_code(
+    result: dict[str, Any], args: argparse.Namespace, env: Environment | None = None, received: list[int] | None = None
+) -> tuple[int, str]:
+    """The run's exit code and why, as Locust decides it: a signal, `environment.process_exit_code`, a
+    failed threshold, then --exit-code-on-error when requests failed or tasks raised."""
     if received:
-        return exitcodes.stopped_by(received[0])
-    if env.process_exit_code is not None:
-        return env.process_exit_code
+        return exitcodes.stopped_by(received[0]), exitcodes.stopped_why(received[0])
+    if env is not None and env.process_exit_code is not None:
+        return env.process_exit_code, "set by the locustfile (environment.process_exit_code)"
     if any(not t["passed"] for t in result.get("thresholds", [])):
-        return exitcodes.THRESHOLDS
-    if result["aggregate"]["failures"] or result["exceptions"]:
+        return exitcodes.THRESHOLDS, "a threshold failed"
+    failures, exceptions = result["aggregate"]["failures"], sum(x["count"] for x in result["exceptions"])
+    if failures or exceptions:
         code: int = args.exit_code_on_error
-        return code
-    return exitcodes.OK
+        what = [f"{failures:,} requests failed"] if failures else []
+        what += [f"{exceptions:,} task exceptions"] if exceptions else []
+        return code, f"{' and '.join(what)} (--exit-code-on-error {code})"
+    return exitcodes.OK, ""
 
 
 def _start_dashboard(
@@ -683,8 +690,8 @@ def _print_live(engine: _engine.ScriptEngine, last: LiveCounts) -> LiveCounts:
         n0, f0 = before.get(key, (0, 0))
         rates[key] = ((r["requests"] - n0) / dt, (r["failures"] - f0) / dt)
     endpoints, aggregate = rows[:-1], rows[-1]
-    sys.stdout.write(locust_console.stats_table(endpoints, aggregate, 0.0, rates) + "\n")
-    sys.stdout.flush()
+    sys.stderr.write(locust_console.stats_table(endpoints, aggregate, 0.0, rates) + "\n")
+    sys.stderr.flush()
     return now, counts
 
 
@@ -703,35 +710,34 @@ def _html_path(args: argparse.Namespace) -> str:
 def _final_output(result: dict[str, Any], args: argparse.Namespace) -> None:
     """The verdicts, then the tables and files (for the runs of other processes: --processes and
     --find-limit)."""
-    _print_and_write(result, args, _judge(result, args))
+    verdicts = _judge(result, args)
+    _print_and_write(result, args, verdicts, *_exit_code(result, args))
 
 
 def _judge(result: dict[str, Any], args: argparse.Namespace) -> list[thresholds.Verdict]:
     """The thresholds' verdicts, into the result (its files carry them)."""
-    watch = getattr(args, "watch", None)
-    verdicts = thresholds.evaluate_all(getattr(args, "thresholds", []), result) if args.thresholds else []
-    if verdicts:
-        result["thresholds"] = [v.to_json() for v in verdicts]
-        if watch is not None and watch.failed:
-            result["stop_reason"] = "threshold"
-    return verdicts
+    return thresholds.judge(result, getattr(args, "thresholds", None) or [], getattr(args, "watch", None))
 
 
-def _print_and_write(result: dict[str, Any], args: argparse.Namespace, verdicts: list[thresholds.Verdict]) -> None:
-    """As Locust at its end: `--json` prints Locust's JSON on stdout, `--json-file` writes it, and the
-    tables come unless `--json-file` is given (on stderr when stdout is --json's); then squall's
-    files, its observations and the verdicts (on stderr when stdout is --json's)."""
-    side = sys.stderr if args.json else sys.stdout
+def _print_and_write(
+    result: dict[str, Any], args: argparse.Namespace, verdicts: list[thresholds.Verdict], code: int, why: str
+) -> None:
+    """As Locust at its end: the tables on stderr (Locust logs them there: its stats logger is a
+    StreamHandler), unless `--json-file` is given; `--json` prints Locust's JSON on stdout, its only
+    output, and `--json-file` writes it; then squall's files, its observations and the verdicts with
+    the exit code (stderr too)."""
+    side = sys.stderr
     if args.json:
         sys.stdout.write(locust_json.dumps(result) + "\n")
+        sys.stdout.flush()
     if not args.json_file:
         side.write(locust_console.stats_table(result["endpoints"], result["aggregate"], result["duration_s"]))
         side.write("\n" + locust_console.percentiles_table(result["endpoints"], result["aggregate"]))
         side.write("\n" + locust_console.error_report(result["errors"], script=True))
         if result["exceptions"]:
             side.write("\n" + locust_console.exceptions_report(result["exceptions"]))
-    sys.stdout.flush()
-    if result["abandoned"]:  # on stderr: stdout keeps Locust's tables exactly
+    side.flush()
+    if result["abandoned"]:
         sys.stderr.write(
             f"squall: {result['abandoned']:,} requests in flight when their users stopped were "
             "cancelled; they are not in the stats\n"
@@ -755,8 +761,6 @@ def _print_and_write(result: dict[str, Any], args: argparse.Namespace, verdicts:
         html_meta=command_meta,
     )
     print_observations(result, side)
-    if verdicts:
-        side.write("\n" + thresholds.block(verdicts))
-        side.flush()
+    thresholds.say(verdicts, code, why, side)
     for path in written:
         sys.stderr.write(f"wrote {path}\n")
