@@ -4,24 +4,33 @@ The search (`find`) is the same for every command; what a step is (a bench run a
 at a user count, MQTT clients at a rate) is the caller's `measure(load) -> Step`.
 
 1. A probe gives the scale: `squall bench` runs the closed model for one step with the connections
-   given and takes its throughput X (what the target does flat out); the search starts at X / 2.
+   given and takes its throughput X (what the target does with them); the search starts at X / 2.
 2. Growth: the load doubles while steps pass, up to `--max-rate`.
 3. Bisection between the highest passing and the lowest failing load, until they are within
    `precision` (5%) of each other or the step budget is spent.
 
 A step passes when its SLOs hold (default p95 < 1 s and error_rate < 1%; `--slo`, the threshold
-language), the target keeps up (achieved throughput at least 97% of the offered load: above capacity
-the excess queues, so achieved stays at capacity while offered grows), and latency is not climbing
-within the step (its last second's median more than twice its first's and 5 ms more: a queue building
-up, which a short step can hide in its percentiles). A step in which the generator, not the target,
-fell behind stops the search: no limit is reported that squall itself caused. It fell behind when its
-own watch (`squall.monitor.GeneratorWatch`) saw an engine thread or the process saturated, or when sends
-went out late although even the p99 latency kept at most half the connections busy.
+language), the target keeps up (achieved throughput at least 97% of the offered load, beyond the
+step's own counting noise: above capacity the excess queues, so achieved stays at capacity while
+offered grows), and, for a rate, latency is not climbing within the step (`trend`: a queue building up,
+which a short step can hide in its percentiles). Each step records why it passed or failed (`checks`).
+
+squall never reports its own limit as the target's:
+- The generator fell behind when its own watch (`squall.monitor.GeneratorWatch`) saw an engine thread or
+  the process saturated, or when sends went out late while, by Little's law (busy connections =
+  throughput x mean response time), at most half the connections were busy. The search stops there.
+- Connections: in the open model a request waits for a free connection, so too few would cap the
+  target's throughput at connections / response time (50 connections at 20 ms: 2,500 a second,
+  whatever the target could do). `ConnectionPlan` gives each rate step the connections Little's law
+  asks for, with headroom, up to the open-file limit; a step whose sends went late with every
+  connection busy while the target answered as fast as when it was idle was limited by squall: it is
+  run again with more connections, or, at the open-file limit, ends the search with that verdict.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 from dataclasses import asdict, dataclass, field
@@ -33,7 +42,23 @@ from squall.errors import UsageError
 DEFAULT_SLOS = ["p95<1s", "error_rate<1%"]
 KEEP_UP = 0.97  # achieved / offered below this: the target did not keep up
 PRECISION = 0.05  # bisection ends when the failing load is within 5% above the passing one
-LATE_GENERATOR = 0.05  # late sends (> 10 ms) above this share, with idle connections: the generator lagged
+LATE_GENERATOR = 0.05  # late sends (> 10 ms) above this share: something held the sends back
+# Little's law gives the mean number of requests in flight (rate x mean response time); a step gets
+# HEADROOM times that, for the response time's spread and its growth near capacity. Connections open
+# only as requests need them, so the headroom costs nothing until the target slows down.
+HEADROOM = 4.0
+# With every connection busy, the target is the limit if it was queueing: its mean response time (from
+# the actual send) over QUEUEING times the fastest of the search; else squall's connections were.
+QUEUEING = 2.0
+RETRIES = 6  # reruns of steps with more connections, in a whole search
+# A trend is significant when its least-squares slope's t statistic passes the one-sided 99% point of
+# Student's t with n - 2 degrees of freedom (n: the step's whole inner seconds) ...
+T99 = {1: 31.82, 2: 6.965, 3: 4.541, 4: 3.747, 5: 3.365, 6: 3.143, 7: 2.998, 8: 2.896, 9: 2.821, 10: 2.764}
+T99_MANY = 2.681  # df 12; for more degrees of freedom the test is slightly stricter than it needs to be
+# ... and material: its rise over the step beyond 3 standard deviations of the per-second medians of the
+# steps that passed before it (their noise), and beyond TREND_FLOOR_US.
+TREND_FLOOR_US = 5000.0
+Z99 = 2.326  # one-sided 99% of the normal: a throughput shortfall beyond the counting noise
 
 
 @dataclass
@@ -48,7 +73,14 @@ class Step:
     abandoned: int = 0  # sent but still in flight when the step ended (a queue at the target)
     passed: bool = False
     reason: str = ""  # why it failed, or "" when it passed
-    generator_bound: bool = False
+    generator_bound: bool = False  # squall's limit, not the target's: the search stops
+    connection_bound: bool = False  # every connection busy while sends went late (see ConnectionPlan)
+    retry: bool = False  # squall's connections limited this step: run it again with more
+    connections: int | None = None  # the connections the step could open (open model)
+    service_us: float = 0.0  # mean response time from the actual send (the open model's lag taken out)
+    achieved_se: float = 0.0  # the standard error of `achieved` (`arrival_noise`; users: the probe's too)
+    medians_us: list[float] = field(default_factory=list)  # each inner whole second's median latency
+    checks: list[dict[str, Any]] = field(default_factory=list)  # {check, passed, detail}: why
     verdicts: list[dict[str, Any]] = field(default_factory=list)
     result: dict[str, Any] | None = None  # the step's own result document (not in the JSON's steps)
 
@@ -57,23 +89,62 @@ class Step:
         d.pop("result")
         return d
 
+    def check(self, name: str, passed: bool, detail: str) -> None:
+        """Notes one check; the first that fails is the step's reason."""
+        self.checks.append({"check": name, "passed": passed, "detail": detail})
+        if not passed and not self.reason:
+            self.reason = detail
+
+    def summary(self) -> str:
+        """Why it passed or failed, for the table."""
+        if self.passed:
+            return "pass: " + ", ".join(c["detail"] for c in self.checks if c["passed"] and c["check"] != "connections")
+        if self.retry:
+            return f"squall's connections: {self.reason}"
+        return ("GENERATOR" if self.generator_bound else "fail") + f": {self.reason}"
+
+
+def _inner(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The step's whole seconds once under way: all but the first (users starting, connections opening)
+    and the last (partial)."""
+    series = result.get("timeseries") or []
+    return list(series[1 : int(result["duration_s"])])
+
 
 def steady_rate(result: dict[str, Any], focus: str | None = None) -> float:
-    """Completed a second once the step is under way: the median of its whole seconds but the first (users
-    starting, connections opening) and the last (partial); the whole run's mean when it is too short.
-    `focus`: count only the endpoints of that method (MQTT's PUBLISH)."""
+    """Completed a second once the step is under way: the mean of the inner seconds (`_inner`); the
+    whole run's mean when it is too short. `focus`: the endpoints of that method (MQTT's PUBLISH)."""
 
     def count(p: dict[str, Any]) -> float:
         if focus is None:
             return float(p.get("requests", 0))
         return float(sum(e["requests"] for e in p.get("endpoints", []) if e["method"] == focus))
 
-    series = result.get("timeseries") or []
-    inner = [count(p) for p in series[1 : int(result["duration_s"])]]
+    inner = [count(p) for p in _inner(result)]
+    if inner:
+        return statistics.fmean(inner)
+    return float(_focused(result, focus)["requests"]) / (result["duration_s"] or 1e-9)
+
+
+def observed_noise(result: dict[str, Any]) -> float:
+    """The standard error of a step's achieved rate from the spread of its inner seconds' counts (users,
+    whose own randomness sets it); the Poisson error of its whole count when it has under 2 of them."""
+    inner = [float(p.get("requests", 0)) for p in _inner(result)]
     if len(inner) >= 2:
-        return statistics.median(inner)
-    whole = _focused(result, focus)
-    return float(whole["requests"]) / (result["duration_s"] or 1e-9)
+        return statistics.stdev(inner) / math.sqrt(len(inner))
+    seconds = max(float(result["duration_s"]), 1e-9)
+    return math.sqrt(float(result["aggregate"]["requests"])) / seconds
+
+
+def arrival_noise(result: dict[str, Any], offered: float) -> float:
+    """The standard error of a step's achieved rate that its arrivals alone cause: none for evenly spaced
+    sends (a target keeping up completes what was sent), sqrt(rate / seconds) for Poisson arrivals (the
+    count of n seconds at rate R has variance R n)."""
+    schedule = result.get("schedule") or {}
+    if schedule.get("arrival") != "poisson" or offered <= 0:
+        return 0.0
+    seconds = len(_inner(result)) or max(result["duration_s"], 1e-9)
+    return math.sqrt(offered / seconds)
 
 
 def _focused(result: dict[str, Any], focus: str | None) -> dict[str, Any]:
@@ -85,7 +156,11 @@ def _focused(result: dict[str, Any], focus: str | None) -> dict[str, Any]:
     return dict(result["aggregate"])
 
 
-def _median_of_second(point: dict[str, Any]) -> float:
+def _median(point: dict[str, Any], focus: str | None) -> float | None:
+    if focus is not None:
+        point = next((e for e in point.get("endpoints", []) if e["method"] == focus), {})
+    if not point.get("requests"):
+        return None
     return float((point.get("percentiles_us") or {}).get("50", 0))
 
 
@@ -96,56 +171,167 @@ def judge(
     connections: int | None = None,
     focus: str | None = None,
 ) -> Step:
-    """A step's verdict from its result document (`offered`: the load it was asked to carry; `focus`:
-    the endpoints of that method carry it, as MQTT's PUBLISH, else all of them)."""
+    """A step's verdict from its result document, each check noted (`offered`: the load it was asked to
+    carry, 0 for none; `connections`: the most it could open; `focus`: the endpoints of that method
+    carry it, as MQTT's PUBLISH, else all of them). The trend within the step is the search's to judge
+    (`trend`): its noise is the earlier steps'."""
     agg = _focused(result, focus)
     pct = agg.get("percentiles_us") or {}
+    achieved, se = steady_rate(result, focus), arrival_noise(result, offered)
+    schedule = result.get("schedule") or {}
     step = Step(
         load=offered,
-        achieved=steady_rate(result, focus),
+        achieved=achieved,
+        achieved_se=se,
         p50_us=float(pct.get("50", 0)),
         p95_us=float(pct.get("95", 0)),
         p99_us=float(pct.get("99", 0)),
         error_rate=agg["failures"] / agg["requests"] if agg["requests"] else 0.0,
         requests=agg["requests"],
         abandoned=result.get("abandoned", 0),
+        connections=connections,
+        service_us=max(0.0, float(agg.get("mean_us") or 0.0) - float(schedule.get("mean_lag_us") or 0.0)),
+        medians_us=[m for m in (_median(p, focus) for p in _inner(result)) if m is not None],
         result=result,
     )
     verdicts = [thresholds.evaluate(t, result) for t in slos]
     step.verdicts = [v.to_json() for v in verdicts]
     failed = [v for v in verdicts if not v.passed]
-    schedule = result.get("schedule") or {}
     sent = schedule.get("sent") or 0
-    late_share = (schedule.get("late", 0) / sent) if sent else 0.0
-    # Little's law: connections busy = throughput x latency. Sends go out late when no connection is
-    # free, which a slow target causes; only if even its p99 latency could not have kept half the
-    # connections busy was the generator itself behind.
-    busy = step.achieved * step.p99_us / 1e6
-    if late_share > LATE_GENERATOR and connections and busy < 0.5 * connections and not failed:
-        step.generator_bound = True
-        step.reason = (
-            f"the generator fell behind: {late_share:.0%} of sends late with at most {busy:.0f} of {connections} "
-            "connections busy (squall's limit, not the target's: use --threads, --processes or a bigger machine)"
-        )
-        return step
+    late = schedule.get("late", 0)
+    late_share = late / sent if sent else 0.0
     generator = result.get("generator") or {}
     if generator.get("saturated") and not failed:  # squall.monitor.GeneratorWatch: short of CPU
         step.generator_bound = True
         warnings = generator.get("warnings") or ["an engine thread was saturated"]
-        step.reason = f"the generator saturated ({warnings[0]})"
+        step.check("generator", False, f"the generator saturated ({warnings[0]})")
         return step
-    series = [p for p in result.get("timeseries", []) if p.get("requests")]
-    if failed:
-        v = failed[0]
-        step.reason = f"{v.threshold.text} failed (measured {v.threshold.shown(v.value)})"
-    elif step.achieved < KEEP_UP * offered:
-        step.reason = f"the target did not keep up: {step.achieved:,.0f}/s of {offered:,.0f}/s offered"
-    elif len(series) >= 3:
-        first, last = _median_of_second(series[0]), _median_of_second(series[-1])
-        if last > 2 * first and last - first > 5000:
-            step.reason = f"latency climbing within the step: median {first / 1000:.1f} ms to {last / 1000:.1f} ms"
+    if late_share > LATE_GENERATOR and connections:
+        # Little's law: connections busy = throughput x mean response time (from the actual send).
+        busy = step.achieved * step.service_us / 1e6
+        if busy < 0.5 * connections and not failed:
+            step.generator_bound = True
+            step.check(
+                "generator",
+                False,
+                f"the generator fell behind: {late_share:.0%} of sends late with about {busy:.0f} of "
+                f"{connections} connections busy (squall's limit, not the target's: use --threads, --processes "
+                "or a bigger machine)",
+            )
+            return step
+        step.connection_bound = busy >= 0.8 * connections  # whose limit: ConnectionPlan.review decides
+    elif connections:
+        step.check("connections", True, f"sends on time with up to {connections:,} connections")
+    for v in verdicts:
+        shown = v.threshold.shown(v.value)
+        step.check("slo", v.passed, f"{v.threshold.text} ({shown})" if v.passed else f"{v.threshold.text} failed "
+                   f"(measured {shown})")  # fmt: skip
+    if offered > 0:
+        short = KEEP_UP * offered - Z99 * step.achieved_se
+        kept = step.achieved / offered
+        if step.achieved >= short:
+            step.check("keep_up", True, f"kept up {kept:.1%}")
+        else:
+            step.check(
+                "keep_up",
+                False,
+                f"the target did not keep up: {step.achieved:,.0f}/s of {offered:,.0f}/s offered ({kept:.1%})",
+            )
     step.passed = not step.reason
     return step
+
+
+def trend(step: Step, before: list[Step]) -> tuple[bool, str]:
+    """Whether latency climbed within `step` (a queue building up at the target), judged by its inner
+    seconds' medians: (climbing, why). Climbing takes a least-squares slope that is significant (its t
+    statistic beyond Student's one-sided 99% point: by chance in 1 step of 100) and material (a rise
+    over the step beyond 3 standard deviations of the per-second medians in the passing steps `before`,
+    their noise, and beyond 5 ms). A step with under 3 inner seconds cannot show one."""
+    y = step.medians_us
+    n = len(y)
+    if n < 3:
+        return False, "too short for a trend"
+    xm, ym = (n - 1) / 2, statistics.fmean(y)
+    sxx = sum((i - xm) ** 2 for i in range(n))
+    slope = sum((i - xm) * (v - ym) for i, v in enumerate(y)) / sxx
+    residual = sum((v - (ym + slope * (i - xm))) ** 2 for i, v in enumerate(y))
+    se = math.sqrt(residual / (n - 2) / sxx)
+    t = slope / se if se > 0 else (math.inf if slope > 0 else 0.0)
+    rise = slope * (n - 1)
+    deviations = [v - statistics.fmean(s.medians_us) for s in before if len(s.medians_us) >= 2 for v in s.medians_us]
+    groups = sum(1 for s in before if len(s.medians_us) >= 2)
+    noise = math.sqrt(sum(d * d for d in deviations) / (len(deviations) - groups)) if deviations else 0.0
+    floor = max(TREND_FLOOR_US, 3 * noise)
+    shown = f"median {y[0] / 1000:.1f} ms to {y[-1] / 1000:.1f} ms, {slope / 1000:+.1f} ms/s (t = {t:.1f})"
+    if t > T99.get(n - 2, T99_MANY) and rise > floor:
+        return True, f"latency climbing within the step: {shown}, beyond the noise of ±{noise / 1000:.1f} ms"
+    return False, f"latency flat: {shown}"
+
+
+class ConnectionPlan:
+    """The connections of each open-model step (module doc): HEADROOM x rate x the slowest mean response
+    time seen so far (the probe's at first), at least `floor` (-c) and at most `budget` (the open-file
+    limit's). `review` decides whose limit a step with every connection busy met."""
+
+    def __init__(self, floor: int, budget: int) -> None:
+        self.floor = floor
+        self.budget = max(floor, budget)
+        self.slowest_us = 0.0
+        self.fastest_us = math.inf
+        self.retries = 0
+
+    def for_rate(self, rate: float) -> int:
+        need = math.ceil(HEADROOM * rate * self.slowest_us / 1e6)
+        return max(self.floor, min(self.budget, need))
+
+    def observe(self, step: Step) -> None:
+        """The response time of a step that passed, or of the probe: what the next rates plan with (a
+        failing step's is the target's queue, which more connections would only lengthen)."""
+        if step.requests and step.service_us > 0 and (step.passed or not step.load):
+            self.slowest_us = max(self.slowest_us, step.service_us)
+            self.fastest_us = min(self.fastest_us, step.service_us)
+
+    def review(self, step: Step) -> None:
+        """A step with every connection busy while its sends went late: the target's limit when it was
+        queueing, else squall's (run again with more connections, or stop at the open-file limit)."""
+        if not step.connection_bound:
+            self.observe(step)
+            return
+        cap = step.connections or self.floor
+        schedule = (step.result or {}).get("schedule") or {}
+        busy = (
+            f"{int(schedule.get('late', 0)):,} of {int(schedule.get('sent', 0)):,} sends late with all {cap:,} connections busy "
+            f"(Little's law: {step.achieved:,.0f}/s x {step.service_us / 1000:.1f} ms)"
+        )
+        base = self.fastest_us if math.isfinite(self.fastest_us) else step.service_us
+        if step.service_us > QUEUEING * base:
+            step.check(
+                "connections",
+                True,
+                f"{busy}, but the target was queueing ({step.service_us / base:.1f}x its fastest mean response): "
+                "more connections would wait there",
+            )
+            self.observe(step)
+            return
+        if cap >= self.budget or self.retries >= RETRIES:
+            step.generator_bound = True
+            step.passed = False
+            why = "the open-file limit" if cap >= self.budget else f"after {RETRIES} reruns"
+            step.reason = ""
+            step.check(
+                "connections",
+                False,
+                f"generator-limited: connections: {busy} ({why}), the target answering as fast as at lower loads",
+            )
+            return
+        self.retries += 1
+        self.slowest_us = max(self.slowest_us, step.service_us)  # the target's own time, not a queue's
+        self.floor = max(self.floor, min(self.budget, 2 * cap))  # and at least twice what fell short
+        step.retry = True
+        step.passed = False
+        step.reason = ""
+        step.check("connections", False, f"{busy}, the target answering as fast as at lower loads: again with "
+                   f"{self.for_rate(step.load):,}")  # fmt: skip
 
 
 @dataclass
@@ -164,28 +350,45 @@ def find(
     budget: int = 14,
     on_step: Callable[[Step], None] | None = None,
     whole: bool = False,
+    climbing: bool = False,
 ) -> Outcome:
     """Grows from `start` (doubling) to the first failure, then bisects; `whole` rounds loads to
-    integers (users). Stops at `budget` steps."""
+    integers (users); `climbing` fails a step whose latency climbed (`trend`: rates, where a queue can
+    grow without bound; users are a closed system, whose queue the users bound). A step `measure` marks
+    `retry` runs again. Stops at `budget` steps (reruns not counted)."""
     steps: list[Step] = []
     good: float | None = None
     bad: Step | None = None
 
     def run(load: float) -> Step:
-        s = measure(load)
-        steps.append(s)
-        if on_step:
-            on_step(s)
-        return s
+        while True:
+            s = measure(load)
+            if climbing and s.passed:
+                up, why = trend(s, [p for p in steps if p.passed])
+                s.check("trend", not up, why)
+                s.passed = not up
+            steps.append(s)
+            if on_step:
+                on_step(s)
+            if not s.retry:
+                return s
 
     def rounded(x: float) -> float:
         return float(max(1, round(x))) if whole else x
 
+    def measured() -> int:
+        return sum(not s.retry for s in steps)
+
+    def squalls(s: Step) -> str:
+        """A search that met squall's own limit: what passed before it, then why."""
+        passed = f"passed up to {good:,.0f}; " if good is not None else ""
+        return f"{passed}at {s.load:,.0f}: {s.reason}"
+
     load = rounded(start)
-    while len(steps) < budget:  # grow
+    while measured() < budget:  # grow
         s = run(load)
         if s.generator_bound:
-            return Outcome(None, None, s.reason, steps)
+            return Outcome(None, None, squalls(s), steps)
         if not s.passed:
             bad = s
             break
@@ -193,26 +396,26 @@ def find(
         if most is not None and load >= most:
             return Outcome(good, None, f"every load up to --max-rate {most:g} passed", steps)
         load = rounded(min(load * 2, most) if most is not None else load * 2)
-    while good is None and bad is not None and len(steps) < budget and bad.load > (1 if whole else 1e-3):
+    while good is None and bad is not None and measured() < budget and bad.load > (1 if whole else 1e-3):
         load = rounded(bad.load / 4)  # failing from the start: come down fast
         if load >= bad.load:
             break
         s = run(load)
         if s.generator_bound:
-            return Outcome(None, None, s.reason, steps)
+            return Outcome(None, None, squalls(s), steps)
         if s.passed:
             good = load
         else:
             bad = s
-    while good is not None and bad is not None and len(steps) < budget:  # bisect
+    while good is not None and bad is not None and measured() < budget:  # bisect
         if bad.load - good <= precision * good or (whole and bad.load - good <= 1):
             break
         load = rounded((good + bad.load) / 2)
         if load in (good, bad.load):
             break
         s = run(load)
-        if s.generator_bound:
-            return Outcome(good, bad.load, s.reason, steps)
+        if s.generator_bound:  # the limit is in [good, bad): good is within the search's precision of it
+            return Outcome(good, bad.load, squalls(s), steps)
         if s.passed:
             good = load
         else:
@@ -225,19 +428,18 @@ def find(
     return Outcome(good, bad.load, f"at {bad.load:,.0f}: {bad.reason}", steps)
 
 
-def table_header(unit: str) -> str:
+def table_header(unit: str, connections: bool = False) -> str:
     columns = f"{'offered':>11} {'achieved/s':>11} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'errors':>7}"
-    return f"{'step':>5} {columns}  verdict"
+    return f"{'step':>5} {columns}" + (f" {'conns':>6}" if connections else "") + "  verdict"
 
 
-def table_row(i: int | str, s: Step, unit: str) -> str:
+def table_row(i: int | str, s: Step, unit: str, connections: bool = False, probe: str = "") -> str:
+    """One step's line; `probe`: the probe's verdict text (the scale, not a pass or a fail)."""
     offered = f"{s.load:,.0f}{'' if unit == 'users' else '/s'}" if s.load else "closed"
-    verdict = "pass" if s.passed else ("GENERATOR" if s.generator_bound else "fail") + f": {s.reason}"
-    if not s.load:  # the probe: the scale, not a verdict
-        verdict = "the scale: what the target does flat out"
+    conns = f" {s.connections or 0:>6,}" if connections else ""
     return (
         f"{i!s:>5} {offered:>11} {s.achieved:>11,.0f} {s.p50_us / 1000:>8.2f} {s.p95_us / 1000:>8.2f} "
-        f"{s.p99_us / 1000:>8.2f} {s.error_rate * 100:>6.2f}%  {verdict}"
+        f"{s.p99_us / 1000:>8.2f} {s.error_rate * 100:>6.2f}%{conns}  {probe or s.summary()}"
     )
 
 
@@ -291,15 +493,19 @@ def search(
     start: float,
     most: float | None,
     probe: Step | None = None,
+    probe_says: str = "the scale: what the target does flat out",
     whole: bool = False,
+    climbing: bool = False,
+    show_connections: bool = False,
     **settings: Any,
 ) -> tuple[Outcome, dict[str, Any] | None]:
-    """Runs `find` with its per-step table on stdout (after the `probe` row, if any) and the verdict
-    line; returns the outcome and the result document to report: the highest passing step's (else the
-    last step's), with its `limit`. Ctrl-C ends the search with what it has."""
-    say(table_header(unit))
+    """Runs `find` with its per-step table on stdout (after the `probe` row, if any, saying
+    `probe_says`; a connections column with `show_connections`) and the verdict line; returns the
+    outcome and the result document to report: the highest passing step's (else the last step's), with
+    its `limit`. Ctrl-C ends the search with what it has."""
+    say(table_header(unit, show_connections))
     if probe is not None:
-        say(table_row("probe", probe, unit))
+        say(table_row("probe", probe, unit, show_connections, probe_says))
     rows = iter(range(1, 1000))
     steps: list[Step] = []
 
@@ -308,8 +514,11 @@ def search(
         steps.append(s)
         return s
 
+    def row(s: Step) -> None:
+        say(table_row(next(rows), s, unit, show_connections))
+
     try:
-        outcome = find(measured, start, most, whole=whole, on_step=lambda s: say(table_row(next(rows), s, unit)))
+        outcome = find(measured, start, most, whole=whole, on_step=row, climbing=climbing)
     except KeyboardInterrupt:
         outcome = Outcome(None, None, "interrupted", steps)
     if outcome.limit is not None:

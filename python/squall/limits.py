@@ -22,6 +22,20 @@ def ensure_open_files(connections: int) -> None:
     _grow_descriptor_table(need)
 
 
+def most_connections() -> int:
+    """The most connections a run can open: the open-file hard limit less OVERHEAD, and at most the local
+    port range (each connection to one address takes a port of it: 28,232 by Linux's default)."""
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    files = 1 << 20 if hard == resource.RLIM_INFINITY else hard - OVERHEAD
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range", encoding="ascii") as f:
+            low, high = map(int, f.read().split())
+        ports = high - low + 1
+    except (OSError, ValueError):
+        ports = 28_232
+    return max(1, min(files, ports))
+
+
 def _raise_limit(connections: int, need: int, hard: int) -> None:
     if hard != resource.RLIM_INFINITY and hard < need:
         raise UsageError(

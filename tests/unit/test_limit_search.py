@@ -63,17 +63,149 @@ def test_a_generator_that_falls_behind_gives_no_limit():
     assert out.limit is None and "generator" in out.reason and out.steps[0].generator_bound
 
 
-def test_latency_climbing_within_a_step_fails_it():
-    series = [{"requests": 1000, "percentiles_us": {"50": ms * 1000}} for ms in (2, 3, 5, 9, 20)]
+def step_with_medians(ms, load=1000.0):
+    """A passing step whose inner seconds had these median latencies (ms)."""
+    series = [{"requests": load, "percentiles_us": {"50": 2000}}]  # second 0: not judged
+    series += [{"requests": load, "percentiles_us": {"50": m * 1000}} for m in ms]
     result = {
-        "duration_s": 5.0,
-        "aggregate": {"requests": 5000, "failures": 0, "mean_us": 8000.0, "max_us": 30000, "min_us": 100,
-                      "percentiles_us": {"50": 5000, "95": 20000, "99": 25000}},
+        "duration_s": len(series) + 0.01,
+        "aggregate": {"requests": load * len(series), "failures": 0, "mean_us": 8000.0, "max_us": 30000,
+                      "min_us": 100, "percentiles_us": {"50": 5000, "95": 20000, "99": 25000}},
         "endpoints": [],
-        "timeseries": series,
+        "timeseries": [*series, {"requests": 300, "percentiles_us": {"50": 1000}}],  # the partial last second
     }  # fmt: skip
-    step = limit.judge(result, 1000, thresholds.parse_all(limit.DEFAULT_SLOS))
-    assert not step.passed and "climbing" in step.reason
+    return limit.judge(result, load, thresholds.parse_all(limit.DEFAULT_SLOS))
+
+
+def test_latency_climbing_within_a_step_fails_it():
+    """A queue building up: the median rises every second, far beyond the earlier steps' noise."""
+    before = [step_with_medians([20, 21, 20, 22])]
+    climbing, why = limit.trend(step_with_medians([20, 26, 33, 41, 48]), before)
+    assert climbing and "climbing" in why and "+7.1 ms/s" in why
+
+
+def test_noise_is_not_a_trend():
+    """Per-second medians that wander (a sync server near its capacity: 58, 70, 67, 52, 59 ms measured)
+    are no trend, nor is a warm-up second (second 0 is never judged), nor a rise within the noise the
+    earlier steps showed, nor one that is significant but under 5 ms."""
+    assert not limit.trend(step_with_medians([58, 70, 67, 52, 59]), [])[0]
+    noisy_before = [step_with_medians([30, 45, 25, 50, 35])]
+    assert not limit.trend(step_with_medians([30, 36, 42, 48, 54]), noisy_before)[0]  # rise 24, noise 3 x 10.4
+    assert limit.trend(step_with_medians([30, 40, 50, 60, 70]), noisy_before)[0]  # rise 40
+    assert not limit.trend(step_with_medians([20, 21, 22, 23, 24]), [])[0]  # 4 ms
+    assert not limit.trend(step_with_medians([20, 40]), [])[0]  # too short to tell
+
+
+def test_the_search_fails_a_climbing_step_only_when_asked():
+    """Rates judge the trend (an open queue can grow); users do not (a closed system)."""
+
+    def measure(load):
+        return step_with_medians([20, 21, 20, 22] if load <= 1000 else [20, 30, 40, 50, 60], load)
+
+    for climbing, most in ((True, 1000), (False, 2000)):
+        out = limit.find(measure, start=1000, most=2000, climbing=climbing)
+        assert out.limit == most or (climbing and most - 1000 * limit.PRECISION <= out.limit <= most), out
+
+
+def open_step(rate, connections, capacity, service_ms):
+    """An open-model step against a target that serves `capacity` a second, each request in
+    `service_ms` while it has room: by Little's law `rate x service` requests are in flight. With fewer
+    connections than that, sends wait for one (late) and throughput is connections / service; above
+    capacity the target queues (its response time grows) and throughput is the capacity."""
+    service_us = service_ms * 1000
+    if rate > capacity:  # the queue at the target grows by the excess until it fills the connections
+        achieved = capacity
+        queued = (rate - capacity) * 5
+        late = rate * 5 * 0.5 if queued > connections else 0
+        service_us = (connections if late else queued / 2) / capacity * 1e6 + service_us
+    elif rate * service_ms / 1000 > connections:
+        achieved, late = connections / (service_ms / 1000), rate * 5 * 0.9
+    else:
+        achieved, late = rate, 0
+    lag_us = 200_000 if late else 0
+    point = {"requests": achieved, "percentiles_us": {"50": service_us + lag_us}}
+    return {
+        "duration_s": 5.01,
+        "aggregate": {"requests": achieved * 5, "failures": 0, "mean_us": service_us + lag_us, "max_us": 1,
+                      "min_us": 1, "percentiles_us": {"50": service_us + lag_us, "95": service_us + lag_us,
+                                                      "99": service_us + lag_us}},
+        "endpoints": [],
+        "timeseries": [point] * 6,
+        "schedule": {"sent": rate * 5, "late": late, "mean_lag_us": lag_us, "arrival": "constant"},
+    }  # fmt: skip
+
+
+def test_connections_follow_littles_law_so_the_limit_is_the_targets():
+    """20 ms a request and 4,000 a second: 80 requests in flight, where -c gives 50 (2,500 a second at
+    most). The plan gives each rate the connections it needs; the limit found is the target's."""
+    plan = limit.ConnectionPlan(floor=50, budget=20_000)
+    slos = thresholds.parse_all(limit.DEFAULT_SLOS)
+    used = []
+
+    def measure(rate):
+        conns = plan.for_rate(rate)
+        used.append((rate, conns))
+        s = limit.judge(open_step(rate, conns, 4000, 20), rate, slos, conns)
+        plan.review(s)
+        return s
+
+    probe = limit.judge(open_step(10**9, 50, 50 / 0.02, 20), 0.0, slos)  # closed, 50 connections: 2,500/s
+    probe.service_us = 20_000  # the closed model has no lag
+    plan.observe(probe)
+    out = limit.find(measure, start=probe.achieved / 2, climbing=True)
+    assert 4000 / 1.06 <= out.limit <= 4000 / limit.KEEP_UP and out.failed_at > out.limit, out.reason
+    assert all(conns >= 4 * rate * 0.02 for rate, conns in used)
+    assert not any(s.retry or s.generator_bound for s in out.steps)
+
+
+def test_a_step_short_of_connections_runs_again_with_more():
+    """Every connection busy, sends late, and the target answering as fast as ever: squall's limit. The
+    step runs again with more connections, and that rerun is judged."""
+    plan = limit.ConnectionPlan(floor=50, budget=20_000)
+    plan.observe(limit.judge(open_step(100, 50, 4000, 20), 100, []))  # fastest and slowest: 20 ms
+    plan.slowest_us = 1000  # a plan that underestimated: 1 ms
+    slos = thresholds.parse_all(limit.DEFAULT_SLOS)
+
+    def measure(rate):
+        conns = plan.for_rate(rate)
+        s = limit.judge(open_step(rate, conns, 4000, 20), rate, slos, conns)
+        plan.review(s)
+        return s
+
+    out = limit.find(measure, start=3000, most=3000)
+    first, second = out.steps[0], out.steps[1]
+    assert first.retry and not first.passed and "again with" in first.reason
+    assert second.passed and second.connections > first.connections and out.limit == 3000
+
+
+def test_at_the_open_file_limit_the_search_says_it_is_squalls_limit():
+    plan = limit.ConnectionPlan(floor=50, budget=60)
+    plan.observe(limit.judge(open_step(100, 50, 4000, 20), 100, []))
+    slos = thresholds.parse_all(limit.DEFAULT_SLOS)
+
+    def measure(rate):
+        conns = plan.for_rate(rate)
+        s = limit.judge(open_step(rate, conns, 4000, 20), rate, slos, conns)
+        plan.review(s)
+        return s
+
+    out = limit.find(measure, start=1000)
+    assert out.steps[-1].generator_bound and "generator-limited: connections" in out.reason
+    # 60 connections carry 3,000 a second at 20 ms: 1,000 and 2,000 passed, 4,000 needs 80.
+    assert "open-file limit" in out.reason and "passed up to 2,000; at 4,000" in out.reason
+    assert out.limit is None and out.failed_at is None
+
+
+def test_a_queueing_target_with_every_connection_busy_is_the_targets_limit():
+    """Above capacity the target queues (400 connections busy at 4,000 a second: 100 ms waiting beside
+    its 20 ms, 6x its fastest): more connections would wait there, so the step fails on the target, with
+    no rerun."""
+    plan = limit.ConnectionPlan(floor=50, budget=20_000)
+    plan.observe(limit.judge(open_step(100, 50, 4000, 20), 100, []))
+    slos = thresholds.parse_all(limit.DEFAULT_SLOS)
+    s = limit.judge(open_step(5000, 400, 4000, 20), 5000, slos, 400)
+    plan.review(s)
+    assert not s.passed and not s.retry and not s.generator_bound and "did not keep up" in s.reason
 
 
 def test_a_saturated_generator_is_not_the_targets_limit():

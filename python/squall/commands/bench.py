@@ -284,13 +284,15 @@ def exit_code(result: dict[str, Any], signum: int | None, verdicts: list[thresho
 
 
 def find_limit(args: argparse.Namespace) -> int:
-    """`--find-limit`: a closed-model probe for the scale, then open-model steps (`squall.limit`)."""
+    """`--find-limit`: a closed-model probe for the scale, then open-model steps (`squall.limit`), each
+    with the connections Little's law asks for (`limit.ConnectionPlan`), -c's at least."""
     refuse_load_flags([("-n", args.requests), ("-t", args.duration), ("--rate", args.rate), ("--ramp", args.ramp)])
     if args.web_port is not None or args.threshold or args.ray:
         raise UsageError("--find-limit takes --slo, not --threshold; and no --web-port or --ray yet")
     args.duration = args.step_time
     config, body = engine_config(args)
     limits.ensure_open_files(config["connections"])
+    plan = limit.ConnectionPlan(config["connections"], limits.most_connections())
 
     def settle(result: dict[str, Any]) -> None:
         """Requests still queued at the target when a step ended would slow the next one down: wait
@@ -299,18 +301,26 @@ def find_limit(args: argparse.Namespace) -> int:
         if result["abandoned"]:
             time.sleep(min(10.0, result["abandoned"] / max(done, 1.0)) + 0.2)
 
+    def start(rate: float | None, hold: float, connections: int | None) -> _engine.Run:
+        connections = connections or config["connections"]
+        limits.ensure_open_files(connections)
+        step = dict(config, rate=rate, duration=hold, requests=None, connections=connections)
+        return _engine.Run.bench(step, body)
+
     return find_limit_by_rate(
         args,
         "bench",
         args.url,
-        lambda rate, hold: _engine.Run.bench(dict(config, rate=rate, duration=hold, requests=None), body),
-        lambda r, rate, slos: limit.judge(r, rate, slos, config["connections"]),
+        start,
+        limit.judge,
         "req/s",
         limit.DEFAULT_SLOS,
         lambda slo_texts, hold: (
             f"Finding the limit of {config['method']} {config['url']}: SLO {', '.join(slo_texts)}; "
-            f"{hold:g} s a step, up to {config['connections']} connections"
+            f"{hold:g} s a step; connections as each rate needs them (Little's law), from {plan.floor:,} "
+            f"up to {plan.budget:,}"
         ),
         after_step=settle,
+        plan=plan,
         connections=config["connections"],
     )

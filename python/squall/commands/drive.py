@@ -135,30 +135,32 @@ def find_limit_by_rate(
     args: argparse.Namespace,
     command: str,
     target: str,
-    start: Callable[[float | None, float], Run],
-    judge: Callable[[dict[str, Any], float, list[thresholds.Threshold]], limit.Step],
+    start: Callable[[float | None, float, int | None], Run],
+    judge: Callable[[dict[str, Any], float, list[thresholds.Threshold], int | None], limit.Step],
     unit: str,
     default_slos: list[str],
     describe: Callable[[list[str], float], str],
     after_step: Callable[[dict[str, Any]], None] | None = None,
+    plan: limit.ConnectionPlan | None = None,
     **settings: Any,
 ) -> int:
     """`squall bench|mqtt --find-limit` after its command's own checks (`refuse_load_flags` first): the
     SLOs and the step time read, `describe(slo_texts, step_s)` said, the search (`find_rate_limit`;
-    `start(rate, step_s)` starts a step), and its result written and said as any run's, to the exit
-    code. A target that cannot be reached is CANNOT_START."""
+    `start(rate, step_s, connections)` starts a step, `plan` choosing its connections), and its result
+    written and said as any run's, to the exit code. A target that cannot be reached is CANNOT_START."""
     slo_texts, slos = limit.parse_slos(args, default_slos)
     hold = to_duration(args.step_time)
     most = to_rate(args.max_rate) if args.max_rate else None
     limit.say(describe(slo_texts, hold))
     try:
         outcome, result, stopped = find_rate_limit(
-            lambda rate: start(rate, hold),
-            lambda r, rate: judge(r, rate, slos),
+            lambda rate, connections: start(rate, hold, connections),
+            lambda r, rate, connections: judge(r, rate, slos, connections),
             unit,
             slo_texts,
             most,
             after_step=after_step,
+            plan=plan,
             step_s=hold,
             **settings,
         )
@@ -177,25 +179,27 @@ def find_limit_by_rate(
 
 
 def find_rate_limit(
-    start: Callable[[float | None], Run],
-    judge: Callable[[dict[str, Any], float], limit.Step],
+    start: Callable[[float | None, int | None], Run],
+    judge: Callable[[dict[str, Any], float, int | None], limit.Step],
     unit: str,
     slo_texts: list[str],
     most: float | None,
     after_step: Callable[[dict[str, Any]], None] | None = None,
+    plan: limit.ConnectionPlan | None = None,
     **settings: Any,
 ) -> tuple[limit.Outcome, dict[str, Any] | None, list[int]]:
-    """`--find-limit` by rate (bench, mqtt): a closed-model probe for the scale (`start(None)`), then
-    `limit.search` from half of it over open-model steps (`start(rate)`), each driven to its end and
-    `judge`d; `after_step` runs after each step unless a signal stopped the search. Returns the
-    outcome, the result to report and the signals received. TargetError propagates from the probe."""
+    """`--find-limit` by rate (bench, mqtt): a closed-model probe for the scale (`start(None, floor)`),
+    then `limit.search` from half of it over open-model steps (`start(rate, connections)`, the
+    connections from `plan` when there is one, else None), each driven to its end, `judge`d and
+    reviewed by the plan; `after_step` runs after each step unless a signal stopped the search. Returns
+    the outcome, the result to report and the signals received. TargetError propagates from the probe."""
     stopped: list[int] = []
 
-    def step(rate: float | None) -> dict[str, Any]:
+    def step(rate: float | None, connections: int | None) -> dict[str, Any]:
         if stopped:
             raise KeyboardInterrupt
         try:
-            engine_run = start(rate)
+            engine_run = start(rate, connections)
         except _engine.UsageError as e:
             raise UsageError(str(e)) from None
         result, signum = drive(engine_run)
@@ -206,9 +210,20 @@ def find_rate_limit(
         return result
 
     def measure(rate: float) -> limit.Step:
-        return judge(step(rate), rate)
+        connections = plan.for_rate(rate) if plan is not None else None
+        s = judge(step(rate, connections), rate, connections)
+        if plan is not None:
+            plan.review(s)
+        return s
 
-    probe = judge(step(None), 0.0)
+    floor = plan.floor if plan is not None else None
+    probe = judge(step(None, floor), 0.0, None)  # the closed model: no schedule, no connection check
+    probe.connections = floor
+    if plan is not None:
+        plan.observe(probe)
     start_at = max(probe.achieved / 2, 1.0)
-    outcome, result = limit.search(measure, unit, slo_texts, start=start_at, most=most, probe=probe, **settings)
+    outcome, result = limit.search(
+        measure, unit, slo_texts, start=start_at, most=most, probe=probe, climbing=True,
+        show_connections=plan is not None, **settings,
+    )  # fmt: skip
     return outcome, result, stopped

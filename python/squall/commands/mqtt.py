@@ -368,10 +368,10 @@ def find_limit(args: argparse.Namespace) -> int:
         args,
         "mqtt",
         args.broker,
-        lambda rate, hold: _engine.Run.mqtt(
+        lambda rate, hold, _connections: _engine.Run.mqtt(
             dict(config, rate=None if rate is None else rate / clients, duration=hold, messages=None)
         ),
-        lambda r, rate, slos: limit.judge(r, rate, slos, focus="PUBLISH"),
+        lambda r, rate, slos, _connections: limit.judge(r, rate, slos, focus="PUBLISH"),
         "msg/s",
         MQTT_SLOS,
         lambda slo_texts, hold: (

@@ -4,15 +4,20 @@ Each step is the locustfile run afresh in a child process (as a `--processes` wo
 share) with N users started at once for `--step-time`: a fresh engine, fresh User classes and events,
 as separate Locust runs would be. The search is `squall.limit.find` over user counts.
 
-A step passes when its SLOs hold and throughput still follows the users: the completed requests a
-second are at least 97% of what the users did per head in the smallest passing step, times N. Beyond
-the target's capacity added users only wait, so throughput per user falls.
+A probe first runs a tenth of the starting users (at least one) for a step: what a user does when the
+target has room, its per-user rate r. A step of N users passes when its SLOs hold and throughput still
+follows the users: at least 97% of N x r, beyond the counting noise of the step and of the probe (the
+spread of their per-second counts). Beyond the target's capacity added users only wait, so throughput
+per user falls. Users are a closed system (each waits for its response before its next request), so a
+queue at the target cannot grow without bound within a step as it can under a rate: latency settles
+where throughput stops following the users, and the latency trend is not judged.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -56,17 +61,30 @@ def step_argv(argv: list[str], users: int, seconds: float) -> list[str]:
     return [*out, "--headless", "-u", str(users), "-r", str(users), "-t", f"{seconds:g}s", "--only-summary"]
 
 
-def judge(result: dict[str, Any], users: int, slos: list[thresholds.Threshold], per_user: float | None) -> limit.Step:
-    """A user step: the SLOs, then throughput against `per_user` (requests a second per user in the
-    smallest passing step; None for the first step, which sets it)."""
+def judge(
+    result: dict[str, Any], users: int, slos: list[thresholds.Threshold], per_user: tuple[float, float] | None
+) -> limit.Step:
+    """A user step: the SLOs, then throughput against `per_user` (the probe's requests a second per user
+    and its standard error; None for the probe itself)."""
     step = limit.judge(result, 0.0, slos)  # offered 0: no open-model rate to keep up with
     step.load = float(users)
-    if step.passed and per_user is not None and step.achieved < limit.KEEP_UP * per_user * users:
-        step.passed = False
-        step.reason = (
-            f"throughput stopped following the users: {step.achieved:,.0f}/s where {users} users at "
-            f"{per_user:.2f}/s each would make {per_user * users:,.0f}/s"
+    step.achieved_se = limit.observed_noise(result)
+    if per_user is None:
+        return step
+    rate, rate_se = per_user
+    expected = rate * users
+    se = math.hypot(step.achieved_se, users * rate_se)
+    followed = step.achieved / expected if expected else 1.0
+    if step.achieved >= limit.KEEP_UP * expected - limit.Z99 * se:
+        step.check("users", True, f"throughput followed the users ({followed:.1%} of {users} x {rate:.2f}/s)")
+    else:
+        step.check(
+            "users",
+            False,
+            f"throughput stopped following the users: {step.achieved:,.1f}/s where {users} users at "
+            f"{rate:.2f}/s each would make {expected:,.1f}/s ({followed:.1%})",
         )
+    step.passed = not step.reason
     return step
 
 
@@ -82,14 +100,13 @@ def find_limit(args: argparse.Namespace, final_output: Callable[[dict[str, Any],
     start = max(1, int(args.users)) if args.users not in (None, "1") else 10
     argv = list(args.argv[1:] if args.argv and args.argv[0] == "run" else args.argv)
     received: list[int] = []
-    per_user: list[float] = []
 
-    def measure(users: float) -> limit.Step:
+    def run_step(users: int) -> dict[str, Any]:
         if received:
             raise KeyboardInterrupt
         with tempfile.TemporaryDirectory(prefix="squall-limit-") as tmp:
             path = os.path.join(tmp, "step.json")
-            cmd = [sys.executable, "-m", "squall", *step_argv(argv, int(users), hold)]
+            cmd = [sys.executable, "-m", "squall", *step_argv(argv, users, hold)]
             env = dict(os.environ, SQUALL_WORKER="0/1", SQUALL_WORKER_RESULT=path)
             proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
 
@@ -100,19 +117,26 @@ def find_limit(args: argparse.Namespace, final_output: Callable[[dict[str, Any],
             with on_stop_signals(forward):
                 _, err = proc.communicate()
             if not os.path.exists(path):
-                raise UsageError(f"a step with {int(users)} users failed: {err.strip().splitlines()[-1:]}")
+                raise UsageError(f"a step with {users} users failed: {err.strip().splitlines()[-1:]}")
             with open(path) as f:
-                result = json.load(f)
-        step = judge(result, int(users), slos, per_user[0] if per_user else None)
-        if step.passed and not per_user:
-            per_user.append(step.achieved / users)
-        return step
+                result: dict[str, Any] = json.load(f)
+                return result
 
+    probe_users = max(1, start // 10)
     limit.say(
         f"Finding the most users {os.path.basename(args.locustfile)} can have: SLO {', '.join(slo_texts)}; "
-        f"{hold:g} s a step, all users started at once"
+        f"{hold:g} s a step, all users started at once; a probe of {probe_users} first"
     )
-    outcome, result = limit.search(measure, "users", slo_texts, start=start, most=most, whole=True, step_s=hold)
+    try:
+        probe = judge(run_step(probe_users), probe_users, slos, None)
+    except KeyboardInterrupt:
+        return exitcodes.stopped_by(received[0])
+    per_user = (probe.achieved / probe_users, probe.achieved_se / probe_users)
+    says = f"the scale: {per_user[0]:,.2f}/s a user (± {per_user[1]:.2f}), with room at the target"
+    outcome, result = limit.search(
+        lambda users: judge(run_step(int(users)), int(users), slos, per_user),
+        "users", slo_texts, start=start, most=most, probe=probe, probe_says=says, whole=True, step_s=hold,
+    )  # fmt: skip
     if result is not None:
         args.thresholds, args.watch = [], None
         final_output(result, args)
