@@ -38,15 +38,29 @@ export function fmtLoad(v: number | null | undefined): string {
 /** "91 req/s" */
 const withUnit = (v: number, unit: string) => fmtLoad(v) + " " + unit;
 
-type StepState = "pass" | "fail" | "generator";
-const stateOf = (s: LimitStep): StepState => (s.generator_bound ? "generator" : s.passed ? "pass" : "fail");
-const STATE_TEXT: Record<StepState, string> = { pass: "PASS", fail: "FAIL", generator: "GENERATOR" };
+type StepState = "pass" | "fail" | "generator" | "rerun";
+const stateOf = (s: LimitStep): StepState => (s.generator_bound ? "generator" : s.retry ? "rerun" : s.passed ? "pass" : "fail");
+const STATE_TEXT: Record<StepState, string> = { pass: "PASS", fail: "FAIL", generator: "GENERATOR", rerun: "RERUN" };
 
-/** The steps drawn: the probe left out, sorted by offered load (ties in the order run). */
+/** Why a step passed (its passing checks but the connections', which have a column) or failed. */
+function why(s: LimitStep): string {
+  if (!s.passed) return str(s.reason);
+  const checks = Array.isArray(s.checks) ? s.checks : [];
+  return checks
+    .filter((c) => c && c.passed === true && c.check !== "connections")
+    .map((c) => str(c.detail))
+    .join(", ");
+}
+
+/** What a step's throughput is counted in: req/s for a search by users. */
+const rateUnit = (unit: string): string => (unit === "users" ? "req/s" : unit);
+
+/** The steps drawn: the probe and the steps run again with more connections left out, sorted by
+ * offered load (ties in the order run). */
 function drawn(l: Limit): LimitStep[] {
   return l.steps
     .map((s, i) => ({ s, i }))
-    .filter(({ s }) => s.load > 0)
+    .filter(({ s }) => s.load > 0 && !s.retry)
     .sort((a, b) => a.s.load - b.s.load || a.i - b.i)
     .map(({ s }) => s);
 }
@@ -127,6 +141,7 @@ function stepsTable(l: Limit): HTMLElement {
   const unit = unitOf(l);
   const lim = limitStep(l);
   const failed = fin(l.failed_at) ? l.steps.find((s) => !s.passed && s.load === l.failed_at) || null : null;
+  const conns = l.steps.some((s) => fin(s.connections));
   const row = (s: LimitStep, n: number | null) => {
     const st = stateOf(s);
     const probe = n === null;
@@ -144,12 +159,17 @@ function stepsTable(l: Limit): HTMLElement {
         "data-failed-at": s === failed ? "true" : null,
       },
       h("td", { class: "n", "data-col": "n" }, probe ? "" : String(n)),
-      h("td", { class: probe ? "probe-l" : "n", "data-col": "offered", "data-label": "offered " + unit }, probe ? "probe (closed model)" : fmtLoad(s.load)),
-      h("td", { class: "n", "data-col": "achieved", "data-label": "achieved " + unit }, fmtRate(s.achieved)),
+      h(
+        "td",
+        { class: probe ? "probe-l" : "n", "data-col": "offered", "data-label": "offered " + unit },
+        probe ? (unit === "users" ? `probe (${fmtLoad(s.load)} users)` : "probe (closed model)") : fmtLoad(s.load),
+      ),
+      h("td", { class: "n", "data-col": "achieved", "data-label": "achieved " + rateUnit(unit) }, fmtRate(s.achieved)),
       h("td", { class: "n", "data-col": "p50", "data-label": "p50 ms" }, fmtMs(s.p50_us)),
       h("td", { class: "n", "data-col": "p95", "data-label": "p95 ms" }, fmtMs(s.p95_us)),
       h("td", { class: "n", "data-col": "p99", "data-label": "p99 ms" }, fmtMs(s.p99_us)),
       h("td", { class: "n", "data-col": "errors", "data-label": "errors" }, fin(er) ? fmtPct(100 * er) : "–"),
+      conns ? h("td", { class: "n", "data-col": "connections", "data-label": "connections" }, fin(s.connections) ? fmtInt(s.connections) : "–") : null,
       h(
         "td",
         { "data-col": "verdict" },
@@ -158,13 +178,18 @@ function stepsTable(l: Limit): HTMLElement {
           {
             class: "verdict " + st,
             "data-verdict": st,
-            title: st === "generator" ? "the load generator could not offer this load: the step says nothing about the target" : null,
+            title:
+              st === "generator"
+                ? "the load generator could not offer this load: the step says nothing about the target"
+                : st === "rerun"
+                  ? "squall's connections, not the target, limited this step: it ran again with more"
+                  : null,
           },
           STATE_TEXT[st],
         ),
         s === lim ? h("span", { class: "tag lim-tag" }, "limit") : null,
       ),
-      h("td", { class: "msg" + (s.reason ? " why" : ""), "data-col": "reason" }, str(s.reason)),
+      h("td", { class: "msg" + (s.passed ? "" : " why"), "data-col": "reason" }, why(s)),
     );
   };
   const rows: HTMLElement[] = [];
@@ -182,13 +207,14 @@ function stepsTable(l: Limit): HTMLElement {
         null,
         th("#"),
         th(`Offered (${unit})`),
-        th(`Achieved (${unit})`),
+        th(`Achieved (${rateUnit(unit)})`),
         th("p50 (ms)"),
         th("p95 (ms)"),
         th("p99 (ms)"),
         th("Errors"),
+        conns ? th("Connections") : null,
         th("Verdict", false),
-        th("Reason", false),
+        th("Why", false),
       ),
     ),
     h("tbody", null, rows),

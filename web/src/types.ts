@@ -136,6 +136,12 @@ export interface LimitStep {
   reason?: string;
   /** the load generator could not offer the load: the step says nothing about the target */
   generator_bound?: boolean;
+  /** squall's connections limited the step: it ran again with more (the next step, same load) */
+  retry?: boolean;
+  /** the connections the step could open (bench: they follow Little's law) */
+  connections?: number | null;
+  /** each check with its numbers: why the step passed or failed */
+  checks?: { check: string; passed: boolean; detail: string }[];
   verdicts?: Verdict[];
 }
 
