@@ -172,3 +172,73 @@ def test_responses_read_late_are_timed_when_they_arrived(tmp_path, https, path):
     # clock read and its send) and of the failures above.
     p1, p50, p99 = (q(timed, p) for p in (0.01, 0.5, 0.99))
     assert p1 > -100 and p50 < 100 and p99 < 300, (p1, p50, p99)
+
+
+HEAD_DELAY_MS, BODY_DELAY_MS = 20, 30
+
+
+@pytest.mark.parametrize("how", ["bench", "script"])
+def test_the_latency_breakdown_reads_the_servers_delays(tmp_path, how):
+    """delay_server.py sends each response's head 20 ms after the request and its body 30 ms after the
+    head: waiting (request written to first byte) must read 20 ms and receiving (first byte to last)
+    30 ms; connect counts the connections opened, TLS none (plain HTTP)."""
+    out = tmp_path / "r.json"
+    with serving("delay_server.py", HEAD_DELAY_MS, BODY_DELAY_MS) as port:
+        url = f"http://127.0.0.1:{port}"
+        if how == "bench":
+            p, conns = squall("bench", url + "/", "-c", 2, "-n", 100, "--json", out, "-q"), 2
+        else:  # HttpUsers pacing a request every 50 ms: their reads may be deferred and stamped
+            p = squall(
+                "-f", HERE / "locustfiles" / "dashboard.py", "-H", url, "--headless", "-u", 4, "-r", 4, "-t", "3s",
+                "--result-json", out,
+            )  # fmt: skip
+            conns = 4
+    assert p.returncode == 0, p.stderr
+    agg = json.loads(out.read_text())["aggregate"]
+    t = agg["timings"]
+    assert t["waiting"]["count"] == t["receiving"]["count"] == agg["requests"] >= 50
+    assert t["connect"]["count"] == conns and t["tls"]["count"] == 0
+    # time.sleep never returns early and the client cannot see bytes before they are sent: no phase
+    # reads below its delay, but for HDR's 0.1% buckets. The client's wake-up for the first bytes can be
+    # late (a busy 2-core host: measured up to 1 ms), moving that time from receiving to waiting; their
+    # sum stays exact. Medians: measured 20.4 and 30.2-30.3 ms; 1.5 ms bounds leave room for a
+    # loaded machine.
+    w, r = t["waiting"]["percentiles_us"]["50"], t["receiving"]["percentiles_us"]["50"]
+    assert t["waiting"]["min_us"] >= HEAD_DELAY_MS * 1000 * 0.999, t["waiting"]
+    assert HEAD_DELAY_MS * 1000 <= w <= HEAD_DELAY_MS * 1000 + 1500, t["waiting"]
+    assert abs(r - BODY_DELAY_MS * 1000) <= 1500, t["receiving"]
+    # What the phases leave of the response time: the write, the connects (2 or 4 of 100 requests)
+    # and reading the clock, well under a millisecond a request.
+    rest = agg["mean_us"] - t["waiting"]["mean_us"] - t["receiving"]["mean_us"]
+    assert -0.002 * agg["mean_us"] <= rest <= 1000, (rest, agg["mean_us"])
+
+
+def test_tls_handshakes_and_connects_are_the_connections_the_server_saw(nginx, tmp_path):
+    """Over TLS each connection has one handshake: the breakdown counts as many TLS handshakes and
+    connects as nginx saw connections, and every request waited for its response."""
+    nginx.reset_log()
+    out = tmp_path / "r.json"
+    p = squall("bench", nginx.tls_url + "/", "--insecure", "-c", 3, "-n", 300, "--json", out, "-q")
+    assert p.returncode == 0, p.stderr
+    t = json.loads(out.read_text())["aggregate"]["timings"]
+    conns = len({c for _, c in nginx.log()})
+    assert t["tls"]["count"] == t["connect"]["count"] == conns == 3
+    assert t["waiting"]["count"] == 300 and t["tls"]["min_us"] > 0
+    # HTTP/2 streams are not broken down (stats/timing.rs): no `timings` at all.
+    p = squall("bench", nginx.tls_url + "/", "--http2", "--insecure", "-c", 1, "-n", 50, "--json", out, "-q")
+    assert p.returncode == 0, p.stderr
+    assert "timings" not in json.loads(out.read_text())["aggregate"]
+
+
+def test_the_open_models_connections_are_those_it_opened(nginx, tmp_path):
+    """At 200 req/s against nginx a handful of connections carry the load whatever the cap (-c 50):
+    the time series' connections are those opened, as nginx counts them, not the cap."""
+    nginx.reset_log()
+    out = tmp_path / "r.json"
+    p = squall("bench", nginx.url + "/", "--rate", 200, "-c", 50, "-t", "2s", "--json", out, "-q")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(out.read_text())
+    conns = len({c for _, c in nginx.log()})
+    users = [s["users"] for s in r["timeseries"]]
+    assert users[-1] == max(users) == r["connect"]["requests"] == conns < 50, (users, conns)
+    assert r["load"]["connections"] == 50, "the cap is still the load's"

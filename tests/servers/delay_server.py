@@ -3,9 +3,14 @@
 that the tests' own process keeps no threads (Locust's gevent patching, imported later by some tests,
 deadlocks on imports when threads are running).
 
-usage: python delay_server.py PORT DELAY_MS; prints "ready" once it listens.
+With BODY_DELAY_MS, the response's head goes out after DELAY_MS and its body BODY_DELAY_MS later (two
+sends, TCP_NODELAY: two segments), so that a client's time to first byte and its time receiving are
+both known.
+
+usage: python delay_server.py PORT DELAY_MS [BODY_DELAY_MS]; prints "ready" once it listens.
 """
 
+import socket
 import sys
 import threading
 import time
@@ -13,7 +18,8 @@ import time
 from listener import listening
 
 
-def serve(conn, delay):
+def serve(conn, delay, body_delay):
+    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     with conn:
         buf = b""
         while True:
@@ -24,15 +30,21 @@ def serve(conn, delay):
                 buf += data
             _, buf = buf.split(b"\r\n\r\n", 1)
             time.sleep(delay)
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            if body_delay is None:
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            else:
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n")
+                time.sleep(body_delay)
+                conn.sendall(b"ok")
 
 
-def main(port, delay_ms):
+def main(port, delay_ms, body_delay_ms=None):
     srv = listening(port)
+    body_delay = None if body_delay_ms is None else body_delay_ms / 1000
     while True:
         conn, _ = srv.accept()
-        threading.Thread(target=serve, args=(conn, delay_ms / 1000), daemon=True).start()
+        threading.Thread(target=serve, args=(conn, delay_ms / 1000, body_delay), daemon=True).start()
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), float(sys.argv[2]))
+    main(int(sys.argv[1]), float(sys.argv[2]), *(float(a) for a in sys.argv[3:4]))

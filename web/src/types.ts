@@ -20,6 +20,29 @@ export interface Endpoint extends Summary {
   status_codes?: Record<string, number>;
   /** [[percentile (0..100), value_us], ...] from the exact HDR histogram; older results lack it. */
   spectrum?: [number, number][];
+  /** the response-time distribution's bars, [[from_us, to_us, requests], ...] (log-spaced, exact counts); older results lack it */
+  distribution?: [number, number, number][];
+  /** where the time went (HTTP/1.1 runs; absent live, for HTTP/2 and MQTT, and in older results) */
+  timings?: Timings | null;
+}
+
+/** One phase of the latency breakdown over the run (`stats/timing.rs`). */
+export interface Phase {
+  /** requests that had it (connect, tls: those that opened a connection) */
+  count: number;
+  total_us?: number;
+  mean_us: number;
+  min_us?: number;
+  max_us?: number;
+  /** keys "50", "90", "95", "99", "100" */
+  percentiles_us?: Record<string, number>;
+}
+
+export interface Timings {
+  connect: Phase;
+  tls: Phase;
+  waiting: Phase;
+  receiving: Phase;
 }
 
 export interface Point extends Summary {

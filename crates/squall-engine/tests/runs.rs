@@ -115,6 +115,18 @@ fn merged_results_equal_the_sum_of_their_histograms() {
     let bound = |k: &str| [a["aggregate"][k].as_u64().unwrap(), b["aggregate"][k].as_u64().unwrap()];
     assert_eq!(merged.aggregate.summary.min_us, *bound("min_us").iter().min().unwrap());
     assert_eq!(merged.aggregate.summary.max_us, *bound("max_us").iter().max().unwrap());
+    // The latency breakdown too: 3 connects in each run, every response waited for, histograms summed.
+    let t = merged.aggregate.timings.as_ref().expect("HTTP/1.1 runs are broken down");
+    assert_eq!((t.connect.count, t.tls.count, t.waiting.count, t.receiving.count), (6, 0, 1000, 1000));
+    let mut waiting =
+        histogram_from_base64(a["aggregate"]["timings"]["waiting"]["histogram"].as_str().unwrap()).unwrap();
+    waiting
+        .add(histogram_from_base64(b["aggregate"]["timings"]["waiting"]["histogram"].as_str().unwrap()).unwrap())
+        .unwrap();
+    assert_eq!(histogram_from_base64(&t.waiting.histogram).unwrap(), waiting);
+    assert_eq!(merged.endpoints[0].timings.as_ref().unwrap().waiting.count, 1000);
+    // The distribution's bars count every request once.
+    assert_eq!(merged.aggregate.distribution.iter().map(|b| b.2).sum::<u64>(), 1000);
 }
 
 #[test]

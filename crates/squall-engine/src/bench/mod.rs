@@ -38,6 +38,9 @@ pub struct Bench {
     pub core: Arc<RunCore>,
     /// Closed model with a request count: requests claimed so far.
     pub(crate) issued: AtomicU64,
+    /// Open model: connections started so far (workers start as the rate needs them, up to `-c`, and
+    /// keep their connection: the connections the run used, not the cap).
+    pub(crate) conns_started: AtomicU64,
     pub open: Option<OpenState>,
     feeder: Mutex<Option<JoinHandle<()>>>,
     /// When the open model's feeder was first seen done.
@@ -54,11 +57,14 @@ impl Bench {
         }
     }
 
-    /// Connections at second `t`: ramped linearly in the closed model.
+    /// Connections at second `t`: ramped linearly in the closed model, those started so far in the
+    /// open model.
     fn users_at(&self, elapsed: Duration) -> u64 {
         let ramp = self.cfg.ramp().as_secs_f64();
         let c = self.cfg.connections as f64;
-        if self.open.is_none() && ramp > 0.0 {
+        if self.open.is_some() {
+            self.conns_started.load(Ordering::Relaxed)
+        } else if ramp > 0.0 {
             (c * ((elapsed.as_secs() as f64 + 1.0) / ramp).min(1.0)).ceil() as u64
         } else {
             c as u64
@@ -103,6 +109,7 @@ pub fn start(cfg: BenchConfig, body: Vec<u8>) -> Result<Run<Bench>, StartError> 
         threads,
         core: core.clone(),
         issued: AtomicU64::new(0),
+        conns_started: AtomicU64::new(0),
         open,
         feeder: Mutex::new(None),
         drain_since: Mutex::new(None),
@@ -191,11 +198,13 @@ impl Load for Bench {
             _ => outputs.iter().filter_map(|o| o.last_completion).max().unwrap_or_else(Instant::now),
         };
         let mut merged = Vec::new();
+        let mut timings = Vec::new();
         let mut errors = HashMap::new();
         let mut connect = stats::new_histogram();
         let (mut abandoned, mut lag) = (0, Lag::default());
         for o in outputs {
             stats::merge_vec(&mut merged, &o.recorder.totals);
+            stats::timing::merge_vec(&mut timings, &o.recorder.timings);
             stats::merge_errors(&mut errors, o.recorder.errors);
             connect.add(&o.recorder.connect).expect("auto-resizing histograms always merge");
             abandoned += o.abandoned;
@@ -233,6 +242,7 @@ impl Load for Bench {
             reason,
             duration: end.saturating_duration_since(core.start),
             totals: merged,
+            timings,
             errors,
             connect,
             seconds: core.timeline.all(),

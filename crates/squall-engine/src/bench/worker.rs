@@ -3,7 +3,7 @@
 //! HTTP/1.1 and HTTP/2 requests, and the watchdog that times requests out.
 
 use super::Bench;
-use crate::http::h1::H1Conn;
+use crate::http::h1::{H1Conn, Timing};
 use crate::http::h2lean::{Head, LeanConn};
 use crate::net::Connector;
 use crate::run::dispatch::{Dispatch, Slot};
@@ -90,6 +90,10 @@ pub(crate) fn worker_thread(shared: Arc<Bench>, connector: Connector, h2_head: O
             tokio::task::spawn_local(async move {
                 let start_worker = |i, token| {
                     ctx.live.set(ctx.live.get() + 1);
+                    if i % streams == 0 {
+                        // This thread's workers start in order, `streams` to a connection.
+                        ctx.shared.conns_started.fetch_add(1, Ordering::Relaxed);
+                    }
                     spawn_worker(&ctx, i, Begin::WithSend(token));
                 };
                 ctx.dispatch.run(&open_rx(&ctx), count, start_worker).await;
@@ -249,38 +253,47 @@ async fn worker(
             break; // finished after the run's end: left in flight, like the requests still running
         }
         ctx.in_flight.set(ctx.in_flight.get() - 1);
-        let outcome = match result {
-            Ok((status, body_bytes, wire_bytes)) => Outcome::Response { status, body_bytes, wire_bytes },
-            Err(f) => Outcome::Failed(f),
+        let (outcome, timing) = match result {
+            Ok((status, body_bytes, wire_bytes, timing)) => {
+                (Outcome::Response { status, body_bytes, wire_bytes }, timing)
+            }
+            Err(f) => (Outcome::Failed(f), None),
         };
         ctx.last_completion.set(Some(now));
-        ctx.recorder.borrow_mut().record(now, 0, now.saturating_duration_since(begin), &outcome);
+        let mut recorder = ctx.recorder.borrow_mut();
+        recorder.record(now, 0, now.saturating_duration_since(begin), &outcome);
+        if let Some(t) = timing {
+            recorder.record_timing(0, &t.phases(now));
+        }
+        drop(recorder);
         last_completion = Some(now);
     }
     worker_finished(&ctx);
 }
 
-type Exchanged = Result<(u16, u64, u64), stats::Failure>;
+/// Status, body and wire bytes, and what an HTTP/1.1 exchange saw of its phases (HTTP/2: none).
+type Exchanged = Result<(u16, u64, u64, Option<Timing>), stats::Failure>;
 
 async fn h1_request(ctx: &ThreadCtx, conn: &mut Option<H1Conn>, conn_index: usize, watch: &Watch) -> Exchanged {
     let open = async || {
         watch.connecting.set(true);
         let t0 = Instant::now();
-        let stream = ctx.connector.connect(conn_index).await;
+        let opened = ctx.connector.connect_timed(conn_index).await;
         watch.connecting.set(false);
         ctx.recorder.borrow_mut().record_connect(t0.elapsed());
-        Ok(H1Conn::new(stream?))
+        let (stream, opened) = opened?;
+        Ok(H1Conn::opened(stream, opened))
     };
     let spec = &ctx.shared.spec;
     let resp = crate::http::h1::exchange_keepalive(conn, open, &spec.h1_bytes, ctx.head, false, spec.keepalive).await?;
-    Ok((resp.status, resp.body_bytes, resp.wire_bytes))
+    Ok((resp.status, resp.body_bytes, resp.wire_bytes, Some(resp.timing)))
 }
 
 async fn h2_request(ctx: &ThreadCtx, conn: &LeanConn, watch: &Watch) -> Exchanged {
     let head = ctx.h2_head.as_ref().expect("HTTP/2 runs have header blocks");
     let on_connect = |t| ctx.recorder.borrow_mut().record_connect(t);
     let r = conn.exchange(&ctx.connector, head, &ctx.body, on_connect, &watch.connecting).await?;
-    Ok((r.status, r.body_bytes, r.body_bytes))
+    Ok((r.status, r.body_bytes, r.body_bytes, None))
 }
 
 /// Per thread: times out requests (no timer per request: one scan a few times a second) and hands

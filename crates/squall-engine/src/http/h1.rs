@@ -1,11 +1,12 @@
 //! A lean HTTP/1.1 exchange: write the prepared request, parse the response head with `httparse`,
 //! then read the body by Content-Length, chunked encoding, or until close.
 
-use crate::net::{classify_io, Stream};
-use crate::stats::{Failure, FailureKind};
+use crate::net::{classify_io, Opened, Stamp, Stream};
+use crate::stats::{Failure, FailureKind, Phases};
 use std::cell::Cell;
 use std::io;
 use std::rc::Rc;
+use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Header slots tried first: enough for nearly every response, and cheap to initialize per parse
@@ -36,6 +37,35 @@ pub struct Response {
     /// When the kernel received the response's last bytes, if its read asked (`net::stamped`);
     /// else the caller's clock times it.
     pub received: crate::net::Stamp,
+    /// What the exchange saw of its phases (`stats::timing`).
+    pub timing: Timing,
+}
+
+/// What an exchange saw of where its time went; the caller, who knows when the response ended, makes
+/// them `Phases`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Timing {
+    /// The connection this exchange opened, if it did: its TCP connect and TLS handshake.
+    pub opened: Option<Opened>,
+    /// When the request was written.
+    pub written: Option<Instant>,
+    /// When the response's first bytes were read, if it took more than one read: the clock before the
+    /// second read, or the first read's kernel receive time on a stamping connection. A response read
+    /// whole in one read has its first byte when it ends.
+    pub first_byte: Option<Instant>,
+}
+
+impl Timing {
+    /// The phases of an exchange whose response ended at `end`.
+    pub fn phases(&self, end: Instant) -> Phases {
+        let first = self.first_byte.map_or(end, |f| f.min(end));
+        Phases {
+            connect: self.opened.map(|o| o.tcp),
+            tls: self.opened.and_then(|o| o.tls),
+            waiting: self.written.map(|w| first.saturating_duration_since(w)),
+            receiving: self.written.map(|_| end.saturating_duration_since(first)),
+        }
+    }
 }
 
 /// An error, and whether the request may be sent again on a fresh connection: a reused keep-alive
@@ -100,6 +130,11 @@ pub struct H1Conn {
     /// connection, when set: what a scripted run's engine needs to know before it defers reading
     /// (script/mod.rs `poll`).
     pub awaiting: Option<Rc<Cell<usize>>>,
+    /// How opening this connection went, for the first exchange on it to report.
+    pub opened: Option<Opened>,
+    /// Reads of the current exchange that returned bytes, and when its first one did (see `Timing`).
+    reads: u32,
+    first_byte: Option<Instant>,
 }
 
 /// One exchange counted in `H1Conn::awaiting` while it lives (a task aborted mid-exchange drops it).
@@ -120,7 +155,23 @@ impl Drop for Awaiting {
 
 impl H1Conn {
     pub fn new(io: Stream) -> Self {
-        H1Conn { io, buf: vec![0; INITIAL_BUF], start: 0, end: 0, body_counter: 0, served: 0, awaiting: None }
+        H1Conn {
+            io,
+            buf: vec![0; INITIAL_BUF],
+            start: 0,
+            end: 0,
+            body_counter: 0,
+            served: 0,
+            awaiting: None,
+            opened: None,
+            reads: 0,
+            first_byte: None,
+        }
+    }
+
+    /// A connection that took `opened` to open (its first exchange reports it).
+    pub fn opened(io: Stream, opened: Opened) -> Self {
+        H1Conn { opened: Some(opened), ..H1Conn::new(io) }
     }
 
     /// From now on its reads can carry the kernel's receive time (`net::stamped`).
@@ -142,6 +193,13 @@ impl H1Conn {
 
     /// Reads more bytes into the buffer; Ok(0) at end of stream.
     async fn fill(&mut self) -> io::Result<usize> {
+        if self.reads == 1 && self.first_byte.is_none() {
+            // A second read: the first one's bytes were the response's first (see `Timing`).
+            self.first_byte = Some(match self.io.tcp().received() {
+                Stamp::At(t) => t,
+                _ => Instant::now(),
+            });
+        }
         if self.end == self.buf.len() {
             if self.start > 0 {
                 self.buf.copy_within(self.start..self.end, 0);
@@ -153,6 +211,7 @@ impl H1Conn {
         }
         let n = self.io.read(&mut self.buf[self.end..]).await?;
         self.end += n;
+        self.reads += (n > 0) as u32;
         Ok(n)
     }
 
@@ -170,6 +229,9 @@ impl H1Conn {
         }
         let _awaiting = self.awaiting.as_ref().filter(|_| self.io.tcp().stamps()).map(Awaiting::new);
         let mut resp = Response::default();
+        resp.timing.written = Some(Instant::now());
+        resp.timing.opened = self.opened.take();
+        (self.reads, self.first_byte) = (0, None);
         let body_kind = loop {
             match parse_head(self.buffered(), head_request, keep).map_err(|f| fail(f, false))? {
                 Head::Interim(n) => {
@@ -220,6 +282,7 @@ impl H1Conn {
         resp.wire_bytes += resp.body_bytes;
         resp.body = body;
         resp.received = self.io.tcp_mut().take_received();
+        resp.timing.first_byte = self.first_byte;
         self.served += 1;
         Ok(resp)
     }
@@ -409,7 +472,7 @@ async fn write_request(io: &mut Stream, request: &[u8]) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::AsyncWriteExt;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::{TcpListener, TcpStream};
 
     /// Serves the given raw response bytes once per request it reads (one read per request).
@@ -482,6 +545,50 @@ mod tests {
         let e = c.exchange(REQ, false, false).await.err().unwrap();
         assert_eq!(e.failure.message(), "server closed the connection mid-response");
         assert!(!e.retryable);
+    }
+
+    /// A server that waits 40 ms before the head and 60 ms between the head and the body: waiting and
+    /// receiving read those waits (tokio's timer sleeps at least as long, within a millisecond or so).
+    #[tokio::test]
+    async fn waiting_and_receiving_are_the_servers_delays() {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut s, _) = l.accept().await.unwrap();
+            let mut buf = [0u8; 4096];
+            for _ in 0..2 {
+                let _ = s.read(&mut buf).await.unwrap();
+                tokio::time::sleep(std::time::Duration::from_millis(40)).await;
+                s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n").await.unwrap();
+                tokio::time::sleep(std::time::Duration::from_millis(60)).await;
+                s.write_all(b"hello").await.unwrap();
+            }
+        });
+        let t0 = std::time::Instant::now();
+        let tcp = TcpStream::connect(addr).await.unwrap();
+        let opened = Opened { tcp: t0.elapsed(), tls: None };
+        let mut c = H1Conn::opened(Stream::plain(tcp), opened);
+        for first in [true, false] {
+            let r = c.exchange(REQ, false, false).await.ok().unwrap();
+            let p = r.timing.phases(std::time::Instant::now());
+            assert_eq!(p.connect.is_some(), first, "only the exchange that opened the connection has its connect");
+            let (w, rx) = (p.waiting.unwrap().as_micros(), p.receiving.unwrap().as_micros());
+            assert!((40_000..55_000).contains(&w), "waiting {w} µs");
+            assert!((60_000..75_000).contains(&rx), "receiving {rx} µs");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_response_read_whole_has_no_receiving_time() {
+        let addr = serve(vec![b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"]).await;
+        let mut c = conn(addr).await;
+        // (`serve` writes 7 bytes at a time: the reads may take several, so only what holds either way)
+        let r = c.exchange(REQ, false, false).await.ok().unwrap();
+        let end = std::time::Instant::now();
+        let p = r.timing.phases(end);
+        assert!(p.connect.is_none() && p.tls.is_none());
+        assert_eq!(r.timing.first_byte.is_none(), p.receiving == Some(std::time::Duration::ZERO));
+        assert!(p.waiting.unwrap() + p.receiving.unwrap() <= end - r.timing.written.unwrap());
     }
 
     #[tokio::test]

@@ -183,6 +183,7 @@ pub fn build(inp: Inputs) -> RunResult {
         qos: cfg.qos,
         topic: cfg.topic.clone(),
         filter,
+        timings: Vec::new(), // MQTT has no request and response to break down
         clients: if publishing { cfg.clients } else { 0 },
         first_client: cfg.first_client,
         rate_per_client: cfg.rate,

@@ -11,6 +11,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
@@ -45,6 +46,20 @@ impl Stream {
     }
 }
 
+/// How long opening a connection took: the TCP connect, and the TLS handshake after it (https).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Opened {
+    pub tcp: Duration,
+    pub tls: Option<Duration>,
+}
+
+impl Opened {
+    /// The whole of it (the result's `connect` section times both).
+    pub fn total(&self) -> Duration {
+        self.tcp + self.tls.unwrap_or_default()
+    }
+}
+
 /// How to reach the target: its addresses and, for https, the TLS connector and server name.
 #[derive(Clone)]
 pub struct Connector {
@@ -67,14 +82,25 @@ impl Connector {
 
     /// Opens a connection; `which` spreads connections over the resolved addresses.
     pub async fn connect(&self, which: usize) -> Result<Stream, Failure> {
+        Ok(self.connect_timed(which).await?.0)
+    }
+
+    /// Opens a connection, and says how long its TCP connect and its TLS handshake took.
+    pub async fn connect_timed(&self, which: usize) -> Result<(Stream, Opened), Failure> {
         let addr = self.addrs[which % self.addrs.len()];
+        let t0 = Instant::now();
         let tcp = TcpStream::connect(addr).await.map_err(|e| classify_io(&e, "while connecting"))?;
         let _ = tcp.set_nodelay(true);
         let tcp = Tcp::new(tcp);
+        let t1 = Instant::now();
+        let mut opened = Opened { tcp: t1 - t0, tls: None };
         match &self.tls {
-            None => Ok(Stream::Plain(tcp)),
+            None => Ok((Stream::Plain(tcp), opened)),
             Some((connector, name)) => match connector.connect(name.clone(), tcp).await {
-                Ok(s) => Ok(Stream::Tls(Box::new(s))),
+                Ok(s) => {
+                    opened.tls = Some(t1.elapsed());
+                    Ok((Stream::Tls(Box::new(s)), opened))
+                }
                 Err(e) => Err(match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
                     Some(tls) => Failure::new(FailureKind::Tls, tls.to_string()),
                     None => classify_io(&e, "during the TLS handshake"),

@@ -80,6 +80,11 @@ impl Tcp {
         self.stamps
     }
 
+    /// When the bytes read last were received, as far as the read asked (kept).
+    pub fn received(&self) -> Stamp {
+        self.received
+    }
+
     /// When the bytes read last were received, as far as the read asked; forgets it.
     pub fn take_received(&mut self) -> Stamp {
         std::mem::take(&mut self.received)

@@ -33,7 +33,7 @@ use crate::run::schedule::{Arrival, Arrivals};
 use crate::run::RunCore;
 use crate::stats::lag::ScheduleReport;
 use crate::stats::result::{self, LoadReport, RunResult};
-use crate::stats::{EndpointId, Failure, FailureKind, Outcome, Recorder};
+use crate::stats::{EndpointId, Failure, FailureKind, Outcome, Phases, Recorder};
 use crate::types::StopReason;
 use bytes::Bytes;
 use cookies::Jar;
@@ -779,6 +779,7 @@ impl ScriptEngine {
             reason: core.reason(),
             duration,
             totals: std::mem::take(&mut recorder.totals),
+            timings: std::mem::take(&mut recorder.timings),
             errors: std::mem::take(&mut recorder.errors),
             connect: recorder.connect.clone(),
             seconds: core.timeline.all(),
@@ -798,24 +799,29 @@ async fn run_request(
 ) {
     let result = follow(&engine, &r, &known).await;
     let now = Instant::now();
-    let elapsed = match &result {
+    let (elapsed, end) = match &result {
         // Timed to when the kernel received the response's end (its read may have been deferred:
         // `DEFER`), less what earlier hops of a redirect waited to be read.
-        Ok((resp, _, deferred)) => {
+        Ok((resp, _, deferred, _)) => {
             let end = match resp.received {
                 Stamp::At(t) if t >= begin && t <= now => t,
                 _ => now,
             };
-            end.saturating_duration_since(begin).saturating_sub(*deferred)
+            (end.saturating_duration_since(begin).saturating_sub(*deferred), end)
         }
-        Err(_) => now.saturating_duration_since(begin),
+        Err(_) => (now.saturating_duration_since(begin), now),
     };
     let completion = match result {
-        Ok((mut resp, url, _)) => {
+        Ok((mut resp, url, _, mut phases)) => {
             if r.record {
                 let outcome =
                     Outcome::Response { status: resp.status, body_bytes: resp.body_bytes, wire_bytes: resp.wire_bytes };
-                engine.recorder.borrow_mut().record(now, endpoint, elapsed, &outcome);
+                let mut recorder = engine.recorder.borrow_mut();
+                recorder.record(now, endpoint, elapsed, &outcome);
+                if resp.timing.written.is_some() {
+                    phases.add(&resp.timing.phases(end));
+                    recorder.record_timing(endpoint, &phases);
+                }
             }
             Completion {
                 id,
@@ -848,15 +854,19 @@ async fn run_request(
 }
 
 /// The request, and the redirects it leads to when asked to follow them. Returns the final response,
-/// its URL, and how long the responses of earlier hops waited to be read after they arrived (the
-/// generator's own delay, not the server's). Cookies set along the way go into the user's jar (and so
+/// its URL, how long the responses of earlier hops waited to be read after they arrived (the
+/// generator's own delay, not the server's), and the earlier hops' phases (summed). Cookies set along the way go into the user's jar (and so
 /// with the following hops); an `Authorization` header is not sent on to another host, nor from https
 /// to http.
-async fn follow(engine: &Engine, r: &ScriptRequest, first: &KnownUrl) -> Result<(Response, String, Duration), Failure> {
+async fn follow(
+    engine: &Engine,
+    r: &ScriptRequest,
+    first: &KnownUrl,
+) -> Result<(Response, String, Duration, Phases), Failure> {
     let (mut url, mut origin) = (std::borrow::Cow::Borrowed(&first.url), first.origin);
     let (mut method, mut body) = (r.method.as_str(), std::borrow::Cow::Borrowed(&r.body[..]));
     let mut headers = std::borrow::Cow::Borrowed(&r.headers[..]);
-    let (mut hops, mut deferred) = (0, Duration::ZERO);
+    let (mut hops, mut deferred, mut phases) = (0, Duration::ZERO, Phases::default());
     loop {
         let host = url.host_str().unwrap_or_default().to_string();
         let cookie = if headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("cookie")) {
@@ -878,10 +888,18 @@ async fn follow(engine: &Engine, r: &ScriptRequest, first: &KnownUrl) -> Result<
         }
         let redirect = matches!(resp.status, 301 | 302 | 303 | 307 | 308);
         let (Some(location), true, Some(max)) = (resp.location.clone(), redirect, r.max_redirects) else {
-            return Ok((resp, url.to_string(), deferred));
+            return Ok((resp, url.to_string(), deferred, phases));
         };
-        if let Stamp::At(arrived) = resp.received {
-            deferred += Instant::now().saturating_duration_since(arrived);
+        let now = Instant::now();
+        let end = match resp.received {
+            Stamp::At(arrived) => {
+                deferred += now.saturating_duration_since(arrived);
+                arrived.min(now)
+            }
+            _ => now,
+        };
+        if resp.timing.written.is_some() {
+            phases.add(&resp.timing.phases(end));
         }
         if hops >= max {
             // As requests does: a loop or an endless chain fails; it is not the last 3xx's success.
@@ -966,9 +984,9 @@ async fn exchange(
     let open = async || {
         let connector = engine.connector(origin, insecure).await?;
         let t0 = Instant::now();
-        let stream = connector.connect(user as usize).await?;
+        let (stream, opened) = connector.connect_timed(user as usize).await?;
         engine.recorder.borrow_mut().record_connect(t0.elapsed());
-        let mut conn = H1Conn::new(stream);
+        let mut conn = H1Conn::opened(stream, opened);
         conn.awaiting = Some(engine.awaiting.clone());
         if engine.wants_stamps() {
             conn.stamp();

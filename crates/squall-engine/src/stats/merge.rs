@@ -7,6 +7,7 @@ use super::histogram_from_base64;
 use super::lag::{Lag, ScheduleReport};
 use super::result::{self, ClientReport, ErrorReport, LoadReport, MqttReport, RunResult, Summary};
 use super::stream::AllSeconds;
+use super::timing::TimingStats;
 use super::{new_histogram, EndpointStats};
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -72,6 +73,7 @@ pub fn merge(docs: Vec<RunResult>) -> Result<RunResult, String> {
     let start = docs.iter().map(|d| d.start_unix).fold(f64::INFINITY, f64::min);
     let mut names = Names::default();
     let mut totals: Vec<EndpointStats> = Vec::new();
+    let mut timings: Vec<TimingStats> = Vec::new();
     let mut seconds: BTreeMap<u64, Vec<EndpointStats>> = BTreeMap::new();
     let mut users: BTreeMap<u64, u64> = BTreeMap::new();
     let mut connect = new_histogram();
@@ -92,6 +94,12 @@ pub fn merge(docs: Vec<RunResult>) -> Result<RunResult, String> {
         for e in &doc.endpoints {
             let id = names.id(&e.method, &e.name);
             slot(&mut totals, id).merge(&stats_of(&e.name, &e.histogram, &e.summary, &e.status_codes)?);
+            if let Some(t) = &e.timings {
+                if timings.len() <= id {
+                    timings.resize_with(id + 1, TimingStats::default);
+                }
+                timings[id].merge(&TimingStats::from_report(t).map_err(|m| format!("{m} of '{}'", e.name))?);
+            }
         }
         for sec in &doc.timeseries {
             let t = sec.t + offset;
@@ -134,7 +142,13 @@ pub fn merge(docs: Vec<RunResult>) -> Result<RunResult, String> {
     totals.resize_with(names.list.len(), EndpointStats::default);
     let load = LoadReport {
         model: first.load.model.clone(),
-        connections: users.values().copied().max().unwrap_or(0) as usize,
+        // The closed model's connections are the most seen at once; the open model's `-c` is a cap
+        // (its seconds count the connections opened), and each process had its own.
+        connections: if first.load.model == "open" {
+            docs.iter().map(|d| d.load.connections).sum()
+        } else {
+            users.values().copied().max().unwrap_or(0) as usize
+        },
         threads: docs.len(),
         requests: None,
         duration_s: Some(end),
@@ -154,6 +168,7 @@ pub fn merge(docs: Vec<RunResult>) -> Result<RunResult, String> {
         reason,
         duration: Duration::from_secs_f64(end.max(0.0)),
         totals,
+        timings,
         errors: HashMap::new(),
         connect,
         seconds: AllSeconds { seconds, users, lag: lags },

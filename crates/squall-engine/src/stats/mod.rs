@@ -16,8 +16,10 @@ pub mod lag;
 pub mod merge;
 pub mod result;
 pub mod stream;
+pub mod timing;
 
 pub use stream::{LiveCounters, Second, Timeline};
+pub use timing::{Phases, TimingStats};
 
 pub const PERCENTILES: [f64; 11] = [50.0, 66.0, 75.0, 80.0, 90.0, 95.0, 98.0, 99.0, 99.9, 99.99, 100.0];
 
@@ -260,6 +262,10 @@ impl<'a> Within<'a> {
         self.hist.is_empty()
     }
 
+    pub fn histogram_ref(&self) -> &'a Histogram<u64> {
+        self.hist
+    }
+
     pub fn percentile(&self, p: f64) -> u64 {
         if self.is_empty() {
             0
@@ -389,6 +395,8 @@ pub struct Recorder {
     pub lag: Lag,
     second_lag: Lag,
     pub connect: Histogram<u64>,
+    /// Where the time of each endpoint's requests went (HTTP/1.1: `timing`), over the run.
+    pub timings: Vec<TimingStats>,
     timeline: Arc<Timeline>,
     live: Arc<LiveCounters>,
 }
@@ -398,6 +406,7 @@ impl Recorder {
     /// result then counts from here. The time series keeps every second.
     pub fn reset_totals(&mut self) {
         self.totals.iter_mut().for_each(|s| *s = EndpointStats::default());
+        self.timings.clear();
         self.errors.clear();
     }
 
@@ -414,6 +423,7 @@ impl Recorder {
             lag: Lag::default(),
             second_lag: Lag::default(),
             connect: new_histogram(),
+            timings: Vec::new(),
             timeline,
             live,
         }
@@ -504,6 +514,15 @@ impl Recorder {
 
     pub fn timeline(&self) -> &Arc<Timeline> {
         &self.timeline
+    }
+
+    /// A response's phases (after its `record`).
+    #[inline]
+    pub fn record_timing(&mut self, endpoint: EndpointId, phases: &Phases) {
+        if self.timings.len() <= endpoint {
+            self.timings.resize_with(endpoint + 1, TimingStats::default);
+        }
+        self.timings[endpoint].record(phases);
     }
 
     pub fn record_connect(&mut self, took: Duration) {

@@ -5,6 +5,7 @@
 use crate::stats::lag::{Lag, ScheduleReport, SecondSchedule};
 pub use crate::stats::stream::Cumulative;
 use crate::stats::stream::{AllSeconds, Second};
+use crate::stats::timing::{TimingStats, TimingsReport};
 use crate::stats::{self, EndpointStats, ErrorEntry, ErrorKey, Within, PERCENTILES};
 use crate::types::StopReason;
 use hdrhistogram::Histogram;
@@ -72,6 +73,14 @@ pub struct EndpointReport {
     /// its histograms (the dashboard's /metrics).
     #[serde(default)]
     pub buckets: Vec<(u64, u64)>,
+    /// The response-time distribution chart's bars, `[from µs, to µs, requests]` (see `distribution`);
+    /// results before it lack it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub distribution: Vec<(u64, u64, u64)>,
+    /// Where the time went: connect, TLS, waiting, receiving (HTTP/1.1 only: `stats::timing`); absent
+    /// where nothing was timed, and in the live totals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timings: Option<TimingsReport>,
     pub histogram: String,
 }
 
@@ -93,7 +102,8 @@ pub struct SecondReport {
     pub t: u64,
     /// Unix time of the start of this second.
     pub unix: f64,
-    /// Connections (closed model) or the intended rate's concurrency cap (open model) at this second.
+    /// Connections (closed model: ramped; open model: started so far, up to the cap), users or MQTT
+    /// clients at this second.
     pub users: u64,
     #[serde(flatten)]
     pub summary: Summary,
@@ -200,6 +210,8 @@ pub struct Inputs {
     pub reason: StopReason,
     pub duration: Duration,
     pub totals: Vec<EndpointStats>,
+    /// Per endpoint id, where the time went (empty when nothing was timed).
+    pub timings: Vec<TimingStats>,
     pub errors: HashMap<ErrorKey, ErrorEntry>,
     pub connect: Histogram<u64>,
     /// The per-second statistics and users.
@@ -239,6 +251,58 @@ pub fn spectrum(h: &Histogram<u64>) -> Vec<(f64, u64)> {
     out
 }
 
+/// Bars of the response-time distribution.
+pub const DISTRIBUTION_BINS: usize = 50;
+
+/// The response-time distribution as bars, `[from µs, to µs, requests]`: up to `DISTRIBUTION_BINS`
+/// log-spaced bins from the fastest request to the slowest (exact bounds), so that a narrow peak and
+/// a long tail both show. A bin holds the requests above its `from` and at most its `to` (the first
+/// from the fastest, inclusive). Bin edges are HDR buckets' tops, so every bucket falls in one bin and
+/// the counts add up to the histogram's, exactly.
+pub fn distribution(w: Within<'_>) -> Vec<(u64, u64, u64)> {
+    let h = w.histogram_ref();
+    if w.is_empty() {
+        return Vec::new();
+    }
+    let (lo, hi) = (w.min_us.max(1), w.max_us.max(1));
+    let mut edges: Vec<u64> = Vec::with_capacity(DISTRIBUTION_BINS);
+    for k in 1..=DISTRIBUTION_BINS {
+        let e = if k == DISTRIBUTION_BINS {
+            hi
+        } else {
+            (lo as f64 * (hi as f64 / lo as f64).powf(k as f64 / DISTRIBUTION_BINS as f64)).round() as u64
+        };
+        let top = h.highest_equivalent(e);
+        if edges.last().is_none_or(|&l| top > l) {
+            edges.push(top);
+        }
+    }
+    let top = h.highest_equivalent(h.max());
+    if edges.last().is_some_and(|&l| l < top) {
+        *edges.last_mut().unwrap() = top; // the slowest bucket's top (its max is within it)
+    }
+    let mut counts = vec![0u64; edges.len()];
+    let mut k = 0;
+    for v in h.iter_recorded() {
+        let value = v.value_iterated_to();
+        while k + 1 < edges.len() && value > edges[k] {
+            k += 1;
+        }
+        counts[k] += v.count_at_value();
+    }
+    let mut from = w.min_us;
+    edges
+        .iter()
+        .zip(counts)
+        .map(|(&e, n)| {
+            let to = e.clamp(w.min_us, w.max_us);
+            let bar = (from, to, n);
+            from = to;
+            bar
+        })
+        .collect()
+}
+
 /// Prometheus' default bucket bounds (5 ms to 10 s) and a few below, in microseconds.
 pub const BUCKETS_US: [u64; 14] = [
     500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000, 1_000_000, 2_500_000, 5_000_000,
@@ -260,6 +324,8 @@ pub fn endpoint_report_with(method: &str, name: &str, s: &EndpointStats, histogr
         status_codes: status_codes(s),
         spectrum: spectrum(&s.hist),
         buckets: le_buckets(&s.hist),
+        distribution: distribution(s.within()),
+        timings: None,
         histogram: if histogram { stats::histogram_to_base64(&s.hist) } else { String::new() },
     }
 }
@@ -372,14 +438,21 @@ pub fn build(inp: Inputs) -> RunResult {
     // A script's endpoint exists from its first request's start; one whose every request was dropped
     // unjudged (an exception in a `catch_response` block, as Locust drops it) has no row, as in Locust.
     let script = inp.kind == "script";
+    let none = TimingStats::default();
+    let timing = |id: usize| inp.timings.get(id).unwrap_or(&none).report();
     let endpoints: Vec<EndpointReport> = totals
         .iter()
         .zip(names.iter())
-        .filter(|(s, _)| !script || s.requests > 0)
-        .map(|(s, (m, n))| endpoint_report(m, n, s))
+        .enumerate()
+        .filter(|(_, (s, _))| !script || s.requests > 0)
+        .map(|(id, (s, (m, n)))| EndpointReport { timings: timing(id), ..endpoint_report(m, n, s) })
         .collect();
     let all = merged(&totals);
-    let aggregate = endpoint_report("", "Aggregated", &all);
+    let mut all_timings = TimingStats::default();
+    for t in &inp.timings {
+        all_timings.merge(t);
+    }
+    let aggregate = EndpointReport { timings: all_timings.report(), ..endpoint_report("", "Aggregated", &all) };
 
     let errors = error_reports(&inp.errors, names);
 
@@ -518,6 +591,30 @@ pub struct MqttReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_distribution_counts_every_request_once() {
+        // A narrow peak, a tail three decades out, and a bin edge between two values in one HDR bucket.
+        let mut s = EndpointStats::default();
+        let ok = stats::Outcome::Response { status: 200, body_bytes: 0, wire_bytes: 0 };
+        for i in 0..10_000u64 {
+            s.record(1_000 + i % 50, &ok);
+        }
+        for v in [250_000u64, 1_000_000, 1_000_001] {
+            s.record(v, &ok);
+        }
+        let d = distribution(s.within());
+        assert!(d.len() <= DISTRIBUTION_BINS && d.len() > 10, "{}", d.len());
+        assert_eq!(d.iter().map(|b| b.2).sum::<u64>(), 10_003);
+        assert_eq!((d[0].0, d.last().unwrap().1), (1_000, 1_000_001), "exact fastest and slowest");
+        assert!(d.windows(2).all(|w| w[0].1 == w[1].0 && w[0].0 <= w[0].1), "contiguous: {d:?}");
+        assert_eq!(d.last().unwrap().2, 2, "the two slowest share the last bucket");
+        // One value: one bar.
+        let mut one = EndpointStats::default();
+        one.record(777, &ok);
+        assert_eq!(distribution(one.within()), vec![(777, 777, 1)]);
+        assert!(distribution(EndpointStats::default().within()).is_empty());
+    }
 
     #[test]
     fn the_spectrum_climbs_to_the_maximum_and_agrees_with_the_percentiles() {

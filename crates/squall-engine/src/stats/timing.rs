@@ -1,0 +1,222 @@
+//! Where a request's time went, as k6 breaks it down: connecting (TCP), the TLS handshake, waiting
+//! (from the request written to the first response byte read: the server's time to first byte plus
+//! the network) and receiving (from the first response byte to the last).
+//!
+//! Policy: timed only where the engine sees each phase, the HTTP/1.1 exchanges of `bench` and of
+//! scripted users. HTTP/2 multiplexes streams on one connection (a stream's first byte is a frame the
+//! connection's reader decodes among others'), and MQTT has no request and response: neither is
+//! timed, and their endpoints have no breakdown. Connect and TLS count the requests that opened a
+//! connection (a keep-alive connection's later requests have none); waiting and receiving count every
+//! response. A failed request has no breakdown.
+//!
+//! Kept per endpoint for the whole run, not per second (one HDR histogram per phase, 3 significant
+//! digits like the latency's, so percentiles are exact to 0.1% and results merge losslessly). Cost:
+//! one clock read after the request's write; the first byte's time is read only when a response takes
+//! more than one read (the clock before the second read; a response read whole in one read has its
+//! first byte when it completes, so receiving is 0), and two histogram records per response.
+
+use super::result::percentile_label;
+use super::{histogram_from_base64, histogram_to_base64, new_histogram};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// One request's phases; `None` where the phase did not happen (no connection opened, no TLS) or the
+/// engine could not see it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Phases {
+    pub connect: Option<Duration>,
+    pub tls: Option<Duration>,
+    pub waiting: Option<Duration>,
+    pub receiving: Option<Duration>,
+}
+
+impl Phases {
+    /// Adds another exchange's phases (the hops of a redirect): each phase's time, summed.
+    pub fn add(&mut self, o: &Phases) {
+        let sum = |a: Option<Duration>, b: Option<Duration>| match (a, b) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+        self.connect = sum(self.connect, o.connect);
+        self.tls = sum(self.tls, o.tls);
+        self.waiting = sum(self.waiting, o.waiting);
+        self.receiving = sum(self.receiving, o.receiving);
+    }
+}
+
+/// The phases' histograms of one endpoint (µs).
+#[derive(Clone, Debug)]
+pub struct TimingStats {
+    pub connect: Histogram<u64>,
+    pub tls: Histogram<u64>,
+    pub waiting: Histogram<u64>,
+    pub receiving: Histogram<u64>,
+}
+
+impl Default for TimingStats {
+    fn default() -> Self {
+        TimingStats {
+            connect: new_histogram(),
+            tls: new_histogram(),
+            waiting: new_histogram(),
+            receiving: new_histogram(),
+        }
+    }
+}
+
+impl TimingStats {
+    #[inline]
+    pub fn record(&mut self, p: &Phases) {
+        // 0 µs is a value here (a response read whole in one read has no receiving time).
+        let put = |h: &mut Histogram<u64>, d: Option<Duration>| {
+            if let Some(d) = d {
+                let _ = h.record(d.as_micros() as u64);
+            }
+        };
+        put(&mut self.connect, p.connect);
+        put(&mut self.tls, p.tls);
+        put(&mut self.waiting, p.waiting);
+        put(&mut self.receiving, p.receiving);
+    }
+
+    pub fn merge(&mut self, o: &TimingStats) {
+        for (a, b) in self.phases_mut().into_iter().zip(o.phases()) {
+            a.add(b).expect("auto-resizing histograms always merge");
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.phases().iter().all(|h| h.is_empty())
+    }
+
+    fn phases(&self) -> [&Histogram<u64>; 4] {
+        [&self.connect, &self.tls, &self.waiting, &self.receiving]
+    }
+
+    fn phases_mut(&mut self) -> [&mut Histogram<u64>; 4] {
+        [&mut self.connect, &mut self.tls, &mut self.waiting, &mut self.receiving]
+    }
+
+    /// The report of these phases; None when nothing was timed (HTTP/2, MQTT).
+    pub fn report(&self) -> Option<TimingsReport> {
+        (!self.is_empty()).then(|| TimingsReport {
+            connect: PhaseReport::of(&self.connect),
+            tls: PhaseReport::of(&self.tls),
+            waiting: PhaseReport::of(&self.waiting),
+            receiving: PhaseReport::of(&self.receiving),
+        })
+    }
+
+    /// Back from a report (a result being merged).
+    pub fn from_report(r: &TimingsReport) -> Result<TimingStats, String> {
+        let h = |p: &PhaseReport| histogram_from_base64(&p.histogram).map_err(|m| format!("bad timing histogram: {m}"));
+        Ok(TimingStats {
+            connect: h(&r.connect)?,
+            tls: h(&r.tls)?,
+            waiting: h(&r.waiting)?,
+            receiving: h(&r.receiving)?,
+        })
+    }
+}
+
+/// Adds per-endpoint timings (by endpoint id) into `into`.
+pub fn merge_vec(into: &mut Vec<TimingStats>, from: &[TimingStats]) {
+    if into.len() < from.len() {
+        into.resize_with(from.len(), TimingStats::default);
+    }
+    for (a, b) in into.iter_mut().zip(from) {
+        a.merge(b);
+    }
+}
+
+/// The percentiles a phase reports (a subset of the latency's: the breakdown is read beside them).
+pub const PHASE_PERCENTILES: [f64; 5] = [50.0, 90.0, 95.0, 99.0, 100.0];
+
+/// One phase over the run: how many requests had it, their summed time and its distribution.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PhaseReport {
+    /// Requests that had this phase (connect and TLS: those that opened a connection).
+    pub count: u64,
+    /// The phase's time summed over them (µs; from the histogram, exact to its 0.1%).
+    pub total_us: f64,
+    pub mean_us: f64,
+    pub min_us: u64,
+    pub max_us: u64,
+    /// Keys "50", "90", "95", "99", "100".
+    pub percentiles_us: BTreeMap<String, u64>,
+    /// The HDR histogram (V2, deflate, base64), for lossless merges.
+    pub histogram: String,
+}
+
+impl PhaseReport {
+    fn of(h: &Histogram<u64>) -> PhaseReport {
+        let empty = h.is_empty();
+        let mean = if empty { 0.0 } else { h.mean() };
+        PhaseReport {
+            count: h.len(),
+            total_us: mean * h.len() as f64,
+            mean_us: mean,
+            min_us: if empty { 0 } else { h.min() },
+            max_us: if empty { 0 } else { h.max() },
+            percentiles_us: if empty {
+                BTreeMap::new()
+            } else {
+                PHASE_PERCENTILES.iter().map(|&p| (percentile_label(p), h.value_at_percentile(p))).collect()
+            },
+            histogram: histogram_to_base64(h),
+        }
+    }
+}
+
+/// An endpoint's breakdown (`timings` in the result).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TimingsReport {
+    pub connect: PhaseReport,
+    pub tls: PhaseReport,
+    pub waiting: PhaseReport,
+    pub receiving: PhaseReport,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Option<Duration> {
+        Some(Duration::from_millis(n))
+    }
+
+    #[test]
+    fn phases_record_count_and_merge_losslessly() {
+        let (mut a, mut b, mut both) = (TimingStats::default(), TimingStats::default(), TimingStats::default());
+        for i in 0..100u64 {
+            // Every tenth request opens a connection; half of those over TLS.
+            let p = Phases {
+                connect: (i % 10 == 0).then(|| Duration::from_micros(100 + i)),
+                tls: (i % 20 == 0).then(|| Duration::from_micros(900 + i)),
+                waiting: ms(20 + i % 3),
+                receiving: Some(Duration::from_micros(i)),
+            };
+            if i % 2 == 0 { &mut a } else { &mut b }.record(&p);
+            both.record(&p);
+        }
+        a.merge(&b);
+        let (r, whole) = (a.report().unwrap(), both.report().unwrap());
+        assert_eq!((r.connect.count, r.tls.count, r.waiting.count, r.receiving.count), (10, 5, 100, 100));
+        assert_eq!(r.waiting.percentiles_us, whole.waiting.percentiles_us);
+        assert_eq!(r.receiving.min_us, 0, "0 µs is recorded, not lifted to 1");
+        let back = TimingStats::from_report(&r).unwrap();
+        assert_eq!(back.waiting, both.waiting);
+        assert_eq!(back.connect, both.connect);
+        assert!((r.waiting.mean_us - 21_000.0).abs() < 30.0, "{}", r.waiting.mean_us);
+        assert!(TimingStats::default().report().is_none());
+    }
+
+    #[test]
+    fn the_hops_of_a_redirect_add_up() {
+        let mut p = Phases { connect: ms(1), tls: None, waiting: ms(10), receiving: ms(0) };
+        p.add(&Phases { connect: None, tls: ms(2), waiting: ms(5), receiving: ms(3) });
+        assert_eq!(p, Phases { connect: ms(1), tls: ms(2), waiting: ms(15), receiving: ms(3) });
+    }
+}
