@@ -170,11 +170,13 @@ def judge(
     slos: list[thresholds.Threshold],
     connections: int | None = None,
     focus: str | None = None,
+    fastest_us: float | None = None,
 ) -> Step:
     """A step's verdict from its result document, each check noted (`offered`: the load it was asked to
     carry, 0 for none; `connections`: the most it could open; `focus`: the endpoints of that method
-    carry it, as MQTT's PUBLISH, else all of them). The trend within the step is the search's to judge
-    (`trend`): its noise is the earlier steps'."""
+    carry it, as MQTT's PUBLISH, else all of them; `fastest_us`: the target's fastest mean response in
+    the search so far, which tells a queueing target from a generator behind). The trend within the
+    step is the search's to judge (`trend`): its noise is the earlier steps'."""
     agg = _focused(result, focus)
     pct = agg.get("percentiles_us") or {}
     achieved, se = steady_rate(result, focus), arrival_noise(result, offered)
@@ -209,7 +211,15 @@ def judge(
     if late_share > LATE_GENERATOR and connections:
         # Little's law: connections busy = throughput x mean response time (from the actual send).
         busy = step.achieved * step.service_us / 1e6
-        if busy < 0.5 * connections and not failed:
+        queueing = fastest_us is not None and step.service_us > QUEUEING * fastest_us
+        if queueing:  # sends wait for connections the target is slow to accept or answer: its limit
+            step.check(
+                "late",
+                True,
+                f"{late_share:.0%} of sends late while the target was queueing (mean response "
+                f"{step.service_us / 1000:.1f} ms, {step.service_us / (fastest_us or 1):.1f}x its fastest)",
+            )
+        elif busy < 0.5 * connections and not failed:
             step.generator_bound = True
             step.check(
                 "generator",
@@ -219,7 +229,8 @@ def judge(
                 "or a bigger machine)",
             )
             return step
-        step.connection_bound = busy >= 0.8 * connections  # whose limit: ConnectionPlan.review decides
+        else:
+            step.connection_bound = busy >= 0.8 * connections  # whose limit: ConnectionPlan.review decides
     elif connections:
         step.check("connections", True, f"sends on time with up to {connections:,} connections")
     for v in verdicts:
@@ -271,7 +282,7 @@ def trend(step: Step, before: list[Step]) -> tuple[bool, str]:
 class ConnectionPlan:
     """The connections of each open-model step (module doc): HEADROOM x rate x the slowest mean response
     time seen so far (the probe's at first), at least `floor` (-c) and at most `budget` (the open-file
-    limit's). `review` decides whose limit a step with every connection busy met."""
+    limit's). `fastest` goes to `judge`; `review` reruns a step squall's connections limited."""
 
     def __init__(self, floor: int, budget: int) -> None:
         self.floor = floor
@@ -291,28 +302,25 @@ class ConnectionPlan:
             self.slowest_us = max(self.slowest_us, step.service_us)
             self.fastest_us = min(self.fastest_us, step.service_us)
 
+    @property
+    def fastest(self) -> float | None:
+        """The target's fastest mean response so far (µs), for `judge`'s `fastest_us`."""
+        return self.fastest_us if math.isfinite(self.fastest_us) else None
+
     def review(self, step: Step) -> None:
-        """A step with every connection busy while its sends went late: the target's limit when it was
-        queueing, else squall's (run again with more connections, or stop at the open-file limit)."""
+        """A step with every connection busy while its sends went late, the target not queueing (`judge`
+        found it answering within QUEUEING x its fastest): squall's limit. It runs again with more
+        connections, or the search stops at the open-file limit."""
         if not step.connection_bound:
             self.observe(step)
             return
         cap = step.connections or self.floor
         schedule = (step.result or {}).get("schedule") or {}
+        late, sent = int(schedule.get("late", 0)), int(schedule.get("sent", 0))
         busy = (
-            f"{int(schedule.get('late', 0)):,} of {int(schedule.get('sent', 0)):,} sends late with all {cap:,} connections busy "
+            f"{late:,} of {sent:,} sends late with all {cap:,} connections busy "
             f"(Little's law: {step.achieved:,.0f}/s x {step.service_us / 1000:.1f} ms)"
         )
-        base = self.fastest_us if math.isfinite(self.fastest_us) else step.service_us
-        if step.service_us > QUEUEING * base:
-            step.check(
-                "connections",
-                True,
-                f"{busy}, but the target was queueing ({step.service_us / base:.1f}x its fastest mean response): "
-                "more connections would wait there",
-            )
-            self.observe(step)
-            return
         if cap >= self.budget or self.retries >= RETRIES:
             step.generator_bound = True
             step.passed = False

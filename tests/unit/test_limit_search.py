@@ -145,7 +145,7 @@ def test_connections_follow_littles_law_so_the_limit_is_the_targets():
     def measure(rate):
         conns = plan.for_rate(rate)
         used.append((rate, conns))
-        s = limit.judge(open_step(rate, conns, 4000, 20), rate, slos, conns)
+        s = limit.judge(open_step(rate, conns, 4000, 20), rate, slos, conns, fastest_us=plan.fastest)
         plan.review(s)
         return s
 
@@ -168,7 +168,7 @@ def test_a_step_short_of_connections_runs_again_with_more():
 
     def measure(rate):
         conns = plan.for_rate(rate)
-        s = limit.judge(open_step(rate, conns, 4000, 20), rate, slos, conns)
+        s = limit.judge(open_step(rate, conns, 4000, 20), rate, slos, conns, fastest_us=plan.fastest)
         plan.review(s)
         return s
 
@@ -185,7 +185,7 @@ def test_at_the_open_file_limit_the_search_says_it_is_squalls_limit():
 
     def measure(rate):
         conns = plan.for_rate(rate)
-        s = limit.judge(open_step(rate, conns, 4000, 20), rate, slos, conns)
+        s = limit.judge(open_step(rate, conns, 4000, 20), rate, slos, conns, fastest_us=plan.fastest)
         plan.review(s)
         return s
 
@@ -203,7 +203,7 @@ def test_a_queueing_target_with_every_connection_busy_is_the_targets_limit():
     plan = limit.ConnectionPlan(floor=50, budget=20_000)
     plan.observe(limit.judge(open_step(100, 50, 4000, 20), 100, []))
     slos = thresholds.parse_all(limit.DEFAULT_SLOS)
-    s = limit.judge(open_step(5000, 400, 4000, 20), 5000, slos, 400)
+    s = limit.judge(open_step(5000, 400, 4000, 20), 5000, slos, 400, fastest_us=plan.fastest)
     plan.review(s)
     assert not s.passed and not s.retry and not s.generator_bound and "did not keep up" in s.reason
 

@@ -312,7 +312,7 @@ def find_limit(args: argparse.Namespace) -> int:
         "bench",
         args.url,
         start,
-        limit.judge,
+        lambda r, rate, slos, connections: limit.judge(r, rate, slos, connections, fastest_us=plan.fastest),
         "req/s",
         limit.DEFAULT_SLOS,
         lambda slo_texts, hold: (
