@@ -3,8 +3,10 @@
 //! latency tables (CONNECT, PUBLISH acknowledgements, DELIVER end to end) are the same HDR statistics
 //! and JSON as HTTP runs.
 
+use super::config::MqttConfig;
+use super::message::TopicTemplate;
 use super::publisher::Client;
-use super::run::{MqttShared, DELIVER};
+use super::run::{MqttShared, CONNECT, DELIVER, PUBLISH};
 use super::verify::Tracker;
 use crate::stats::lag::{Lag, ScheduleReport};
 use crate::stats::result::{self, ClientReport, DeliveryReport, LoadReport, MqttReport, RunResult, Spread};
@@ -44,6 +46,22 @@ pub struct Inputs<'a> {
     pub outputs: Vec<(Recorder, Vec<ClientCounts>)>,
     pub subscriber: Option<Recorder>,
     pub tracker: Option<Tracker>,
+}
+
+/// What the verifying (or `--subscribe-only`) subscribers subscribe to; None when nothing subscribes.
+pub fn subscription(cfg: &MqttConfig, topic: &TopicTemplate) -> Option<String> {
+    cfg.subscribe_only.clone().or_else(|| cfg.verify.then(|| topic.filter()))
+}
+
+/// The statistics' endpoints by id (`CONNECT`, `PUBLISH`, `DELIVER`): named once, for the live stream
+/// from the start of the run and for the result at its end, so that both show the same rows.
+pub fn endpoint_names(cfg: &MqttConfig, topic: &TopicTemplate) -> Vec<(String, String)> {
+    let delivered = if cfg.subscribe_only.is_none() { "DELIVER" } else { "RECEIVE" };
+    let mut names = vec![(String::new(), String::new()); DELIVER + 1];
+    names[CONNECT] = ("CONNECT".to_string(), cfg.broker.clone());
+    names[PUBLISH] = ("PUBLISH".to_string(), cfg.topic.clone());
+    names[DELIVER] = (delivered.to_string(), subscription(cfg, topic).unwrap_or_default());
+    names
 }
 
 pub fn build(inp: Inputs) -> RunResult {
@@ -139,12 +157,8 @@ pub fn build(inp: Inputs) -> RunResult {
     }
 
     let publishing = cfg.subscribe_only.is_none();
-    let filter = cfg.subscribe_only.clone().or_else(|| cfg.verify.then(|| s.topic.filter()));
-    let names = vec![
-        ("CONNECT".to_string(), cfg.broker.clone()),
-        ("PUBLISH".to_string(), cfg.topic.clone()),
-        (if publishing { "DELIVER" } else { "RECEIVE" }.to_string(), filter.clone().unwrap_or_default()),
-    ];
+    let filter = subscription(cfg, &s.topic);
+    let names = endpoint_names(cfg, &s.topic);
     let mut doc = result::build(result::Inputs {
         kind: "mqtt".into(),
         url: cfg.broker.clone(),
@@ -169,6 +183,7 @@ pub fn build(inp: Inputs) -> RunResult {
         reason: inp.reason,
         duration: inp.duration,
         totals,
+        timings: Vec::new(), // MQTT has no request and response to break down
         errors,
         connect,
         seconds: s.core.timeline.all(),
@@ -183,7 +198,6 @@ pub fn build(inp: Inputs) -> RunResult {
         qos: cfg.qos,
         topic: cfg.topic.clone(),
         filter,
-        timings: Vec::new(), // MQTT has no request and response to break down
         clients: if publishing { cfg.clients } else { 0 },
         first_client: cfg.first_client,
         rate_per_client: cfg.rate,
@@ -203,4 +217,25 @@ pub fn build(inp: Inputs) -> RunResult {
         per_client,
     });
     doc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(extra: &str) -> Vec<(String, String)> {
+        let cfg = MqttConfig::from_json(&format!(r#"{{"broker": "mqtt://b:1883", "topic": "t/{{client}}/x"{extra}}}"#))
+            .unwrap();
+        endpoint_names(&cfg, &TopicTemplate::parse(&cfg.topic).unwrap())
+    }
+
+    #[test]
+    fn the_endpoints_are_named_by_their_ids_for_the_stream_and_the_result() {
+        let n = names(r#", "verify": true"#);
+        assert_eq!(n[CONNECT], ("CONNECT".into(), "mqtt://b:1883".into()));
+        assert_eq!(n[PUBLISH], ("PUBLISH".into(), "t/{client}/x".into()));
+        assert_eq!(n[DELIVER], ("DELIVER".into(), "t/+/x".into()), "what the verifying subscriber subscribes to");
+        assert_eq!(names("")[DELIVER], ("DELIVER".into(), String::new()), "nothing subscribes");
+        assert_eq!(names(r#", "subscribe_only": "a/#""#)[DELIVER], ("RECEIVE".into(), "a/#".into()));
+    }
 }

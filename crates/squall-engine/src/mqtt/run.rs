@@ -151,6 +151,8 @@ pub fn start(cfg: MqttConfig) -> Result<MqttRun, StartError> {
     let publishing = cfg.subscribe_only.is_none();
     let threads = run::thread_count(cfg.threads, if publishing { cfg.clients } else { 1 });
     let core = RunCore::new();
+    // Named before anything is recorded: the live stream's seconds and totals list each endpoint by name.
+    core.timeline.set_names(report::endpoint_names(&cfg, &topic));
     let (phase_tx, _) = watch::channel(Phase::Connecting);
     let shared = Arc::new(MqttShared {
         version,
