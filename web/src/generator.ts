@@ -1,7 +1,7 @@
 // The generator's own health (`generator`: squall watching its threads' CPU and its sends' lag), so that
 // nobody takes squall's limit for the target's: a banner with its warnings, a header badge, its threads.
-import type { Generator, GeneratorThread, Result } from "./types";
-import { fill, fmtInt, h, setText } from "./util";
+import type { Generator, GeneratorThread, Lateness, Result } from "./types";
+import { fill, fmtInt, fmtMs, fmtPct, h, setText } from "./util";
 import { fmtCpu } from "./monitor";
 
 const fin = (v: unknown): v is number => typeof v === "number" && isFinite(v);
@@ -68,6 +68,50 @@ export function setBadge(el: HTMLElement, g: Generator | null): void {
   el.setAttribute("title", n ? (g.warnings || []).join("\n") : "squall kept up: no thread ran out of CPU and the sends kept to their schedule");
 }
 
+/** Whether the paced sends' lateness warned (sustained or material); null when the section does not say
+ * (no paced sends, or a result older than the rule: then any late send counts). */
+export function lateWarned(g: Generator | null): boolean | null {
+  const l = g && g.lateness;
+  if (!l || typeof l !== "object") return null;
+  return l.sustained === true || l.material === true;
+}
+
+/** A paced run's late sends and the rule's verdict on them, with the numbers (python/squall/lateness.py). */
+export function latenessLine(l: Lateness): HTMLElement {
+  const sent = fin(l.sent) ? l.sent : 0;
+  const late = fin(l.late) ? l.late : 0;
+  const rule = l.rule || {};
+  const share = +(100 * (fin(rule.share) ? rule.share : 0.01)).toPrecision(3) + "%"; // the rule's 1%, as written
+  const inRow = fin(rule.sustained_s) ? rule.sustained_s : 3;
+  const st = l.streak;
+  const verdict: string[] = [];
+  if (l.material) verdict.push(`more than ${share} of the run's sends were late`);
+  if (l.sustained && st)
+    verdict.push(`more than ${share} were late every second for ${fmtInt(st.last - st.first + 1)} s (seconds ${st.first}-${st.last}: ${fmtInt(st.late)} of ${fmtInt(st.sent)})`);
+  const text =
+    `Paced sends late (> ${fmtInt(fin(l.late_after_ms) ? l.late_after_ms : 10)} ms): ${fmtInt(late)} of ${fmtInt(sent)}` +
+    ` (${fmtPct(sent ? (100 * late) / sent : 0)})` +
+    (late && fin(l.max_lag_us) ? `, up to ${fmtMs(l.max_lag_us)} ms behind` : "") +
+    ". " +
+    (verdict.length
+      ? "A warning: " + verdict.join("; ") + "."
+      : l.judged === "so far"
+        ? `No warning so far: squall warns when more than ${share} are late in each of ${fmtInt(inRow)} seconds in a row, and at the end when more than ${share} of the run's sends were.`
+        : `No warning: squall warns when more than ${share} of the run's sends are late, or more than ${share} in each of ${fmtInt(inRow)} seconds in a row.`);
+  return h(
+    "p",
+    {
+      class: "note gen-late",
+      testid: "generator-lateness",
+      "data-late": String(late),
+      "data-sent": String(sent),
+      "data-sustained": String(l.sustained === true),
+      "data-material": String(l.material === true),
+    },
+    text,
+  );
+}
+
 /** squall's threads: mean and peak CPU, seconds saturated; squall as a whole last. */
 export function generatorTable(g: Generator): HTMLElement {
   const rows = (g.threads || []).map((t) => {
@@ -108,6 +152,7 @@ export function generatorTable(g: Generator): HTMLElement {
       h("tbody", null, rows),
       total ? h("tbody", { class: "total" }, total) : null,
     ),
+    g.lateness && typeof g.lateness === "object" ? latenessLine(g.lateness) : null,
   );
 }
 

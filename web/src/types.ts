@@ -236,6 +236,23 @@ export interface GeneratorThread {
   saturated_s?: number;
 }
 
+/** A paced run's late sends as the generator judged them (python/squall/lateness.py). */
+export interface Lateness {
+  late_after_ms?: number;
+  sent?: number;
+  late?: number;
+  /** late / sent */
+  share?: number;
+  max_lag_us?: number;
+  /** the worst run of seconds each with more than `rule.share` late (null: none long enough) */
+  streak?: { first: number; last: number; sent: number; late: number } | null;
+  sustained?: boolean;
+  material?: boolean;
+  /** "so far" while the run goes (material is judged only at its end), "run" in the result */
+  judged?: string;
+  rule?: { share?: number; min_late?: number; sustained_s?: number };
+}
+
 /** squall watching itself (`result.generator`, live `generator`). */
 export interface Generator {
   threads?: GeneratorThread[];
@@ -243,6 +260,8 @@ export interface Generator {
   /** one line each; empty when squall kept up */
   warnings?: string[];
   saturated?: boolean;
+  /** paced runs (null or absent otherwise, and in results older than the rule) */
+  lateness?: Lateness | null;
 }
 
 export interface Result {

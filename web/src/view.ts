@@ -33,7 +33,7 @@ import {
 import { thresholdRows, thresholdsBadge, thresholdsTable, tally } from "./thresholds";
 import { limitBadge, limitOf, limitSection } from "./limit";
 import { monitorOf, Resources } from "./monitor";
-import { generatorBadge, generatorOf, generatorTable, setBadge, setWarnings, warningBanner } from "./generator";
+import { generatorBadge, generatorOf, generatorTable, lateWarned, setBadge, setWarnings, warningBanner } from "./generator";
 import { fill, fmtBytes, fmtDuration, fmtFixed, fmtInt, fmtMs, fmtPct, fmtRate, fmtUnix, h, num, pct, setText } from "./util";
 
 /** What one update brings: totals so far and the seconds not drawn yet. */
@@ -353,12 +353,20 @@ export class RunView {
     const failPct = reqs ? (100 * fails) / reqs : 0;
     const lastP = this.points.length ? this.points[this.points.length - 1] : null;
     const msv = (us: number | null) => (us === null ? null : us / 1000);
-    this.setCard("total-failures", fmtInt(fails), fails, [
-      this.subVal("fail-pct", fmtPct(failPct), +failPct.toFixed(4)),
-      this.o.command === "mqtt" ? " of " : " of requests",
-      this.o.command === "mqtt" ? this.subVal("total-requests", fmtInt(reqs), reqs) : "",
-      this.o.command === "mqtt" ? " operations" : "",
-    ]);
+    // MQTT: CONNECT, PUBLISH and DELIVER are different operations, so their failures are given each
+    // (a share of their sum would count nothing).
+    const opFails = (method: string, id: string, label: string) => {
+      const f = sum(byMethod(s.endpoints, method), (e) => num(e.failures));
+      return [label + " ", this.subVal("failures-" + id, fmtInt(f), f)];
+    };
+    this.setCard(
+      "total-failures",
+      fmtInt(fails),
+      fails,
+      this.o.command === "mqtt"
+        ? [...opFails("CONNECT", "connect", "connect"), " · ", ...opFails("PUBLISH", "publish", "publish"), " · ", ...opFails("DELIVER", "deliver", "deliver")]
+        : [this.subVal("fail-pct", fmtPct(failPct), +failPct.toFixed(4)), " of requests"],
+    );
     if (this.o.command === "mqtt") {
       const m = s.mqtt;
       const pubEps = byMethod(s.endpoints, "PUBLISH");
@@ -421,7 +429,10 @@ export class RunView {
         " dropped",
       ]);
       const el = this.cardsBox.querySelector('[data-card="sched-late"]');
-      if (el) el.classList.toggle("bad", late > 0 || dropped > 0);
+      // Red when the generator's rule warned of the late sends (a start-up burst does not); a result
+      // without the rule's verdict: when any send was late.
+      const warned = lateWarned(s.generator);
+      if (el) el.classList.toggle("bad", dropped > 0 || (warned === null ? late > 0 : warned));
     }
     const fc = this.cardsBox.querySelector('[data-card="total-failures"]');
     if (fc) fc.classList.toggle("bad", fails > 0);
@@ -666,7 +677,8 @@ export class RunView {
       return d ? { rps: num(e.requests) / d, fps: num(e.failures) / d } : { rps: null, fps: null };
     };
     const eps = s.endpoints.slice().sort((a, b) => (a.name || "").localeCompare(b.name || "") || (a.method || "").localeCompare(b.method || ""));
-    const agg = s.aggregate || null;
+    // MQTT: no Aggregated row (CONNECT, PUBLISH and DELIVER added up count nothing).
+    const agg = this.o.command === "mqtt" ? null : s.aggregate || null;
     this.stats.set(
       eps.map((e) => ({ e, ...rates(e, false) })),
       agg ? { e: agg, ...rates(agg, true) } : null,
