@@ -73,7 +73,7 @@ def command(kind, url, secs, page, fixed, port):
     if kind == "bench":
         cmd = [*SQUALL, "bench", url, "-c", 50, "-t", f"{secs}s", "--threads", 1, "-q"]
         cmd += ["--rate", RATES[kind]] if fixed else []
-        return cmd + (["--web-port", port] if page else [])
+        return cmd + (["--web-port", port, "--autoquit", "0"] if page else [])
     cmd = [*SQUALL, "-f", BENCH / "locustfiles" / "fasthttp.py", "-u", 50, "-r", 50, "-t", f"{secs}s"]
     cmd += ["-H", url.rstrip("/"), "--only-summary"] + (["--rate", RATES[kind]] if fixed else [])
     return cmd + (["--web-port", port, "--autostart", "--autoquit", "0"] if page else ["--headless"])

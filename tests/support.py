@@ -104,13 +104,9 @@ def wait_until(condition, what, proc=None, timeout=30):
 
 
 def squall_process(*args, **kw):
-    return subprocess.Popen(
-        [sys.executable, "-m", "squall", *map(str, args)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        **kw,
-    )
+    """`squall ARGS` started, its output piped unless `stdout` or `stderr` say where (a file read while it runs)."""
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    return subprocess.Popen([sys.executable, "-m", "squall", *map(str, args)], text=True, **{**pipes, **kw})
 
 
 NGINX_CONF = """

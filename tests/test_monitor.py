@@ -400,10 +400,10 @@ def test_the_watch_measures_each_thread_as_proc_does():
         thread_ticks = lambda: cpu_ticks(f"{busy.pid}/task/{tid}")
         watch = monitor.GeneratorWatch(busy.pid)
         before, w0 = thread_ticks(), time.monotonic()
-        watch.sample(None)
+        watch.sample([])
         for _ in range(3):
             time.sleep(1.0)
-            watch.sample(None)
+            watch.sample([])
         after, w1 = thread_ticks(), time.monotonic()
     finally:
         stop(busy)
@@ -432,15 +432,18 @@ def test_the_watch_on_a_real_engine_run_blames_the_target_not_squall():
         watch = monitor.GeneratorWatch()
         config = {"url": server.url + "/stall", "rate": 200.0, "duration": 4.0, "connections": 2, "threads": 1}
         run = _engine.Run.bench(config, b"")
-        cursor, newest, last = 0, None, time.monotonic()
-        watch.sample(None)
+        cursor, fresh, last = 0, [], time.monotonic()
+        watch.sample([])
         while not run.wait(0.05):
             live = run.live(cursor, 0.0)
             cursor = live["cursor"]
-            newest = live["timeseries"][-1] if live["timeseries"] else newest
+            fresh += live["timeseries"]
             if time.monotonic() - last >= 1.0:
                 last = time.monotonic()
-                watch.sample(newest)
+                watch.sample(fresh)
+                fresh = []
+        watch.sample(fresh + run.live(cursor, 0.0)["timeseries"])  # the seconds published at the end
+        watch.end()
         run.result()
     finally:
         server.stop()

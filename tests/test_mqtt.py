@@ -8,11 +8,12 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
 
-from support import Mosquitto, free_port, squall, squall_process
+from support import Mosquitto, free_port, squall, squall_process, wait_for_port
 
 FILES = Path(__file__).parent / "locustfiles"
 # mosquitto's log line for a publishing client of a run (not its preflight or verify connections)
@@ -293,6 +294,8 @@ def test_csv_and_html_reports(broker, tmp_path):
         (["--qos", "3", "-n", "1"], 2, "invalid choice: 3 (choose from 0, 1, 2)"),
         (["-u", "0", "-n", "1"], 2, "'0' must be at least 1"),
         (["-u", "2"], 2, "give a duration (-t) or a number of messages per client (-n)"),
+        (["-n", "1", "--autoquit", "3"], 2, "--autoquit goes with --web-port"),
+        (["-n", "1", "--web-port", "0", "--autoquit", "soon"], 2, "invalid int value: 'soon'"),
     ],
 )
 def test_bad_input_is_one_line_and_a_documented_code(broker, args, code, message):
@@ -364,6 +367,59 @@ def test_interrupt_still_writes_the_result(broker, tmp_path):
     r = json.loads(out.read_text())
     assert r["stop_reason"] == "interrupted" and r["mqtt"]["published"] > 0
     assert "Traceback" not in stderr
+
+
+def live_answer(port, cursor):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/live?cursor={cursor}", timeout=10) as resp:
+        return json.loads(resp.read())
+
+
+def test_the_live_stream_carries_connect_publish_and_deliver_while_the_run_goes(broker, tmp_path):
+    """The dashboard's /api/live during a run (issue 24: its seconds had no endpoints and its totals only
+    an Aggregated row until the end): each published second has PUBLISH and DELIVER by name, counting
+    what the result's same second counts, and the totals list the three endpoints as the result does."""
+    port, out = free_port(), tmp_path / "r.json"
+    proc = squall_process(
+        "mqtt", "--broker", broker.url, "-u", 5, "--rate", 20, "-t", "6s", "--qos", 1, "--verify",
+        "--web-port", port, "--autoquit", 30, "--json", out, "-q",
+    )  # fmt: skip
+    wait_for_port(port)
+    seconds, cursor, running = {}, 0, []
+    deadline = time.monotonic() + 60
+    while not out.exists() or not live_answer(port, cursor)["finished"]:
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+        live = live_answer(port, cursor)
+        cursor = live["cursor"]
+        seconds.update({p["t"]: p for p in live["timeseries"]})
+        if live["state"] == "running" and live["timeseries"]:
+            running.append(live)
+        time.sleep(0.5)
+    r = json.loads(out.read_text())
+    proc.send_signal(signal.SIGINT)  # the dashboard served the end until now (no --autoquit reached)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 0 and "Traceback" not in stderr, stderr
+    names = {(e["method"], e["name"]) for e in r["endpoints"]}
+    assert names == {("CONNECT", broker.url), ("PUBLISH", "squall/{client}"), ("DELIVER", "squall/+")}
+    # While running: the totals by endpoint, as the result names them (not only an Aggregated row).
+    assert len(running) >= 2, "the run was watched while it went"
+    mid = running[-1]
+    assert {(e["method"], e["name"]) for e in mid["totals"]["endpoints"]} == names
+    by = {e["method"]: e for e in mid["totals"]["endpoints"]}
+    # The published seconds trail the counters (a second is published once it ended, up to 2 s later).
+    assert 0 < by["PUBLISH"]["requests"] <= mid["mqtt"]["published"] <= 600
+    assert by["PUBLISH"]["percentiles_us"]["95"] > 0
+    # Each second as the result has it: the stream is prompt, the result exact (a count that came after
+    # its second was published, only after a 2 s stall of its thread, is in the result alone).
+    final = {p["t"]: p for p in r["timeseries"]}
+    count = lambda p, m: sum(e["requests"] for e in p["endpoints"] if e["method"] == m)
+    for t, p in seconds.items():
+        for method in ("PUBLISH", "DELIVER"):
+            assert count(p, method) <= count(final[t], method), (t, method)
+    whole = [t for t in seconds if 1 <= t <= 4]  # the full seconds of 100 msg/s (0 and 5+ are partial)
+    assert whole and all(count(seconds[t], "PUBLISH") >= 95 for t in whole), [
+        count(seconds[t], "PUBLISH") for t in whole
+    ]
+    assert f"its dashboard stays at http://127.0.0.1:{port}/ for 30 s (--autoquit)" in stderr
 
 
 def test_mqtt_users_share_the_table_with_http_users(broker, odd_server, tmp_path):

@@ -138,8 +138,9 @@ def test_bench_live_dashboard_draws_while_running_and_ends_on_the_result(nginx, 
     nginx.reset_log()
     port, out = free_port(), tmp_path / "r.json"
     proc = squall_process(
-        "bench", nginx.url + "/", "-c", 4, "--rate", 300, "-t", "5s", "--web-port", port, "--json", out, "-q"
-    )
+        "bench", nginx.url + "/", "-c", 4, "--rate", 300, "-t", "5s", "--web-port", port, "--json", out, "-q",
+        "--autoquit", 3,
+    )  # fmt: skip
     wait_for_port(port)
     page = open_page(browser, f"http://127.0.0.1:{port}/")
     wait_until(lambda: points(page, "rps") >= 2, "two seconds drawn live", proc)
@@ -150,8 +151,9 @@ def test_bench_live_dashboard_draws_while_running_and_ends_on_the_result(nginx, 
     shot(page, "bench-live")
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 0, stderr
+    assert f"its dashboard stays at http://127.0.0.1:{port}/ for 3 s (--autoquit)" in stderr
     r = json.loads(out.read_text())
-    # The page picked up the final result in the grace the dashboard keeps after the run.
+    # The page picked up the final result in the 3 s the dashboard stayed after the run (--autoquit).
     wait_until(lambda: page.locator("[data-testid='state']").inner_text().strip().lower() != "running", "the end")
     assert number(page, "total-requests") == r["aggregate"]["requests"] == nginx.requests_logged() == 1500
     assert page.console_errors == []
@@ -211,37 +213,119 @@ def test_dashboard_controls_refuse_bad_input(nginx, tmp_path):
         proc.communicate(timeout=30)
 
 
-def test_mqtt_dashboard_and_report(browser, tmp_path):
+def legend(page, chart, label):
+    """The value a chart's legend shows for series `label` (the newest second's, the cursor off the plot)."""
+    rows = page.locator(f"[data-testid='chart-{chart}'] .u-legend tr.u-series")
+    for i in range(rows.count()):
+        if rows.nth(i).locator(".u-label").inner_text().strip() == label:
+            return float(rows.nth(i).locator(".u-value").inner_text().replace(",", "") or "nan")
+    raise AssertionError(f"no series {label!r} in chart-{chart}")
+
+
+def test_mqtt_dashboard_shows_the_run_while_it_goes_and_serves_its_end(browser, tmp_path):
+    """Issue 24: the MQTT dashboard showed zeros and one Aggregated row until the end, then died with the
+    process. Ground truth: an independent mosquitto_sub on the run's topics, stamping each message as the
+    broker hands it over, and the run's JSON."""
     from support import Mosquitto
 
     (tmp_path / "mosq").mkdir()
-    broker = Mosquitto(tmp_path / "mosq")
-    try:
-        port, html, out = free_port(), tmp_path / "m.html", tmp_path / "m.json"
-        proc = squall_process(
-            "mqtt", "--broker", broker.url, "-u", 5, "--rate", 20, "-t", "3s", "--qos", 1, "--verify",
-            "--web-port", port, "--html", html, "--json", out, "-q",
+    broker = Mosquitto(tmp_path / "mosq", max_queued=1_000_000)
+    truth_file = tmp_path / "truth.txt"
+    with truth_file.open("w") as f:
+        truth = subprocess.Popen(
+            ["stdbuf", "-oL", "mosquitto_sub", "-p", str(broker.port), "-i", "truth", "-q", "1", "-t", "squall/#",
+             "-F", "%U %t"],
+            stdout=f,
         )  # fmt: skip
+    try:
+        broker.wait_for_log(r"truth 1 squall/#")
+        port, html, out, err = free_port(), tmp_path / "m.html", tmp_path / "m.json", tmp_path / "stderr"
+        with err.open("w") as stderr:
+            proc = squall_process(
+                "mqtt", "--broker", broker.url, "-u", 10, "--rate", 20, "-t", "10s", "--qos", 1, "--verify",
+                "--web-port", port, "--html", html, "--json", out, "-q", stderr=stderr,
+            )  # fmt: skip
         wait_for_port(port)
         page = open_page(browser, f"http://127.0.0.1:{port}/")
-        wait_until(lambda: points(page, "mqtt") >= 1, "the MQTT chart", proc)
-        stdout, stderr = proc.communicate(timeout=60)
-        assert proc.returncode == 0, stderr
+        wait_until(lambda: points(page, "mqtt") >= 5, "five seconds drawn live", proc)
+        assert page.locator("[data-testid='state']").inner_text().strip().lower() == "running"
+        # What the page says, then what the broker handed the independent subscriber by then.
+        published = float(page.locator("[data-testid='mqtt-published']").get_attribute("data-value"))
+        received = len(truth_file.read_text().splitlines())
+        while True:  # the newest second drawn (the seconds start at 0), read between two of the page's polls
+            shown_t = points(page, "mqtt") - 1
+            current = float(page.locator("[data-testid='rps']").get_attribute("data-value"))
+            drawn = legend(page, "mqtt", "published")
+            if points(page, "mqtt") - 1 == shown_t:
+                break
+        p95 = page.locator("[data-testid='publish-p95-ms']").get_attribute("data-value")
+        rows = {
+            (r.get_attribute("data-method"), r.get_attribute("data-name"))
+            for r in page.locator("[data-testid='endpoint-row']").all()
+        }
+        aggregate_rows = page.locator("[data-testid='aggregate-row']").count()
+        shot(page, "mqtt-live")
+        # The run ends; the dashboard shows the result and stays (no --autoquit) until Ctrl-C.
+        page.wait_for_selector("body[data-finished='1']", timeout=60_000)
+        time.sleep(2)
+        assert proc.poll() is None, "the dashboard served its end"
+        assert "its dashboard stays at" in err.read_text()
         r = json.loads(out.read_text())
-        report = open_page(browser, html.as_uri(), offline=True)
-        shot(report, "mqtt-report")
-        assert report.console_errors == [] and report.blocked == []
-        assert points(report, "mqtt") == len(r["timeseries"])
-        assert r["mqtt"]["delivery"]["delivered"] == 300
+        shot(page, "mqtt-live-end")
+        with page.expect_download() as download:
+            page.click("[data-testid='download-json']")
+        downloaded = json.loads(Path(download.value.path()).read_text())
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
+        assert proc.returncode == 0, err.read_text()
+        assert "Traceback" not in err.read_text()
     finally:
+        truth.terminate()
+        truth.wait(10)
         broker.stop()
+    stamps = [float(line.split()[0]) for line in truth_file.read_text().splitlines()]
+    # Every message went through the broker once: the subscriber's count is the run's and the page's.
+    assert len(stamps) == r["mqtt"]["published"] == r["mqtt"]["delivery"]["delivered"] == 2000
+    assert number(page, "mqtt-published") == number(page, "mqtt-delivered") == 2000
+    assert downloaded["mqtt"]["published"] == 2000  # the Download button after the run
+    # While running, the page's published count trails the broker's by what it has not polled yet: the
+    # counters are published to the page once a second and the page polls once a second (2 s at 200
+    # msg/s is 400), never ahead of it but for acknowledgements the subscriber's copy has not reached.
+    assert -10 <= received - published <= 2.5 * 200, (received, published)
+    # The newest second drawn, as the subscriber stamped that second (its start: the run's start_unix).
+    # A message's acknowledgement to squall and its copy to the subscriber leave the broker within a
+    # millisecond, so a second's two counts differ by the few messages that straddle its edges: at most
+    # one per client (10).
+    truth_in = sum(1 for u in stamps if int(u - r["start_unix"]) == shown_t)
+    assert abs(current - truth_in) <= 10 and current == drawn, (shown_t, current, drawn, truth_in)
+    assert truth_in >= 150  # a full second of 200 msg/s (late sends on a busy host thin it a little)
+    publish = next(e for e in r["endpoints"] if e["method"] == "PUBLISH")
+    assert p95 is not None and 0 < float(p95) <= publish["max_us"] / 1000 + 0.001
+    assert rows == {("CONNECT", broker.url), ("PUBLISH", "squall/{client}"), ("DELIVER", "squall/+")}
+    assert aggregate_rows == 0  # CONNECT + PUBLISH + DELIVER would count nothing
+    # The banner says what the generator's rule said, with its numbers in Run details.
+    warnings = r["generator"]["warnings"]
+    assert page.locator("[data-testid='generator-warning-line']").count() == len(warnings)
+    late = r["generator"]["lateness"]
+    warned = late["sustained"] or late["material"] or r["schedule"]["dropped"] > 0
+    assert ("bad" in page.locator("[data-card='sched-late']").get_attribute("class").split()) == warned
+    lateness = page.locator("[data-testid='generator-lateness']")
+    assert int(lateness.get_attribute("data-sent")) == late["sent"] == r["schedule"]["sent"]
+    assert int(lateness.get_attribute("data-late")) == late["late"] == r["schedule"]["late"]
+    assert page.console_errors == []
+    report = open_page(browser, html.as_uri(), offline=True)
+    shot(report, "mqtt-report")
+    assert report.console_errors == [] and report.blocked == []
+    assert points(report, "mqtt") == len(r["timeseries"])
+    assert report.locator("[data-testid='aggregate-row']").count() == 0
 
 
 def test_the_dashboard_binds_loopback_and_refuses_controls_beyond_it_without_auth(nginx):
     port = free_port()
     proc = squall_process(
-        "bench", nginx.url + "/", "-c", 1, "--rate", 20, "-t", "3s", "--web-port", port, "--web-host", "0.0.0.0", "-q"
-    )
+        "bench", nginx.url + "/", "-c", 1, "--rate", 20, "-t", "3s", "--web-port", port, "--web-host", "0.0.0.0", "-q",
+        "--autoquit", 0,
+    )  # fmt: skip
     wait_for_port(port)
     req = urllib.request.Request(f"http://127.0.0.1:{port}/api/stop", data=b"{}")
     with pytest.raises(urllib.error.HTTPError) as e:
@@ -267,6 +351,8 @@ def test_web_auth_guards_the_whole_dashboard(nginx):
         "--web-auth",
         "me:secret",
         "-q",
+        "--autoquit",
+        0,
     )
     wait_for_port(port)
     with pytest.raises(urllib.error.HTTPError) as e:
@@ -374,9 +460,14 @@ def test_the_report_of_a_find_limit_run_shows_the_breaking_point(browser, tmp_pa
     page = open_page(browser, html.as_uri(), offline=True)
     shot(page, "limit-report")
     assert float(page.locator("[data-testid='limit-load']").get_attribute("data-value")) == r["limit"]["load"]
-    assert points(page, "limit") == len(r["limit"]["steps"])
+    assert points(page, "limit") == len([s for s in r["limit"]["steps"] if not s["retry"]])  # reruns not drawn
     rows = page.locator("[data-testid='limit-step']")
     assert rows.count() == len(r["limit"]["steps"]) + 1  # and the probe
+    for i, step in enumerate(r["limit"]["steps"]):  # each step says why it passed or failed, and its connections
+        row = rows.nth(i + 1)
+        why = row.locator("[data-col='reason']").inner_text()
+        assert why and (why == step["reason"] if not step["passed"] else step["checks"][-1]["detail"] in why)
+        assert row.locator("[data-col='connections']").inner_text() == f"{step['connections']:,}"
     assert page.console_errors == [] and page.blocked == []
 
 

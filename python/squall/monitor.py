@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from squall.errors import UsageError
+from squall.lateness import Lateness
 from squall.report.units import ms, size
 
 INTERVAL = 1.0  # seconds between samples; sample i covers [t0 + i, t0 + i + 1) like the timeseries' second i
@@ -855,9 +856,6 @@ def summary(section: dict[str, Any]) -> str:
 SATURATED_PERCENT = 90.0  # a thread this busy for SATURATED_FOR seconds in a row is saturated
 SATURATED_FOR = 3
 LAG_WINDOW = 5  # seconds
-LATE_AFTER_MS = 10  # the engine's `late`: sent more than this after the intended time
-LATE_SHARE = 0.01  # late sends worth a warning: at least this share of the window's sends...
-LATE_MIN = 10  # ...and at least this many
 LAG_GROWN_US = 10_000  # a growing lag worth a warning ends at least this high
 ENGINE_PREFIXES = ("squall-worker", "squall-mqtt", "squall-feeder", "squall-coordinator", "squall-subscriber")
 # The engine's thread names that Linux cuts to 15 characters, whole again. (squall-worker-10 and up
@@ -904,18 +902,12 @@ class _Load:
         return self.saturated_total / self.saturated_s if self.saturated_s else 0.0
 
 
-@dataclass
-class _Second:
-    t: int
-    sent: int
-    late: int
-    mean_lag_us: float
-
-
 class GeneratorWatch:
     """squall watching itself: the CPU of each of its threads, and the send lag of paced loads, to warn
     when the generator, not the target, is what limits the run. Fed once a second by the driving loop
-    (`sample`); cheap: one small /proc read per thread."""
+    (`sample`); cheap: one small /proc read per thread. Late sends warn by `squall.lateness`'s rule
+    (sustained or material); a mean lag that grows every second for LAG_WINDOW seconds, to 10 ms or
+    more and at least twice where it began, warns too."""
 
     def __init__(self, pid: int | None = None, *, cpus: int | None = None) -> None:
         """Watches process `pid` (default: this one), which may use `cpus` cores (default: the cores
@@ -934,10 +926,9 @@ class GeneratorWatch:
         self._prev: dict[int, int] | None = None  # tid -> ticks
         self._prev_mono = 0.0
         self._n = 0
-        self._window: collections.deque[_Second] = collections.deque(maxlen=LAG_WINDOW)
-        self.late_total = 0
+        self._lags: collections.deque[tuple[int, float]] = collections.deque(maxlen=LAG_WINDOW)  # (t, mean lag)
+        self.lateness = Lateness()
         self.last_t = -1
-        self.worst_late: tuple[int, int, int] | None = None  # (late, first second, last second)
         self.worst_growth: tuple[float, float, int, int] | None = None  # (from us, to us, first, last)
         self._cost_s = 0.0
         self._samples = 0
@@ -974,11 +965,16 @@ class GeneratorWatch:
                 names[tid] = FULL_NAMES.get(comm, comm)
         return names
 
-    def sample(self, point: dict[str, Any] | None) -> None:
-        """Once a second from the driving loop, with the newest point of the live stream (or None)."""
+    def sample(self, points: list[dict[str, Any]]) -> None:
+        """Once a second from the driving loop, with the points the live stream published since the last
+        call (none, one, or several when the stream fell behind): the threads' CPU is measured once, for
+        the newest; each point's sends are judged."""
         cost = time.thread_time()
         now = time.monotonic()
-        t = point.get("t") if point else None
+        for point in points[:-1]:
+            self._take_schedule(point)
+        newest = points[-1] if points else None
+        t = newest.get("t") if newest else None
         if not isinstance(t, int):
             t = self.last_t + 1
         cpu: dict[int, tuple[str, float]] | None = None
@@ -994,10 +990,19 @@ class GeneratorWatch:
                     for tid, (_, ticks) in read.items()
                 }
                 self._prev, self._prev_mono = {tid: v[1] for tid, v in read.items()}, now
-        schedule = point.get("schedule") if point else None
+        schedule = newest.get("schedule") if newest else None
         self.feed(t, cpu, schedule if isinstance(schedule, dict) else None)
         self._cost_s += time.thread_time() - cost
         self._samples += 1
+
+    def _take_schedule(self, point: dict[str, Any]) -> None:
+        t, schedule = point.get("t"), point.get("schedule")
+        if isinstance(t, int):
+            self.feed(t, None, schedule if isinstance(schedule, dict) else None)
+
+    def end(self) -> None:
+        """The run has ended: its lateness is judged on the whole run (`squall.lateness`)."""
+        self.lateness.end()
 
     def feed(
         self,
@@ -1017,20 +1022,14 @@ class GeneratorWatch:
             self.process.add(sum(p for name, p in threads.values() if not name.startswith(NOT_SQUALL)))
         if schedule is None or not schedule.get("sent"):
             return
-        s = _Second(
-            t, int(schedule.get("sent", 0)), int(schedule.get("late", 0)), float(schedule.get("mean_lag_us", 0))
-        )
-        self.late_total += s.late
-        self._window.append(s)
-        w = list(self._window)
-        sent, late = sum(x.sent for x in w), sum(x.late for x in w)
-        if late >= LATE_MIN and late >= LATE_SHARE * sent and (self.worst_late is None or late > self.worst_late[0]):
-            self.worst_late = (late, w[0].t, w[-1].t)
-        lags = [x.mean_lag_us for x in w]
-        growing = len(w) == LAG_WINDOW and all(b > a for a, b in zip(lags, lags[1:]))
+        late, lag = int(schedule.get("late", 0)), float(schedule.get("mean_lag_us", 0))
+        self.lateness.add(t, int(schedule.get("sent", 0)), late, int(schedule.get("max_lag_us", 0)))
+        self._lags.append((t, lag))
+        lags = [x[1] for x in self._lags]
+        growing = len(lags) == LAG_WINDOW and all(b > a for a, b in zip(lags, lags[1:]))
         grown = growing and lags[-1] >= LAG_GROWN_US and lags[-1] >= 2 * lags[0]
         if grown and (self.worst_growth is None or lags[-1] > self.worst_growth[1]):
-            self.worst_growth = (lags[0], lags[-1], w[0].t, w[-1].t)
+            self.worst_growth = (lags[0], lags[-1], self._lags[0][0], self._lags[-1][0])
 
     def _squall_threads(self) -> list[tuple[int, _Load]]:
         return [(tid, load) for tid, load in sorted(self.threads.items()) if not load.name.startswith(NOT_SQUALL)]
@@ -1085,13 +1084,9 @@ class GeneratorWatch:
             )
         else:
             why = "; too few connections (or in-flight slots), a slow target or a busy generator"
-        if self.worst_late is not None:
-            late, first, last = self.worst_late
-            total = f", {self.late_total:,} in all" if self.late_total > late else ""
-            out.append(
-                f"sends fell behind the schedule: {late:,} late (>{LATE_AFTER_MS} ms) {self._when(first, last)}"
-                f"{total}{why}"
-            )
+        late = self.lateness.warning(self._when, why)
+        if late is not None:
+            out.append(late)
         if self.worst_growth is not None:
             a, b, first, last = self.worst_growth
             out.append(f"the send lag kept growing: mean {ms(a)} ms to {ms(b)} ms {self._when(first, last)}{why}")
@@ -1111,11 +1106,14 @@ class GeneratorWatch:
                 }
                 for tid, load in sorted(self.threads.items())
             ],
+            # Null until a sample interval was measured: a run shorter than that has no CPU to show,
+            # not 0% (the page says why).
             "process": {
-                "cpu_percent_mean": round(self.process.mean, 1),
-                "cpu_percent_peak": round(self.process.peak, 1),
+                "cpu_percent_mean": round(self.process.mean, 1) if self.has_cpu else None,
+                "cpu_percent_peak": round(self.process.peak, 1) if self.has_cpu else None,
                 "cpus": self.cpus,
             },
             "warnings": self.warnings(),
             "saturated": self.saturated,
+            "lateness": self.lateness.to_json(),
         }

@@ -68,7 +68,7 @@ def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
     )
     req.add_argument("--no-keepalive", action="store_true", help="a new connection for every request")
     add_output_arguments(p, "write Locust-format PREFIX_stats.csv, _stats_history.csv, _failures.csv, _exceptions.csv")
-    live.add_arguments(p.add_argument_group("dashboard"), default_port=None)
+    live.add_arguments(p.add_argument_group("dashboard"), default_port=None, autoquit=True)
     add_threshold_arguments(p)
     monitor.add_arguments(p)
     distributed.add_arguments(p)
@@ -148,6 +148,7 @@ def engine_config(args: argparse.Namespace) -> tuple[dict[str, Any], bytes]:
 
 
 def run(args: argparse.Namespace) -> int:
+    live.check_autoquit(args)
     if args.find_limit:
         return find_limit(args)
     distributed.check(args)
@@ -187,8 +188,7 @@ def run(args: argparse.Namespace) -> int:
     if partial is not None:
         partial.done()
     if dashboard is not None:
-        dashboard.store.finish(result)
-        live.linger(dashboard)
+        live.serve_the_end(dashboard, result, args.autoquit, signum)
     return code
 
 

@@ -77,7 +77,9 @@ def drive(
         finally:
             if line:
                 line.clear()
-    publisher.tick(force=True)
+    # The last seconds, and the counts they end with (the MQTT counters a page shows beside them).
+    final = engine_run.progress() if store is not None else None
+    publisher.tick(force=True, **(_fields(final, store.kind) if store is not None and final else {}))
     # The command hands the result to the dashboard once it has judged and written it (`store.finish`).
     result = engine_run.result()
     observe(result, generator, monitor)
@@ -85,7 +87,9 @@ def drive(
 
 
 def observe(result: dict[str, Any], generator: GeneratorWatch, monitor: Monitor | None) -> None:
-    """The generator's view of itself and the target's resources, into the result."""
+    """The generator's view of itself (its lateness judged on the whole run) and the target's
+    resources, into the result."""
+    generator.end()
     result["generator"] = generator.to_json()
     if monitor is not None:
         monitor.stop_into(result)

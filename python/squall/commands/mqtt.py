@@ -132,7 +132,7 @@ def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
         help="publish nothing: measure what a running system delivers on FILTER (for -t, or until -n messages)",
     )
     add_output_arguments(p, "write Locust-format CSV files")
-    live.add_arguments(p.add_argument_group("dashboard"), default_port=None)
+    live.add_arguments(p.add_argument_group("dashboard"), default_port=None, autoquit=True)
     add_threshold_arguments(p)
     monitor.add_arguments(p)
     limit.add_arguments(p, "the highest total message rate the broker sustains", "--max-rate", MQTT_SLOS)
@@ -228,6 +228,7 @@ def _whole(text: str, flag: str, most: int) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    live.check_autoquit(args)
     if args.find_limit:
         return find_limit(args)
     distributed.check(args)
@@ -282,8 +283,7 @@ def run(args: argparse.Namespace) -> int:
     if partial is not None:
         partial.done()
     if dashboard is not None:
-        dashboard.store.finish(result)
-        live.linger(dashboard)
+        live.serve_the_end(dashboard, result, args.autoquit, signum)
     return code
 
 

@@ -484,8 +484,7 @@ class Driver:
         if self.command.partial is not None:
             self.command.partial.done()
         if self.command.dashboard is not None:
-            self.command.dashboard.store.finish(result)
-            web_live.linger(self.command.dashboard)
+            web_live.serve_the_end(self.command.dashboard, result, getattr(self.args, "autoquit", None), signum)
         if self.stopped_by_loss and signum is None:
             return exitcodes.CANNOT_START
         return code

@@ -1,5 +1,10 @@
 """Glue between a run's driving loop and its dashboard: the web options of every command, starting the
-server, publishing the live stream once a second, and serving the end."""
+server, publishing the live stream once a second, and serving the end.
+
+After a run, a dashboard keeps serving its final state (the result, its Download buttons) until Ctrl-C or
+SIGTERM, or for `--autoquit N` seconds, as Locust's web UI does (`serve_the_end`, one lifecycle for every
+command). A run stopped by Ctrl-C or SIGTERM was asked to quit: its dashboard stays only the moment an
+open page needs to fetch the result (`FINAL_GRACE`). A run without a dashboard (headless, CI) never waits."""
 
 from __future__ import annotations
 
@@ -8,11 +13,13 @@ import contextlib
 import json
 import os
 import sys
+import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from squall import __version__
 from squall.errors import UsageError
+from squall.signals import on_stop_signals
 from squall.web import page
 
 if TYPE_CHECKING:
@@ -24,8 +31,9 @@ PUBLISH_EVERY = 1.0  # seconds; the stream itself is per second
 FINAL_GRACE = 2.0
 
 
-def add_arguments(group: argparse._ArgumentGroup, default_port: int | None) -> None:
-    """--web-host, --web-port, --web-auth (squall -f adds Locust's others)."""
+def add_arguments(group: argparse._ArgumentGroup, default_port: int | None, autoquit: bool = False) -> None:
+    """--web-host, --web-port, --web-auth, and with `autoquit` --autoquit (squall -f adds Locust's others,
+    its --autoquit among them)."""
     group.add_argument(
         "--web-port",
         type=int,
@@ -41,6 +49,20 @@ def add_arguments(group: argparse._ArgumentGroup, default_port: int | None) -> N
         metavar="USER:PASS",
         help="HTTP basic authentication for the dashboard (needed for its controls beyond loopback)",
     )
+    if autoquit:
+        group.add_argument(
+            "--autoquit",
+            type=int,
+            default=None,
+            metavar="SECONDS",
+            help="with --web-port: quit this long after the run ends (default: serve the result until Ctrl-C)",
+        )
+
+
+def check_autoquit(args: argparse.Namespace) -> None:
+    """--autoquit says when a dashboard stops: without --web-port there is none (a usage error)."""
+    if getattr(args, "autoquit", None) is not None and args.web_port is None:
+        raise UsageError("--autoquit goes with --web-port: without a dashboard the run ends at once")
 
 
 def start(
@@ -194,7 +216,7 @@ class Publisher:
         live = self.read(self.cursor)
         self.cursor = live["cursor"]
         if self.generator is not None:
-            self.generator.sample(live["timeseries"][-1] if live["timeseries"] else None)
+            self.generator.sample(live["timeseries"])
         if self.store is not None:
             if self.monitor is not None:
                 fields["monitor"] = self.monitor.latest()
@@ -225,12 +247,41 @@ def partial_files(result_path: str | None, kind: str, url: str, load: dict[str, 
 
 def linger(dashboard: Dashboard, seconds: float | None = None) -> None:
     """Keeps serving after the run for `seconds`, by default briefly and only while a page is open
-    (it polled in the last few seconds), so that the page gets the final result; then stops."""
+    (it polled in the last few seconds), so that the page gets the final result; then stops. Ctrl-C
+    or SIGTERM ends the wait."""
     if seconds is None:
         polled = dashboard.store.last_poll
         seconds = FINAL_GRACE if polled is not None and time.monotonic() - polled < 3 * PUBLISH_EVERY else 0.0
-    time.sleep(seconds)
+    _wait(seconds)
     dashboard.stop()
+
+
+def serve_the_end(dashboard: Dashboard, result: dict[str, Any], autoquit: int | None, signum: int | None) -> None:
+    """After a run whose summary and files are written (the module's policy): the dashboard shows
+    `result` for `autoquit` seconds, or (None, or negative as Locust's -1) until Ctrl-C or SIGTERM;
+    right after a run that a signal stopped (`signum`), only for `FINAL_GRACE`. Then it stops."""
+    dashboard.store.finish(result)
+    if signum is not None:
+        linger(dashboard)
+        return
+    forever = autoquit is None or autoquit < 0
+    if forever or autoquit:
+        until = "until Ctrl-C" if forever else f"for {autoquit} s (--autoquit)"
+        sys.stderr.write(f"squall: the run ended; its dashboard stays at {dashboard.url} {until}\n")
+        sys.stderr.flush()
+    _wait(None if forever else autoquit)
+    dashboard.stop()
+
+
+def _wait(seconds: float | None) -> None:
+    """Sleeps `seconds` (None: for ever) or until SIGINT or SIGTERM, which end the wait quietly."""
+    stop = threading.Event()
+    with on_stop_signals(lambda _signum: stop.set()):
+        if seconds is not None:
+            stop.wait(seconds)
+        else:
+            while not stop.wait(3600):
+                pass
 
 
 def _monitoring(args: argparse.Namespace) -> bool:
