@@ -65,7 +65,7 @@ function lastOf(col: ArrayLike<number | null | undefined> | undefined): number |
 type Col = (number | null)[];
 
 const charts = new Set<Chart>();
-const INT_INCRS = [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1e3, 2e3, 2500, 5e3, 1e4, 2e4, 25e3, 5e4, 1e5, 2e5, 5e5, 1e6, 2e6, 5e6, 1e7];
+export const INT_INCRS = [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1e3, 2e3, 2500, 5e3, 1e4, 2e4, 25e3, 5e4, 1e5, 2e5, 5e5, 1e6, 2e6, 5e6, 1e7];
 /** Whole seconds only on the time axis. */
 const TIME_INCRS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 28800, 86400];
 export const theme = { axis: "#888", grid: "rgba(128,128,128,.18)", card: "#fff" };
@@ -300,12 +300,17 @@ export class Chart {
       : {
           time: false,
           range: (u, min, max) => {
-            // widened to the shared extent when uPlot auto-ranges (the range covers all the data), not on a zoom
+            // When uPlot auto-ranges (the range covers all the data; not on a zoom): the data's own seconds
+            // (uPlot makes a lone x 100 wide: one second drawn on a 0:00-1:40 axis), widened to the shared extent.
             const ext = o.xExtent ? o.xExtent() : null;
             const xs = u.data[0];
-            if (ext && min !== null && max !== null && xs.length && min <= xs[0] && max >= xs[xs.length - 1]) {
-              min = Math.min(min, ext[0]);
-              max = Math.max(max, ext[1]);
+            if (min !== null && max !== null && xs.length && min <= xs[0] && max >= xs[xs.length - 1]) {
+              min = xs[0];
+              max = xs[xs.length - 1];
+              if (ext) {
+                min = Math.min(min, ext[0]);
+                max = Math.max(max, ext[1]);
+              }
             }
             return min === max || min === null ? [Math.max(0, (min ?? 0) - 1), (max ?? 0) + 1] : [min, max];
           },

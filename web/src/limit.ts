@@ -2,7 +2,7 @@
 // against offered load (and latency) per step; in compare mode, each run's limit and an overlay.
 import type uPlot from "uplot";
 import type { Limit, LimitStep, Result, Run } from "./types";
-import { Chart, COLORS, PALETTE, join, theme } from "./charts";
+import { Chart, COLORS, INT_INCRS, PALETTE, join, theme } from "./charts";
 import { fmtInt, fmtMs, fmtPct, fmtRate, h, num } from "./util";
 
 const str = (v: unknown): string => (typeof v === "string" ? v : "");
@@ -233,8 +233,9 @@ interface Marker {
   row?: number;
 }
 
-/** y = x across the plot, dashed: what a target that keeps up achieves. */
-function drawIdeal(u: uPlot): void {
+/** y = slope * x across the plot, dashed: what a target that keeps up achieves (a rate: y = x; users:
+ * each user's rate in the probe times the users). */
+function drawIdeal(u: uPlot, slope = 1): void {
   const x = u.scales.x;
   if (x.min === undefined || x.max === undefined) return;
   const c = u.ctx;
@@ -248,8 +249,8 @@ function drawIdeal(u: uPlot): void {
   c.setLineDash([6 * r, 4 * r]);
   c.beginPath();
   const lo = Math.max(x.min, u.scales.y.distr === 3 ? 1e-9 : 0);
-  c.moveTo(u.valToPos(lo, "x", true), u.valToPos(lo, "y", true));
-  c.lineTo(u.valToPos(x.max, "x", true), u.valToPos(x.max, "y", true));
+  c.moveTo(u.valToPos(lo, "x", true), u.valToPos(lo * slope, "y", true));
+  c.lineTo(u.valToPos(x.max, "x", true), u.valToPos(x.max * slope, "y", true));
   c.stroke();
   c.restore();
 }
@@ -331,9 +332,31 @@ const upTo = (u: uPlot, max: number | null): [number, number] => {
   return [0, Math.ceil((m * 1.04) / step) * step];
 };
 
+/** A search by users: the requests a second each user made in the probe (what the ideal line scales by), else null. */
+function perUser(l: Limit): number | null {
+  if (unitOf(l) !== "users") return null;
+  const p = l.probe;
+  if (p && p.load > 0 && fin(p.achieved) && p.achieved > 0) return p.achieved / p.load;
+  const first = drawn(l).find((s) => s.passed && fin(s.achieved) && s.achieved > 0);
+  return first ? first.achieved! / first.load : null;
+}
+
+/** Axis values without a repeated label (fmtLoad rounds 12.5 and 13 alike from 10 on). */
+const distinct = (splits: number[], fmt: (v: number) => string): string[] => {
+  let prev = "";
+  return splits.map((v) => {
+    const t = v === null ? "" : fmt(v);
+    const out = t === prev ? "" : t;
+    prev = t;
+    return out;
+  });
+};
+
 /** Achieved (left) and p95/p99 (right, ms) against offered load, one point per step. */
 function limitChart(parent: HTMLElement, l: Limit): Chart {
   const unit = unitOf(l);
+  const users = unit === "users";
+  const slope = perUser(l) ?? 1;
   const steps = drawn(l);
   const states = steps.map(stateOf);
   const lim = limitStep(l);
@@ -354,8 +377,15 @@ function limitChart(parent: HTMLElement, l: Limit): Chart {
     height: 280,
     restIdx: () => (rest >= 0 ? rest : null),
     series: [
-      { label: "achieved", color: COLORS.rps, width: 2, points: false, fmt: fmtRate },
-      { label: "ideal (achieved = offered)", color: COLORS.intended, dash: [6, 4], noPath: true, points: false, fmt: fmtLoad },
+      { label: users ? "achieved req/s" : "achieved", color: COLORS.rps, width: 2, points: false, fmt: fmtRate },
+      {
+        label: users ? `ideal (${fmtRate(slope)} req/s per user, as in the probe)` : "ideal (achieved = offered)",
+        color: COLORS.intended,
+        dash: [6, 4],
+        noPath: true,
+        points: false,
+        fmt: users ? fmtRate : fmtLoad,
+      },
       { label: "p95 (ms)", color: COLORS.p95, scale: "ms", points: true, fmt: fmtMs },
       { label: "p99 (ms)", color: COLORS.p99, scale: "ms", points: true, dash: [5, 3], fmt: fmtMs },
     ],
@@ -364,8 +394,14 @@ function limitChart(parent: HTMLElement, l: Limit): Chart {
       const axisSize = (_u: uPlot, values: string[]) =>
         values && values.length ? Math.max(36, Math.max(...values.map((v) => (v || "").length)) * 7 + 16) : 40;
       const ax = o.axes!;
-      ax[0] = { ...ax[0], label: `offered (${unit})`, labelSize: 20, labelGap: 0 };
-      ax[1] = { ...ax[1], label: `achieved (${unit})`, labelSize: 20, labelGap: 0 };
+      const xValues = (_u: uPlot, sp: number[]) => {
+        const out = distinct(sp, fmtLoad);
+        c.box.setAttribute("data-x-ticks", out.filter(Boolean).join("|")); // (for tests: the labels drawn)
+        return out;
+      };
+      ax[0] = { ...ax[0], label: `offered (${unit})`, labelSize: 20, labelGap: 0, values: xValues };
+      if (users) ax[0].incrs = INT_INCRS; // whole users only
+      ax[1] = { ...ax[1], label: `achieved (${rateUnit(unit)})`, labelSize: 20, labelGap: 0 };
       ax.push({
         ...ax[1],
         scale: "ms",
@@ -376,7 +412,7 @@ function limitChart(parent: HTMLElement, l: Limit): Chart {
         values: (_u, splits) => splits.map((v) => (v === null ? "" : ms(v))),
       });
       const xs = steps.map((s) => s.load);
-      const top = Math.max(1, ...xs, ...steps.map((s) => num(s.achieved)));
+      const top = Math.max(1, ...xs.map((x) => x * slope), ...steps.map((s) => num(s.achieved)));
       o.scales!.x = { time: false, range: (u) => upTo(u, Math.max(...xs, l.failed_at || 0, l.load || 0)) };
       o.scales!.y = { range: (u) => upTo(u, top) };
       o.scales!.ms = log ? { distr: 3, log: 10 } : { range: (u, _min, max) => upTo(u, max) };
@@ -384,7 +420,7 @@ function limitChart(parent: HTMLElement, l: Limit): Chart {
       o.hooks = {
         draw: [
           (u) => {
-            drawIdeal(u);
+            drawIdeal(u, slope);
             drawSteps(u, 1, states, COLORS.rps);
             drawMarkers(u, markers);
           },
@@ -393,7 +429,7 @@ function limitChart(parent: HTMLElement, l: Limit): Chart {
     },
   });
   c.note(lim ? "filled: passed · ring: failed" : "ring: failed");
-  c.set([steps.map((s) => s.load), steps.map((s) => (fin(s.achieved) ? s.achieved : null)), steps.map((s) => s.load), ...latency(steps)]);
+  c.set([steps.map((s) => s.load), steps.map((s) => (fin(s.achieved) ? s.achieved : null)), steps.map((s) => s.load * slope), ...latency(steps)]);
   return c;
 }
 

@@ -256,7 +256,8 @@ export interface Lateness {
 /** squall watching itself (`result.generator`, live `generator`). */
 export interface Generator {
   threads?: GeneratorThread[];
-  process?: { cpu_percent_mean?: number; cpu_percent_peak?: number; cpus?: number } | null;
+  /** CPU null: not measured (a run shorter than the one-second sampling) */
+  process?: { cpu_percent_mean?: number | null; cpu_percent_peak?: number | null; cpus?: number } | null;
   /** one line each; empty when squall kept up */
   warnings?: string[];
   saturated?: boolean;

@@ -35,6 +35,17 @@ import { limitBadge, limitOf, limitSection } from "./limit";
 import { monitorOf, Resources } from "./monitor";
 import { generatorBadge, generatorOf, generatorTable, lateWarned, setBadge, setWarnings, warningBanner } from "./generator";
 import { fill, fmtBytes, fmtDuration, fmtFixed, fmtInt, fmtMs, fmtPct, fmtRate, fmtUnix, h, num, pct, setText } from "./util";
+import { barsOf, Distribution } from "./distribution";
+import { statusKeys, statusRow, statusSeries } from "./status";
+import { ALL, endpointLabel, Picker } from "./picker";
+import { fillBreakdown } from "./breakdown";
+
+/**
+ * A report shorter than this has at most one second whose rate the time charts draw (a last second
+ * covering less than half a second is left out: model.perSecond): no line to draw, so its charts are the
+ * distribution's, and a note says why.
+ */
+export const SHORT_RUN_S = 1.5;
 
 /** What one update brings: totals so far and the seconds not drawn yet. */
 export interface Snapshot {
@@ -127,6 +138,9 @@ export class RunView {
   private banner: HTMLElement;
   private genBadge: HTMLElement;
   private genKey = "";
+  private picker: Picker;
+  private shortNote: HTMLElement;
+  private bdKey = "";
 
   constructor(private o: ViewOpts) {
     this.L = labels(o.command);
@@ -167,7 +181,9 @@ export class RunView {
     this.stats = statsTable(o.live, reqLabel);
     this.section("stats", "Statistics", h("div", { class: "scroll" }, this.stats.el));
     const grid = h("div", { class: "charts", testid: "charts" });
-    this.section("charts", "Charts", grid);
+    this.picker = new Picker(() => this.repick());
+    this.shortNote = h("p", { class: "note short-run", testid: "short-run", hidden: true });
+    this.section("charts", "Charts", h("div", null, this.picker.el, this.shortNote, grid));
     this.specs = this.chartSpecs();
     for (const s of this.specs) {
       const slot = h("div", { class: "slot" });
@@ -179,6 +195,8 @@ export class RunView {
     this.res = new Resources(() => this.extent(), waiting);
     this.section("resources", "Resources", this.res.el, "--monitor-*");
     this.show("resources", waiting || !!(o.result && monitorOf(o.result.monitor)));
+    this.section("timings", "Where the time goes", h("div"), "HTTP/1.1: connect, TLS, waiting, receiving");
+    this.show("timings", false);
     this.section("percentiles", "Response time percentiles", h("div", { class: "scroll" }), "exact HDR values, ms");
     this.section("status", "Status codes", h("div", { class: "scroll" }));
     this.section("failures", "Failures", h("div", { class: "scroll" }));
@@ -529,22 +547,55 @@ export class RunView {
         row: (p, s) => (hasDeliver(s) ? [...pick(p, "PUBLISH"), ...pick(p, "DELIVER")] : pick(p, "PUBLISH")),
       });
     } else {
+      const picked = () => (this.picker.value === ALL ? "" : ": " + this.pickedLabel());
       specs.push({
         id: "rps",
         when: always,
+        sig: () => this.picker.value,
         make: (slot) =>
           new Chart(slot, {
             testid: "chart-rps",
-            title: "Total requests per second",
+            title: this.picker.value === ALL ? "Total requests per second" : "Requests per second" + picked(),
             yFmt: rateFmt,
             series: [
               { label: "RPS", color: COLORS.rps },
               { label: "Failures/s", color: COLORS.fail },
             ],
           }),
-        row: (p) => [this.rate(num(p.requests), p), this.rate(num(p.failures), p)],
+        row: (p) => {
+          const e = this.entryOf(p);
+          return [this.rate(e ? num(e.requests) : 0, p), this.rate(e ? num(e.failures) : 0, p)];
+        },
       });
-      specs.push({ id: "latency", when: always, make: lat("chart-latency", "Response times"), row: (p) => latencyRow(p) });
+      specs.push({
+        id: "latency",
+        when: always,
+        sig: () => this.picker.value,
+        make: (slot) => lat("chart-latency", "Response times" + picked())(slot),
+        row: (p) => latencyRow(this.entryOf(p)),
+      });
+      // responses per second by status: the picked endpoint's, or all of them
+      const statusTotals = (s: Snapshot) => (this.picker.value === ALL ? s.endpoints : s.endpoints.filter((e) => this.picker.has(e)));
+      specs.push({
+        id: "status",
+        when: (s) => statusKeys(statusTotals(s)).length > 0,
+        sig: (s) => this.picker.value + "\u0000" + statusKeys(statusTotals(s)).join(),
+        make: (slot) =>
+          new Chart(slot, {
+            testid: "chart-status",
+            title: "Responses per second by status" + picked(),
+            yFmt: rateFmt,
+            series: statusSeries(statusKeys(this.last ? statusTotals(this.last) : [])),
+          }),
+        row: (p, s) => statusRow((p.endpoints || []).filter((e) => this.picker.has(e)), statusKeys(statusTotals(s))).map((n) => this.rate(n, p)),
+        set: (c, s) => {
+          // the seconds' counts per series, added up (the drawn rates scale a part second): `data-counts`
+          const keys = statusKeys(statusTotals(s));
+          const sums = keys.map(() => 0);
+          for (const p of this.points) statusRow((p.endpoints || []).filter((e) => this.picker.has(e)), keys).forEach((n, i) => (sums[i] += n));
+          c.box.setAttribute("data-counts", JSON.stringify(Object.fromEntries(keys.map((k, i) => [k, sums[i]]))));
+        },
+      });
     }
     specs.push({
       id: "users",
@@ -559,6 +610,11 @@ export class RunView {
           series: [{ label: L.Users, color: COLORS.users }],
         }),
       row: (p) => [typeof p.users === "number" ? p.users : null],
+      set: (c) => {
+        // bench's open model: its seconds count the connections started; -c only caps them
+        const l = this.o.result ? this.o.result.load : this.o.meta.load;
+        c.note(cmd === "bench" && l && l.model === "open" && l.connections ? `opened as needed, cap ${fmtInt(l.connections)} (-c)` : "");
+      },
     });
     specs.push({
       id: "schedule",
@@ -586,7 +642,48 @@ export class RunView {
       make: (slot) => this.makeSpectrum(slot, this.last),
       set: (c, s) => this.setSpectrum(c, s),
     });
+    if (cmd !== "mqtt") {
+      const dists = new WeakMap<Chart, Distribution>();
+      specs.push({
+        id: "distribution",
+        when: (s) => barsOf(this.pickedTotals(s)).length > 0,
+        sig: () => this.picker.value,
+        make: (slot) => {
+          const d = new Distribution(slot, "chart-distribution", "Response time distribution" + (this.picker.value === ALL ? "" : ": " + this.pickedLabel()));
+          dists.set(d.chart, d);
+          return d.chart;
+        },
+        set: (c, s) => dists.get(c)!.set(barsOf(this.pickedTotals(s))),
+      });
+    }
     return specs;
+  }
+
+  /** The picked endpoint's entry in a second (all picked: the second itself; absent that second: null). */
+  private entryOf(p: Point): Endpoint | Point | null {
+    if (this.picker.value === ALL) return p;
+    return (p.endpoints || []).find((e) => this.picker.has(e)) || null;
+  }
+
+  private pickedLabel(): string {
+    const e = this.last ? this.last.endpoints.find((x) => this.picker.has(x)) : null;
+    return e ? endpointLabel(e) : "";
+  }
+
+  /** The totals entry the distribution and the breakdown show: the aggregate, or the picked endpoint. */
+  private pickedTotals(s: Snapshot): Endpoint | null {
+    if (this.picker.value === ALL) return s.aggregate || (s.endpoints.length === 1 ? s.endpoints[0] : null);
+    return s.endpoints.find((e) => this.picker.has(e)) || null;
+  }
+
+  /** Another endpoint picked: the charts that follow it are made anew. */
+  private repick(): void {
+    if (this.last) this.update({ ...this.last, points: [] });
+  }
+
+  /** A report too short for time charts (SHORT_RUN_S); never live. */
+  private short(): boolean {
+    return !this.o.live && !!this.o.result && num(this.o.result.duration_s) < SHORT_RUN_S;
   }
 
   private spectra(s: Snapshot): { label: string; spec: [number, number][] }[] {
@@ -647,7 +744,7 @@ export class RunView {
         c = undefined;
       }
       if (!c) {
-        if (!spec.when(s)) continue;
+        if (!spec.when(s) || (spec.row && this.short())) continue;
         c = spec.make(this.slots.get(spec.id)!);
         if ((c.o.x || "time") === "time") c.o.xExtent = () => this.extent();
         this.charts.set(spec.id, c);
@@ -802,6 +899,9 @@ export class RunView {
     for (const p of s.points) if (typeof p.t === "number" && p.t > lastT) fresh.push(p);
     this.points.push(...fresh);
     this.last = s;
+    this.picker.update(this.o.command === "mqtt" ? [] : s.endpoints);
+    this.updateShort(s);
+    this.updateBreakdown(s);
     setWarnings(this.banner, s.generator);
     setBadge(this.genBadge, s.generator);
     const monitored = this.res.update(s.monitor);
@@ -814,6 +914,36 @@ export class RunView {
       this.drawLimit();
       this.drawLimit = null;
     }
+  }
+
+  /** A short report says why it has no time charts (its numbers are the run's, its charts the distributions). */
+  private updateShort(s: Snapshot): void {
+    const short = this.short();
+    this.shortNote.hidden = !short;
+    if (!short) return;
+    const d = num(s.durationS);
+    const reqs = s.aggregate ? num(s.aggregate.requests) : 0;
+    setText(
+      this.shortNote,
+      `This run lasted ${fmtFixed(d, 3)} s: shorter than the ${SHORT_RUN_S} s the per-second charts need to draw a line, so they are left out. ` +
+        `Its ${fmtInt(reqs)} ${this.o.command === "mqtt" ? "operations" : "requests"} are shown by their distribution` +
+        (d > 0 ? ` (${fmtRate(reqs / d)} a second over the run)` : "") +
+        "; squall's own CPU is sampled once a second, so in a run this short it is not measured.",
+    );
+  }
+
+  /** The breakdown of the picked endpoint (or all), redrawn only when it changes. */
+  private updateBreakdown(s: Snapshot): void {
+    const body = this.body("timings");
+    if (!body) return;
+    const e = this.pickedTotals(s);
+    const label = this.picker.value === ALL ? "all requests" : this.pickedLabel();
+    const k = label + "\u0000" + JSON.stringify(e ? e.timings || null : null) + String(e ? e.mean_us : "");
+    if (k === this.bdKey) return;
+    this.bdKey = k;
+    const any = !!s.aggregate && !!s.aggregate.timings;
+    const shown = fillBreakdown(body, e, label);
+    this.show("timings", shown || any);
   }
 
   /** A new run started (the live cursor went back): the charts start over. */

@@ -20,8 +20,23 @@ from squall.web import live, page
 if TYPE_CHECKING:
     from squall.commands.arguments import Subcommands
 
-# A PNG per chart of the page: the charts' test ids (web/src) and the file names they get.
-CHARTS = ("rps", "latency", "users", "spectrum", "mqtt", "mqtt-latency", "schedule")
+# A PNG per chart of the page: the charts' test ids (web/src) and the file names they get, in the page's
+# order: the breaking point, the time charts, the distributions, where the time goes, the resources.
+CHARTS = (
+    "limit",
+    "rps",
+    "latency",
+    "status",
+    "mqtt",
+    "mqtt-latency",
+    "users",
+    "schedule",
+    "spectrum",
+    "distribution",
+    "timings",
+    "monitor-cpu",
+    "monitor-memory",
+)
 
 
 def add_parsers(commands: Subcommands) -> None:
@@ -110,7 +125,9 @@ def chromium() -> str:
 
 
 def write_pngs(html: str, directory: str) -> list[str]:
-    """Each chart the page draws, as DIR/<chart>.png, rendered by the page itself in headless Chromium."""
+    """Each chart the page draws, as DIR/<chart>.png, rendered by the page itself in headless Chromium, as
+    it prints: without the sticky tabs (which covered the top of a chart scrolled under them) and the
+    controls (log toggles, the endpoint picker)."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
@@ -128,6 +145,7 @@ def write_pngs(html: str, directory: str) -> list[str]:
             view.route(
                 "**/*", lambda route: route.continue_() if route.request.url.startswith("file:") else route.abort()
             )
+            view.emulate_media(media="print")
             view.goto("file://" + os.path.abspath(source))
             view.wait_for_selector("body[data-ready='1']", timeout=30_000)
             for chart in CHARTS:

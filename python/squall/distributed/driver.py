@@ -532,8 +532,9 @@ def _generators(docs: dict[int, dict[str, Any]]) -> dict[str, Any]:
         )
         warnings += [f"worker {index}: {w}" for w in g.get("warnings", [])]
         saturated = saturated or bool(g.get("saturated"))
-    total = sum(t["cpu_percent_mean"] for t in threads)
-    peak = sum(t["cpu_percent_peak"] for t in threads)
+    # (null: a worker whose run was too short to sample its CPU; the total is of those measured)
+    total = sum(t["cpu_percent_mean"] or 0.0 for t in threads)
+    peak = sum(t["cpu_percent_peak"] or 0.0 for t in threads)
     return {
         "threads": threads,
         "process": {"cpu_percent_mean": round(total, 1), "cpu_percent_peak": round(peak, 1), "cpus": cpus},
