@@ -9,6 +9,7 @@ import csv
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import urllib.request
@@ -158,6 +159,36 @@ def test_corpus_file_runs_as_under_locust(name, recorder, tmp_path):
     assert stats(sprefix) == stats(lprefix)
     assert failures(sprefix) == failures(lprefix)
     assert exceptions(sprefix) == exceptions(lprefix)
+
+
+def error_report(stderr):
+    """The console's error report (Locust's `Error report` table): its (occurrences, error) rows."""
+    lines = stderr.splitlines()
+    start = max(i for i, line in enumerate(lines) if line.startswith("Error report"))
+    rows = []
+    for line in lines[start + 1 :]:
+        if not line.strip():
+            break
+        if m := re.match(r"^(\d+)\s+(\S.*)$", line):
+            rows.append((int(m[1]), m[2].rstrip()))
+    return sorted(rows)
+
+
+@pytest.mark.parametrize("user_class", ["RequestsStatus", "FastStatus"])
+def test_status_failures_are_written_in_locusts_words_for_each_client(recorder, tmp_path, user_class):
+    """A 500 and a 404 the client judged itself: HttpUser's text is requests' HTTPError('500 Server Error:
+    ... for url: NAME'), FastHttpUser's geventhttpclient's LocustBadStatusCode(code=500). The failures CSV
+    and the console's error report say exactly what Locust's say."""
+    both = run_both("status_failures.py", recorder, tmp_path, user_class)
+    texts, reports = {}, {}
+    for tool, (p, prefix, _records) in both.items():
+        rows = csv.DictReader(open(f"{prefix}_failures.csv"))
+        texts[tool] = sorted((r["Method"], r["Name"], r["Error"], r["Occurrences"]) for r in rows)
+        reports[tool] = error_report(p.stderr)
+    assert texts["squall"] == texts["locust"], texts
+    assert reports["squall"] == reports["locust"], reports
+    marker = "LocustBadStatusCode(code=500)" if user_class == "FastStatus" else "HTTPError('500 Server Error"
+    assert any(marker in t[2] for t in texts["squall"]) and len(texts["squall"]) == 2
 
 
 @pytest.mark.parametrize(

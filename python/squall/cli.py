@@ -38,6 +38,7 @@ def build_parser() -> tuple[Parser, argparse.ArgumentParser]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    typed = argv  # as typed: the reports and the dashboard show it so
     if argv and argv[0].startswith("-") and argv[0] not in ("-h", "--help", "-V", "--version"):
         argv = ["run", *argv]  # Locust's command line: squall -f locustfile.py -u 10 ...
     parser, run_parser = build_parser()
@@ -51,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
             if isinstance(loaded, int):
                 return loaded
         args = parser.parse_args(argv)
-        args.loaded, args.argv, args.parser = loaded, argv, run_parser
+        args.loaded, args.argv, args.typed_argv, args.parser = loaded, argv, typed, run_parser
         if not args.command:
             parser.print_help(sys.stderr)
             return exitcodes.USAGE

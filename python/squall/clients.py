@@ -414,6 +414,8 @@ class HttpSession:
 
     # What FastHttpUser changes (see squall.contrib.fasthttp).
     default_insecure = False
+    # Whose words Locust's client of this kind uses for a failed status (squall.report.locust_errors).
+    locust_words = "requests"
     # Headers every request carries unless the script replaces them, as requests' defaults do (its
     # User-Agent, Accept and Connection; not Accept-Encoding: the engine does not decompress bodies).
     default_headers: tuple[tuple[str, str], ...] = (("Accept", "*/*"),)

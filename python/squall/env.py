@@ -82,6 +82,17 @@ class Environment:
         doc = {**totals, "duration_s": time.monotonic() - self.started_at}
         return [thresholds.evaluate(t, doc, thresholds.live_percentile) for t in parsed]
 
+    def begin_test(self) -> None:
+        """Another test in this process (the dashboard's New after a Stop), as Locust's `runner.start()`
+        begins one: the stats and the exceptions start empty, and the runner is ready again. The run
+        gives the hub a new engine first, whose clock starts then."""
+        self.result = None
+        self.started_at = None
+        self.open_pool = None
+        self.exceptions.clear()
+        self.stats.begin_test()
+        self.runner.begin_test()
+
     def next_user_id(self) -> int:
         return next(self._user_ids)
 

@@ -16,6 +16,7 @@ import logging.config
 import os
 import re
 import socket
+from collections import deque
 from typing import Any
 
 HOSTNAME = re.sub(r"\..*", "", socket.gethostname())
@@ -28,17 +29,39 @@ runners_logger = logging.getLogger("locust.runners")
 task_logger = logging.getLogger("locust.user.task")
 
 
+class LogReader(logging.Handler):
+    """The dashboard's Logs tab: the last 500 lines logged, formatted (Locust's `locust.log.LogReader`,
+    which its web UI's Logs tab reads)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.logs: deque[str] = deque(maxlen=500)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.logs.append(self.format(record))
+
+
+def get_logs() -> list[str]:
+    """The lines the log reader kept (none with --skip-log-setup, as in Locust). The dashboard's threads
+    call it while the run logs: list() copies the deque of strings without releasing the GIL."""
+    for handler in logging.getLogger().handlers:
+        if handler.name == "log_reader" and isinstance(handler, LogReader):
+            return list(handler.logs)
+    return []
+
+
 def config(loglevel: str, logfile: str | None = None) -> dict[str, Any]:
-    """Locust's `dictConfig`: its formatter, handlers and loggers (less its web UI's log reader)."""
+    """Locust's `dictConfig`: its formatter, handlers (its web UI's log reader too) and loggers."""
     level = loglevel.upper()
     handlers: dict[str, Any] = {
         "console": {"class": "logging.StreamHandler", "formatter": "default"},
         "console_plain": {"class": "logging.StreamHandler", "formatter": "plain"},
+        "log_reader": {"class": "squall.log.LogReader", "formatter": "default"},
     }
-    target = ["console"]
+    target = ["console", "log_reader"]
     if logfile:
         handlers["file"] = {"class": "logging.FileHandler", "filename": logfile, "formatter": "default"}
-        target = ["file"]
+        target = ["file", "log_reader"]
     return {
         "version": 1,
         "disable_existing_loggers": False,
@@ -46,7 +69,7 @@ def config(loglevel: str, logfile: str | None = None) -> dict[str, Any]:
         "handlers": handlers,
         "loggers": {
             "locust": {"handlers": target, "level": level, "propagate": False},
-            "locust.stats_logger": {"handlers": ["console_plain"], "level": "INFO", "propagate": False},
+            "locust.stats_logger": {"handlers": ["console_plain", "log_reader"], "level": "INFO", "propagate": False},
         },
         "root": {"handlers": target, "level": level},
     }

@@ -94,6 +94,13 @@ class Runner:
     def errors(self) -> dict[str, StatsError]:
         return self.stats.errors
 
+    def begin_test(self) -> None:
+        """Ready for another test after one ended (Environment.begin_test)."""
+        self.users.clear()
+        self.state = STATE_INIT
+        self.quitting = self.stopping = False
+        self.target_user_count = 0
+
     def quit(self) -> None:
         self.quitting = True
 

@@ -200,10 +200,16 @@ class RequestStats:
 
     def __init__(self, use_response_times_cache: bool = True, environment: Environment | None = None) -> None:
         self.use_response_times_cache = use_response_times_cache
-        self.history: list[dict[str, Any]] = []
         self._env = environment
-        self._entries: dict[Key, StatsEntry] = _EntriesDict(self)
         self.total = StatsEntry(self, "Aggregated", "", use_response_times_cache)
+        self._watching_stop = False  # reset_all() asked for a last reading at test_stop
+        self.begin_test()
+
+    def begin_test(self) -> None:
+        """Empty, reading the engine from its start: made so, and again when the process starts another
+        test (the dashboard's New; Locust's `runner.start()` clears its stats), on the new engine."""
+        self.history: list[dict[str, Any]] = []
+        self._entries: dict[Key, StatsEntry] = _EntriesDict(self)
         self._errors: dict[str, StatsError] = {}
         self._errors_of: _View | None = None  # the reading `_errors` was made from
         self._created = time.time()
@@ -217,7 +223,6 @@ class RequestStats:
         self._settled = False  # test_stop: the engine has published everything the users recorded
         self._final: _View | None = None  # the result's numbers, once the run has ended
         self._emptied = False  # reset after the run
-        self._watching_stop = False  # reset_all() asked for a last reading at test_stop
 
     # Locust's RequestStats surface.
 
@@ -236,11 +241,12 @@ class RequestStats:
         if self._errors_of is not view:
             start = view.start_unix
             self._errors = {}
+            fast = self._env is not None and locust_errors.fast_http(self._env.user_classes)
             for e in view.errors:
                 first, last = e.get("first_seen_s"), e.get("last_seen_s")
                 first = None if first is None or start is None else start + first
                 last = None if last is None or start is None else start + last
-                text = locust_errors.csv_text(e, script=True)  # Locust's words: HTTPError('500 ...')
+                text = locust_errors.csv_text(e, True, fast)  # Locust's words: HTTPError('500 ...')
                 key = StatsError.create_key(e["method"], e["name"], text)
                 known = self._errors.get(key)  # the same text from two kinds of failure: one error
                 if known is None:

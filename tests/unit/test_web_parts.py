@@ -78,6 +78,34 @@ def test_controls_accept_only_sane_commands():
     assert _validate("users", {"users": 0, "spawn_rate": 1}, "running")["users"] == 0
     with pytest.raises(ValueError):
         _validate("users", {"users": 3, "spawn_rate": 1}, "ready")
+    # A User class without a host: the form must give one (Locust would start, and stop at once).
+    hostless = {"host_required": "Steady"}
+    with pytest.raises(ValueError, match="Steady has no host"):
+        _validate("start", {"users": 1, "spawn_rate": 1, "host": " "}, "ready", hostless)
+    assert (
+        _validate("start", {"users": 1, "spawn_rate": 1, "host": "http://h"}, "stopped", hostless)["host"] == "http://h"
+    )
+
+
+def test_a_start_is_taken_once_and_a_new_test_starts_the_page_over():
+    store = LiveStore(page.meta("run", [], ""), "http")
+    assert not store.take_start()  # not waiting for one
+    store.set(startable=True)
+    assert store.take_start() and not store.take_start()  # a double click starts one test
+    totals = {"aggregate": endpoint("", "Aggregated", 3), "endpoints": [], "errors": []}
+    store.publish({"cursor": 1, "timeseries": [{"t": 0, "unix": 5.0}], "totals": totals}, users=4)
+    store.finish({"done": True})
+    store.begin_test(host="http://h", spawn_rate=2.0, state="spawning")
+    v = store.view(1)
+    assert (v["test"], v["finished"], v["cursor"], v["users"], v["host"], v["spawn_rate"]) == (
+        1,
+        False,
+        0,
+        0,
+        "http://h",
+        2.0,
+    )
+    assert v["totals"]["aggregate"] is None and v["state"] == "spawning" and not v["startable"]
 
 
 def test_the_store_hands_each_client_the_seconds_it_has_not_seen():

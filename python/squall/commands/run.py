@@ -52,14 +52,14 @@ from squall.locustfile import ScriptError
 from squall.log import main_logger, runners_logger, setup_logging, task_logger, user_classes_count
 from squall.monitor import GeneratorWatch
 from squall.open_model import OpenPool
-from squall.report import locust_console, locust_json
+from squall.report import locust_console, locust_errors, locust_json
 from squall.runners import WorkerRunner
 from squall.shape import LoadTestShape
 from squall.signals import on_stop_signals
 from squall.spawner import Spawner
-from squall.user.inspectuser import task_ratio_json, task_ratio_text
+from squall.user.inspectuser import get_ratio, task_ratio_json, task_ratio_text
 from squall.user.task import filter_tasks_by_tags
-from squall.user.users import User
+from squall.user.users import HttpUser, User
 from squall.web import live, page
 
 if TYPE_CHECKING:
@@ -303,14 +303,18 @@ def _run_here(
     stop_timeout: float,
     target_monitor: monitor.Monitor | None,
 ) -> int:
-    """The run in this process: the dashboard, the engine and hub, the test, the outputs."""
+    """The run in this process: the dashboard, the engine and hub, the test (or, from the dashboard, one
+    test after another, as Locust's web UI starts a new one after a Stop), the outputs.
+
+    A test is measured from its Start: a test the page starts gets a new engine then, whose clock, time
+    series and totals begin there (the engine made with the hub only serves `init`, before any test)."""
     worker = processes.worker()
     if worker is not None:
         wait_for_start()  # a Ray worker starts when the driver says (a no-op for --processes)
     limits.ensure_open_files(max(users, 1))  # one keep-alive connection per user
-    dashboard = _start_dashboard(args, users, spawn_rate, shape_class) if not args.headless and not worker else None
-    engine = _engine.ScriptEngine(insecure=args.insecure, http2=args.http2)
-    hub = Hub(engine)
+    web = not args.headless and not worker
+    dashboard = _start_dashboard(args, classes, users, spawn_rate, shape_class) if web else None
+    hub = Hub(_new_engine(args))
     cooperative_sleep.hub = hub
     env = Environment(hub=hub, host=args.host, user_classes=classes, parsed_options=args, shape_class=shape_class)
     shape = shape_class() if shape_class else None
@@ -331,39 +335,85 @@ def _run_here(
         watchdog.check()  # a task holding the hub ends now, not when it yields
 
     generator = GeneratorWatch()
-    load = {"model": "open" if args.rate else "users", "users": users, "spawn_rate": spawn_rate}
     feed = worker_feed()
     if feed is not None and isinstance(env.runner, WorkerRunner):
         feed.runner = env.runner
-    partial = feed or live.partial_files(args.result_json if worker is None else None, "http", args.host or "", load)
+    partial: live.PartialFiles | None = None
+    # Locust's web UI without --autoquit: after a test, the page may start another (New), until Ctrl-C.
+    new_tests = dashboard is not None and args.autoquit is None and worker is None
+    tests = 0
+    last: dict[str, Any] | None = None  # the last test's result, once its outputs are written (new_tests)
+    idle = False  # the run ended while it waited for the page's Start
+    reason = "interrupted"
     previous_alarm = signal.signal(signal.SIGALRM, watchdog)
     signal.setitimer(signal.ITIMER_REAL, WATCH_EVERY, WATCH_EVERY)
     try:
         with on_stop_signals(on_signal):
-            start = _wait_for_start(dashboard, received) if dashboard and not args.autostart else {}
-            if start is None:
-                reason = "interrupted"
-            else:
+            while True:
+                waits = dashboard is not None and (tests > 0 or not args.autostart)
+                start = _wait_for_start(dashboard, received, again=tests > 0) if dashboard and waits else {}
+                if start is None:
+                    idle = True
+                    break
                 users = start.get("users", users)
                 spawn_rate = start.get("spawn_rate", spawn_rate)
                 if start.get("host") and start["host"] != split_userinfo(args.host or "")[0]:  # a new host
                     env.host = args.host = start["host"]
+                if waits:  # the test starts now: so do its engine's clock, time series and totals
+                    hub.engine = _new_engine(args)
+                    env.begin_test()
+                    watchdog.end_by = None
+                    if shape:
+                        shape.reset_time()
+                    if tests > 0:
+                        generator = GeneratorWatch()
+                        target_monitor = monitor.Monitor.from_args(args)
+                tests += 1
+                load = {"model": "open" if args.rate else "users", "users": users, "spawn_rate": spawn_rate}
+                partial = feed or live.partial_files(
+                    args.result_json if worker is None else None, "http", args.host or "", load
+                )
+                if dashboard is not None:
+                    shown_host = split_userinfo(args.host or "")[0]
+                    dashboard.store.begin_test(host=shown_host, spawn_rate=spawn_rate, state="spawning")
                 reason = _drive(
                     env, hub, classes, shape, users, spawn_rate, run_time, stop_timeout, args, dashboard, partial,
                     generator, target_monitor, watchdog,
                 )  # fmt: skip
+                # The locustfile's runner.quit() ends the process, as in Locust (a threshold's abort, the
+                # page's Stop and the users' own end only end the test).
+                watch = args.watch
+                quit_by_file = env.runner.quitting and reason == "completed" and not (watch and watch.failed)
+                if not new_tests or received or quit_by_file:
+                    break  # the outputs below, once
+                assert dashboard is not None
+                last = _end_test(env, hub, args, reason, generator, target_monitor)
+                verdicts = _judge(last, args)
+                _print_and_write(last, args, verdicts, *_exit_code(last, args, env))
+                if partial is not None:
+                    partial.done()
+                dashboard.store.finish(last)
+                if tests == 1:
+                    main_logger.info("--autoquit not specified, leaving web ui running indefinitely")
+                    url = dashboard.url
+                    sys.stderr.write(f"squall: the test ended; its dashboard stays at {url} (New starts another)\n")
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous_alarm)
         events.user_error.remove_listener(_log_task_error)
+    if idle and last is not None:  # Ctrl-C after the dashboard's tests: Locust's end of its web UI
+        assert dashboard is not None
+        events.quitting.fire(environment=env, reason="shutdown")
+        code, _why = _exit_code(last, args, env)
+        main_logger.info(f"Shutting down (exit code {code})")
+        events.quit.fire(exit_code=code)
+        dashboard.stop()
+        return code
     if received:
         reason = "interrupted"
         if signal.SIGTERM in received:
             main_logger.info("Got SIGTERM signal")
-    result = engine.finish(reason, page.redact_argv([args.host])[0] if args.host else "")
-    result["exceptions"] = [dict(x, nodes="local") for x in env.exceptions.values()]
-    observe(result, generator, target_monitor)
-    env.result = result
+    result = _end_test(env, hub, args, reason, generator, target_monitor)
     verdicts = _judge(result, args) if worker is None else []
     events.quitting.fire(environment=env, reason=reason)
     code, why = _exit_code(result, args, env, received)
@@ -381,6 +431,28 @@ def _run_here(
         if not received:
             _serve_the_end(dashboard, args.autoquit)
     return code
+
+
+def _new_engine(args: argparse.Namespace) -> _engine.ScriptEngine:
+    return _engine.ScriptEngine(insecure=args.insecure, http2=args.http2)
+
+
+def _end_test(
+    env: Environment,
+    hub: Hub,
+    args: argparse.Namespace,
+    reason: str,
+    generator: GeneratorWatch,
+    target_monitor: monitor.Monitor | None,
+) -> dict[str, Any]:
+    """The test's result: the engine's, with the exceptions, failures in Locust's words, the generator's
+    watch and the target's resources."""
+    result: dict[str, Any] = hub.engine.finish(reason, page.redact_argv([args.host])[0] if args.host else "")
+    result["exceptions"] = [dict(x, nodes="local") for x in env.exceptions.values()]
+    locust_errors.annotate(result["errors"], fast=locust_errors.fast_http(env.user_classes))
+    observe(result, generator, target_monitor)
+    env.result = result
+    return result
 
 
 def _exit_code(
@@ -404,15 +476,24 @@ def _exit_code(
 
 
 def _start_dashboard(
-    args: argparse.Namespace, users: int, spawn_rate: float, shape_class: type[LoadTestShape] | None
+    args: argparse.Namespace,
+    classes: list[type[User]],
+    users: int,
+    spawn_rate: float,
+    shape_class: type[LoadTestShape] | None,
 ) -> Dashboard:
     """The dashboard (Locust's web UI options mapped to squall's), and Locust's line saying where."""
     if args.web_host in ("*", ""):  # Locust's "every interface"
         args.web_host = "0.0.0.0"
     interactive = shape_class is None and not args.rate
-    controls = {"start": not args.autostart, "users": interactive, "stop": True, "reset": True}
+    # Start: the form before the first test, and New after each one (unless --autoquit ends the run).
+    new = args.autoquit is None
+    controls = {"start": not args.autostart or new, "users": interactive, "stop": True, "reset": True, "new": new}
     shown_host = split_userinfo(args.host or "")[0]  # the page never sees the credentials
-    form = {"users": users, "spawn_rate": spawn_rate, "host": shown_host}
+    # An HTTP User class without a host needs one from the form: refused without (Locust would start and
+    # stop at once); the page says which class.
+    hostless = [] if args.host else [c.__name__ for c in classes if issubclass(c, HttpUser) and not c.host]
+    form = {"users": users, "spawn_rate": spawn_rate, "host": shown_host, "host_required": ", ".join(hostless) or None}
     load = {"model": "open" if args.rate else "users", "users": users, "spawn_rate": spawn_rate, "rate": args.rate}
     shown = argparse.Namespace(**{**vars(args), "argv": _redact_secrets(args)})  # the page shows the command line
     dashboard = live.start(shown, "run", "http", args.host or "", controls=controls, form=form, load=load)
@@ -423,9 +504,10 @@ def _start_dashboard(
 
 
 def _redact_secrets(args: argparse.Namespace) -> list[str]:
-    """The command line with the values of options declared `is_secret=True` hidden (`***`)."""
+    """The command line as typed (`squall -f ...`, not the `run` squall reads it as), with the values of
+    options declared `is_secret=True` hidden (`***`)."""
     parser = getattr(args, "parser", None)
-    argv: list[str] = list(getattr(args, "argv", None) or [])
+    argv: list[str] = list(getattr(args, "typed_argv", None) or getattr(args, "argv", None) or [])
     if parser is None:
         return argv
     secret = {o for a in parser._actions if getattr(a, "is_secret", False) for o in a.option_strings}
@@ -502,6 +584,15 @@ def _drive(
         publisher = live.Publisher(
             lambda cursor: hub.engine.live(cursor, histograms=True), store, partial, generator, target_monitor
         )
+    elif store is not None:  # the page shows the failures in Locust's words, as the files will
+        fast = locust_errors.fast_http(classes)
+
+        def read(cursor: int) -> dict[str, Any]:
+            now: dict[str, Any] = hub.engine.live(cursor)
+            locust_errors.annotate(now["totals"]["errors"], fast)
+            return now
+
+        publisher = live.Publisher(read, store, partial, generator, target_monitor)
     else:
         publisher = live.Publisher(hub.engine.live, store, partial, generator, target_monitor)
     if target_monitor is not None:
@@ -515,7 +606,7 @@ def _drive(
         if isinstance(runner, WorkerRunner):
             runner.deliver()  # the master's messages
         if runner.quitting:
-            break  # runner.quit() from the script, or a signal (run() marks that one interrupted)
+            break  # runner.quit() from the script, the page's Stop, or a signal (marked interrupted after)
         if deadline is not None and now >= deadline:
             reason = "duration"
             log.run_time_reached()
@@ -553,8 +644,10 @@ def _drive(
                     users = processes.share(command["users"], worker)
                     log.ramping(users, command["spawn_rate"] / share)
                     spawner.set_target(users, command["spawn_rate"] / share)
+                    dashboard.store.set(spawn_rate=command["spawn_rate"])
                     runner.state = "spawning"
-                elif action == "stop":
+                elif action == "stop":  # stopped by hand, as Ctrl-C stops a headless run
+                    reason = "interrupted"
                     runner.quit()
                 elif action == "reset":  # as Locust's web UI: the event, the stats, the exceptions
                     events.reset_stats.fire()
@@ -563,8 +656,20 @@ def _drive(
         if publisher.due():  # once a second: the generator's watch, the dashboard, the partial files
             exceptions = [dict(x, nodes="local") for x in env.exceptions.values()]
             target = None if env.open_pool else spawner.target
+            fields: dict[str, Any] = {}
+            if store is not None:  # Locust's "Current ratio": the tasks of the users running now
+                counts = runner.user_classes_count
+                fields["tasks"] = {
+                    "per_class": get_ratio(classes, counts, False),
+                    "total": get_ratio(classes, counts, True),
+                }
             live_now = publisher.tick(
-                force=True, users=runner.user_count, target_users=target, state=runner.state, exceptions=exceptions
+                force=True,
+                users=runner.user_count,
+                target_users=target,
+                state=runner.state,
+                exceptions=exceptions,
+                **fields,
             )
             if watch is not None and watch.stops(live_now, time.monotonic() - start):
                 runner.quit()
@@ -645,17 +750,22 @@ class _RunLog:
         main_logger.info(f"{reason}, stopping test" if self.dashboard_run else f"{reason}, shutting down")
 
 
-def _wait_for_start(dashboard: Dashboard, received: list[int]) -> dict[str, Any] | None:
-    """Without --autostart the run starts from the dashboard, as Locust's does; None if stopped first."""
-    sys.stderr.write(f"squall: open {dashboard.url} to start the test\n")
-    dashboard.store.set(state="ready")
+def _wait_for_start(dashboard: Dashboard, received: list[int], again: bool = False) -> dict[str, Any] | None:
+    """Without --autostart the run starts from the dashboard, as Locust's does, and `again` (after a test)
+    the page's New starts another; None on a signal, or the page's Stop before the first test."""
+    if not again:
+        sys.stderr.write(f"squall: open {dashboard.url} to start the test\n")
+        dashboard.store.set(state="ready")
+    dashboard.store.set(startable=True)
     while not received:
         for action, command in dashboard.take_commands():
             if action == "start":
                 return command
-            if action == "stop":
+            if action == "stop" and not again:
+                dashboard.store.set(startable=False)
                 return None
         _real_sleep(0.05)
+    dashboard.store.set(startable=False)
     return None
 
 

@@ -38,6 +38,7 @@ class FastHttpSession(HttpSession):
 
     default_insecure = True
     max_retries = 0
+    locust_words = "fasthttp"
 
     def request(  # type: ignore[override]  # FastHttpSession's own order: data before catch_response
         self,

@@ -127,6 +127,45 @@ def stats_csv(result: dict[str, Any]) -> str:
     return out.getvalue()
 
 
+def _write_failures(result: dict[str, Any], out: Any) -> None:
+    w = csv.writer(out)
+    w.writerow(FAILURES_HEADER)
+    start = result["start_unix"]
+    script = result.get("kind") == "script"
+    for e in result["errors"]:
+        w.writerow(
+            [
+                e["method"],
+                e["name"],
+                locust_errors.csv_text(e, script),
+                e["count"],
+                locust_errors.utc_stamp(start + e["first_seen_s"]),
+                locust_errors.utc_stamp(start + e["last_seen_s"]),
+            ]
+        )
+
+
+def _write_exceptions(result: dict[str, Any], out: Any) -> None:
+    w = csv.writer(out)
+    w.writerow(EXCEPTIONS_HEADER)
+    for x in result.get("exceptions", []):
+        w.writerow([x["count"], x["message"], x["traceback"], x.get("nodes", "local")])
+
+
+def failures_csv(result: dict[str, Any]) -> str:
+    """The `_failures.csv` file's text (the dashboard's download, Locust's /stats/failures/csv)."""
+    out = io.StringIO(newline="")
+    _write_failures(result, out)
+    return out.getvalue()
+
+
+def exceptions_csv(result: dict[str, Any]) -> str:
+    """The `_exceptions.csv` file's text (the dashboard's download, Locust's /exceptions/csv)."""
+    out = io.StringIO(newline="")
+    _write_exceptions(result, out)
+    return out.getvalue()
+
+
 def write(result: dict[str, Any], prefix: str, full_history: bool = False) -> list[str]:
     paths = {k: f"{prefix}_{k}.csv" for k in ("stats", "stats_history", "failures", "exceptions")}
     with open(paths["stats"], "w", newline="") as f:
@@ -136,21 +175,7 @@ def write(result: dict[str, Any], prefix: str, full_history: bool = False) -> li
         w.writerow(HISTORY_HEADER)
         w.writerows(history_rows(result, full_history))
     with open(paths["failures"], "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(FAILURES_HEADER)
-        start = result["start_unix"]
-        script = result.get("kind") == "script"
-        for e in result["errors"]:
-            w.writerow(
-                [
-                    e["method"],
-                    e["name"],
-                    locust_errors.csv_text(e, script),
-                    e["count"],
-                    locust_errors.utc_stamp(start + e["first_seen_s"]),
-                    locust_errors.utc_stamp(start + e["last_seen_s"]),
-                ]
-            )
+        _write_failures(result, f)
     if result.get("thresholds"):  # squall's own file: Locust has no thresholds
         paths["thresholds"] = f"{prefix}_thresholds.csv"
         with open(paths["thresholds"], "w", newline="") as f:
@@ -159,8 +184,5 @@ def write(result: dict[str, Any], prefix: str, full_history: bool = False) -> li
             for t in result["thresholds"]:
                 w.writerow([t["threshold"], t["endpoint"] or "", t["value"], t["shown"], t["passed"], t["reason"]])
     with open(paths["exceptions"], "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(EXCEPTIONS_HEADER)
-        for x in result.get("exceptions", []):
-            w.writerow([x["count"], x["message"], x["traceback"], x.get("nodes", "local")])
+        _write_exceptions(result, f)
     return list(paths.values())

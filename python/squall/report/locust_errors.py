@@ -4,9 +4,13 @@ Locust keys a failure by its exception's repr (`HTTPError('500 Server Error: Int
 url: /x')`, `CatchResponseError('judged bad')`) and writes that in the failures CSV; its console report
 unwraps CatchResponseError to the bare message. A scripted run's verdicts are recorded in that form by
 the client already (squall.clients.locust_error_text); a status failure the engine judged on its own
-(`HTTP 500`) is written here as the HTTPError requests would have raised. Other failures (timeouts,
-refused connections) keep squall's words: Locust's would name urllib3's internals. Runs that are not
-scripts (bench, mqtt) keep squall's words throughout."""
+(`HTTP 500`) is written here as the HTTPError requests would have raised, or, when every HTTP User
+class of the run is a FastHttpUser, as geventhttpclient's `LocustBadStatusCode(code=500)` that
+Locust's FastHttpUser records (a run mixing both gets requests' text: the engine does not tell which
+class made a request). A scripted run's result and live totals carry that text in each error's
+`locust` (`annotate`), so the files, the console and the dashboard write the same. Other failures
+(timeouts, refused connections) keep squall's words: Locust's would name urllib3's internals. Runs that
+are not scripts (bench, mqtt) keep squall's words throughout."""
 
 from __future__ import annotations
 
@@ -17,10 +21,14 @@ from typing import Any
 _CATCH = "CatchResponseError("
 
 
-def csv_text(error: dict[str, Any], script: bool) -> str:
-    """The failures CSV's Error column."""
+def csv_text(error: dict[str, Any], script: bool, fast: bool = False) -> str:
+    """The failures CSV's Error column: the error's `locust` text if it has one, else made here."""
+    if script and error.get("locust"):
+        return str(error["locust"])
     if script and error.get("kind") == "http" and error.get("status"):
         status = int(error["status"])
+        if fast:
+            return f"LocustBadStatusCode(code={status})"
         try:
             reason = HTTPStatus(status).phrase
         except ValueError:
@@ -28,6 +36,21 @@ def csv_text(error: dict[str, Any], script: bool) -> str:
         side = "Client" if status < 500 else "Server"
         return repr(_HTTPError(f"{status} {side} Error: {reason} for url: {error['name']}"))
     return str(error["message"])
+
+
+def fast_http(classes: list[type[Any]]) -> bool:
+    """Every HTTP User class of the run words its failures as Locust's FastHttpUser does (its session
+    class says whose words it uses, `locust_words`)."""
+    words = {getattr(getattr(c, "session_class", None), "locust_words", None) for c in classes} - {None}
+    return words == {"fasthttp"}
+
+
+def annotate(errors: list[dict[str, Any]], fast: bool) -> list[dict[str, Any]]:
+    """A scripted run's errors with Locust's text in `locust` (`fast`: every HTTP User class of the run
+    is a FastHttpUser); returns them."""
+    for e in errors:
+        e["locust"] = csv_text(e, True, fast)
+    return errors
 
 
 def console_text(error: dict[str, Any], script: bool) -> str:

@@ -25,6 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+from squall.log import get_logs
 from squall.report import locust_csv
 from squall.web import page
 from squall.web.metrics import prometheus
@@ -51,6 +52,33 @@ class LiveStore:
         self.last_poll: float | None = None  # when a page last asked for /api/live
         self.monitor: dict[str, Any] | None = None  # the target's resources so far (squall.monitor)
         self.generator: dict[str, Any] | None = None  # the generator watching itself
+        # `squall -f`: the tests started in this process (Locust's web UI starts another after a Stop),
+        # whether the page may start one now, the host and spawn rate of the one running, the users'
+        # task ratio (Locust's "Current ratio").
+        self.test = 0
+        self.startable = False
+        self.host: str | None = None
+        self.spawn_rate: float | None = None
+        self.tasks: dict[str, Any] | None = None
+
+    def begin_test(self, **fields: Any) -> None:
+        """Another test starts: the page's data starts over (the seconds, the totals, the result)."""
+        with self.lock:
+            self.test += 1
+            self.startable = False
+            self.timeseries = []
+            self.totals = {"aggregate": None, "endpoints": [], "errors": [], "exceptions": []}
+            self.schedule = self.mqtt = self.result = self.monitor = self.generator = self.started = None
+            self.users = 0
+            for k, v in fields.items():
+                setattr(self, k, v)
+
+    def take_start(self) -> bool:
+        """A start the page asked for is accepted once: until the run begins the test (or refuses),
+        another is refused, so that a double click starts one test."""
+        with self.lock:
+            accepted, self.startable = self.startable, False
+            return accepted
 
     def publish(self, live: dict[str, Any], **fields: Any) -> None:
         """The engine's `live()` answer (new seconds and the totals) and any of the other fields."""
@@ -90,6 +118,10 @@ class LiveStore:
                 "monitor": self.monitor,
                 "generator": self.generator,
                 "finished": self.result is not None,
+                "test": self.test,
+                "startable": self.startable,
+                "host": self.host,
+                "spawn_rate": self.spawn_rate,
             }
 
     def current_result(self) -> dict[str, Any]:
@@ -248,6 +280,16 @@ class _Handler(BaseHTTPRequestHandler):
         elif url.path == "/download/stats.csv":
             text = locust_csv.stats_csv(store.current_result())
             self._send(200, text.encode(), "text/csv; charset=utf-8", _attachment("csv"))
+        elif url.path in ("/download/failures.csv", "/download/exceptions.csv"):
+            make = locust_csv.failures_csv if url.path == "/download/failures.csv" else locust_csv.exceptions_csv
+            text = make(store.current_result())
+            self._send(200, text.encode(), "text/csv; charset=utf-8", _attachment(url.path[10:-4] + ".csv"))
+        elif url.path == "/api/logs":
+            self._json({"lines": get_logs()})
+        elif url.path == "/api/tasks":
+            with store.lock:
+                tasks = store.tasks
+            self._json(tasks or {"per_class": {}, "total": {}})
         elif url.path == "/download/report.html":
             html = page.report(store.current_result(), store.meta)
             self._send(200, html.encode(), "text/html; charset=utf-8", _attachment("html"))
@@ -276,7 +318,10 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(self.rfile.read(length) or b"{}") if length else {}
             if not isinstance(body, dict):
                 raise ValueError("the body must be a JSON object")
-            command = _validate(action, body, self.dashboard.store.state)
+            store = self.dashboard.store
+            command = _validate(action, body, store.state, store.meta.get("form") or {})
+            if action == "start" and not store.take_start():
+                raise ValueError("no test can start now: one is running, or the run is ending")
         except ValueError as e:
             self._json({"ok": False, "error": str(e)}, 400)
             return
@@ -284,14 +329,17 @@ class _Handler(BaseHTTPRequestHandler):
         self._json({"ok": True})
 
 
-def _validate(action: str, body: dict[str, Any], state: str) -> dict[str, Any]:
+def _validate(action: str, body: dict[str, Any], state: str, form: dict[str, Any] | None = None) -> dict[str, Any]:
     """A control command's arguments, checked here so that the driving thread gets only valid ones."""
     if action == "start":
-        if state != "ready":
-            raise ValueError("the run has already started")
-        host = str(body.get("host") or "")
+        if state not in ("ready", "stopped"):
+            raise ValueError("a test is running: stop it first")
+        form = form or {}
+        host = str(body.get("host") or "").strip()
         if host and not host.startswith(("http://", "https://")):
             raise ValueError("host must start with http:// or https://")
+        if not host and form.get("host_required"):
+            raise ValueError(f"a host is needed: {form['host_required']} has no host attribute and none was given")
         return {
             "users": int(_number(body, "users", int, 1)),
             "spawn_rate": float(_number(body, "spawn_rate", float, 0.001)),
