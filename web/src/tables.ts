@@ -126,7 +126,7 @@ export function statsTable(current: boolean, reqLabel: string): SortTable<StatRo
     {
       key: "rps",
       label: current ? "Current RPS" : "RPS",
-      title: current ? "the last second" : "average over the run",
+      title: current ? "the mean of the last 10 seconds, as Locust's" : "average over the run",
       num: true,
       get: (r) => r.rps,
       fmt: rate,
@@ -134,7 +134,7 @@ export function statsTable(current: boolean, reqLabel: string): SortTable<StatRo
     {
       key: "fps",
       label: current ? "Current Failures/s" : "Failures/s",
-      title: current ? "the last second" : "average over the run",
+      title: current ? "the mean of the last 10 seconds, as Locust's" : "average over the run",
       num: true,
       get: (r) => r.fps,
       fmt: rate,
@@ -253,7 +253,7 @@ export function errorsTable(errors: ErrorEntry[]): HTMLElement {
           h("td", { class: "name" }, e.name || ""),
           h("td", null, h("span", { class: "tag" }, e.kind || "")),
           h("td", { class: "n" }, e.status === null || e.status === undefined ? "" : String(e.status)),
-          h("td", { class: "msg" }, e.message || ""),
+          h("td", { class: "msg", testid: "error-message" }, e.locust || e.message || ""),
           h("td", { class: "n" }, secs(e.first_seen_s)),
           h("td", { class: "n" }, secs(e.last_seen_s)),
         ),

@@ -58,6 +58,8 @@ export interface ErrorEntry {
   kind: string;
   status?: number | null;
   message: string;
+  /** the failure as Locust writes it (`squall -f` runs): shown instead of `message` */
+  locust?: string;
   count: number;
   first_seen_s?: number;
   last_seen_s?: number;
@@ -295,6 +297,8 @@ export interface Controls {
   users?: boolean;
   stop?: boolean;
   reset?: boolean;
+  /** `squall -f`: after a test the page may start another (Locust's New), so it keeps polling */
+  new?: boolean;
 }
 
 export interface Meta {
@@ -304,7 +308,8 @@ export interface Meta {
   title?: string;
   squall_version?: string;
   controls?: Controls | null;
-  form?: { users?: number; spawn_rate?: number; host?: string } | null;
+  /** `host_required`: the User classes that have no host (the form refuses to start without one) */
+  form?: { users?: number; spawn_rate?: number; host?: string; host_required?: string | null } | null;
   /** the configured thresholds' texts (live: pending until the result's verdicts) */
   thresholds?: string[] | null;
   /** the load as configured (live: until the result's `load`); MQTT may send {} */
@@ -341,6 +346,17 @@ export interface Live {
   monitor?: Monitor | null;
   generator?: Generator | null;
   finished?: boolean;
+  /** `squall -f`: tests started so far (a new one starts the page's data over), whether the page may
+   * start one now, the running test's host and spawn rate */
+  test?: number;
+  startable?: boolean;
+  host?: string | null;
+  spawn_rate?: number | null;
+}
+
+/** Locust's task ratio (`/api/tasks`, its "Current ratio"): per class, and the share of all tasks. */
+export interface Ratios {
+  [name: string]: { ratio: number; tasks?: Ratios };
 }
 
 export interface Run {

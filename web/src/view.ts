@@ -4,6 +4,7 @@ import { Chart, COLORS, PALETTE, join, spectrumTable, type SeriesDef } from "./c
 import {
   busiest,
   byMethod,
+  currentRates,
   isOpen,
   key,
   labels,
@@ -422,8 +423,8 @@ export class RunView {
       const p = a && a.requests ? a.percentiles_us : undefined;
       this.setCard("total-requests", fmtInt(reqs), reqs, [a ? fmtBytes(num(a.body_bytes)) + " received" : ""]);
       const avg = s.durationS ? reqs / s.durationS : null;
-      const cur = lastP ? num(lastP.requests) : null;
-      const rate = this.o.live ? cur : avg;
+      const cur = currentRates(this.points);
+      const rate = this.o.live ? (cur ? cur.rps : null) : avg;
       this.setCard("rps", fmtRate(rate), rate === null ? null : +rate.toFixed(3), [
         this.o.live ? (avg !== null ? "average " + fmtRate(avg) : "") : s.schedule ? "intended " + fmtRate(s.schedule.rate) : "average",
       ]);
@@ -761,15 +762,13 @@ export class RunView {
   // ---------------------------------------------------------------- tables
 
   private updateTables(s: Snapshot): void {
-    const lastP = this.points.length ? this.points[this.points.length - 1] : null;
-    const cur = new Map<string, Endpoint>();
-    if (lastP) for (const e of lastP.endpoints || []) cur.set(key(e), e);
+    const cur = this.o.live ? currentRates(this.points) : null;
     const d = s.durationS;
     const rates = (e: Endpoint, agg: boolean): { rps: number | null; fps: number | null } => {
       if (this.o.live) {
-        const c = agg ? lastP : cur.get(key(e));
-        if (!lastP) return { rps: null, fps: null };
-        return { rps: c ? num(c.requests) : 0, fps: c ? num(c.failures) : 0 };
+        if (!cur) return { rps: null, fps: null };
+        const c = agg ? cur : cur.endpoints.get(key(e));
+        return { rps: c ? c.rps : 0, fps: c ? c.fps : 0 };
       }
       return d ? { rps: num(e.requests) / d, fps: num(e.failures) / d } : { rps: null, fps: null };
     };
@@ -914,6 +913,11 @@ export class RunView {
       this.drawLimit();
       this.drawLimit = null;
     }
+  }
+
+  /** The seconds drawn so far (the dashboard's header reads its current rate from them). */
+  seconds(): Point[] {
+    return this.points;
   }
 
   /** A short report says why it has no time charts (its numbers are the run's, its charts the distributions). */
