@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from squall import __version__, config, exitcodes
+from squall import __version__, config, exitcodes, files, signals
 from squall.commands import bench, demo, mqtt, report, run_arguments
 from squall.commands.arguments import Parser
 from squall.errors import UsageError
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.print_help(sys.stderr)
             return exitcodes.USAGE
         code: int = args.func(args)
-        return code
+        return _written(code)
     except UsageError as e:
         command = argv[0] if argv and not argv[0].startswith("-") else ""
         sys.stderr.write(f"squall {command}: error: {e}\n".replace("squall : ", "squall: "))
@@ -67,6 +67,17 @@ def main(argv: list[str] | None = None) -> int:
         return exitcodes.INTERRUPTED
     except BrokenPipeError:
         return exitcodes.OK
+    finally:
+        signals.ending()
+
+
+def _written(code: int) -> int:
+    """The command's exit code, or WRITE_FAILED when an output it was asked for could not be written
+    (each said on stderr as it failed): a CI job must not pass with its report missing. A signal's code
+    stays (the user stopped it, and the failed files were said)."""
+    if files.failed() and code not in (exitcodes.INTERRUPTED, exitcodes.TERMINATED):
+        return exitcodes.WRITE_FAILED
+    return code
 
 
 def _run(args: argparse.Namespace) -> int:

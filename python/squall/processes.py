@@ -12,9 +12,9 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from squall import _engine, exitcodes
+from squall import _engine, exitcodes, files
 from squall.errors import UsageError
-from squall.signals import on_stop_signals
+from squall.signals import deferred, on_stop_signals
 
 
 def worker() -> tuple[int, int] | None:
@@ -36,7 +36,7 @@ def share(total: int, worker: tuple[int, int] | None) -> int:
 
 def write_result(result: dict[str, Any]) -> None:
     """A worker's result, where the process that started it reads it (SQUALL_WORKER_RESULT)."""
-    with open(os.environ["SQUALL_WORKER_RESULT"], "w") as f:
+    with files.replace(os.environ["SQUALL_WORKER_RESULT"]) as f:
         json.dump(result, f)
 
 
@@ -58,37 +58,38 @@ def run_processes(
     engine; their results are merged losslessly (histograms added) and reported as one run."""
     n = count(args)
     sys.stderr.write(f"squall: {n} worker processes, {users} {what} in all; the tables come at the end\n")
-    with tempfile.TemporaryDirectory(prefix="squall-workers-") as tmp:
-        paths = [os.path.join(tmp, f"worker{i}.json") for i in range(n)]
-        procs = [
-            subprocess.Popen(
-                [sys.executable, "-m", "squall", *args.argv],
-                stdout=subprocess.DEVNULL,
-                env=dict(os.environ, SQUALL_WORKER=f"{i}/{n}", SQUALL_WORKER_RESULT=paths[i]),
-            )
-            for i in range(n)
-        ]
-        received: list[int] = []
+    with deferred():  # once the workers stop, a second Ctrl-C waits for the merged outputs
+        with tempfile.TemporaryDirectory(prefix="squall-workers-") as tmp:
+            paths = [os.path.join(tmp, f"worker{i}.json") for i in range(n)]
+            procs = [
+                subprocess.Popen(
+                    [sys.executable, "-m", "squall", *args.argv],
+                    stdout=subprocess.DEVNULL,
+                    env=dict(os.environ, SQUALL_WORKER=f"{i}/{n}", SQUALL_WORKER_RESULT=paths[i]),
+                )
+                for i in range(n)
+            ]
+            received: list[int] = []
 
-        def forward(signum: int) -> None:
-            received.append(signum)
-            for p in procs:
-                p.send_signal(signum)
+            def forward(signum: int) -> None:
+                received.append(signum)
+                for p in procs:
+                    p.send_signal(signum)
 
-        with on_stop_signals(forward):
-            codes = [p.wait() for p in procs]
-        docs = [Path(p).read_text() for p in paths if os.path.exists(p)]
-    if not docs:
-        sys.stderr.write("squall: error: no worker process produced a result\n")
-        return max(codes) or exitcodes.CANNOT_START
-    result = _engine.merge_results(docs)
-    exceptions: dict[tuple[str, str], dict[str, Any]] = {}  # merged by (message, traceback)
-    for doc in docs:
-        for x in json.loads(doc).get("exceptions", []):
-            entry = exceptions.setdefault((x["message"], x["traceback"]), dict(x, count=0))
-            entry["count"] += x["count"]
-    result["exceptions"] = list(exceptions.values())
-    final_output(result, args)
+            with on_stop_signals(forward):
+                codes = [p.wait() for p in procs]
+            docs = [Path(p).read_text() for p in paths if os.path.exists(p)]
+        if not docs:
+            sys.stderr.write("squall: error: no worker process produced a result\n")
+            return max(codes) or exitcodes.CANNOT_START
+        result = _engine.merge_results(docs)
+        exceptions: dict[tuple[str, str], dict[str, Any]] = {}  # merged by (message, traceback)
+        for doc in docs:
+            for x in json.loads(doc).get("exceptions", []):
+                entry = exceptions.setdefault((x["message"], x["traceback"]), dict(x, count=0))
+                entry["count"] += x["count"]
+        result["exceptions"] = list(exceptions.values())
+        final_output(result, args)
     if received:
         return exitcodes.stopped_by(received[0])
     if any(not t["passed"] for t in result.get("thresholds", [])):  # judged on the merged result

@@ -23,6 +23,7 @@ from squall.commands.progress import ProgressLine
 from squall.distributed import shares
 from squall.distributed.feed import wait_for_start, worker_feed
 from squall.errors import UsageError
+from squall.signals import deferred
 from squall.web import live, page
 
 if TYPE_CHECKING:
@@ -183,10 +184,11 @@ def run(args: argparse.Namespace) -> int:
         return exitcodes.CANNOT_START
     line = ProgressLine(config) if not args.quiet and sys.stderr.isatty() else None
     partial = live.partial_files(args.json, "http", args.url, _load(config))
-    result, signum = drive(engine_run, line, dashboard, partial, watch, target_monitor)
-    code = finish(result, signum, args, watch)
-    if partial is not None:
-        partial.done()
+    with deferred():  # a second Ctrl-C waits for the outputs
+        result, signum = drive(engine_run, line, dashboard, partial, watch, target_monitor)
+        code = finish(result, signum, args, watch)
+        if partial is not None:
+            partial.done()
     if dashboard is not None:
         live.serve_the_end(dashboard, result, args.autoquit, signum)
     return code
@@ -211,8 +213,9 @@ def _work(config: dict[str, Any], body: bytes) -> int:
     if engine_run is None:
         return exitcodes.CANNOT_START
     feed = worker_feed(engine_run.progress)
-    result, signum = drive(engine_run, partial=feed)
-    processes.write_result(result)
+    with deferred():  # a second Ctrl-C waits for the result
+        result, signum = drive(engine_run, partial=feed)
+        processes.write_result(result)
     if feed is not None:
         feed.done()
     if signum is not None:

@@ -25,6 +25,7 @@ from squall.commands.progress import MqttProgressLine
 from squall.distributed.feed import wait_for_start, worker_feed
 from squall.errors import UsageError
 from squall.report import mqtt_console
+from squall.signals import deferred
 from squall.web import live, page
 
 if TYPE_CHECKING:
@@ -273,15 +274,16 @@ def run(args: argparse.Namespace) -> int:
     feed = worker_feed(engine_run.progress)  # a worker of a distributed run: its live feed
     partial = feed or live.partial_files(args.json if worker is None else None, "mqtt", config["broker"], {})
     line = MqttProgressLine(config) if show else None
-    result, signum = drive(engine_run, line, dashboard, partial, watch, target_monitor)
-    args.watch = watch
-    if worker is not None:
-        processes.write_result(result)
-        code = _code(result, signum)
-    else:
-        code = _finish(result, signum, args)
-    if partial is not None:
-        partial.done()
+    with deferred():  # a second Ctrl-C waits for the outputs
+        result, signum = drive(engine_run, line, dashboard, partial, watch, target_monitor)
+        args.watch = watch
+        if worker is not None:
+            processes.write_result(result)
+            code = _code(result, signum)
+        else:
+            code = _finish(result, signum, args)
+        if partial is not None:
+            partial.done()
     if dashboard is not None:
         live.serve_the_end(dashboard, result, args.autoquit, signum)
     return code

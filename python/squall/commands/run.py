@@ -12,7 +12,6 @@ ended with UserHung at any time."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import sys
@@ -55,7 +54,7 @@ from squall.open_model import OpenPool
 from squall.report import locust_console, locust_errors, locust_json
 from squall.runners import WorkerRunner
 from squall.shape import LoadTestShape
-from squall.signals import on_stop_signals
+from squall.signals import deferred, on_stop_signals
 from squall.spawner import Spawner
 from squall.user.inspectuser import get_ratio, task_ratio_json, task_ratio_text
 from squall.user.task import filter_tasks_by_tags
@@ -345,91 +344,96 @@ def _run_here(
     last: dict[str, Any] | None = None  # the last test's result, once its outputs are written (new_tests)
     idle = False  # the run ended while it waited for the page's Start
     reason = "interrupted"
-    previous_alarm = signal.signal(signal.SIGALRM, watchdog)
-    signal.setitimer(signal.ITIMER_REAL, WATCH_EVERY, WATCH_EVERY)
-    try:
-        with on_stop_signals(on_signal):
-            while True:
-                waits = dashboard is not None and (tests > 0 or not args.autostart)
-                start = _wait_for_start(dashboard, received, again=tests > 0) if dashboard and waits else {}
-                if start is None:
-                    idle = True
-                    break
-                users = start.get("users", users)
-                spawn_rate = start.get("spawn_rate", spawn_rate)
-                if start.get("host") and start["host"] != split_userinfo(args.host or "")[0]:  # a new host
-                    env.host = args.host = start["host"]
-                if waits:  # the test starts now: so do its engine's clock, time series and totals
-                    hub.engine = _new_engine(args)
-                    env.begin_test()
-                    watchdog.end_by = None
-                    if shape:
-                        shape.reset_time()
-                    if tests > 0:
-                        generator = GeneratorWatch()
-                        target_monitor = monitor.Monitor.from_args(args)
-                tests += 1
-                load = {"model": "open" if args.rate else "users", "users": users, "spawn_rate": spawn_rate}
-                partial = feed or live.partial_files(
-                    args.result_json if worker is None else None, "http", args.host or "", load
-                )
-                if dashboard is not None:
-                    shown_host = split_userinfo(args.host or "")[0]
-                    dashboard.store.begin_test(host=shown_host, spawn_rate=spawn_rate, state="spawning")
-                reason = _drive(
-                    env, hub, classes, shape, users, spawn_rate, run_time, stop_timeout, args, dashboard, partial,
-                    generator, target_monitor, watchdog,
-                )  # fmt: skip
-                # The locustfile's runner.quit() ends the process, as in Locust (a threshold's abort, the
-                # page's Stop and the users' own end only end the test).
-                watch = args.watch
-                quit_by_file = env.runner.quitting and reason == "completed" and not (watch and watch.failed)
-                if not new_tests or received or quit_by_file:
-                    break  # the outputs below, once
-                assert dashboard is not None
-                last = _end_test(env, hub, args, reason, generator, target_monitor)
-                verdicts = _judge(last, args)
-                _print_and_write(last, args, verdicts, *_exit_code(last, args, env))
-                if partial is not None:
-                    partial.done()
-                dashboard.store.finish(last)
-                if tests == 1:
-                    main_logger.info("--autoquit not specified, leaving web ui running indefinitely")
-                    url = dashboard.url
-                    sys.stderr.write(f"squall: the test ended; its dashboard stays at {url} (New starts another)\n")
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous_alarm)
-        events.user_error.remove_listener(_log_task_error)
-    if idle and last is not None:  # Ctrl-C after the dashboard's tests: Locust's end of its web UI
-        assert dashboard is not None
-        events.quitting.fire(environment=env, reason="shutdown")
-        code, _why = _exit_code(last, args, env)
+    # From here until the outputs are written a stop signal is deferred (the run's own handler takes it
+    # while a test runs): a second Ctrl-C must not cut the result or a file short.
+    with deferred():
+        previous_alarm = signal.signal(signal.SIGALRM, watchdog)
+        signal.setitimer(signal.ITIMER_REAL, WATCH_EVERY, WATCH_EVERY)
+        try:
+            with on_stop_signals(on_signal):
+                while True:
+                    waits = dashboard is not None and (tests > 0 or not args.autostart)
+                    start = _wait_for_start(dashboard, received, again=tests > 0) if dashboard and waits else {}
+                    if start is None:
+                        idle = True
+                        break
+                    users = start.get("users", users)
+                    spawn_rate = start.get("spawn_rate", spawn_rate)
+                    if start.get("host") and start["host"] != split_userinfo(args.host or "")[0]:  # a new host
+                        env.host = args.host = start["host"]
+                    if waits:  # the test starts now: so do its engine's clock, time series and totals
+                        hub.engine = _new_engine(args)
+                        env.begin_test()
+                        watchdog.end_by = None
+                        if shape:
+                            shape.reset_time()
+                        if tests > 0:
+                            generator = GeneratorWatch()
+                            target_monitor = monitor.Monitor.from_args(args)
+                    tests += 1
+                    load = {"model": "open" if args.rate else "users", "users": users, "spawn_rate": spawn_rate}
+                    partial = feed or live.partial_files(
+                        args.result_json if worker is None else None, "http", args.host or "", load
+                    )
+                    if dashboard is not None:
+                        shown_host = split_userinfo(args.host or "")[0]
+                        dashboard.store.begin_test(host=shown_host, spawn_rate=spawn_rate, state="spawning")
+                    reason = _drive(
+                        env, hub, classes, shape, users, spawn_rate, run_time, stop_timeout, args, dashboard, partial,
+                        generator, target_monitor, watchdog,
+                    )  # fmt: skip
+                    # The locustfile's runner.quit() ends the process, as in Locust (a threshold's abort, the
+                    # page's Stop and the users' own end only end the test).
+                    watch = args.watch
+                    quit_by_file = env.runner.quitting and reason == "completed" and not (watch and watch.failed)
+                    if not new_tests or received or quit_by_file:
+                        break  # the outputs below, once
+                    assert dashboard is not None
+                    last = _end_test(env, hub, args, reason, generator, target_monitor)
+                    verdicts = _judge(last, args)
+                    _print_and_write(last, args, verdicts, *_exit_code(last, args, env))
+                    if partial is not None:
+                        partial.done()
+                    dashboard.store.finish(last)
+                    if tests == 1:
+                        main_logger.info("--autoquit not specified, leaving web ui running indefinitely")
+                        url = dashboard.url
+                        sys.stderr.write(f"squall: the test ended; its dashboard stays at {url} (New starts another)\n")
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous_alarm)
+            events.user_error.remove_listener(_log_task_error)
+        if idle and last is not None:  # Ctrl-C after the dashboard's tests: Locust's end of its web UI
+            assert dashboard is not None
+            events.quitting.fire(environment=env, reason="shutdown")
+            code, _why = _exit_code(last, args, env)
+            main_logger.info(f"Shutting down (exit code {code})")
+            events.quit.fire(exit_code=code)
+            dashboard.stop()
+            return code
+        if received:
+            reason = "interrupted"
+            if signal.SIGTERM in received:
+                main_logger.info("Got SIGTERM signal")
+        result = _end_test(env, hub, args, reason, generator, target_monitor)
+        verdicts = _judge(result, args) if worker is None else []
+        events.quitting.fire(environment=env, reason=reason)
+        code, why = _exit_code(result, args, env, received)
         main_logger.info(f"Shutting down (exit code {code})")
-        events.quit.fire(exit_code=code)
-        dashboard.stop()
-        return code
-    if received:
-        reason = "interrupted"
-        if signal.SIGTERM in received:
-            main_logger.info("Got SIGTERM signal")
-    result = _end_test(env, hub, args, reason, generator, target_monitor)
-    verdicts = _judge(result, args) if worker is None else []
-    events.quitting.fire(environment=env, reason=reason)
-    code, why = _exit_code(result, args, env, received)
-    main_logger.info(f"Shutting down (exit code {code})")
-    if worker is not None:
-        with open(os.environ["SQUALL_WORKER_RESULT"], "w") as f:
-            json.dump(result, f)
-    else:
-        _print_and_write(result, args, verdicts, code, why)
-    if partial is not None:
-        partial.done()
+        if worker is not None:
+            processes.write_result(result)
+        else:
+            _print_and_write(result, args, verdicts, code, why)
+        if partial is not None:
+            partial.done()
     events.quit.fire(exit_code=code)
     if dashboard is not None:
-        dashboard.store.finish(result)
-        if not received:
-            _serve_the_end(dashboard, args.autoquit)
+        waits = not received and (args.autoquit is None or args.autoquit < 0)
+        if waits:
+            main_logger.info("--autoquit not specified, leaving web ui running indefinitely")
+        live.serve_the_end(dashboard, result, args.autoquit, received[0] if received else None)
+        if not received and not waits:
+            main_logger.info("--autoquit time reached, shutting down")
     return code
 
 
@@ -767,22 +771,6 @@ def _wait_for_start(dashboard: Dashboard, received: list[int], again: bool = Fal
         _real_sleep(0.05)
     dashboard.store.set(startable=False)
     return None
-
-
-def _serve_the_end(dashboard: Dashboard, autoquit: int | None) -> None:
-    """After the run the dashboard shows its result: for `--autoquit` seconds, or until Ctrl-C."""
-    if autoquit is not None and autoquit >= 0:
-        live.linger(dashboard, autoquit)
-        main_logger.info("--autoquit time reached, shutting down")
-        return
-    main_logger.info("--autoquit not specified, leaving web ui running indefinitely")
-    sys.stderr.write(f"squall: the run ended; its dashboard stays at {dashboard.url} until Ctrl-C\n")
-    try:
-        while True:
-            _real_sleep(3600)
-    except KeyboardInterrupt:
-        pass
-    dashboard.stop()
 
 
 def _print_live(engine: _engine.ScriptEngine, last: LiveCounts) -> LiveCounts:

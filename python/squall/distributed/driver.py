@@ -39,7 +39,7 @@ from squall.distributed import cluster, shares
 from squall.distributed.actor import Worker
 from squall.distributed.stream import LiveMerge
 from squall.distributed.workers import Command, WorkerState, entry, table
-from squall.signals import on_stop_signals
+from squall.signals import deferred, on_stop_signals
 from squall.web import live as web_live
 
 TICK = 0.25  # seconds between looks at signals, answers and the console
@@ -196,18 +196,19 @@ class Driver:
             store.set(state="running", started=self.started)
         usage0 = resource.getrusage(resource.RUSAGE_SELF)
         following = time.monotonic()
-        with on_stop_signals(self._on_signal):
-            try:
-                self._follow()
-            finally:
-                if self.command.line is not None:
-                    self.command.line.clear()
-        self.merge.finish()
-        self.publisher.tick(force=True)
-        usage1 = resource.getrusage(resource.RUSAGE_SELF)
-        driver_cpu = (usage1.ru_utime + usage1.ru_stime) - (usage0.ru_utime + usage0.ru_stime)
-        self._collect()
-        return self._report(driver_cpu, time.monotonic() - following)
+        with deferred():  # after the run's stop, a second Ctrl-C waits for the merged outputs
+            with on_stop_signals(self._on_signal):
+                try:
+                    self._follow()
+                finally:
+                    if self.command.line is not None:
+                        self.command.line.clear()
+            self.merge.finish()
+            self.publisher.tick(force=True)
+            usage1 = resource.getrusage(resource.RUSAGE_SELF)
+            driver_cpu = (usage1.ru_utime + usage1.ru_stime) - (usage0.ru_utime + usage0.ru_stime)
+            self._collect()
+            return self._report(driver_cpu, time.monotonic() - following)
 
     def _follow(self) -> None:
         next_poll = 0.0

@@ -7,6 +7,7 @@ import os
 import sys
 from typing import Any, Callable
 
+from squall import files
 from squall.errors import UsageError
 from squall.report import console, locust_csv
 from squall.web import page
@@ -38,9 +39,10 @@ def write_files(
     html_path: str | None = None,
     html_meta: dict[str, Any] | None = None,
 ) -> list[str]:
-    """Writes the requested files; returns their paths. The HTML report shows `html_meta` (the command
-    line, title: `squall.web.page.meta`). A file that still cannot be written (the disk filled up, the
-    directory went away) is said on stderr, and the others are written all the same."""
+    """Writes the requested files, each whole or not at all (`squall.files.replace`); returns their
+    paths. The HTML report shows `html_meta` (the command line, title: `squall.web.page.meta`). A file
+    that still cannot be written (the disk filled up, the directory went away) is said on stderr and
+    noted for the exit code (`squall.files.failed`), and the others are written all the same."""
     written: list[str] = []
 
     def attempt(what: str, write: Callable[[], list[str]]) -> None:
@@ -48,9 +50,10 @@ def write_files(
             written.extend(write())
         except OSError as e:
             sys.stderr.write(f"squall: error: cannot write {what}: {e.strerror or e}\n")
+            files.note_failure(what)
 
     def write_json(path: str) -> list[str]:
-        with open(path, "w") as f:
+        with files.replace(path) as f:
             json.dump(result, f, indent=1)
             f.write("\n")
         return [path]

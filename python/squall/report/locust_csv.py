@@ -9,6 +9,7 @@ import io
 from collections.abc import Iterator
 from typing import Any
 
+from squall import files
 from squall.report import locust_errors
 from squall.report.units import PERCENTILE_KEYS, ms_exact
 
@@ -168,21 +169,21 @@ def exceptions_csv(result: dict[str, Any]) -> str:
 
 def write(result: dict[str, Any], prefix: str, full_history: bool = False) -> list[str]:
     paths = {k: f"{prefix}_{k}.csv" for k in ("stats", "stats_history", "failures", "exceptions")}
-    with open(paths["stats"], "w", newline="") as f:
+    with files.replace(paths["stats"], newline="") as f:
         _write_stats(result, f)
-    with open(paths["stats_history"], "w", newline="") as f:
+    with files.replace(paths["stats_history"], newline="") as f:
         w = csv.writer(f)
         w.writerow(HISTORY_HEADER)
         w.writerows(history_rows(result, full_history))
-    with open(paths["failures"], "w", newline="") as f:
+    with files.replace(paths["failures"], newline="") as f:
         _write_failures(result, f)
     if result.get("thresholds"):  # squall's own file: Locust has no thresholds
         paths["thresholds"] = f"{prefix}_thresholds.csv"
-        with open(paths["thresholds"], "w", newline="") as f:
+        with files.replace(paths["thresholds"], newline="") as f:
             w = csv.writer(f)
             w.writerow(THRESHOLDS_HEADER)
             for t in result["thresholds"]:
                 w.writerow([t["threshold"], t["endpoint"] or "", t["value"], t["shown"], t["passed"], t["reason"]])
-    with open(paths["exceptions"], "w", newline="") as f:
+    with files.replace(paths["exceptions"], newline="") as f:
         _write_exceptions(result, f)
     return list(paths.values())

@@ -22,6 +22,7 @@ import json
 import os
 from typing import Any
 
+from squall import files
 from squall.report.hdr import recorded
 
 # The keys of Locust's StatsEntryDict, in its order.
@@ -132,7 +133,7 @@ def write(result: dict[str, Any], name: str) -> str:
     path = file_path(name)
     if directory := os.path.dirname(path):
         os.makedirs(directory, exist_ok=True)
-    with open(path, "w") as f:
+    with files.replace(path) as f:
         json.dump(rows(result), f, indent=4)
     return path
 

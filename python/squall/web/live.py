@@ -17,7 +17,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
-from squall import __version__
+from squall import __version__, files
 from squall.errors import UsageError
 from squall.signals import on_stop_signals
 from squall.web import page
@@ -105,6 +105,7 @@ class PartialFiles:
     once the result itself is written; `squall report RESULT.partial.jsonl` renders what they hold."""
 
     def __init__(self, result_path: str, header: dict[str, Any]) -> None:
+        self.result_path = result_path
         self.series_path = result_path + PARTIAL_SERIES
         self.totals_path = result_path + PARTIAL_TOTALS
         self.series = open(self.series_path, "w", encoding="utf-8")  # noqa: SIM115 (open for the run)
@@ -123,8 +124,15 @@ class PartialFiles:
         os.replace(tmp, self.totals_path)
 
     def done(self) -> None:
-        """The result is written: the partial files have served."""
+        """The result is written: the partial files have served. If it could not be written (the disk
+        filled up), they are the run's only copy: they stay, and stderr says where."""
         self.series.close()
+        if self.result_path in files.failed():
+            sys.stderr.write(
+                f"squall: the run as it went stays in {self.series_path} "
+                f"(squall report {self.series_path} renders it)\n"
+            )
+            return
         for path in (self.series_path, self.totals_path):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)

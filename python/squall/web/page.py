@@ -12,7 +12,7 @@ import time
 from importlib import resources
 from typing import Any
 
-from squall import __version__
+from squall import __version__, files
 
 # Options whose value is a secret: shown as *** in reports and on the dashboard.
 _SECRET_OPTIONS = {"--password", "--web-auth"}
@@ -129,6 +129,4 @@ def compare(runs: list[tuple[str, dict[str, Any]]], page_meta: dict[str, Any]) -
 
 
 def write_report(path: str, result: dict[str, Any], page_meta: dict[str, Any]) -> str:
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(report(result, page_meta))
-    return path
+    return files.write_text(path, report(result, page_meta))
