@@ -145,6 +145,12 @@ def test_bench_live_dashboard_draws_while_running_and_ends_on_the_result(nginx, 
     page = open_page(browser, f"http://127.0.0.1:{port}/")
     wait_until(lambda: points(page, "rps") >= 2, "two seconds drawn live", proc)
     assert page.locator("[data-testid='state']").inner_text().strip().lower() in ("running", "stopping")
+    # The open model's schedule so far, live (the Late card and the Schedule table read it): what was
+    # sent is what nginx has received or is in flight (4 connections at most), counted a second behind.
+    live = api(port, "/api/live?cursor=0")
+    sent, logged = live["schedule"]["sent"], nginx.requests_logged()
+    assert 0 < sent <= logged + 4 and live["schedule"]["intended"] >= sent and live["schedule"]["rate"] == 300
+    page.wait_for_selector("[data-testid='sched-late']")
     metrics = api(port, "/metrics")
     assert 'squall_requests_total{method="GET",name="/"}' in metrics
     assert 'squall_response_time_seconds_bucket{method="GET",name="/",le="+Inf"}' in metrics

@@ -191,9 +191,48 @@ def _empty_endpoint() -> dict[str, Any]:
     }
 
 
+class LiveSchedule:
+    """A paced run's schedule so far (the result's `schedule` section, live), summed from the seconds'
+    own `schedule` (sent, late, lag): the dashboard's Late card and Schedule table while the run goes.
+    Intended: the configured rate over the seconds published (what was due; the engine counts the exact
+    number only at the end), never fewer than were sent."""
+
+    def __init__(self) -> None:
+        self.seconds = 0
+        self.sent = 0
+        self.late = 0
+        self.lag_sum_us = 0.0
+        self.max_lag_us = 0.0
+
+    def add(self, points: list[dict[str, Any]]) -> None:
+        for p in points:
+            self.seconds += 1
+            s = p.get("schedule")
+            if s:
+                self.sent += s.get("sent", 0)
+                self.late += s.get("late", 0)
+                self.lag_sum_us += s.get("lag_sum_us", 0)
+                self.max_lag_us = max(self.max_lag_us, s.get("max_lag_us", 0))
+
+    def view(self, rate: float | None) -> dict[str, Any] | None:
+        if not self.sent:
+            return None
+        intended = max(self.sent, round((rate or 0) * self.seconds))
+        return {
+            "rate": rate or 0,
+            "intended": intended,
+            "sent": self.sent,
+            "late": self.late,
+            "late_after_ms": 10,
+            "mean_lag_us": self.lag_sum_us / self.sent,
+            "max_lag_us": self.max_lag_us,
+            "dropped": 0,
+        }
+
+
 class Publisher:
     """Reads the engine's live stream at most once a `PUBLISH_EVERY` and hands it to the dashboard's
-    store and to the partial files, whichever the run has."""
+    store (with the schedule so far of a paced run) and to the partial files, whichever the run has."""
 
     def __init__(
         self,
@@ -210,6 +249,7 @@ class Publisher:
         self.monitor = monitor
         self.cursor = 0
         self.last = 0.0
+        self.schedule = LiveSchedule()
 
     def due(self) -> bool:
         """A second has passed since the last publication."""
@@ -230,6 +270,10 @@ class Publisher:
                 fields["monitor"] = self.monitor.latest()
             if self.generator is not None:
                 fields["generator"] = self.generator.to_json()
+            self.schedule.add(live["timeseries"])
+            schedule = self.schedule.view((self.store.meta.get("load") or {}).get("rate"))
+            if schedule is not None:
+                fields.setdefault("schedule", schedule)
             self.store.publish(live, **fields)
         if self.partial is not None:
             self.partial.add(live)
