@@ -19,13 +19,14 @@ from urllib.parse import unquote, urlencode, urlsplit, urlunsplit
 
 from squall import requests_compat
 from squall.exception import CatchResponseError, LocustError, ResponseError
+from squall.report.locust_errors import error_text
 from squall.requests_compat import CaseInsensitiveDict, NotSupported, error_class
 
 if TYPE_CHECKING:
     from types import TracebackType
 
     from squall.env import Environment
-    from squall.event import EventHook
+    from squall.event import RequestHook
     from squall.hub import Hub
 
     # Query parameters as requests takes them: a mapping, (name, value) pairs, or an encoded string.
@@ -312,12 +313,6 @@ class ResponseContextManager:
         self._failure = exc if isinstance(exc, Exception) else CatchResponseError(exc)
 
 
-def locust_error_text(error: BaseException) -> str:
-    """How Locust writes a failure (its StatsError.parse_error): the exception's repr, without the
-    memory addresses that would split one error into many."""
-    return re.sub(r"object at 0x[0-9a-fA-F]+>", "object at 0x....>", repr(error))
-
-
 class Cookie:
     """One cookie of `self.client.cookies`, as iterating requests' jar gives them."""
 
@@ -583,17 +578,17 @@ class HttpSession:
 
     def _report(self, response: Response, failure: BaseException | None, meta: RequestMeta) -> None:
         method, name = meta[0], meta[1]
-        text = locust_error_text(failure) if failure is not None else None
+        text = error_text(failure) if failure is not None else None
         self.hub.engine.record(method, name, response.elapsed_us, response.status_code, len(response.content), text)
         events = self.environment.events.request
         if events:
-            self._fire(events, response, meta, failure)
+            self._fire(events, response, meta, failure)  # recorded above: the listeners only
 
     @staticmethod
-    def _fire(hook: EventHook, response: Response, meta: RequestMeta, exception: BaseException | None) -> None:
+    def _fire(hook: RequestHook, response: Response, meta: RequestMeta, exception: BaseException | None) -> None:
         method, name, url, context = meta
         start_time = time.time() - response.elapsed_us / 1e6
-        hook.fire(
+        hook.notify(  # the engine measured it: its listeners only, not the recorder (squall.event)
             request_type=method,
             name=name,
             response_time=response.elapsed_us / 1000.0,

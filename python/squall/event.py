@@ -28,13 +28,36 @@ class EventHook:
             handler(**kwargs)
 
 
+class RequestHook(EventHook):
+    """`events.request`. In Locust the statistics are one of its listeners, so a request a locustfile
+    fires itself (Locust's way to test any other protocol: a custom client around XML-RPC, gRPC, a
+    database, timing each call) is counted like any other. Here the statistics are the engine's: while
+    a run is on, `recorder` (squall.stats.FiredRequests) puts each fired request into the engine's
+    recorder, so it reaches the tables, files, dashboard, thresholds and --find-limit as the engine's
+    own requests do. squall's own clients have recorded theirs in the engine already: they `notify`
+    the listeners only."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.recorder: Callable[..., None] | None = None
+
+    def fire(self, *, reverse: bool = False, **kwargs: Any) -> None:
+        if self.recorder is not None:
+            self.recorder(**kwargs)
+        super().fire(reverse=reverse, **kwargs)
+
+    def notify(self, **kwargs: Any) -> None:
+        """The listeners, for a request the engine has recorded."""
+        super().fire(**kwargs)
+
+
 class Events:
     """The hooks a locustfile can listen to: all of Locust's, so that files listening to any of them load;
     squall fires `init`, `init_command_line_parser`, `test_start`, `spawning_complete`, `test_stopping`,
     `test_stop`, `quitting`, `request` and `user_error`."""
 
     def __init__(self) -> None:
-        self.request = EventHook()
+        self.request = RequestHook()
         self.user_error = EventHook()
         self.report_to_master = EventHook()
         self.worker_report = EventHook()

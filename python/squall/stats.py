@@ -137,6 +137,31 @@ def avg(values: list[float]) -> float:
     return sum(values, 0.0) / max(len(values), 1)
 
 
+class FiredRequests:
+    """`events.request`'s recorder while a run is on (squall.event.RequestHook): a request a locustfile
+    fires itself goes into the run's engine as Locust's stats log it: under its `request_type` and
+    `name`, with its `response_time` (ms; None, which Locust counts as a request without a time, is
+    recorded as 0 ms), its `response_length`, and its `exception` as a failure in Locust's words. The
+    engine times it at the fire (its second: when the call ended, as Locust's stats see it). `engine`
+    gives the run's engine now (a test started from the dashboard gets a new one)."""
+
+    def __init__(self, engine: Callable[[], Any]) -> None:
+        self.engine = engine
+
+    def __call__(
+        self,
+        request_type: str,
+        name: str,
+        response_time: float | None,
+        response_length: int | None = 0,
+        exception: BaseException | str | None = None,
+        **_context: Any,
+    ) -> None:
+        elapsed_us = 0 if response_time is None else max(0, round(float(response_time) * 1000))
+        failure = None if exception is None else locust_errors.error_text(exception)
+        self.engine().record(str(request_type), str(name), elapsed_us, 0, int(response_length or 0), failure)
+
+
 class _View:
     """One reading of the numbers: the endpoints' rows by key, the aggregate's, the errors."""
 

@@ -56,6 +56,7 @@ from squall.runners import WorkerRunner
 from squall.shape import LoadTestShape
 from squall.signals import deferred, on_stop_signals
 from squall.spawner import Spawner
+from squall.stats import FiredRequests
 from squall.user.inspectuser import get_ratio, task_ratio_json, task_ratio_text
 from squall.user.task import filter_tasks_by_tags
 from squall.user.users import HttpUser, User
@@ -322,6 +323,9 @@ def _run_here(
     if isinstance(env.runner, WorkerRunner) and os.environ.get(FEED_ENV):
         env.runner.listen_to_master()  # a distributed worker: its master is the driver
     events.user_error.add_listener(_log_task_error)
+    # A request the locustfile fires itself (a custom client) is counted, as Locust's stats listen to
+    # the event; squall's own clients recorded theirs in the engine and only notify the listeners.
+    events.request.recorder = FiredRequests(lambda: hub.engine)
     events.init.fire(environment=env, runner=env.runner, web_ui=env.use_dashboard(dashboard))
 
     received: list[int] = []
@@ -403,6 +407,7 @@ def _run_here(
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous_alarm)
             events.user_error.remove_listener(_log_task_error)
+            events.request.recorder = None
         if idle and last is not None:  # Ctrl-C after the dashboard's tests: Locust's end of its web UI
             assert dashboard is not None
             events.quitting.fire(environment=env, reason="shutdown")

@@ -203,6 +203,7 @@ class MqttUser(User):
 
     abstract = True
     host: str | None = "localhost"
+    mqtt_host = True  # -H mqtt://... is this user's broker (User.__init__)
     port = 1883
     transport = "tcp"
     tls_context: Any = None
@@ -222,7 +223,5 @@ class MqttUser(User):
             self.client.tls_set_context(self.tls_context)
         if self.username:
             self.client.username_pw_set(self.username, self.password)
-        # `-H mqtt://...` wins over the class's host; an http:// one belongs to the HTTP users of the run.
-        given = environment.host or ""
-        host = given if given.startswith(("mqtt://", "mqtts://")) else self.host or "localhost"
-        self.client.connect_async(host=host, port=self.port, keepalive=self.keepalive)
+        # `-H mqtt://...` won over the class's host (User.__init__); an http:// one is the HTTP users'.
+        self.client.connect_async(host=self.host or "localhost", port=self.port, keepalive=self.keepalive)

@@ -3,7 +3,7 @@
 Locust keys a failure by its exception's repr (`HTTPError('500 Server Error: Internal Server Error for
 url: /x')`, `CatchResponseError('judged bad')`) and writes that in the failures CSV; its console report
 unwraps CatchResponseError to the bare message. A scripted run's verdicts are recorded in that form by
-the client already (squall.clients.locust_error_text); a status failure the engine judged on its own
+the client already (`error_text`); a status failure the engine judged on its own
 (`HTTP 500`) is written here as the HTTPError requests would have raised, or, when every HTTP User
 class of the run is a FastHttpUser, as geventhttpclient's `LocustBadStatusCode(code=500)` that
 Locust's FastHttpUser records (a run mixing both gets requests' text: the engine does not tell which
@@ -14,11 +14,19 @@ are not scripts (bench, mqtt) keep squall's words throughout."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 from http import HTTPStatus
 from typing import Any
 
 _CATCH = "CatchResponseError("
+
+
+def error_text(error: BaseException | str) -> str:
+    """How Locust writes a failure (its StatsError.parse_error): a string as it is, an exception's repr
+    without the memory addresses that would split one error into many."""
+    text = error if isinstance(error, str) else repr(error)
+    return re.sub(r"object at 0x[0-9a-fA-F]+>", "object at 0x....>", text)
 
 
 def csv_text(error: dict[str, Any], script: bool, fast: bool = False) -> str:

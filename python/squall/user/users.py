@@ -31,6 +31,7 @@ class User(metaclass=TaskHolderMeta):
     weight = 1
     fixed_count = 0
     client: Any  # set by the users that have one (HttpUser, MqttUser)
+    mqtt_host: ClassVar[bool] = False  # an mqtt:// host (-H) is for the users that say so (MqttUser)
 
     def __init__(self, environment: Environment) -> None:
         if environment.hub is None:
@@ -38,6 +39,12 @@ class User(metaclass=TaskHolderMeta):
         self.environment = environment
         self.hub = environment.hub
         self.user_id = environment.next_user_id()
+        # As in Locust, the command line's host (-H, or the config's) wins over the class's for every
+        # User, custom clients' too: a file written against production and run with -H staging must load
+        # staging. An mqtt:// host is the MQTT users', an http:// one the others'.
+        given = environment.host
+        if given and given.startswith(("mqtt://", "mqtts://")) == self.mqtt_host:
+            self.host = given
 
     def on_start(self) -> None:
         pass
@@ -87,11 +94,6 @@ class HttpUser(User):
 
     def __init__(self, environment: Environment) -> None:
         super().__init__(environment)
-        # As in Locust, the command line's host (-H, or the config's) wins over the class's: a file written
-        # against production and run with -H staging must load staging. An mqtt:// host is the MQTT users'.
-        given = environment.host
-        if given and not given.startswith(("mqtt://", "mqtts://")):
-            self.host = given
         self.client = self.session_class(self.host, self.user_id, self.hub, environment, self)
 
     session_class: ClassVar[type[HttpSession]] = HttpSession

@@ -1,0 +1,69 @@
+"""Custom clients, Locust's way to test any other protocol: a User whose client calls a library and fires
+`events.request` itself. Run by squall and by Locust 2.47 against the same real XML-RPC server (tests/
+servers/xmlrpc_server.py), which counts every call it received: the ground truth."""
+
+import csv
+import json
+import subprocess
+import sys
+import xmlrpc.client
+
+import pytest
+
+from support import HERE, free_port, squall, wait_for_port
+
+FILES = HERE / "locustfiles"
+
+
+@pytest.fixture(scope="module")
+def xmlrpc_server():
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, HERE / "servers" / "xmlrpc_server.py", str(port)], stdout=subprocess.PIPE)
+    assert proc.stdout.readline().strip() == b"ready"
+    wait_for_port(port)
+    yield f"http://127.0.0.1:{port}/"
+    proc.kill()
+    proc.wait()
+
+
+def calls(url):
+    return xmlrpc.client.ServerProxy(url).calls()
+
+
+def run(tool, url, tmp_path, *args):
+    """The xmlrpc_client.py locustfile under `tool`; returns (process, {name: (requests, failures)} from its
+    final JSON (Locust's --csv files are written every second, so its last second may miss there),
+    [(type, name, error)] of its failures CSV, {method: calls the server received})."""
+    before = calls(url)
+    prefix = tmp_path / tool
+    cmd = ["-f", FILES / "xmlrpc_client.py", "-H", url, "--headless", "--csv", prefix, "--json", *args]
+    if tool == "squall":
+        p = squall(*cmd, timeout=90)
+    else:
+        p = subprocess.run([sys.executable, "-m", "locust", *map(str, cmd)], capture_output=True, text=True, timeout=90)
+    after = calls(url)
+    received = {m: after.get(m, 0) - before.get(m, 0) for m in after}
+    rows = {r["name"]: (r["num_requests"], r["num_failures"]) for r in json.loads(p.stdout)}
+    errors = [(r["Method"], r["Name"], r["Error"]) for r in csv.DictReader(open(f"{prefix}_failures.csv"))]
+    return p, rows, errors, received
+
+
+def test_requests_a_custom_client_fires_are_counted_as_locust_counts_them(xmlrpc_server, tmp_path):
+    """Each tool counts what the server received, per name, within the calls in flight when the run
+    ended (at most one per user); failures are the server's Faults, in the same words."""
+    users = 3
+    out = {}
+    for tool in ("squall", "locust"):
+        p, rows, errors, received = run(tool, xmlrpc_server, tmp_path, "-u", users, "-r", users, "-t", "3s")
+        assert p.returncode == 1, (tool, p.stderr[-2000:])  # the Faults are failures: Locust's exit code 1
+        out[tool] = rows, errors
+        for name in ("wait", "fail"):
+            counted = rows[name][0]
+            assert counted > 20 and counted <= received[name] <= counted + users, (tool, name, rows, received)
+        assert rows["fail"][1] == rows["fail"][0] and rows["wait"][1] == 0
+    (_, squall_errors), (_, locust_errors) = out["squall"], out["locust"]
+    assert (
+        [e[:3] for e in squall_errors]
+        == [e[:3] for e in locust_errors]
+        == [("xmlrpc", "fail", "<Fault 1: \"<class 'ValueError'>:the server refuses\">")]
+    )
