@@ -673,3 +673,28 @@ def test_each_config_layer_contributes_the_setting_only_it_sets(nginx, tmp_path)
     assert p.stderr.count("Aggregated") == 2  # only the summary (LOCUST_ONLY_SUMMARY): stats and percentiles
     # spawn-rate 50 from ~/.locust.conf: the 3 users started within the first second, not one a second.
     assert r["timeseries"][0]["users"] == 3
+
+
+def test_users_slow_to_make_start_one_after_another_while_the_others_run(nginx, tmp_path):
+    """Each user's __init__ sleeps 0.5 s: as in Locust, users are made one after another (the fourth
+    starts about 1.5 s after the first: each user keeps its own connection, nginx logs which), and the
+    users already made go on requesting meanwhile (20 a second each): the sleep is cooperative, it holds
+    only the making of users, not the run."""
+    nginx.reset_log()
+    p = squall(
+        "-f", FILES / "slow_init.py", "-H", nginx.url, "--headless", "-u", 4, "-r", 100, "-t", "4s",
+        "--only-summary", env=dict(os.environ, SLOW_INIT="0.5"),
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr[-2000:]
+    log = nginx.log()
+    first = {}
+    for at, conn in log:
+        first.setdefault(conn, at)
+    starts = sorted(first.values())
+    assert len(starts) == 4, first
+    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    assert all(0.45 <= g <= 0.7 for g in gaps), gaps  # one at a time, 0.5 s each
+    before_last = sum(1 for at, _ in log if at < starts[-1])
+    # Made at 0.5, 1.0 and 1.5 s, the first three users had 1.5, 1.0 and 0.5 s before the fourth: 60
+    # requests at 20 a second; the scheduling of a loaded host may cost a few.
+    assert before_last >= 45, before_last

@@ -96,8 +96,9 @@ class Environment:
     def next_user_id(self) -> int:
         return next(self._user_ids)
 
-    def report_exception(self, user: User, exc: BaseException, tb: str) -> None:
-        """An exception in a task: counted with its traceback, and the user goes on (as in Locust)."""
+    def report_exception(self, user: User | None, exc: BaseException, tb: str) -> None:
+        """An exception in a task (or in making a user: `user` None): counted with its traceback, and the
+        user goes on (as in Locust)."""
         # Locust's message is str(exc) alone (a KeyError's is its quoted key); the type is in the traceback.
         message = str(exc)
         entry = self.exceptions.setdefault((message, tb), {"count": 0, "message": message, "traceback": tb})

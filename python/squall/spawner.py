@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import time
+from collections import deque
 from typing import TYPE_CHECKING
+
+from squall.exception import user_traceback
 
 if TYPE_CHECKING:
     from greenlet import greenlet
@@ -15,13 +18,21 @@ if TYPE_CHECKING:
 class Spawner:
     """Starts and stops users toward a target count at a spawn rate, keeping the classes' weights.
     A user that stops by itself (StopUser, or an exception in on_start) still counts as spawned and
-    is not replaced, as in Locust."""
+    is not replaced, as in Locust.
+
+    Users are made one after another in a greenlet of their own (`_make`), as Locust's spawning greenlet
+    makes them: a User whose `__init__` takes its time (a `time.sleep`, a blocking call made
+    cooperative) delays the next user's start, as in Locust, while the users already started, the
+    dashboard and Ctrl-C go on."""
 
     def __init__(self, env: Environment, classes: list[type[User]]) -> None:
         self.env = env
         self.classes = classes
         self.counts = {c: 0 for c in classes}
         self.spawned: list[tuple[User, greenlet]] = []  # in the order they started
+        self.waiting: deque[type[User]] = deque()  # users to make, in order (`_make`)
+        self.making: type[User] | None = None  # the class of the user being made now
+        self.maker: greenlet | None = None
         self.target = 0
         self.rate = 1.0
         self.credit = 1.0  # the first user starts at once, as in Locust; then `rate` a second
@@ -44,30 +55,69 @@ class Spawner:
         return max(weighted, key=lambda c: c.weight / total_weight * n - self.counts[c])
 
     def spawn_one(self) -> User:
-        """Starts one user of the class the weights call for next."""
+        """Makes and starts one user of the class the weights call for next, at once (the open model's
+        users, started for an arrival)."""
         cls = self._next_class()
-        u = cls(self.env)
+        self.counts[cls] += 1
+        return self._start(cls(self.env))
+
+    def _start(self, u: User) -> User:
         g = u.hub.spawn(u.run)  # the environment's hub
         self.env.runner.users[u] = g
         self.spawned.append((u, g))
-        self.counts[cls] += 1
         return u
+
+    @property
+    def started(self) -> int:
+        """Users started, being made or waiting to be: what the target is compared with."""
+        return len(self.spawned) + len(self.waiting) + (self.making is not None)
+
+    def _make(self) -> None:
+        """The spawning greenlet: makes the waiting users one after another, then ends."""
+        while self.waiting:
+            cls = self.making = self.waiting.popleft()
+            try:
+                user = cls(self.env)
+            except Exception as e:  # that user's error, as Locust's spawning greenlet logs it
+                self.counts[cls] -= 1
+                self.env.report_exception(None, e, user_traceback(e))
+                continue
+            finally:
+                self.making = None
+            self._start(user)
 
     def step(self) -> None:
         now = time.monotonic()
         self.credit = min(self.credit + (now - self.last) * self.rate, max(self.rate, 1.0))
         self.last = now
         runner = self.env.runner
-        while len(self.spawned) < self.target and self.credit >= 1.0:
-            self.spawn_one()
+        hub = self.env.hub
+        assert hub is not None
+        while self.started < self.target and self.credit >= 1.0:
+            cls = self._next_class()
+            self.counts[cls] += 1
+            self.waiting.append(cls)
             self.credit -= 1.0
-        while len(self.spawned) > self.target and self.credit >= 1.0:  # stopped at the rate too, as in Locust
-            u, g = self.spawned.pop()
-            runner.users.pop(u, None)
-            self.counts[type(u)] -= 1
-            u.hub.kill(g)
+        if self.waiting and (self.maker is None or self.maker.dead):
+            self.maker = hub.spawn(self._make)
+        while self.started > self.target and self.credit >= 1.0:  # stopped at the rate too, as in Locust
+            if self.waiting:  # not made yet: it never starts
+                self.counts[self.waiting.pop()] -= 1
+            elif len(self.spawned) > self.target:
+                u, g = self.spawned.pop()
+                runner.users.pop(u, None)
+                self.counts[type(u)] -= 1
+                u.hub.kill(g)
+            else:
+                break  # the one being made finishes, then the next step stops it
             self.credit -= 1.0
+
+    def halt(self) -> None:
+        """The run ends: no more users are made (one being made is ended where it waits)."""
+        self.waiting.clear()
+        if self.maker is not None and not self.maker.dead and self.env.hub is not None:
+            self.env.hub.kill(self.maker)
 
     def done(self) -> bool:
         """Every user was started and all have stopped by themselves."""
-        return len(self.spawned) >= self.target > 0 and not self.env.runner.users
+        return len(self.spawned) >= self.target > 0 and not self.env.runner.users and self.started <= len(self.spawned)

@@ -685,6 +685,7 @@ def _drive(
         hub.run_until(min(t for t in (now + 0.1, deadline) if t is not None))
     if watchdog is not None:  # from now on no task may hold the hub past --stop-timeout
         watchdog.end(time.monotonic() + stop_timeout)
+    spawner.halt()  # no user starts after the end
     events.test_stopping.fire(environment=env)  # with the runner's state as it was, as in Locust
     runner.state = "cleanup"
     publisher.tick(force=True, state="stopping")
