@@ -15,11 +15,32 @@ OVERHEAD = 64
 def ensure_open_files(connections: int) -> None:
     """Raises the soft limit as far as the hard limit allows, or explains why the run cannot start;
     then sizes the descriptor table for the run."""
+    check_open_files(connections)
     need = connections + OVERHEAD
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != resource.RLIM_INFINITY and soft < need:
         _raise_limit(connections, need, hard)
     _grow_descriptor_table(need)
+
+
+def check_open_files(connections: int) -> None:
+    """Raises the UsageError `ensure_open_files` would, changing nothing (the dashboard's Start and Edit
+    check a user count with it on the server's thread; the run's thread then ensures it). An unlimited
+    hard limit is the kernel's own (fs.nr_open): no process opens more."""
+    need = connections + OVERHEAD
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard == resource.RLIM_INFINITY:
+        hard = _nr_open()
+    if hard < need:
+        _raise_limit(connections, need, hard)
+
+
+def _nr_open() -> int:
+    try:
+        with open("/proc/sys/fs/nr_open", encoding="ascii") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return 1 << 20  # Linux's default
 
 
 def most_connections() -> int:

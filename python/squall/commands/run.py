@@ -26,6 +26,7 @@ from squall import (
     distributed,
     exitcodes,
     limits,
+    load_values,
     locust_compat,
     monitor,
     processes,
@@ -138,13 +139,8 @@ class _Watchdog:
 
 
 def _number(text: str, what: str, cast: Callable[[str], Number], minimum: float = 0) -> Number:
-    try:
-        value = cast(text)
-    except (TypeError, ValueError):
-        raise UsageError(f"invalid {what} '{text}'") from None
-    if value < minimum:
-        raise UsageError(f"invalid {what} '{text}'")
-    return value
+    """-u and -r as the dashboard's Start and Edit read them too (squall.load_values: finite, at least `minimum`)."""
+    return load_values.number(text, what, cast, minimum)
 
 
 def run(args: argparse.Namespace) -> int:

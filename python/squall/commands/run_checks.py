@@ -5,8 +5,9 @@ or runs nothing for `-t`).
 Policy: `-u 0` is an error unless a shape sets the users; every selected User class must have tasks
 (after `-T`/`-E`); an HTTP user needs a host, from `-H` or its class, whose scheme is http or https
 (an MQTT user's is its broker: mqtt://, mqtts:// or a bare host name); `-H` itself must be http(s)://
-or mqtt(s)://. A dashboard run that waits for Start may get its host from the page, so the missing
-host is not checked there."""
+or mqtt(s)://, with a host (squall.load_values: a port in range, no whitespace). A dashboard run that
+waits for Start may get its host from the page, so the missing host is not checked there; the page's
+Start gets these same checks (squall.web.controls)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from urllib.parse import urlsplit
 
 from squall.contrib.mqtt import MqttUser
 from squall.errors import UsageError
+from squall.load_values import NO_USERS, url_problem
 from squall.user.users import HttpUser
 
 if TYPE_CHECKING:
@@ -26,11 +28,7 @@ MQTT = ("mqtt", "mqtts")
 
 
 def _scheme_error(where: str, url: str, allowed: tuple[str, ...]) -> UsageError | None:
-    parts = urlsplit(url)
-    if parts.scheme.lower() not in allowed or not parts.netloc:
-        shown = " or ".join(f"{s}://" for s in allowed)
-        return UsageError(f"{where} '{url}' is not a URL squall can load: it must start with {shown}")
-    return None
+    return url_problem(where, url, allowed)  # the dashboard's Start checks its host with it too
 
 
 def check(
@@ -43,7 +41,7 @@ def check(
 ) -> None:
     """Raises UsageError with the first problem (see the module's policy)."""
     if users < 1 and shape is None:
-        raise UsageError("-u/--users must be at least 1 (a run of 0 users sends nothing)")
+        raise UsageError(NO_USERS)
     if host:
         problem = _scheme_error("-H/--host", host, HTTP + MQTT)
         if problem:
