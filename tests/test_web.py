@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from support import HERE, free_port, squall, squall_process, wait_for_port, wait_until
+from web_client import control
 
 FILES = HERE / "locustfiles"
 SHOTS = Path(os.environ.get("SQUALL_TEST_SHOTS", "/tmp/squall-test-shots"))
@@ -209,10 +210,8 @@ def test_dashboard_controls_refuse_bad_input(nginx, tmp_path):
             {"users": "x", "spawn_rate": 1},
             {"users": 1, "spawn_rate": 1, "host": "ftp://x"},
         ):
-            req = urllib.request.Request(f"http://127.0.0.1:{port}/api/start", data=json.dumps(body).encode())
-            with pytest.raises(urllib.error.HTTPError) as e:
-                urllib.request.urlopen(req, timeout=5)
-            assert e.value.code == 400 and json.loads(e.value.read())["ok"] is False
+            status, answer = control(port, "start", body)  # as the page sends it (tests/test_web_safety.py)
+            assert status == 400 and answer["ok"] is False
         assert api(port, "/api/live?cursor=0")["state"] == "ready"
     finally:
         proc.send_signal(signal.SIGINT)
@@ -368,7 +367,10 @@ def test_web_auth_guards_the_whole_dashboard(nginx):
 
     auth = "Basic " + base64.b64encode(b"me:secret").decode()
     req = urllib.request.Request(f"http://127.0.0.1:{port}/api/stop", data=b"{}", headers={"Authorization": auth})
-    assert json.loads(urllib.request.urlopen(req, timeout=5).read()) == {"ok": True}
+    with pytest.raises(urllib.error.HTTPError) as e:  # the credentials alone: not the page's request
+        urllib.request.urlopen(req, timeout=5)
+    assert e.value.code == 415
+    assert control(port, "stop", auth="me:secret") == (200, {"ok": True})  # the JSON type and the token too
     _, stderr = proc.communicate(timeout=30)  # stopped from the dashboard, long before its 20 s
     assert proc.returncode == 0, stderr
     assert "secret" not in stderr

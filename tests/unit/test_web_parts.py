@@ -7,8 +7,9 @@ import pytest
 
 from squall.commands.report import compare_table
 from squall.web import live, page
+from squall.web.controls import validate as _validate
 from squall.web.metrics import prometheus
-from squall.web.server import LiveStore, _validate
+from squall.web.server import LiveStore
 
 
 def endpoint(method, name, requests, failures=0, p50=1000, p95=2000, mean=1200.0):

@@ -75,7 +75,7 @@ function headerStat(label: string, value: HTMLElement): HTMLElement {
   return h("div", { class: "hstat" }, h("span", { class: "l" }, label), value);
 }
 
-export function startLive(root: HTMLElement, meta: Meta): void {
+export function startLive(root: HTMLElement, meta: Meta, token: string): void {
   const command = commandOf(meta, undefined);
   const kind = kindOf(command);
   const controls = meta.controls || {};
@@ -120,7 +120,8 @@ export function startLive(root: HTMLElement, meta: Meta): void {
     try {
       const r = await getJson<{ ok: boolean; error?: string }>(path, {
         method: "POST",
-        headers: { "Content-Type": "application/json" },
+        // what the server requires of its own page (another origin can send neither): README, Safety
+        headers: { "Content-Type": "application/json", "X-Squall-Token": token },
         body: JSON.stringify(body),
       });
       if (!r || !r.ok) setText(msg, (r && r.error) || "the server refused");

@@ -68,7 +68,7 @@ function boot(): void {
       S.footer.append("squall " + (meta.squall_version || "") + " · comparison");
       c.draw();
     } else if (doc.mode === "live") {
-      startLive(root, meta);
+      startLive(root, meta, doc.token || "");
       return; // ready after the first poll
     } else fail(root, "Unknown data mode.");
   } catch (e) {

@@ -366,5 +366,5 @@ export interface Run {
 
 export type Doc =
   | { mode: "report"; meta?: Meta; result: Result }
-  | { mode: "live"; meta?: Meta }
+  | { mode: "live"; meta?: Meta; token?: string } // token: the run's, sent with each control (X-Squall-Token)
   | { mode: "compare"; meta?: Meta; runs: Run[] };

@@ -359,6 +359,7 @@ def _run_here(
                         break
                     users = start.get("users", users)
                     spawn_rate = start.get("spawn_rate", spawn_rate)
+                    limits.ensure_open_files(max(users, 1))  # the page's users (checked against the limit)
                     if start.get("host") and start["host"] != split_userinfo(args.host or "")[0]:  # a new host
                         env.host = args.host = start["host"]
                     if waits:  # the test starts now: so do its engine's clock, time series and totals
@@ -502,6 +503,8 @@ def _start_dashboard(
     load = {"model": "open" if args.rate else "users", "users": users, "spawn_rate": spawn_rate, "rate": args.rate}
     shown = argparse.Namespace(**{**vars(args), "argv": _redact_secrets(args)})  # the page shows the command line
     dashboard = live.start(shown, "run", "http", args.host or "", controls=controls, form=form, load=load)
+    # The page's Start gets the command line's checks (its users and host, for these User classes).
+    dashboard.check_start = lambda u, host: run_checks.check(classes, host or args.host, u, shape_class, False)
     dashboard.store.meta["title"] = f"squall: {os.path.basename(args.locustfile)}"
     url = args.web_host_display_name or dashboard.url.rstrip("/")
     main_logger.info(f"Starting web interface at {url}, press enter to open your default browser.")
@@ -647,6 +650,7 @@ def _drive(
             for action, command in dashboard.take_commands():
                 if action == "users" and not shape and env.open_pool is None:
                     users = processes.share(command["users"], worker)
+                    limits.ensure_open_files(max(users, 1))  # checked against the limit by the server
                     log.ramping(users, command["spawn_rate"] / share)
                     spawner.set_target(users, command["spawn_rate"] / share)
                     dashboard.store.set(spawn_rate=command["spawn_rate"])

@@ -9,26 +9,35 @@ it asks, and a slow or hostile client holds no lock the run needs.
 
 It binds 127.0.0.1 unless told otherwise. Beyond loopback, the controls (start, stop, users, reset) need
 `--web-auth USER:PASS` (HTTP basic authentication over the whole dashboard); without it they are
-disabled, with a warning."""
+disabled, with a warning. Whom it answers and whose controls it takes (the Host, the origin, the JSON
+type, the run's token) is squall.web.guard's policy; what a control may ask, squall.web.controls'.
+
+Bad requests get a one-line answer with their status, never a traceback: a malformed request line or
+header (http.server's 400/414/431/505/501), a foreign Host (403), a body that is too long (413), without a
+length (411) or not JSON (400); a client that stops sending is dropped after TIMEOUT_S, and a connection
+that breaks mid-answer is closed quietly."""
 
 from __future__ import annotations
 
 import base64
 import hmac
-import ipaddress
-import json
 import queue
+import re
 import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, urlsplit
 
 from squall.log import get_logs
 from squall.report import locust_csv
 from squall.web import page
+from squall.web.controls import BODY_LIMIT, StartCheck, read_body, validate
+from squall.web.guard import HEADERS, Guard, is_loopback
 from squall.web.metrics import prometheus
+
+TIMEOUT_S = 30.0  # a client silent this long mid-request (or idle on a kept-alive connection) is dropped
 
 STATES = ("ready", "spawning", "running", "stopping", "stopped")
 
@@ -157,7 +166,9 @@ class Dashboard:
         self.store = store
         self.commands: queue.Queue[tuple[str, dict[str, Any]]] = queue.Queue()
         self.auth = auth
-        loopback = _is_loopback(host)
+        self.guard = Guard(host)
+        self.check_start: StartCheck | None = None  # squall -f: the command line's checks of a Start
+        loopback = is_loopback(host)
         if not loopback and not auth:
             sys.stderr.write(
                 f"squall: warning: the dashboard listens on {host}, beyond loopback, without --web-auth: "
@@ -165,8 +176,7 @@ class Dashboard:
             )
             store.meta["controls"] = dict.fromkeys(store.meta["controls"], False)
         handler = type("Handler", (_Handler,), {"dashboard": self})
-        self.server = ThreadingHTTPServer((host, port), handler)
-        self.server.daemon_threads = True
+        self.server = _Server((host, port), handler)
         self.thread = threading.Thread(target=self.server.serve_forever, name="squall-dashboard", daemon=True)
 
     @property
@@ -193,32 +203,46 @@ class Dashboard:
                 return out
 
 
-def _is_loopback(host: str) -> bool:
-    if host in ("localhost", ""):
-        return host == "localhost"
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
 
-
-def _number(body: dict[str, Any], key: str, kind: type[int] | type[float], low: float) -> int | float:
-    try:
-        value = kind(body[key])
-    except (KeyError, TypeError, ValueError):
-        raise ValueError(f"{key} must be a number") from None
-    if value < low:
-        raise ValueError(f"{key} must be at least {low:g}")
-    return value
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A connection that broke (the client left) is closed quietly; anything else is a bug of the
+        handler, said in one line (socketserver would print a traceback on the run's console)."""
+        error = sys.exc_info()[1]
+        if isinstance(error, OSError):
+            return
+        sys.stderr.write(f"squall: the dashboard could not answer a request: {type(error).__name__}: {error}\n")
 
 
 class _Handler(BaseHTTPRequestHandler):
     dashboard: Dashboard
     server_version = "squall"
     protocol_version = "HTTP/1.1"
+    default_request_version = "HTTP/1.0"  # a malformed request line is answered with a status line
+    timeout = TIMEOUT_S
+    body_read = False  # a POST's body has been read: the connection can serve another request
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # the console belongs to the run
+
+    def handle_one_request(self) -> None:
+        self.body_read = False
+        super().handle_one_request()
+
+    def parse_request(self) -> bool:
+        """http.server's, refusing HTTP/0.x, which it would answer without a status line."""
+        if not super().parse_request():
+            return False
+        if int(self.request_version[5:].split(".")[0]) < 1:
+            self.send_error(505, "HTTP/1.0 or 1.1 only")
+            return False
+        return True
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        if self.request_version == "HTTP/0.9":  # http.server would leave out the status line and headers
+            self.request_version = "HTTP/1.0"
+        super().send_error(code, message, explain)
 
     def _authorized(self) -> bool:
         auth = self.dashboard.auth
@@ -226,13 +250,18 @@ class _Handler(BaseHTTPRequestHandler):
             return True
         given = self.headers.get("Authorization", "")
         expected = "Basic " + base64.b64encode(auth.encode()).decode()
-        if hmac.compare_digest(given.encode(), expected.encode()):
+        if hmac.compare_digest(given.encode("utf-8", "replace"), expected.encode()):
             return True
-        self.send_response(401)
-        self.send_header("WWW-Authenticate", 'Basic realm="squall"')
-        self.send_header("Content-Length", "0")
-        self.end_headers()
+        self._send(401, b"", "text/plain", {"WWW-Authenticate": 'Basic realm="squall"'})
         return False
+
+    def _admitted(self) -> bool:
+        """The Host (guard's policy), then the credentials: a refused Host is never asked for them."""
+        why = self.dashboard.guard.host_refusal(self.headers, self.path)
+        if why is not None:
+            self._send(403, f"squall: {why}\n".encode(), "text/plain; charset=utf-8")
+            return False
+        return self._authorized()
 
     def _send(self, status: int, body: bytes, content_type: str, extra: dict[str, str] | None = None) -> None:
         self.send_response(status)
@@ -240,8 +269,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
         self.send_header("X-Content-Type-Options", "nosniff")
-        for k, v in (extra or {}).items():
+        for k, v in {**HEADERS, **(extra or {})}.items():
             self.send_header(k, v)
+        if self.command == "POST" and not self.body_read:  # its body would be read as the next request
+            self.close_connection = True
+            self.send_header("Connection", "close")
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
@@ -249,16 +281,38 @@ class _Handler(BaseHTTPRequestHandler):
     def _json(self, data: Any, status: int = 200) -> None:
         self._send(status, page.to_json(data).encode(), "application/json")
 
+    def _answer(self, serve: Any) -> None:
+        """`serve()`, with a bug in it answered 500 in one line instead of a traceback on the console."""
+        try:
+            serve()
+        except (OSError, TimeoutError):
+            raise  # the connection broke or stalled: the server closes it quietly
+        except Exception as e:  # one line for any bug: the run goes on
+            sys.stderr.write(f"squall: the dashboard could not answer {self.command} {self.path[:100]!r}: {e!r}\n")
+            self.close_connection = True
+            self._json({"ok": False, "error": "the dashboard could not answer this request"}, 500)
+
     def do_HEAD(self) -> None:
         self.do_GET()
 
     def do_GET(self) -> None:
-        if not self._authorized():
+        self._answer(self._get)
+
+    def do_POST(self) -> None:
+        self._answer(self._post)
+
+    def _get(self) -> None:
+        if not self._admitted():
             return
-        url = urlparse(self.path)
+        why = self.dashboard.guard.read_refusal(self.headers)
+        if why is not None:
+            self._send(403, f"squall: {why}\n".encode(), "text/plain; charset=utf-8")
+            return
+        url = urlsplit(self.path)
         store = self.dashboard.store
         if url.path in ("/", "/index.html"):
-            html = page.render({"mode": "live", "meta": store.meta}, inline=False)
+            data = {"mode": "live", "meta": store.meta, "token": self.dashboard.guard.token}
+            html = page.render(data, inline=False)
             self._send(200, html.encode(), "text/html; charset=utf-8")
         elif url.path in ("/assets/app.js", "/assets/app.css"):
             name = url.path.rsplit("/", 1)[1]
@@ -299,60 +353,56 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send(404, b"not found\n", "text/plain")
 
-    def do_POST(self) -> None:
-        if not self._authorized():
+    def _read_body(self) -> bytes | None:
+        """The POST's body (Content-Length bytes), or None once a refusal is sent (the connection then
+        closes: what is left of the body would be read as the next request)."""
+        if self.headers.get("Transfer-Encoding") is not None:
+            self._json({"ok": False, "error": "the controls take a body with a Content-Length"}, 411)
+            return None
+        lengths = self.headers.get_all("Content-Length") or ["0"]
+        if len(lengths) != 1 or not re.fullmatch(r"[0-9]{1,12}", lengths[0].strip()):
+            self._json({"ok": False, "error": "Content-Length is not a length"}, 400)
+            return None
+        length = int(lengths[0])
+        if length > BODY_LIMIT:
+            self._json({"ok": False, "error": f"the body is over {BODY_LIMIT} bytes"}, 413)
+            return None
+        raw = self.rfile.read(length)
+        if len(raw) < length:
+            self._json({"ok": False, "error": "the body ended before its Content-Length"}, 400)
+            return None
+        self.body_read = True
+        return raw
+
+    def _post(self) -> None:
+        raw = self._read_body()  # first: a refusal then leaves nothing unread (the connection stays usable)
+        if raw is None or not self._admitted():
             return
-        path = urlparse(self.path).path
+        dashboard = self.dashboard
+        path = urlsplit(self.path).path
         action = path.removeprefix("/api/")
-        controls = self.dashboard.store.meta["controls"]
+        controls = dashboard.store.meta["controls"]
         if path == action or action not in ("start", "users", "stop", "reset"):
-            self._json({"ok": False, "error": f"no such action: {path}"}, 404)
+            self._json({"ok": False, "error": f"no such action: {path[:100]}"}, 404)
             return
         if not controls.get(action):
             self._json({"ok": False, "error": f"{action} is not available for this run"}, 403)
             return
+        refused = dashboard.guard.control_refusal(self.headers)
+        if refused is not None:
+            self._json({"ok": False, "error": refused[1]}, refused[0])
+            return
         try:
-            length = int(self.headers.get("Content-Length") or 0)
-            if length > 65536:
-                raise ValueError("request too large")
-            body = json.loads(self.rfile.read(length) or b"{}") if length else {}
-            if not isinstance(body, dict):
-                raise ValueError("the body must be a JSON object")
-            store = self.dashboard.store
-            command = _validate(action, body, store.state, store.meta.get("form") or {})
+            body = read_body(raw)
+            store = dashboard.store
+            command = validate(action, body, store.state, store.meta.get("form") or {}, dashboard.check_start)
             if action == "start" and not store.take_start():
                 raise ValueError("no test can start now: one is running, or the run is ending")
         except ValueError as e:
             self._json({"ok": False, "error": str(e)}, 400)
             return
-        self.dashboard.commands.put((action, command))
+        dashboard.commands.put((action, command))
         self._json({"ok": True})
-
-
-def _validate(action: str, body: dict[str, Any], state: str, form: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A control command's arguments, checked here so that the driving thread gets only valid ones."""
-    if action == "start":
-        if state not in ("ready", "stopped"):
-            raise ValueError("a test is running: stop it first")
-        form = form or {}
-        host = str(body.get("host") or "").strip()
-        if host and not host.startswith(("http://", "https://")):
-            raise ValueError("host must start with http:// or https://")
-        if not host and form.get("host_required"):
-            raise ValueError(f"a host is needed: {form['host_required']} has no host attribute and none was given")
-        return {
-            "users": int(_number(body, "users", int, 1)),
-            "spawn_rate": float(_number(body, "spawn_rate", float, 0.001)),
-            "host": host,
-        }
-    if action == "users":
-        if state not in ("spawning", "running"):
-            raise ValueError("the run is not running")
-        return {
-            "users": int(_number(body, "users", int, 0)),
-            "spawn_rate": float(_number(body, "spawn_rate", float, 0.001)),
-        }
-    return {}
 
 
 def _attachment(ext: str) -> dict[str, str]:
