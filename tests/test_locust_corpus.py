@@ -32,7 +32,12 @@ COMPARED_HEADERS = ("authorization", "x-client", "x-api-version", "content-type"
 if importlib.util.find_spec("locust") is None:
     pytest.skip("Locust is not installed", allow_module_level=True)
 # Command-line options a file's own parser listener adds.
-EXTRA = {"custom_options.py": ["--api-key", "k3y", "--batch", "3"]}
+EXTRA = {
+    "custom_options.py": ["--api-key", "k3y", "--batch", "3"],
+    "worker_index.py": ["--check-fail-ratio", "0.5"],  # a locust-plugins option
+}
+# Tasks per user, where ten would not fit the run time under load (each task makes many requests).
+ITERATIONS = {"host_path.py": "3", "multiple_hosts.py": "4"}
 
 
 class Recorder:
@@ -118,10 +123,11 @@ def failures(prefix):
     return found
 
 
-def run_both(name, recorder, tmp_path, *extra, run_time="4s"):
+def run_both(name, recorder, tmp_path, *extra, run_time="4s", env=None):
     """Runs the file with Locust, then with squall; returns {"locust"|"squall": (process, prefix, records)}."""
     out = {}
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(CORPUS)])))
+    env = dict(os.environ, **(env or {}))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(CORPUS)]))
     env["CORPUS_API_VERSION"] = "7"  # custom_options.py's option, from the variable it declares
     common = ["-f", CORPUS / name, "--headless", "-u", USERS, "-r", 50, "-t", run_time, "-H", recorder.url]
     for tool in ("locust", "squall"):
@@ -148,10 +154,19 @@ def run_both(name, recorder, tmp_path, *extra, run_time="4s"):
         "gevent_pool.py",
         "custom_options.py",
         "runners_check.py",
+        "markov.py",
+        "multiple_hosts.py",
+        "host_path.py",
+        "fasthttp_api.py",
+        "worker_index.py",
     ],
 )
 def test_corpus_file_runs_as_under_locust(name, recorder, tmp_path):
-    both = run_both(name, recorder, tmp_path, *EXTRA.get(name, []))
+    extra = list(EXTRA.get(name, []))
+    if name == "host_path.py":  # a host with a path: the last -H wins, for both tools
+        extra += ["-H", recorder.url + "/en/latest/"]
+    env = {"API_HOST": recorder.url + "/api", "ITERATIONS": ITERATIONS.get(name, "10")}
+    both = run_both(name, recorder, tmp_path, *extra, env=env, run_time="8s" if name in ITERATIONS else "4s")
     (lp, lprefix, lrecords), (sp, sprefix, srecords) = both["locust"], both["squall"]
     assert lp.returncode == sp.returncode, (lp.returncode, sp.returncode, lp.stderr[-2000:], sp.stderr[-2000:])
     assert len(srecords) == len(lrecords) > 0
@@ -246,3 +261,17 @@ def test_fasthttp_max_retries_resend_what_geventhttpclient_resends(tmp_path):
     assert seen["squall"] == {"GET /idempotent": 3 * 3, "POST /not-idempotent": 3}, seen
     assert seen["locust"]["POST /not-idempotent"] == 3 and seen["locust"]["GET /idempotent"] >= 3 * 3, seen
     assert failed["squall"] == failed["locust"] == (6, 6)
+
+
+def test_markov_weights_draw_as_locusts(recorder, tmp_path):
+    """After `hub` the chain goes `left` with weight 3 and `right` with weight 1, and back: every other
+    task is the hub, and out of the hub's draws (up to 2 users x 100, fewer if a loaded machine cuts the
+    run short) each tool's share of `left` is 3/4 within five standard deviations."""
+    both = run_both("markov_weights.py", recorder, tmp_path, env={"ITERATIONS": "200"}, run_time="30s")
+    for tool, (p, prefix, _records) in both.items():
+        assert p.returncode == 0, (tool, p.stderr[-2000:])
+        counts = {name: n for (_type, name), (n, _f) in stats(prefix).items()}
+        left, right, hub = counts["/walk/left"], counts["/walk/right"], counts["/walk/hub"]
+        draws = left + right
+        assert hub + draws <= 400 and 0 <= hub - draws <= USERS and draws >= 50, (tool, counts)
+        assert abs(left / draws - 0.75) <= 5 * (0.75 * 0.25 / draws) ** 0.5, (tool, counts)

@@ -22,9 +22,10 @@ if TYPE_CHECKING:
     from squall.event import events
     from squall.exception import InterruptTaskSet, RescheduleTask, RescheduleTaskImmediately, StopUser
     from squall.shape import LoadTestShape
+    from squall.user.markov_taskset import MarkovTaskSet, transition, transitions
     from squall.user.task import SequentialTaskSet, TaskSet, tag, task
     from squall.user.users import HttpUser, User
-    from squall.user.wait_time import between, constant, constant_pacing, constant_throughput
+    from squall.user.wait_time import between, constant, constant_pacing, constant_throughput, poisson
 
 # Each name of the API and the module it comes from.
 _HOMES = {
@@ -32,6 +33,7 @@ _HOMES = {
     "HttpUser": "squall.user.users",
     "InterruptTaskSet": "squall.exception",
     "LoadTestShape": "squall.shape",
+    "MarkovTaskSet": "squall.user.markov_taskset",
     "MqttUser": "squall.contrib.mqtt",
     "RescheduleTask": "squall.exception",
     "RescheduleTaskImmediately": "squall.exception",
@@ -44,9 +46,12 @@ _HOMES = {
     "constant_pacing": "squall.user.wait_time",
     "constant_throughput": "squall.user.wait_time",
     "events": "squall.event",
+    "poisson": "squall.user.wait_time",
     "run_single_user": "squall.debug",
     "tag": "squall.user.task",
     "task": "squall.user.task",
+    "transition": "squall.user.markov_taskset",
+    "transitions": "squall.user.markov_taskset",
 }
 
 __all__ = [
@@ -54,6 +59,7 @@ __all__ = [
     "HttpUser",
     "InterruptTaskSet",
     "LoadTestShape",
+    "MarkovTaskSet",
     "MqttUser",
     "RescheduleTask",
     "RescheduleTaskImmediately",
@@ -67,9 +73,12 @@ __all__ = [
     "constant_pacing",
     "constant_throughput",
     "events",
+    "poisson",
     "run_single_user",
     "tag",
     "task",
+    "transition",
+    "transitions",
 ]
 
 

@@ -7,6 +7,7 @@ Cookies set by responses are kept in the engine, per user, and sent back to the 
 from __future__ import annotations
 
 import base64
+import itertools
 import json as jsonlib
 import re
 import time
@@ -18,7 +19,9 @@ from typing import TYPE_CHECKING, Any, Callable, overload
 from urllib.parse import unquote, urlencode, urlsplit, urlunsplit
 
 from squall import requests_compat
+from squall.event import RequestHook
 from squall.exception import CatchResponseError, LocustError, ResponseError
+from squall.hub import current_hub
 from squall.report.locust_errors import error_text
 from squall.requests_compat import CaseInsensitiveDict, NotSupported, error_class
 
@@ -26,8 +29,6 @@ if TYPE_CHECKING:
     from types import TracebackType
 
     from squall.env import Environment
-    from squall.event import RequestHook
-    from squall.hub import Hub
 
     # Query parameters as requests takes them: a mapping, (name, value) pairs, or an encoded string.
     Params = Mapping[str, Any] | Sequence[tuple[str, Any]] | str
@@ -35,6 +36,10 @@ if TYPE_CHECKING:
     RequestMeta = tuple[str, str, str, Mapping[str, Any]]
 
 DEFAULT_TIMEOUT = 60.0
+# What Locust's clients take as a whole URL; anything else is joined to the base as text.
+_ABSOLUTE = re.compile(r"^https?://", re.IGNORECASE)
+# The ids of sessions made without a user, apart from users' ids (the engine keys connections by them).
+_standalone_ids = itertools.count(1 << 40)
 
 
 def __getattr__(name: str) -> Any:  # `locust.clients.HTTPError` and friends, made on first use
@@ -313,6 +318,14 @@ class ResponseContextManager:
         self._failure = exc if isinstance(exc, Exception) else CatchResponseError(exc)
 
 
+class RestResponseContextManager(ResponseContextManager):
+    """Locust's `locust.contrib.fasthttp.RestResponseContextManager`, which files import to annotate what
+    `rest()` yields: a caught response with `js`, its body parsed as JSON (None when empty). As in
+    Locust, `rest()` yields a ResponseContextManager (with `js` set), not an instance of this class."""
+
+    js: Any
+
+
 class Cookie:
     """One cookie of `self.client.cookies`, as iterating requests' jar gives them."""
 
@@ -416,18 +429,34 @@ class HttpSession:
     default_headers: tuple[tuple[str, str], ...] = (("Accept", "*/*"),)
 
     def __init__(
-        self,
-        base_url: str | None,
-        user_id: int,
-        hub: Hub,
-        environment: Environment,
-        user: Any = None,
+        self, base_url: str | None, request_event: Any = None, user: Any = None, pool_manager: Any = None
     ) -> None:
+        """Locust's signature: `HttpSession(base_url=..., request_event=..., user=...)`. A user's first
+        session is its `client`; another one made for the same user (a second host, Locust's
+        multiple_hosts.py) has its own connections and cookie jar, and closes with the user. Without a
+        user, the session belongs to the running test (made in a `test_start` listener, say). Every
+        request is recorded in the engine whatever `request_event` is; its listeners are notified of
+        each (`pool_manager`, urllib3's, has nothing to tune: the engine keeps the connections)."""
         self.base_url, credentials = split_userinfo(base_url or "")
+        self.user = user
+        self.request_event = request_event
+        if user is not None:
+            self.environment: Environment | None = user.environment
+            hub = user.hub
+            # The user's own id for its first session (its client), which the engine closes when it stops;
+            # a fresh one for each other (env.user_stopped closes them all).
+            sessions = user.__dict__.setdefault("_squall_sessions", [])
+            user_id = user.environment.next_user_id() if sessions else user.user_id
+            sessions.append(user_id)
+        else:
+            self.environment = None
+            running = current_hub()
+            if running is None:
+                raise LocustError("an HttpSession sends through a running test's engine: make it during the test")
+            hub = running
+            user_id = next(_standalone_ids)
         self.user_id = user_id
         self.hub = hub
-        self.environment = environment
-        self.user = user
         # The user's `context()`, which tags its requests; None for a class that keeps User's own
         # (no tags), so that requests do not call it for nothing.
         self._user_context: Callable[[], Mapping[str, Any]] | None = (
@@ -501,9 +530,10 @@ class HttpSession:
         verify = self.verify if verify is None else verify
         if isinstance(verify, str):
             raise NotSupported("verify=<CA bundle path> is not supported by squall: use verify=False or the system CAs")
-        if url[:1] != "/" and "://" not in url and self.base_url[-1:] != "/":
-            # Locust joins host and path as text: "graphql" on http://host:8080 is http://host:8080graphql,
-            # which fails to parse (requests' InvalidURL, raised into the task), not a quiet /graphql.
+        if not _ABSOLUTE.match(url):
+            # Locust joins host and path as text (its _build_url): "/" on https://docs.example/en/latest/ is
+            # /en/latest//, and "graphql" on http://host:8080 is http://host:8080graphql, which fails to
+            # parse (requests' InvalidURL, raised into the task), not a quiet /graphql.
             url = self.base_url + url
         query = params if not self.params else [*_param_pairs(self.params), *_param_pairs(params or {})]
         if query:
@@ -542,6 +572,8 @@ class HttpSession:
                 verify is False or self.default_insecure,
             )
         except ValueError as e:
+            if str(e).startswith("invalid HTTP method"):  # geventhttpclient's words (requests sends it)
+                raise ValueError(f"invalid HTTP method {method!r}") from None
             if "invalid URL" in str(e):
                 # urllib3's words, which requests and so Locust report
                 netloc = urlsplit(url).netloc
@@ -558,7 +590,7 @@ class HttpSession:
         meta: RequestMeta = (method, c.name, c.url, context or {})
         if catch_response:
             return ResponseContextManager(response, lambda r, failure: self._report(r, failure, meta), c.name)
-        events = self.environment.events.request
+        events = self.request_event
         if events:
             self._fire(events, response, meta, response.exception(c.name))
         return response
@@ -580,15 +612,18 @@ class HttpSession:
         method, name = meta[0], meta[1]
         text = error_text(failure) if failure is not None else None
         self.hub.engine.record(method, name, response.elapsed_us, response.status_code, len(response.content), text)
-        events = self.environment.events.request
+        events = self.request_event
         if events:
             self._fire(events, response, meta, failure)  # recorded above: the listeners only
 
     @staticmethod
-    def _fire(hook: RequestHook, response: Response, meta: RequestMeta, exception: BaseException | None) -> None:
+    def _fire(hook: Any, response: Response, meta: RequestMeta, exception: BaseException | None) -> None:
         method, name, url, context = meta
         start_time = time.time() - response.elapsed_us / 1e6
-        hook.notify(  # the engine measured it: its listeners only, not the recorder (squall.event)
+        # The engine measured it: the run's RequestHook notifies its listeners only, not its recorder
+        # (squall.event); another hook a file gave (Locust's NoOpEvent, its own EventHook) is fired.
+        notify = hook.notify if isinstance(hook, RequestHook) else hook.fire
+        notify(
             request_type=method,
             name=name,
             response_time=response.elapsed_us / 1000.0,

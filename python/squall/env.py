@@ -109,6 +109,8 @@ class Environment:
         self.runner.users.pop(user, None)
         if self.hub is not None:
             self.hub.close_user(user.user_id)
+            for session in user.__dict__.get("_squall_sessions", ())[1:]:  # its other HttpSessions (clients.py)
+                self.hub.close_user(session)
 
 
 class _NoFlaskApp:

@@ -8,6 +8,7 @@ import sys
 from types import ModuleType
 
 import squall
+import squall.argument_parser
 import squall.clients
 import squall.contrib
 import squall.contrib.fasthttp
@@ -21,12 +22,14 @@ import squall.runners
 import squall.shape
 import squall.stats
 import squall.user
+import squall.user.markov_taskset
 import squall.user.task
 import squall.user.users
 import squall.user.wait_time
 
 ALIASES: dict[str, ModuleType] = {
     "locust": squall,
+    "locust.argument_parser": squall.argument_parser,
     "locust.clients": squall.clients,
     "locust.contrib": squall.contrib,
     "locust.contrib.fasthttp": squall.contrib.fasthttp,
@@ -42,6 +45,8 @@ ALIASES: dict[str, ModuleType] = {
     # The attribute `squall.user.task` is the @task decorator (as `locust.user.task` is in Locust), so the
     # module comes from sys.modules.
     "locust.user.task": sys.modules["squall.user.task"],
+    "locust.user.markov_taskset": squall.user.markov_taskset,
+    "locust.user.sequential_taskset": sys.modules["squall.user.task"],
     "locust.user.users": squall.user.users,
     "locust.user.wait_time": squall.user.wait_time,
     # `import gevent` in a locustfile: squall's cooperative equivalents on its own hub (squall.gevent_compat).

@@ -11,16 +11,19 @@ it is HttpUser's session with FastHttpUser's settings and defaults:
   response is sent again, up to this many times, as geventhttpclient does; only the last try is a
   request in the stats, as in Locust (geventhttpclient also retries inside each try, once per pooled
   connection plus one; squall does not copy that);
-- `proxy_host` and `ssl_context_factory` are not supported: the user fails to start with NotSupported."""
+- `proxy_host` and `ssl_context_factory` are not supported: the user fails to start with NotSupported;
+- a request is named by the URL it was given, as Locust's FastHttpSession names it (HttpSession by the
+  path it requested): on a host with a path, "a" is "a"; an absolute URL is its whole text; `params=`
+  are not in the name."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from squall.clients import HttpSession, Response, ResponseContextManager
+from squall.clients import HttpSession, Response, ResponseContextManager, RestResponseContextManager
 from squall.requests_compat import NotSupported
-from squall.user.users import HttpUser
+from squall.user.users import HttpUser, User
 
 if TYPE_CHECKING:
     from squall.env import Environment
@@ -34,11 +37,45 @@ _IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"})
 
 
 class FastHttpSession(HttpSession):
-    """FastHttpUser's client: HttpSession with FastHttpUser's defaults."""
+    """FastHttpUser's client: HttpSession with FastHttpUser's defaults. Made by hand (a second host, the
+    pytest-style `fastsession` fixture) it takes Locust's arguments, with geventhttpclient's defaults
+    (3 redirects, 3 retries)."""
 
     default_insecure = True
     max_retries = 0
     locust_words = "fasthttp"
+
+    def __init__(
+        self,
+        base_url: str | None,
+        request_event: Any = None,
+        user: Any = None,
+        insecure: bool = True,
+        client_pool: Any = None,
+        ssl_context_factory: Any = None,
+        *,
+        network_timeout: float = 60.0,
+        connection_timeout: float = 60.0,
+        max_redirects: int = 3,
+        max_retries: int = 3,
+        concurrency: int = 10,
+        headers: Mapping[str, str] | None = None,
+        proxy_host: str | None = None,
+        proxy_port: int | None = None,
+        **_user_agent: Any,
+    ) -> None:
+        if proxy_host:
+            raise NotSupported("FastHttpUser.proxy_host is not supported by squall: it connects to the target directly")
+        if ssl_context_factory is not None:
+            raise NotSupported("FastHttpUser.ssl_context_factory is not supported by squall: set insecure instead")
+        super().__init__(base_url, request_event, user)
+        # `client_pool` and `concurrency` tune geventhttpclient's pools: nothing to tune in the engine.
+        self.default_insecure = insecure
+        self.max_redirects = max_redirects
+        self.max_retries = max_retries
+        self.timeout = min(network_timeout, connection_timeout)
+        if headers:
+            self.headers.update(headers)
 
     def request(  # type: ignore[override]  # FastHttpSession's own order: data before catch_response
         self,
@@ -55,6 +92,9 @@ class FastHttpSession(HttpSession):
         context: Mapping[str, Any] | None = None,
         **kw: Any,
     ) -> Response | ResponseContextManager:
+        # Locust's FastHttpSession names a request by the URL it was given (HttpSession by the path it
+        # requested): "a" on a host with a path is "a", an absolute URL its whole text, params left out.
+        name = name or self.request_name or url
         if not self.max_retries:  # the common case, passed on without building a dict of keywords
             return HttpSession.request(
                 self, method, url, name, catch_response, context, data=data, stream=stream, headers=headers,
@@ -82,6 +122,7 @@ class FastHttpSession(HttpSession):
         # keywords fewer (about 0.5 µs of 25).
         if self.max_retries or type(self).request is not FastHttpSession.request:
             return self.request("GET", url, **kw)
+        kw["name"] = kw.get("name") or self.request_name or url  # as `request` names it
         return HttpSession.request(self, "GET", url, **kw)
 
     def iter_lines(self, url: str, method: str = "GET", **kwargs: Any) -> Iterator[str]:
@@ -109,19 +150,27 @@ class FastHttpUser(HttpUser):
     ssl_context_factory: Any = None
 
     def __init__(self, environment: Environment) -> None:
-        if self.proxy_host:
-            raise NotSupported("FastHttpUser.proxy_host is not supported by squall: it connects to the target directly")
-        if self.ssl_context_factory is not None:
-            raise NotSupported("FastHttpUser.ssl_context_factory is not supported by squall: set insecure instead")
-        super().__init__(environment)
-        client = self.client
-        assert isinstance(client, FastHttpSession)
-        client.default_insecure = self.insecure
-        client.max_redirects = self.max_redirects
-        client.max_retries = self.max_retries
-        client.timeout = min(self.network_timeout, self.connection_timeout)
-        if self.default_headers:
-            client.headers.update(self.default_headers)
+        User.__init__(self, environment)  # HttpUser's would make an HttpSession: this one takes these settings
+        make = cast("type[FastHttpSession]", self.session_class)
+        self.client = make(
+            self.host,
+            environment.events.request,
+            self,
+            insecure=self.insecure,
+            client_pool=self.client_pool,
+            ssl_context_factory=self.ssl_context_factory,
+            network_timeout=self.network_timeout,
+            connection_timeout=self.connection_timeout,
+            max_redirects=self.max_redirects,
+            max_retries=self.max_retries,
+            concurrency=self.concurrency,
+            headers=self.default_headers,
+            proxy_host=self.proxy_host,
+            proxy_port=self.proxy_port,
+        )
 
 
-__all__ = ["FastHttpSession", "FastHttpUser", "ResponseContextManager"]
+# Locust's names for what its FastHttpSession returns, for the files that import them (type hints).
+FastResponse = Response
+
+__all__ = ["FastHttpSession", "FastHttpUser", "FastResponse", "ResponseContextManager", "RestResponseContextManager"]

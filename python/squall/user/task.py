@@ -116,7 +116,9 @@ def filter_tasks_by_tags(
                 filter_tasks_by_tags(t, None, exclude, _seen)
             else:
                 filter_tasks_by_tags(t, include, exclude, _seen)
-            if t.tasks and not (exclude and inherited & set(exclude)):
+            # A MarkovTaskSet has no `tasks` (its chain is its tasks): kept, as in Locust.
+            markov = type(t).__name__ == "MarkovTaskSetMeta"
+            if (t.tasks or markov) and not (exclude and inherited & set(exclude)):
                 kept.append(t)
             continue
         if include and not tags & set(include):

@@ -94,7 +94,7 @@ class HttpUser(User):
 
     def __init__(self, environment: Environment) -> None:
         super().__init__(environment)
-        self.client = self.session_class(self.host, self.user_id, self.hub, environment, self)
+        self.client = self.session_class(self.host, environment.events.request, self)
 
     session_class: ClassVar[type[HttpSession]] = HttpSession
 

@@ -36,3 +36,11 @@ def constant_pacing(wait_time: float) -> WaitTime:
 def constant_throughput(task_runs_per_second: float) -> WaitTime:
     """At most this many task runs per second per user: `constant_pacing(1 / rate)`."""
     return constant_pacing(1.0 / task_runs_per_second)
+
+
+def poisson(rate: float) -> WaitTime:
+    """Waits drawn from an exponential distribution of mean `1 / rate` s: task runs arrive as a Poisson
+    process of `rate` a second per user (Locust's)."""
+    if rate <= 0:
+        raise ValueError(f"poisson() requires a positive rate, got: {rate}")
+    return lambda instance: random.expovariate(rate)
