@@ -199,8 +199,10 @@ def send(port, raw, method):
         return None, failed
     resp = http.client.HTTPResponse(_Socket(got), method=method if method in ("HEAD", "GET", "POST") else "GET")
     resp.begin()  # raises on anything but a well-formed status line and headers (1xx skipped)
-    resp.read()
+    text = resp.read()
     assert resp.status in STATUSES, (resp.status, got[:300])
+    if resp.status != 200:  # a refusal says why in one line (JSON, or text ending in a newline)
+        assert text.rstrip(b"\n").count(b"\n") == 0 and (text or method == "HEAD" or resp.status == 401), got[:500]
     return resp.status, failed
 
 

@@ -220,6 +220,9 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "squall"
     protocol_version = "HTTP/1.1"
     default_request_version = "HTTP/1.0"  # a malformed request line is answered with a status line
+    # http.server's own refusals (a malformed request line or header, an unknown method) in one line
+    error_message_format = "squall: %(code)d %(message)s\n"
+    error_content_type = "text/plain; charset=utf-8"
     timeout = TIMEOUT_S
     body_read = False  # a POST's body has been read: the connection can serve another request
 
