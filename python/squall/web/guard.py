@@ -15,8 +15,9 @@ webpack-dev-server defend with the checks below; so does squall, each on its own
   attacker's name. A refused Host is answered 403 before the credentials are asked for, so that the
   browser never prompts for the dashboard's password on the attacker's page.
 - Controls (POST): the request must come from the dashboard's own page: `Origin`, when sent, is the
-  dashboard's own (`http://` + its Host), and `Sec-Fetch-Site`, when sent, is `same-origin` (another port
-  of localhost is `same-site`, and refused); the body is declared `application/json` (a page of another
+  dashboard's own (`http://` + its Host, or `https://` behind a TLS proxy that keeps the Host), and
+  `Sec-Fetch-Site`, when sent, is `same-origin` (another port of localhost is `same-site`, and refused);
+  the body is declared `application/json` (a page of another
   origin cannot send that without a CORS preflight, which the dashboard does not grant); and the request
   carries the run's token (`X-Squall-Token`), a random value the page reads from its own HTML, which
   another origin cannot read. Scripts and curl send the JSON type and the token (read from `GET /`).
@@ -123,8 +124,8 @@ class Guard:
         """(status, why) when a control request is not the dashboard's own page's, else None."""
         origins = headers.get_all("Origin")
         if origins is not None:
-            host = headers.get("Host", "")
-            own = len(origins) == 1 and origins[0].strip().lower() == f"http://{host.strip().lower()}"
+            host = headers.get("Host", "").strip().lower()
+            own = len(origins) == 1 and origins[0].strip().lower() in (f"http://{host}", f"https://{host}")
             if not own or not host:
                 return 403, "a page of another origin cannot use this dashboard's controls"
         site = headers.get("Sec-Fetch-Site")
