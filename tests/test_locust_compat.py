@@ -119,7 +119,7 @@ def test_stopped_users_close_their_connections(odd_server, tmp_path):
     finally:
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=30)
-    assert proc.returncode == 130, stderr
+    assert proc.returncode == 0, stderr  # Locust's code: Ctrl-C does not change it
 
 
 @pytest.mark.parametrize(
@@ -204,7 +204,7 @@ def test_ctrl_c_still_writes_csv(odd_server, tmp_path):
     time.sleep(1.0)
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=20)
-    assert proc.returncode == 130, stderr
+    assert proc.returncode == 0, stderr  # Locust's code: Ctrl-C does not change it
     assert "Response time percentiles" in stderr
     assert int(stats(prefix)["Aggregated"]["Request Count"]) > 0
 

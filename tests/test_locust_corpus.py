@@ -123,19 +123,19 @@ def failures(prefix):
     return found
 
 
-def run_both(name, recorder, tmp_path, *extra, run_time="4s", env=None):
+def run_both(name, recorder, tmp_path, *extra, run_time="4s", env=None, tools=("locust", "squall")):
     """Runs the file with Locust, then with squall; returns {"locust"|"squall": (process, prefix, records)}."""
     out = {}
     env = dict(os.environ, **(env or {}))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(CORPUS)]))
     env["CORPUS_API_VERSION"] = "7"  # custom_options.py's option, from the variable it declares
     common = ["-f", CORPUS / name, "--headless", "-u", USERS, "-r", 50, "-t", run_time, "-H", recorder.url]
-    for tool in ("locust", "squall"):
+    for tool in tools:
         recorder.reset()
         prefix = tmp_path / tool
         args = [*common, "--csv", prefix, "--only-summary", *extra]
-        if tool == "locust":
-            cmd = [sys.executable, "-m", "locust", *args, "--loglevel", "ERROR"]
+        if tool == "locust":  # quiet, unless `extra` asks for a --loglevel
+            cmd = [sys.executable, "-m", "locust", "--loglevel", "ERROR", *args]
             p = subprocess.run(list(map(str, cmd)), capture_output=True, text=True, timeout=90, env=env)
         else:
             p = squall(*args, env=env, timeout=90)

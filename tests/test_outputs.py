@@ -65,7 +65,7 @@ def test_ctrl_c_again_and_again_while_a_locustfile_writes_its_outputs(nginx, tmp
         )  # fmt: skip
         _interrupt_twice(proc, nginx.requests_logged, burst_s=4.0)
         proc.communicate(timeout=60)
-    assert proc.returncode == 130, (tmp_path / "stderr").read_text()[-2000:]
+    assert proc.returncode == 0, (tmp_path / "stderr").read_text()[-2000:]  # -f: Locust's code, not 130
     r = json.loads(out.read_text())  # whole
     assert len(r["endpoints"]) == 2000
     counted = r["aggregate"]["requests"]

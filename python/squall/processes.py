@@ -53,9 +53,12 @@ def run_processes(
     users: int,
     final_output: Callable[[dict[str, Any], argparse.Namespace], object],
     what: str = "users",
+    signal_codes: bool = True,
 ) -> int:
     """`--processes N`: N copies of this command as workers, each with its share of the users and one
-    engine; their results are merged losslessly (histograms added) and reported as one run."""
+    engine; their results are merged losslessly (histograms added) and reported as one run. A stop
+    signal makes the exit code 130/143 when `signal_codes` (bench, mqtt); `squall -f` keeps Locust's
+    code, which its workers' codes already are."""
     n = count(args)
     sys.stderr.write(f"squall: {n} worker processes, {users} {what} in all; the tables come at the end\n")
     with deferred():  # once the workers stop, a second Ctrl-C waits for the merged outputs
@@ -90,7 +93,7 @@ def run_processes(
                 entry["count"] += x["count"]
         result["exceptions"] = list(exceptions.values())
         final_output(result, args)
-    if received:
+    if received and signal_codes:
         return exitcodes.stopped_by(received[0])
     if any(not t["passed"] for t in result.get("thresholds", [])):  # judged on the merged result
         return exitcodes.THRESHOLDS

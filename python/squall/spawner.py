@@ -40,6 +40,7 @@ class Spawner:
 
     def set_target(self, users: int, rate: float, classes: list[type[User]] | None = None) -> None:
         self.target, self.rate = int(users), float(rate)
+        self.env.runner.target_user_count = self.target  # Locust's runner.start() sets it so
         if classes:
             self.classes = classes
             for c in classes:

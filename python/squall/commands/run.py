@@ -12,6 +12,7 @@ ended with UserHung at any time."""
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import sys
@@ -169,14 +170,13 @@ def run(args: argparse.Namespace) -> int:
     if args.list:
         print("\n".join(c.__name__ for c in classes))
         return exitcodes.OK
-    classes = _select_classes(classes, args)
+    classes, taskless = _select_classes(classes, args)
     if args.show_task_ratio or args.show_task_ratio_json:  # Locust prints one of them and exits
         show = task_ratio_text if args.show_task_ratio else task_ratio_json
         sys.stdout.write(show(classes, users if users_given else None))
         return exitcodes.OK
     dashboard_start = not args.headless and not args.autostart and worker is None and node_role is None
-    tagged = bool(args.tags or args.exclude_tags)
-    run_checks.check(classes, args.host, users, shape_class, host_from_page=dashboard_start, tagged=tagged)
+    run_checks.check(classes, args.host, users, shape_class, host_from_page=dashboard_start)
     if worker is None:
         html = args.html and _html_path(args)
         report.check_writable(result_json=args.result_json, csv=args.csv and args.csv + "_stats.csv", html=html)
@@ -192,10 +192,12 @@ def run(args: argparse.Namespace) -> int:
     if worker is None and args.processes != 1:
         if not args.headless:
             sys.stderr.write("squall: the dashboard does not follow --processes runs yet; running headless\n")
-        return processes.run_processes(args, users, _final_output)
+        return processes.run_processes(args, users, _final_output, signal_codes=False)  # Locust's code
     if worker is not None:
         users, spawn_rate = processes.share(users, worker), spawn_rate / worker[1]
     _start_logging(args, classes, shape_class, users_given)
+    for name in taskless:  # Locust's warning; the class still runs (its users' turns are errors)
+        logging.warning(f"{name} had no tasks left after filtering, instantiating it will fail!")
     return _run_here(args, classes, shape_class, users, spawn_rate, run_time, stop_timeout, target_monitor)
 
 
@@ -204,9 +206,10 @@ def _whole(seconds: float | None) -> int | float | None:
     return int(seconds) if seconds is not None and float(seconds).is_integer() else seconds
 
 
-def _select_classes(classes: list[type[User]], args: argparse.Namespace) -> list[type[User]]:
+def _select_classes(classes: list[type[User]], args: argparse.Namespace) -> tuple[list[type[User]], list[str]]:
     """The User classes named on the command line (all by default), with `--config-users`,
-    `--equal-weights`, `-T` and `-E` applied as Locust applies them."""
+    `--equal-weights`, `-T` and `-E` applied as Locust applies them; and the names of the classes and
+    TaskSets left without tasks (Locust warns of them, and runs them)."""
     by_name = {c.__name__: c for c in classes}
     if args.user_classes:
         unknown = [n for n in args.user_classes if n not in by_name]
@@ -223,10 +226,10 @@ def _select_classes(classes: list[type[User]], args: argparse.Namespace) -> list
         for c in classes:
             c.weight = 1
             _equal_tasks(c)
-    if args.tags or args.exclude_tags:
-        for c in classes:
-            filter_tasks_by_tags(c, args.tags, args.exclude_tags)
-    return classes
+    emptied: list[str] = []
+    for c in classes:
+        filter_tasks_by_tags(c, args.tags, args.exclude_tags, emptied=emptied)
+    return classes, emptied
 
 
 def _update_user_class(by_name: dict[str, type[User]], settings: dict[str, Any]) -> None:
@@ -271,11 +274,13 @@ def _start_logging(
                 f"Total fixed_count of User classes ({fixed}) is greater than the specified number of users "
                 f"({args.num_users}), so not all will be spawned."
             )
-    elif not getattr(shape, "use_common_options", False) and (users_given or args.run_time):
+    elif not getattr(shape, "use_common_options", False) and (users_given or args.run_time or args.spawn_rate != 1):
         main_logger.warning(
             "--run-time, --users or --spawn-rate have no impact on LoadShapes unless the shape class explicitly "
             "reads them. See: docs.locust.io/en/stable/custom-load-shape.html#use-common-options"
         )
+        given = {"--users": users_given, "--spawn-rate": args.spawn_rate != 1, "--run-time": bool(args.run_time)}
+        main_logger.warning(f"The following option(s) will be ignored: {', '.join(o for o, g in given.items() if g)}")
     if args.spawn_rate > 100:
         runners_logger.warning(
             "Your selected spawn rate is very high (>100), and this is known to sometimes cause issues. "
@@ -464,21 +469,22 @@ def _end_test(
 def _exit_code(
     result: dict[str, Any], args: argparse.Namespace, env: Environment | None = None, received: list[int] | None = None
 ) -> tuple[int, str]:
-    """The run's exit code and why, as Locust decides it: a signal, `environment.process_exit_code`, a
-    failed threshold, then --exit-code-on-error when requests failed or tasks raised."""
-    if received:
-        return exitcodes.stopped_by(received[0]), exitcodes.stopped_why(received[0])
+    """The run's exit code and why, as Locust decides it: `environment.process_exit_code`, a failed
+    threshold, then --exit-code-on-error when requests failed or tasks raised. A stop signal (Ctrl-C,
+    SIGTERM) does not change it, as in Locust: scripts and CI written for Locust read Locust's code
+    (`squall bench` and `squall mqtt` exit 130 or 143). `received` only says why in the verdict."""
+    stopped = f"; {exitcodes.stopped_why(received[0])}" if received else ""
     if env is not None and env.process_exit_code is not None:
-        return env.process_exit_code, "set by the locustfile (environment.process_exit_code)"
+        return env.process_exit_code, "set by the locustfile (environment.process_exit_code)" + stopped
     if any(not t["passed"] for t in result.get("thresholds", [])):
-        return exitcodes.THRESHOLDS, "a threshold failed"
+        return exitcodes.THRESHOLDS, "a threshold failed" + stopped
     failures, exceptions = result["aggregate"]["failures"], sum(x["count"] for x in result["exceptions"])
     if failures or exceptions:
         code: int = args.exit_code_on_error
         what = [f"{failures:,} requests failed"] if failures else []
         what += [f"{exceptions:,} task exceptions"] if exceptions else []
-        return code, f"{' and '.join(what)} (--exit-code-on-error {code})"
-    return exitcodes.OK, ""
+        return code, f"{' and '.join(what)} (--exit-code-on-error {code})" + stopped
+    return exitcodes.OK, stopped[2:]
 
 
 def _start_dashboard(
@@ -567,13 +573,31 @@ def _drive(
             spawner.set_target(0, spawn_rate)
         hub.engine.set_rate(rate / share, args.arrival, duration)
 
-    log.starting(run_time)
+    def shape_tick() -> bool:
+        """The shape's next tick applied; False when it returns None (the test is over)."""
+        assert shape is not None
+        tick = shape.tick()
+        if tick is None:
+            return False
+        if isinstance(tick, dict):  # {"rate": R}: the open model at R iterations a second
+            open_model(float(tick["rate"]))
+        else:
+            log.shape_tick(tick)
+            rate = tick[1] / share
+            spawner.set_target(processes.share(int(tick[0]), worker), rate, tick[2] if len(tick) > 2 else None)
+        return True
+
+    # As in Locust, -t does not end a shape's test (a shape that wants it reads it: use_common_options).
+    log.starting(None if shape else run_time)
     if args.rate:
         open_model(args.rate, run_time)  # exactly rate x run time arrivals
+        runner.target_user_count = users
     elif not shape:
         spawner.set_target(users, spawn_rate)
     start = time.monotonic()
-    deadline = start + run_time if run_time else None
+    deadline = start + run_time if run_time and not shape else None
+    # Locust ticks the shape first, then fires test_start: its listeners see the first tick's users.
+    shaped = shape is None or shape_tick()
     if watchdog is not None and deadline is not None:
         watchdog.end(deadline + stop_timeout)  # a task still holding the hub then is ended
     # Locust's order: test_start sees the runner ready, spawning_complete sees it spawning (its own
@@ -583,7 +607,7 @@ def _drive(
     if not args.rate and not shape:
         log.ramping(users, spawn_rate)  # after test_start, as Locust's runner logs it
     next_stats = start + STATS_INTERVAL
-    next_tick = start
+    next_tick = start + 1.0
     last_counts: LiveCounts = (start, {})
     reason = "completed"
     watch: thresholds.Watch | None = args.watch
@@ -621,18 +645,11 @@ def _drive(
             break
         if spawner.done() and not shape:
             break  # every user stopped by itself: nothing is left to run
-        if shape and now >= next_tick:
+        if shape and (not shaped or now >= next_tick):
             next_tick = now + 1.0
-            tick = shape.tick()
-            if tick is None:
+            if not shaped or not shape_tick():
                 log.shape_done()
                 break
-            if isinstance(tick, dict):  # {"rate": R}: the open model at R iterations a second
-                open_model(float(tick["rate"]))
-            else:
-                log.shape_tick(tick)
-                rate = tick[1] / share
-                spawner.set_target(processes.share(int(tick[0]), worker), rate, tick[2] if len(tick) > 2 else None)
         if env.open_pool is None:
             spawner.step()
         if (env.open_pool or len(spawner.spawned) >= spawner.target) and runner.state == "spawning":

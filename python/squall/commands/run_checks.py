@@ -2,8 +2,8 @@
 exit 2 before anything is sent, as a bad command line is (Locust starts such runs and fails each user,
 or runs nothing for `-t`).
 
-Policy: `-u 0` is an error unless a shape sets the users; every selected User class must have tasks
-(after `-T`/`-E`); an HTTP user needs a host, from `-H` or its class, whose scheme is http or https
+Policy: `-u 0` is an error unless a shape sets the users (a User class without tasks is not: it runs,
+as in Locust); an HTTP user needs a host, from `-H` or its class, whose scheme is http or https
 (an MQTT user's is its broker: mqtt://, mqtts:// or a bare host name); `-H` itself must be http(s)://
 or mqtt(s)://, with a host (squall.load_values: a port in range, no whitespace). A dashboard run that
 waits for Start may get its host from the page, so the missing host is not checked there; the page's
@@ -37,7 +37,6 @@ def check(
     users: int,
     shape: type[LoadTestShape] | None,
     host_from_page: bool,
-    tagged: bool = False,
 ) -> None:
     """Raises UsageError with the first problem (see the module's policy)."""
     if users < 1 and shape is None:
@@ -47,13 +46,9 @@ def check(
         if problem:
             raise problem
     given_http = bool(host) and urlsplit(host or "").scheme.lower() in HTTP
+    # A User class without tasks (none declared, or none left by -T/-E) is not refused: as in Locust, it
+    # runs and each of its users' turns is an error in the exceptions (squall.user.task).
     for c in classes:
-        if not c.tasks:
-            if tagged:
-                raise UsageError(f"User class {c.__name__} has no tasks left after -T/-E")
-            raise UsageError(
-                f"User class {c.__name__} has no tasks: use @task or set tasks, or mark it abstract = True"
-            )
         if issubclass(c, HttpUser) and not given_http:
             if not c.host:
                 if host_from_page:

@@ -101,8 +101,13 @@ def filter_tasks_by_tags(
     include: Sequence[str] | None = None,
     exclude: Sequence[str] | None = None,
     _seen: set[TaskHolderMeta] | None = None,
+    emptied: list[str] | None = None,
 ) -> None:
-    """Keeps the tasks whose tags match -T and none of -E; recurses into TaskSets. In place, per class."""
+    """Keeps the tasks whose tags match -T and none of -E; recurses into TaskSets, and drops those left
+    without tasks (with no tags given too, as Locust filters before every run). In place, per class.
+    `emptied` gets the name of each holder left without tasks, for Locust's warning: such a User class
+    still runs, and each of its users' turns is an error (a MarkovTaskSet, whose chain is its tasks, and
+    a pytest-style user, whose test functions are, never are)."""
     _seen = _seen if _seen is not None else set()
     if holder in _seen:
         return
@@ -113,9 +118,9 @@ def filter_tasks_by_tags(
         if _is_task_set(t):
             inherited = tags
             if include and inherited & set(include):
-                filter_tasks_by_tags(t, None, exclude, _seen)
+                filter_tasks_by_tags(t, None, exclude, _seen, emptied)
             else:
-                filter_tasks_by_tags(t, include, exclude, _seen)
+                filter_tasks_by_tags(t, include, exclude, _seen, emptied)
             # A MarkovTaskSet has no `tasks` (its chain is its tasks): kept, as in Locust.
             markov = type(t).__name__ == "MarkovTaskSetMeta"
             if (t.tasks or markov) and not (exclude and inherited & set(exclude)):
@@ -127,6 +132,15 @@ def filter_tasks_by_tags(
             continue
         kept.append(t)
     holder.tasks = kept
+    taskless = not kept and type(holder).__name__ != "MarkovTaskSetMeta" and not getattr(holder, "functions", None)
+    if taskless and emptied is not None:
+        emptied.append(holder.__name__)
+
+
+def _has_task(holder: Any) -> bool:
+    """A `task` attribute that is not the decorator: Locust's hint at a misspelt `tasks`."""
+    value = getattr(holder, "task", None)
+    return bool(value) and value is not task
 
 
 class TaskSet(metaclass=TaskHolderMeta):
@@ -168,7 +182,11 @@ class TaskSet(metaclass=TaskHolderMeta):
 
     def get_next_task(self) -> Task:
         if not self.tasks:
-            raise Exception(f"no tasks defined on {type(self).__name__}: use @task or set `tasks`")
+            hint = ", but you have set a 'task' attribute - maybe you meant to set 'tasks'?" if _has_task(self) else "."
+            raise Exception(
+                f"No tasks defined on {type(self).__name__}{hint} use the @task decorator or set the 'tasks' "
+                "attribute of the TaskSet"
+            )
         return random.choice(self.tasks)
 
     def wait_time_value(self) -> float:
@@ -241,7 +259,7 @@ class SequentialTaskSet(TaskSet):
 
     def get_next_task(self) -> Task:
         if not self.tasks:
-            raise Exception(f"no tasks defined on {type(self).__name__}")
+            return TaskSet.get_next_task(self)  # Locust's error
         t = self.tasks[self._position % len(self.tasks)]
         self._position += 1
         return t
@@ -256,8 +274,14 @@ class DefaultTaskSet(TaskSet):
         tasks = self.user.tasks
         if len(tasks) == 1:
             return tasks[0]
-        if not tasks:
-            raise Exception(f"no tasks defined on {type(self.user).__name__}: use @task or set `tasks`")
+        if not tasks:  # Locust starts such a user, and each of its turns is this error in the exceptions
+            user = self.user
+            hint = ", but you have set a 'task' attribute on your class - maybe you meant to set 'tasks'?"
+            raise Exception(
+                f"No tasks defined on {type(user).__name__}{hint if _has_task(user) else '.'} Use the @task "
+                "decorator or set the 'tasks' attribute of the User (or mark it as abstract = True if you only "
+                "intend to subclass it)"
+            )
         return random.choice(tasks)
 
     def execute_task(self, t: Task) -> None:

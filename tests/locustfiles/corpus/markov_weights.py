@@ -3,8 +3,7 @@ each side goes back to the hub (a list of names and a list of pairs). Each user 
 the test compares the share of `left` among the draws with 3/4 under both tools."""
 
 from _bounded import count
-from locust import HttpUser, constant
-from locust import MarkovTaskSet, transition, transitions
+from locust import HttpUser, MarkovTaskSet, constant, transition, transitions
 
 
 class Walk(MarkovTaskSet):

@@ -1,0 +1,114 @@
+"""Where squall behaved otherwise than Locust 2.47 on the same file (issue 25, section 3), now as Locust
+does: each file is run by both tools against the same recording server, and what arrived, the counts,
+the warnings, the exceptions and the exit code are compared. Runs are bounded: users stop after a
+number of tasks (corpus/_bounded.py), shapes end by themselves, signals come after the first requests."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import pytest
+
+from support import squall_process, wait_until
+from test_locust_corpus import CORPUS, USERS, Recorder, exceptions, received, run_both, stats
+
+
+@pytest.fixture(scope="module")
+def recorder():
+    r = Recorder()
+    yield r
+    r.stop()
+
+
+def test_a_user_class_without_tasks_runs_and_fails_each_turn_as_in_locust(recorder, tmp_path):
+    """Locust's x-forwarded-for.py: ForwardedForUser has no tasks. Both tools warn, start it (one user of
+    each class), count 'No tasks defined on ForwardedForUser' as its users' exceptions (as often as the
+    machine allows: the counts differ), exit 1; WebsiteUser's requests, with their X-Forwarded-For
+    header, are the same; test_start saw the 2 users asked for as the runner's target."""
+    both = run_both("x_forwarded_for.py", recorder, tmp_path, "--loglevel", "WARNING")
+    (lp, lprefix, lrecords), (sp, sprefix, srecords) = both["locust"], both["squall"]
+    assert lp.returncode == sp.returncode == 1, (lp.stderr[-2000:], sp.stderr[-2000:])
+    warning = "ForwardedForUser had no tasks left after filtering, instantiating it will fail!"
+    assert warning in lp.stderr and warning in sp.stderr
+    assert (
+        set(exceptions(sprefix))
+        == set(exceptions(lprefix))
+        == {
+            "No tasks defined on ForwardedForUser. Use the @task decorator or set the 'tasks' attribute of the User "
+            "(or mark it as abstract = True if you only intend to subclass it)"
+        }
+    )
+    assert stats(sprefix) == stats(lprefix)
+    assert stats(sprefix)[("GET", "/target/2")] == (1, 0)
+    assert received(srecords) == received(lrecords)
+    for records in (srecords, lrecords):
+        ips = {dict(r["headers"]).get("x-forwarded-for", "") for r in records}
+        assert len(ips) == 1 and ips.pop().startswith("10.10.")
+
+
+def test_a_user_class_left_without_tasks_by_tags_runs_as_in_locust(recorder, tmp_path):
+    """-T x leaves B (and its TaskSet) without tasks: both tools warn of each, and run; A's tagged task
+    is all that is sent."""
+    both = run_both("tags_taskless.py", recorder, tmp_path, "--loglevel", "WARNING", "-T", "x")
+    (lp, lprefix, lrecords), (sp, sprefix, srecords) = both["locust"], both["squall"]
+    assert lp.returncode == sp.returncode == 1, (lp.stderr[-2000:], sp.stderr[-2000:])
+    for name in ("Inner", "B"):
+        warning = f"{name} had no tasks left after filtering, instantiating it will fail!"
+        assert warning in lp.stderr and warning in sp.stderr, name
+    assert (
+        set(exceptions(sprefix))
+        == set(exceptions(lprefix))
+        == {
+            "No tasks defined on B. Use the @task decorator or set the 'tasks' attribute of the User (or mark it as "
+            "abstract = True if you only intend to subclass it)"
+        }
+    )
+    assert stats(sprefix) == stats(lprefix) == {("GET", "/a"): (10, 0), ("", "Aggregated"): (10, 0)}
+    assert received(srecords) == received(lrecords)
+
+
+def test_a_shape_runs_past_run_time_as_in_locust(recorder, tmp_path):
+    """-t 1s with a 3-second shape: both tools say -t is ignored and run the shape to its end; the users
+    saw the shape's 2 users as the runner's target in test_start."""
+    durations, ignored = {}, {}
+    for tool in ("locust", "squall"):
+        t0 = time.monotonic()
+        both = run_both("shape_run_time.py", recorder, tmp_path, "--loglevel", "INFO", run_time="1s", tools=(tool,))
+        durations[tool] = time.monotonic() - t0
+        p, prefix, records = both[tool]
+        assert p.returncode == 0, p.stderr[-2000:]
+        said = [line for line in p.stderr.splitlines() if "The following option(s) will be ignored: " in line]
+        ignored[tool] = said[0].split("ignored: ")[1] if said else None
+        assert stats(prefix)[("GET", "/target/2")] == (2, 0)
+        assert stats(prefix)[("GET", "/shaped")][0] >= 8  # two users, every 0.5 s, for 3 s (not 1 s)
+        assert Counter(r["path"] for r in records)["/shaped"] == stats(prefix)[("GET", "/shaped")][0]
+    assert min(durations.values()) >= 3.0, durations
+    assert ignored["squall"] == ignored["locust"] == "--users, --spawn-rate, --run-time"
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("failing", [False, True])
+def test_a_stop_signal_exits_with_locusts_code(recorder, tmp_path, how, failing):
+    """Ctrl-C or SIGTERM once requests arrive: Locust exits with the code it would have had at the end
+    (0, or 1 when a request failed), and squall -f now does the same (bench and mqtt keep 130/143)."""
+    codes = {}
+    env = dict(os.environ, PYTHONPATH=str(CORPUS), SIGNALS_FAIL="1" if failing else "")
+    for tool in ("locust", "squall"):
+        recorder.reset()
+        args = ["-f", CORPUS / "signals.py", "--headless", "-u", USERS, "-t", "60s", "-H", recorder.url]
+        args += ["--csv", tmp_path / tool, "--only-summary"]
+        if tool == "locust":
+            cmd = [sys.executable, "-m", "locust", *map(str, args)]
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        else:
+            proc = squall_process(*args, env=env)
+        wait_until(lambda: len(recorder.log()) >= 4, "requests at the recorder", proc)
+        proc.send_signal(how)
+        _out, err = proc.communicate(timeout=60)
+        codes[tool] = proc.returncode
+        assert "Shutting down (exit code" in err, err[-2000:]
+    assert codes["squall"] == codes["locust"] == (1 if failing else 0), codes
+    assert stats(tmp_path / "squall")[("", "Aggregated")][0] >= 4  # squall's files hold the run, as before
