@@ -4,16 +4,20 @@ the warnings, the exceptions and the exit code are compared. Runs are bounded: u
 number of tasks (corpus/_bounded.py), shapes end by themselves, signals come after the first requests."""
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
-from support import squall_process, wait_until
+from support import squall, squall_process, wait_until
 from test_locust_corpus import CORPUS, USERS, Recorder, exceptions, received, run_both, stats
+
+FILES = Path(__file__).parent / "locustfiles"
 
 
 @pytest.fixture(scope="module")
@@ -112,3 +116,43 @@ def test_a_stop_signal_exits_with_locusts_code(recorder, tmp_path, how, failing)
         assert "Shutting down (exit code" in err, err[-2000:]
     assert codes["squall"] == codes["locust"] == (1 if failing else 0), codes
     assert stats(tmp_path / "squall")[("", "Aggregated")][0] >= 4  # squall's files hold the run, as before
+
+
+def test_a_pytest_style_locustfile_runs_as_in_locust(recorder, tmp_path):
+    """Locust 2.40's pytest-style files: test functions taking the `session`/`fastsession` fixtures are
+    User classes (one user each here). The same requests arrive, the same failures (the judged one, the
+    404 that raise_for_status ended the call with), no exceptions, exit code 1 (the failures); the
+    assertion that ends test_other's user is printed by both."""
+    # Copied out of the tests, whose pytest must not collect it (and named as a test module, as Locust's
+    # example is: pytest collects a file it is given whatever its name).
+    shutil.copy(FILES / "pytest_style.py", tmp_path / "test_pytest_style.py")
+    out = {}
+    for tool in ("locust", "squall"):
+        recorder.reset()
+        prefix = tmp_path / tool
+        args = ["-f", tmp_path / "test_pytest_style.py", "--headless", "-u", 2, "-r", 50, "-t", "8s"]
+        args += ["-H", recorder.url, "--csv", prefix, "--only-summary"]
+        env = dict(os.environ, CALLS="3")
+        if tool == "locust":
+            cmd = [sys.executable, "-m", "locust", *map(str, args)]
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=90, env=env, cwd=tmp_path)
+        else:
+            p = squall(*args, env=env, timeout=90, cwd=tmp_path)
+        out[tool] = (p, prefix, recorder.log())
+    (lp, lprefix, lrecords), (sp, sprefix, srecords) = out["locust"], out["squall"]
+    assert lp.returncode == sp.returncode == 1, (lp.stderr[-2000:], sp.stderr[-2000:])
+    assert received(srecords) == received(lrecords)
+    expected = {("GET", "/pt/one"): (3, 0), ("GET", "/status/404"): (3, 3), ("GET", "/pt/fast"): (3, 3)}
+    expected.update({("GET", "/pt/base"): (3, 0), ("", "Aggregated"): (12, 6)})
+    assert stats(sprefix) == stats(lprefix) == expected
+    assert exceptions(sprefix) == exceptions(lprefix) == {}
+    for p in (lp, sp):
+        assert "AssertionError: the last call fails: that user ends" in p.stderr
+        assert "failed with AssertionError" in p.stderr
+
+
+def test_a_pytest_style_file_with_an_unknown_fixture_is_one_line_exit_2(tmp_path):
+    (tmp_path / "test_bad.py").write_text("def test_x(sesion):\n    sesion.get('/')\n")
+    p = squall("-f", tmp_path / "test_bad.py", "--headless", "-t", "1s", "-H", "http://127.0.0.1:1", cwd=tmp_path)
+    assert p.returncode == 2 and "Could not find fixture for parameter 'sesion' in test_x" in p.stderr, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1

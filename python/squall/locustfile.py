@@ -128,8 +128,11 @@ def load(spec: str) -> tuple[list[type[User]], type[LoadTestShape] | None]:
     """Imports the locustfiles of `-f SPEC`; returns (User classes, the shape class or None)."""
     users: dict[str, type[User]] = {}
     shapes: dict[str, type[LoadTestShape]] = {}
-    for path in paths(spec):
+    files = paths(spec)
+    modules = []
+    for path in files:
         module = import_file(path)
+        modules.append(module)
         for kind, found, test in (("user class", users, _is_user_class), ("shape class", shapes, _is_shape_class)):
             for value in vars(module).values():
                 if not test(value):
@@ -143,7 +146,32 @@ def load(spec: str) -> tuple[list[type[User]], type[LoadTestShape] | None]:
                         )
                     continue
                 found.setdefault(name, value)
+    if not users:  # as Locust: only then are the files read as pytest-style ones (test functions)
+        users = _pytest_users(files, modules)
     return list(users.values()), next(iter(shapes.values()), None)
+
+
+def _pytest_users(files: list[str], modules: list[ModuleType]) -> dict[str, type[User]]:
+    """The User classes of pytest-style locustfiles (squall.pytest_style): one per test function."""
+    tests = any(name.startswith("test") and inspect.isfunction(v) for m in modules for name, v in vars(m).items())
+    if not tests:
+        return {}
+    # For start-up: pytest-style files are rare, and their loader brings pytest in.
+    from squall import pytest_style
+
+    users: dict[str, type[User]] = {}
+    for path in files:
+        try:
+            found = pytest_style.load(path)
+        except ImportError:
+            raise ScriptError(f"{path}: a pytest-style locustfile needs pytest: pip install pytest") from None
+        except ValueError as e:
+            raise ScriptError(f"{path}: {e}") from None
+        for name, cls in found.items():
+            if name in users:
+                raise ScriptError(f"duplicate user class names: {name} is defined in two files")
+            users[name] = cls
+    return users
 
 
 def _file(cls: type) -> str:
