@@ -51,10 +51,11 @@ test-rust:
 test-python: $(DEV) $(STAMP)
 	$(PY) -m pytest
 
-## fuzz: the parsers' and the dashboard's HTTP API's fuzzing, longer than `make test` runs it (PROPTEST_CASES and SQUALL_FUZZ_N cases each; the API gets SQUALL_FUZZ_N / 10 requests)
+## fuzz: the parsers', the dashboard's HTTP API's and the input files' fuzzing, longer than `make test` runs it (PROPTEST_CASES and SQUALL_FUZZ_N cases each; the API gets SQUALL_FUZZ_N / 10 requests, each input file test SQUALL_FUZZ_N / 40 files)
 fuzz: $(DEV) $(STAMP)
 	PROPTEST_CASES=20000 cargo test --release -p squall-engine --test fuzz
 	SQUALL_FUZZ_N=200000 $(PY) -m pytest -q tests/unit/test_parser_fuzz.py tests/test_web_fuzz.py
+	SQUALL_FUZZ_N=40000 $(PY) -m pytest -q tests/test_file_fuzz.py
 
 ## soak: 30 minutes of mixed load (HTTP users, the open model, MQTT); RSS and descriptors flat, counts exact
 soak: $(DEV) $(STAMP)

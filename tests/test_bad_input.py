@@ -1,5 +1,7 @@
 """Bad input: one clear line on stderr, a documented exit code, never a traceback or a hang."""
 
+import gzip
+import json
 import resource
 
 import pytest
@@ -128,3 +130,32 @@ def test_a_server_that_never_answers_is_not_a_success(tmp_path):
         p = squall("bench", f"http://127.0.0.1:{port}/", "-c", 2, "-t", "1s", "-q")
     assert p.returncode == 1, (p.stdout, p.stderr)
     assert "no request completed" in p.stderr
+
+
+def _result_files(tmp_path):
+    """A result in the forms people hand over by mistake: (file, what the error line must say)."""
+    sample = (HERE.parent / "web" / "samples" / "bench-closed.json").read_bytes()
+    text = sample.decode()
+    files = {
+        "run.json.gz": (gzip.compress(sample), "gzip-compressed: decompress it first"),
+        "utf16.json": (text.encode("utf-16"), "is UTF-16 text"),
+        "latin1.json": (text.replace('"GET"', '"G\u00c9T"', 1).encode("latin-1"), "is not UTF-8 text (byte 0xc9"),
+        "stats.json": (json.dumps([{"name": "/", "method": "GET", "num_requests": 1}]).encode(), "Locust's JSON stats"),
+        "cut.json": (sample[: len(sample) // 2], "ends before its JSON does"),
+        "deep.json": (b"[" * 100_000 + b"]" * 100_000, "nests deeper than 64 levels"),
+        "nan.json": (text.replace('"duration_s": ', '"duration_s": NaN, "x": ', 1).encode(), "duration_s is nan"),
+        "types.json": (text.replace('"requests": 200447', '"requests": "many"', 1).encode(), "aggregate.requests is"),
+    }
+    for name, (data, _) in files.items():
+        (tmp_path / name).write_bytes(data)
+    return [(tmp_path / name, needle) for name, (_, needle) in files.items()]
+
+
+def test_report_and_compare_refuse_what_is_not_a_result_in_one_line(tmp_path):
+    """squall report and squall compare on a compressed file, another encoding, Locust's JSON, a truncated
+    or otherwise broken result: exit 2, one line naming the file and what it is (issue 26)."""
+    good = HERE.parent / "web" / "samples" / "bench-open.json"
+    for path, needle in _result_files(tmp_path):
+        one_line_error(squall("report", path, "--html", tmp_path / "r.html"), 2, str(path), needle)
+        one_line_error(squall("compare", good, path), 2, str(path), needle)
+    assert not (tmp_path / "r.html").exists()

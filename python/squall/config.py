@@ -3,7 +3,13 @@
 line beats them all. They become the run parser's defaults.
 
 Config files hold `key = value` lines (Locust's long option names: `users = 10`, `spawn-rate = 2`,
-`headless = true`); `[tool.locust]` holds the same keys in TOML."""
+`headless = true`); `[tool.locust]` holds the same keys in TOML.
+
+A file that cannot serve is a ConfigError, one line naming the file (exit 2, before the run): not UTF-8
+text (compressed, UTF-16: squall.inputs says which), TOML that does not parse or nests too deep,
+`tool` or `tool.locust` that is not a table, a value that is a table or nests where one value is wanted,
+a value its option refuses (the option's own converter, its choices). A TOML value is given to the
+option as the text a conf file would hold (`10`, `2.5`, `true`), so both kinds of file convert alike."""
 
 from __future__ import annotations
 
@@ -13,6 +19,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from squall import inputs
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -25,9 +33,16 @@ class ConfigError(Exception):
     pass
 
 
+def _text(path: str | Path) -> str:
+    try:
+        return inputs.read_text(str(path), "a config file")
+    except inputs.InputError as e:
+        raise ConfigError(str(e)) from None
+
+
 def _read_conf(path: str | Path) -> dict[str, str]:
     values = {}
-    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
+    for n, line in enumerate(_text(path).splitlines(), 1):
         line = line.strip()
         if not line or line.startswith(("#", ";", "[")):
             continue
@@ -40,11 +55,21 @@ def _read_conf(path: str | Path) -> dict[str, str]:
 
 def _read_pyproject(path: str | Path) -> dict[str, Any]:
     if sys.version_info >= (3, 11):
+        text = _text(path)
         try:
-            data = tomllib.loads(Path(path).read_text())
-        except (OSError, tomllib.TOMLDecodeError) as e:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
             raise ConfigError(f"{path}: {e}") from None
-        section: dict[str, Any] = data.get("tool", {}).get("locust", {})
+        except (ValueError, RecursionError) as e:  # a number past Python's digit limit; arrays nested 1,000 deep
+            raise ConfigError(
+                f"{path}: not TOML squall can read ({str(e).splitlines()[0] or type(e).__name__})"
+            ) from None
+        tool = data.get("tool", {})
+        section = tool.get("locust", {}) if isinstance(tool, dict) else None
+        if not isinstance(section, dict):
+            raise ConfigError(f"{path}: [tool.locust] is not a table of settings")
+        if inputs.depth(section) > 3:  # a setting's value is one value, or a list of them
+            raise ConfigError(f"{path}: [tool.locust] nests deeper than settings do")
         return section
     return {}  # no TOML reader in the standard library before 3.11
 
@@ -130,11 +155,44 @@ def _convert(action: argparse.Action, value: Any, key: str) -> Any:
     if isinstance(value, bool) or action.nargs == 0:  # store_true flags
         text = str(value).lower()
         if text not in TRUE | FALSE:
-            raise ConfigError(f"setting '{key}' must be true or false, not '{value}'")
+            raise ConfigError(f"setting '{key}' must be true or false, not {_shown(value)}")
         return text in TRUE
     if action.nargs in ("*", "+"):
-        return value if isinstance(value, list) else [v for v in str(value).replace(",", " ").split() if v]
+        items = value if isinstance(value, list) else [v for v in _as_text(value, key).replace(",", " ").split() if v]
+        return [_as_text(v, key) for v in items]
     if isinstance(action, argparse._AppendAction):  # repeatable (--threshold): a TOML list, or ';' between
-        items = value if isinstance(value, list) else str(value).split(";")
-        return [str(v).strip() for v in items if str(v).strip()]
-    return action.type(value) if callable(action.type) else str(value)
+        items = value if isinstance(value, list) else _as_text(value, key).split(";")
+        return [t for t in (_as_text(v, key).strip() for v in items) if t]
+    text = _as_text(value, key)
+    if not callable(action.type):
+        converted: Any = text
+    else:
+        try:
+            converted = action.type(text)
+        except (ValueError, TypeError, OverflowError, argparse.ArgumentTypeError) as e:
+            reason = str(e).splitlines()[0] if str(e) else ""
+            raise ConfigError(
+                f"setting '{key}': invalid value {_shown(value)}{': ' + reason if reason else ''}"
+            ) from None
+    if action.choices is not None and converted not in action.choices:
+        choices = ", ".join(map(str, action.choices))
+        raise ConfigError(f"setting '{key}': {_shown(value)} is not one of {choices}")
+    return converted
+
+
+def _as_text(value: Any, key: str) -> str:
+    """A setting's value as the text a conf file would hold (TOML's numbers and booleans too)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    kind = "a table" if isinstance(value, dict) else "a list" if isinstance(value, list) else type(value).__name__
+    raise ConfigError(f"setting '{key}' must be a value, not {kind} ({_shown(value)})")
+
+
+def _shown(value: Any) -> str:
+    """A value as an error line quotes it: printable, short."""
+    text = repr(value) if not isinstance(value, str) else "'" + value.encode("unicode_escape").decode("ascii") + "'"
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -5,13 +5,12 @@ report, as PNG charts, or side by side."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
 from typing import TYPE_CHECKING, Any
 
-from squall import exitcodes
+from squall import exitcodes, inputs
 from squall.errors import UsageError
 from squall.report import locust_json
 from squall.report.units import ms
@@ -67,28 +66,21 @@ def add_parsers(commands: Subcommands) -> None:
 
 
 def load_result(path: str) -> dict[str, Any]:
-    """A result document, checked enough that the report cannot fail half way (exit 2 otherwise); a
-    crashed run's RESULT.partial.jsonl gives what it had measured."""
-    if path.endswith(live.PARTIAL_SERIES):
-        try:
-            return live.read_partial(path)
-        except OSError as e:
-            raise UsageError(f"cannot read {path}: {e.strerror or e}") from None
-        except ValueError as e:
-            raise UsageError(str(e)) from None
+    """A result document, checked enough that the report cannot fail half way (squall.inputs; exit 2
+    otherwise, in one line); a crashed run's RESULT.partial.jsonl gives what it had measured."""
     try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except OSError as e:
-        raise UsageError(f"cannot read {path}: {e.strerror or e}") from None
-    except json.JSONDecodeError as e:
-        raise UsageError(f"{path} is not JSON: {e.msg} at line {e.lineno}") from None
-    if locust_json.is_locust_stats(doc) and doc:
-        raise UsageError(f"{path} holds Locust's JSON stats (--json-file); squall report needs --result-json's file")
-    missing = [k for k in ("kind", "aggregate", "endpoints", "timeseries", "duration_s") if k not in (doc or {})]
-    if not isinstance(doc, dict) or missing:
-        raise UsageError(f"{path} is not a squall result (no {', '.join(missing) or 'object'})")
-    return doc
+        if path.endswith(live.PARTIAL_SERIES):
+            return live.read_partial(path)
+        doc = inputs.parse_json(inputs.read_text(path), path)
+        if locust_json.is_locust_stats(doc) and doc:
+            raise UsageError(
+                f"{path} holds Locust's JSON stats (--json-file); squall report needs --result-json's file"
+            )
+        inputs.check_result(doc, path)
+    except inputs.InputError as e:
+        raise UsageError(str(e)) from None
+    result: dict[str, Any] = doc
+    return result
 
 
 def _writable(path: str | None, what: str) -> None:

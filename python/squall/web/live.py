@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
-from squall import __version__, files
+from squall import __version__, files, inputs
 from squall.errors import UsageError
 from squall.signals import on_stop_signals
 from squall.web import page
@@ -139,39 +138,54 @@ class PartialFiles:
 
 
 def read_partial(path: str) -> dict[str, Any]:
-    """A result document from a crashed run's partial files (`path`: RESULT.partial.jsonl)."""
-    lines = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            try:
-                lines.append(json.loads(line))
-            except json.JSONDecodeError:
-                break  # the line being written when the run died
+    """A result document from a crashed run's partial files (`path`: RESULT.partial.jsonl), checked as a
+    saved result is (squall.inputs: InputError, one line, for a file that is not one). A line that is not
+    a whole second ends the series (the line being written when the run died); totals that cannot be
+    read are left out, with a warning, as the seconds still make a report."""
+    lines: list[dict[str, Any]] = []
+    for n, line in enumerate(inputs.read_text(path).split("\n"), 1):
+        try:
+            doc = inputs.parse_json(line, f"{path}:{n}") if line.strip() else None
+        except inputs.InputError:
+            break
+        if not isinstance(doc, dict):
+            break
+        lines.append(doc)
     if not lines or lines[0].get("squall_partial") != 1:
-        raise ValueError(f"{path} is not a squall partial result")
+        raise inputs.InputError(f"{path} is not a squall partial result")
     header, points = lines[0], lines[1:]
     totals_path = path[: -len(PARTIAL_SERIES)] + PARTIAL_TOTALS if path.endswith(PARTIAL_SERIES) else ""
-    try:
-        with open(totals_path, encoding="utf-8") as f:
-            totals = json.load(f)
-    except (OSError, json.JSONDecodeError):
-        totals = {"aggregate": _empty_endpoint(), "endpoints": [], "errors": []}
-    return {
-        "squall_version": header.get("squall_version", ""),
-        "kind": header.get("kind", "http"),
-        "url": header.get("url", ""),
+    totals: Any = {"aggregate": _empty_endpoint(), "endpoints": [], "errors": []}
+    if totals_path and os.path.exists(totals_path):
+        try:
+            read = inputs.parse_json(inputs.read_text(totals_path), totals_path)
+            inputs.check_totals(read, totals_path)
+            totals = read
+        except inputs.InputError as e:
+            sys.stderr.write(f"squall: warning: {e}; the report has the seconds without the totals\n")
+
+    def text(key: str) -> str:
+        return header[key] if isinstance(header.get(key), str) else ""
+
+    start = header.get("start_unix")
+    doc = {
+        "squall_version": text("squall_version"),
+        "kind": text("kind") or "http",
+        "url": text("url"),
         "method": "",
-        "start_unix": header.get("start_unix", 0.0),
+        "start_unix": start if isinstance(start, (int, float)) and not isinstance(start, bool) else 0.0,
         "duration_s": float(len(points)),
         "stop_reason": "crashed",
-        "load": header.get("load", {}),
+        "load": header["load"] if isinstance(header.get("load"), dict) else {},
         "aggregate": totals["aggregate"],
         "endpoints": totals["endpoints"],
-        "errors": totals["errors"],
+        "errors": totals.get("errors") or [],
         "schedule": None,
         "abandoned": 0,
         "timeseries": points,
     }
+    inputs.check_result(doc, path)
+    return doc
 
 
 def _empty_endpoint() -> dict[str, Any]:
