@@ -248,7 +248,8 @@ def test_the_dashboards_http_api_under_generated_and_mutated_requests(nginx, tmp
             try:
                 status, failed = send(port, raw, method)
             except Exception as e:
-                raise AssertionError(f"request {i}: {raw[:500]!r}") from e
+                said = [line for line in err.read_text().splitlines() if "could not answer" in line]
+                raise AssertionError(f"request {i}: {raw[:500]!r}; squall said {said[-3:]}") from e
             if status is None:  # no answer: only to a request with no request line, or one that was too long
                 assert failed or not raw.split(b"\r\n", 1)[0].strip() or len(raw) > 65536, raw[:300]
             seen[status] = seen.get(status, 0) + 1

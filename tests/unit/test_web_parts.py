@@ -158,3 +158,16 @@ def test_compare_shows_the_change_from_the_first_run():
     rows = {line.split()[0]: line for line in text.splitlines() if line.strip()}
     assert "+50.0%" in rows["change"] and "-50.0%" in rows["change"]
     assert "10.0" in rows["sync"] and "15.0" in rows["async"]
+
+
+def test_the_downloads_of_a_test_that_has_counted_nothing_yet():
+    """Found by tests/test_web_fuzz.py: a download between a Start and the test's first second was a 500
+    (KeyError 'percentiles_us': the run so far had an aggregate of two fields)."""
+    from squall.report import locust_csv
+
+    store = LiveStore(page.meta("run", [], "http://h"), "http")
+    store.begin_test(host="http://h", spawn_rate=1.0, state="spawning")
+    so_far = store.current_result()
+    assert ",Aggregated,0,0," in locust_csv.stats_csv(so_far)
+    assert locust_csv.failures_csv(so_far) and locust_csv.exceptions_csv(so_far)
+    assert "squall-data" in page.report(so_far, store.meta)

@@ -14,8 +14,9 @@ type, the run's token) is squall.web.guard's policy; what a control may ask, squ
 
 Bad requests get a one-line answer with their status, never a traceback: a malformed request line or
 header (http.server's 400/414/431/505/501), a foreign Host (403), a body that is too long (413), without a
-length (411) or not JSON (400); a client that stops sending is dropped after TIMEOUT_S, and a connection
-that breaks mid-answer is closed quietly."""
+length (411) or not JSON (400); a body is read whatever the method, or the connection closes after the
+answer (lingering, so that the answer is not lost to a reset); a client that stops sending is dropped
+after TIMEOUT_S, and a connection that breaks mid-answer is closed quietly."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import base64
 import hmac
 import queue
 import re
+import socket
 import sys
 import threading
 import time
@@ -38,6 +40,7 @@ from squall.web.guard import HEADERS, Guard, is_loopback
 from squall.web.metrics import prometheus
 
 TIMEOUT_S = 30.0  # a client silent this long mid-request (or idle on a kept-alive connection) is dropped
+LINGER_S, LINGER_BYTES = 2.0, 1 << 20  # what is read and dropped of a client's unread input when closing
 
 STATES = ("ready", "spawning", "running", "stopping", "stopped")
 
@@ -138,7 +141,7 @@ class LiveStore:
         with self.lock:
             if self.result is not None:
                 return self.result
-            agg = self.totals["aggregate"] or {"requests": 0, "failures": 0}
+            agg = self.totals["aggregate"] or _no_requests()  # a test's start, before its first second
             return {
                 "squall_version": self.meta["squall_version"],
                 "kind": self.kind,
@@ -158,6 +161,24 @@ class LiveStore:
             }
 
 
+def _no_requests() -> dict[str, Any]:
+    """The aggregate of a test that has counted nothing yet (the CSVs and the report read every field)."""
+    return {
+        "method": "",
+        "name": "Aggregated",
+        "requests": 0,
+        "failures": 0,
+        "body_bytes": 0,
+        "wire_bytes": 0,
+        "min_us": 0,
+        "max_us": 0,
+        "mean_us": 0.0,
+        "stdev_us": 0.0,
+        "percentiles_us": {},
+        "status_codes": {},
+    }
+
+
 class Dashboard:
     """The server, on its own threads; `commands` holds the control actions for the driving thread:
     ("start", {users, spawn_rate, host}), ("users", {users, spawn_rate}), ("stop", {}), ("reset", {})."""
@@ -168,6 +189,9 @@ class Dashboard:
         self.auth = auth
         self.guard = Guard(host)
         self.check_start: StartCheck | None = None  # squall -f: the command line's checks of a Start
+        # squall -f: the locustfile's Flask app (web_ui.app, squall.web.flask_app), which answers the
+        # paths the dashboard does not serve, after the dashboard's checks; with --web-login, its logins.
+        self.web_app: Any = None
         loopback = is_loopback(host)
         if not loopback and not auth:
             sys.stderr.write(
@@ -191,7 +215,11 @@ class Dashboard:
         sys.stderr.write(f"squall: dashboard at {self.url}\n")
 
     def stop(self) -> None:
-        self.server.shutdown()
+        # socketserver's shutdown() waits on a threading.Event, gevent's once a locustfile's run patched
+        # the standard library, which a real thread cannot wake (squall.gevent_hub): the server is asked
+        # to stop as shutdown() asks it, and its real thread is joined (it polls every 0.5 s).
+        self.server._BaseServer__shutdown_request = True  # type: ignore[attr-defined]
+        self.thread.join(timeout=5)
         self.server.server_close()
 
     def take_commands(self) -> list[tuple[str, dict[str, Any]]]:
@@ -205,6 +233,23 @@ class Dashboard:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+
+    def shutdown_request(self, request: Any) -> None:
+        """A lingering close, as nginx's: the answer sent, what the client still sends (a body never read,
+        the rest of a refused request) is read and dropped for at most LINGER_S and LINGER_BYTES before
+        closing; closing with it unread would reset the connection and could lose the answer."""
+        try:
+            request.shutdown(socket.SHUT_WR)
+            request.settimeout(LINGER_S)
+            deadline, drained = time.monotonic() + LINGER_S, 0
+            while drained < LINGER_BYTES and time.monotonic() < deadline:
+                chunk = request.recv(65536)
+                if not chunk:
+                    break
+                drained += len(chunk)
+        except OSError:
+            pass
+        self.close_request(request)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A connection that broke (the client left) is closed quietly; anything else is a bug of the
@@ -224,7 +269,7 @@ class _Handler(BaseHTTPRequestHandler):
     error_message_format = "squall: %(code)d %(message)s\n"
     error_content_type = "text/plain; charset=utf-8"
     timeout = TIMEOUT_S
-    body_read = False  # a POST's body has been read: the connection can serve another request
+    body_read = False  # the request's body has been read: the connection can serve another request
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # the console belongs to the run
@@ -274,12 +319,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("X-Content-Type-Options", "nosniff")
         for k, v in {**HEADERS, **(extra or {})}.items():
             self.send_header(k, v)
-        if self.command == "POST" and not self.body_read:  # its body would be read as the next request
+        if self._body_unread():  # it would be read as the next request
             self.close_connection = True
             self.send_header("Connection", "close")
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
+
+    def _body_unread(self) -> bool:
+        headers = getattr(self, "headers", None)
+        if headers is None or self.body_read:
+            return False
+        return headers.get("Transfer-Encoding") is not None or (headers.get("Content-Length") or "0").strip() != "0"
 
     def _json(self, data: Any, status: int = 200) -> None:
         self._send(status, page.to_json(data).encode(), "application/json")
@@ -305,6 +356,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._answer(self._post)
 
     def _get(self) -> None:
+        if self._body_unread() and self._read_body() is None:  # a GET with a body: read (or refused)
+            return
         if not self._admitted():
             return
         why = self.dashboard.guard.read_refusal(self.headers)
@@ -312,6 +365,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(403, f"squall: {why}\n".encode(), "text/plain; charset=utf-8")
             return
         url = urlsplit(self.path)
+        web = self.dashboard.web_app
+        if web is not None and web.takes(self, url.path):  # a path of the locustfile's app, or a login first
+            return
         store = self.dashboard.store
         if url.path in ("/", "/index.html"):
             data = {"mode": "live", "meta": store.meta, "token": self.dashboard.guard.token}
@@ -383,6 +439,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         dashboard = self.dashboard
         path = urlsplit(self.path).path
+        if dashboard.web_app is not None and dashboard.web_app.takes(self, path, raw):  # as in _get
+            return
         action = path.removeprefix("/api/")
         controls = dashboard.store.meta["controls"]
         if path == action or action not in ("start", "users", "stop", "reset"):
