@@ -4,6 +4,7 @@ servers/xmlrpc_server.py), which counts every call it received: the ground truth
 
 import csv
 import json
+import os
 import subprocess
 import sys
 import xmlrpc.client
@@ -30,7 +31,7 @@ def calls(url):
     return xmlrpc.client.ServerProxy(url).calls()
 
 
-def run(tool, url, tmp_path, *args):
+def run(tool, url, tmp_path, *args, env=None):
     """The xmlrpc_client.py locustfile under `tool`; returns (process, {name: (requests, failures)} from its
     final JSON (Locust's --csv files are written every second, so its last second may miss there),
     [(type, name, error)] of its failures CSV, {method: calls the server received})."""
@@ -38,9 +39,10 @@ def run(tool, url, tmp_path, *args):
     prefix = tmp_path / tool
     cmd = ["-f", FILES / "xmlrpc_client.py", "-H", url, "--headless", "--csv", prefix, "--json", *args]
     if tool == "squall":
-        p = squall(*cmd, timeout=90)
+        p = squall(*cmd, timeout=90, env=env)
     else:
-        p = subprocess.run([sys.executable, "-m", "locust", *map(str, cmd)], capture_output=True, text=True, timeout=90)
+        locust = [sys.executable, "-m", "locust", *map(str, cmd)]
+        p = subprocess.run(locust, capture_output=True, text=True, timeout=90, env=env)
     after = calls(url)
     received = {m: after.get(m, 0) - before.get(m, 0) for m in after}
     rows = {r["name"]: (r["num_requests"], r["num_failures"]) for r in json.loads(p.stdout)}
@@ -67,3 +69,20 @@ def test_requests_a_custom_client_fires_are_counted_as_locust_counts_them(xmlrpc
         == [e[:3] for e in locust_errors]
         == [("xmlrpc", "fail", "<Fault 1: \"<class 'ValueError'>:the server refuses\">")]
     )
+
+
+@pytest.mark.parametrize("tool", ["squall", "locust"])
+def test_users_blocked_in_a_library_call_wait_together(xmlrpc_server, tmp_path, tool):
+    """xmlrpc.client is a blocking library (sockets, http.client): under Locust its calls wait on gevent's
+    hub, so 10 users' calls of 200 ms overlap. The server says how many were in progress at once (all 10,
+    give or take one between two calls: the 10 ms wait and a 1-3 ms Fault call), and how many it served:
+    10 users x 3 s at about 0.17 s a task (3 of 4 a 200 ms wait) is ~180 calls, where calls made one at a
+    time would be ~15 a second, ~45."""
+    xmlrpc.client.ServerProxy(xmlrpc_server).peak()  # from now on
+    p, rows, _, received = run(
+        tool, xmlrpc_server, tmp_path, "-u", 10, "-r", 100, "-t", "3s", env=dict(os.environ, XMLRPC_MS="200")
+    )
+    assert p.returncode == 1, p.stderr[-2000:]
+    assert xmlrpc.client.ServerProxy(xmlrpc_server).peak() >= 9, tool
+    assert received["wait"] + received["fail"] >= 120, (tool, received)
+    assert rows["wait"][0] <= received["wait"] <= rows["wait"][0] + 10

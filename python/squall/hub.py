@@ -53,7 +53,8 @@ class Hub:
         global _current
         _current = self
         self.engine = engine
-        self.main = getcurrent()
+        self.main = getcurrent()  # the greenlet the hub runs in: waiting greenlets switch to it
+        self.driver = self.main  # the run's driver (its loop, the listeners): `main` too unless gevent runs the hub
         self.ready: deque[tuple[greenlet, Any]] = deque()  # (greenlet, value to resume it with)
         self.timers = Timers()
         self.throws: dict[greenlet, BaseException] = {}  # what `throw` raises in a greenlet, once it runs
@@ -63,6 +64,7 @@ class Hub:
         self.entered: float | None = None  # when the running greenlet got control; None while the hub runs
         self.turns = 0  # greenlets resumed so far (`pause` tells from it whether a task gave way)
         self.on_arrivals: Callable[[list[float]], None] | None = None  # the open model's dispatch
+        self.gevent: Any = None  # gevent's hub greenlet (squall.gevent_hub), where this hub runs (`use_gevent`)
 
     def spawn(self, fn: Callable[..., Any], *args: Any) -> greenlet:
         g = greenlet(lambda *_first_switch: fn(*args), parent=self.main)
@@ -173,27 +175,14 @@ class Hub:
             self.ready.append((g, _Kill))
 
     def run_until(self, deadline: float | None) -> None:
-        """Runs everything that is due until the monotonic `deadline` (None: until nothing is left)."""
+        """Runs everything that is due until the monotonic `deadline` (None: until nothing is left). With
+        real gevent (`use_gevent`) the hub runs in gevent's hub greenlet: the caller waits there."""
+        if self.gevent is not None:
+            self._wait_until(deadline)
+            return
         while True:
-            # One pass over the greenlets ready now: one that only yields (an MQTT publisher with no
-            # wait) runs again on the next pass, after the engine has had a turn.
-            for _ in range(len(self.ready)):
-                g, value = self.ready.popleft()
-                if g.dead:
-                    continue
-                self.entered = time.monotonic()
-                self.turns += 1
-                if value is _Kill:
-                    g.throw(self.throws.pop(g, GreenletExit) if self.throws else GreenletExit)
-                else:
-                    g.switch(value)
-                self.entered = None
+            first = self._pass()
             now = time.monotonic()
-            timers = self.timers
-            first = timers.next_due()
-            if first is not None and first <= now:
-                self.ready.extend((timer[1], None) for timer in timers.pop_due(now))
-                first = timers.next_due()
             if deadline is not None and now >= deadline:
                 return
             if not self.ready and deadline is None and not self.pending and first is None and not self.watchers:
@@ -203,11 +192,92 @@ class Hub:
             else:
                 until = first if deadline is None or (first is not None and first < deadline) else deadline
                 wake = 0.1 if until is None else until - now if until > now else 0.0
-            self._dispatch(self.engine.poll(wake))
-            if self.on_arrivals is not None:
-                arrivals = self.engine.arrivals()
-                if arrivals:
-                    self.on_arrivals(arrivals)
+            self._wait(wake)
+
+    def _pass(self) -> float | None:
+        """One pass over the greenlets ready now (one that only yields, as an MQTT publisher with no wait,
+        runs again on the next pass, after the engine has had a turn), then the timers due join the
+        ready; returns when the next timer is due (None: no timer)."""
+        ready = self.ready
+        for _ in range(len(ready)):
+            if not ready:  # a greenlet thrown out of a wait took back its queued resumption (`unqueue`)
+                break
+            g, value = ready.popleft()
+            if g.dead:
+                continue
+            self.entered = time.monotonic()
+            self.turns += 1
+            if value is _Kill:
+                g.throw(self.throws.pop(g, GreenletExit) if self.throws else GreenletExit)
+            else:
+                g.switch(value)
+            self.entered = None
+        timers = self.timers
+        first = timers.next_due()
+        if first is not None and first <= time.monotonic():
+            self.ready.extend((timer[1], None) for timer in timers.pop_due(time.monotonic()))
+            first = timers.next_due()
+        return first
+
+    def _wait(self, wake: float) -> None:
+        """Waits in the engine up to `wake` seconds for completions (and arrivals), and dispatches them."""
+        self._dispatch(self.engine.poll(wake))
+        if self.on_arrivals is not None:
+            arrivals = self.engine.arrivals()
+            if arrivals:
+                self.on_arrivals(arrivals)
+
+    def use_gevent(self, gevent_hub: Any) -> None:
+        """Real gevent (squall.gevent_hub): this hub runs in gevent's hub greenlet (`serve`), which every
+        greenlet switches to when it waits, on squall's queues or on gevent's."""
+        self.gevent = gevent_hub
+        self.main = gevent_hub
+
+    def leave_gevent(self) -> None:
+        """The run is over: this hub runs in its caller again (`run_until`), as without gevent."""
+        self.gevent = None
+        self.main = getcurrent()
+
+    def serve(self, gevent_hub: Any) -> None:
+        """gevent's hub loop while a run is bound to it (squall.gevent_hub): the passes of `run_until`
+        for good, gevent's loop run without blocking in each while it has watchers, and the wait in the
+        engine held to TIMER_SLACK meanwhile (the engine cannot see gevent's epoll). Returns once
+        unbound."""
+        loop = gevent_hub.loop
+        loop.error_handler = gevent_hub
+        try:
+            while gevent_hub.squall is self:
+                first = self._pass()
+                gevent_busy = loop.activecnt
+                if gevent_busy:
+                    loop.run(nowait=True)  # its ready callbacks and watchers: they resume its greenlets
+                now = time.monotonic()
+                if self.ready:
+                    wake = 0.0
+                else:
+                    wake = 0.1 if first is None else max(0.0, first - now)
+                    if gevent_busy and wake > TIMER_SLACK:
+                        wake = TIMER_SLACK
+                self._wait(wake)
+        finally:
+            loop.error_handler = None
+
+    def _wait_until(self, deadline: float | None) -> None:
+        """With gevent: the calling greenlet (the run's driver) sleeps on a timer while the hub greenlet
+        runs; with no deadline, until nothing is left to run."""
+        g = getcurrent()
+        while True:
+            until = deadline if deadline is not None else time.monotonic() + 0.05
+            timer = self.timers.add(until, g)
+            try:
+                self.main.switch()
+            except BaseException:
+                timer[1] = _CANCELLED
+                raise
+            if deadline is not None:
+                return
+            if not self.ready and not self.pending and not self.watchers and not self.timers:
+                return
 
     def _dispatch(self, completions: list[Completion]) -> None:
         for c in completions:

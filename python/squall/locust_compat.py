@@ -18,6 +18,7 @@ import squall.env
 import squall.event
 import squall.exception
 import squall.gevent_compat
+import squall.gevent_hub
 import squall.runners
 import squall.shape
 import squall.stats
@@ -49,7 +50,12 @@ ALIASES: dict[str, ModuleType] = {
     "locust.user.sequential_taskset": sys.modules["squall.user.task"],
     "locust.user.users": squall.user.users,
     "locust.user.wait_time": squall.user.wait_time,
-    # `import gevent` in a locustfile: squall's cooperative equivalents on its own hub (squall.gevent_compat).
+}
+
+# Without gevent installed (or with LOCUST_SKIP_MONKEY_PATCH), `import gevent` in a locustfile: squall's
+# cooperative equivalents on its own hub (squall.gevent_compat). With it, gevent is gevent's own
+# (squall.gevent_hub), as under Locust.
+GEVENT_ALIASES: dict[str, ModuleType] = {
     "gevent": squall.gevent_compat,
     "gevent.event": squall.gevent_compat.event,
     "gevent.exceptions": squall.gevent_compat.exceptions,
@@ -64,5 +70,9 @@ ALIASES: dict[str, ModuleType] = {
 
 
 def install() -> None:
-    """Registers the aliases in `sys.modules`, replacing Locust's own modules if it is installed."""
+    """Registers the aliases in `sys.modules`, replacing Locust's own modules if it is installed, after
+    patching the standard library with real gevent as `import locust` does (squall.gevent_hub), or, if
+    it is not installed, aliasing gevent to squall's own."""
+    if not squall.gevent_hub.enable():
+        sys.modules.update(GEVENT_ALIASES)
     sys.modules.update(ALIASES)

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from squall.errors import UsageError
+from squall.gevent_hub import NativeThread
 from squall.lateness import Lateness
 from squall.report.units import ms, size
 
@@ -606,7 +607,7 @@ class Monitor:
         self._errors: list[str | None] = [None for _ in targets]
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._thread: NativeThread | None = None
         self._t0 = 0.0
         self._mono0 = 0.0
         self._last: tuple[float, float] | None = None  # (monotonic, boottime) of the last reading
@@ -658,7 +659,7 @@ class Monitor:
         whole second since t0_unix."""
         self._t0 = t0_unix
         self._mono0 = time.monotonic() - (time.time() - t0_unix)
-        self._thread = threading.Thread(target=self._run, name="squall-monitor", daemon=True)
+        self._thread = NativeThread(self._run, "squall-monitor")  # real, whatever gevent patched
         self._thread.start()
 
     def _run(self) -> None:

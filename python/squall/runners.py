@@ -24,9 +24,10 @@ import os
 import queue
 import socket
 import sys
-import threading
 import uuid
 from typing import TYPE_CHECKING, Any, Callable
+
+from squall.gevent_hub import NativeThread
 
 if TYPE_CHECKING:
     from greenlet import greenlet
@@ -164,7 +165,7 @@ class WorkerRunner(Runner):
                     continue
                 self.inbox.put((str(msg_type), data))
 
-        threading.Thread(target=read, name="squall-master-messages", daemon=True).start()
+        NativeThread(read, "squall-master-messages").start()  # real: a blocking read of stdin
 
     def send_message(self, msg_type: str, data: Any = None, client_id: str | None = None) -> None:
         """To the master (Locust's worker sends there); without one (`--processes`), nowhere."""

@@ -388,7 +388,7 @@ class RequestStats:
             self._read(hub)
             if self._series.published_requests >= completed or time.monotonic() >= give_up:
                 return
-            if getcurrent() is not hub.main:
+            if getcurrent() is not hub.driver:
                 return
             hub.run_until(time.monotonic() + 0.05)
 

@@ -2,7 +2,8 @@
 examples/custom_xmlrpc_client has one: a thread per call, so calls overlap as a real server's do.
 
 Methods: `wait(ms)` answers after ms milliseconds, `fail()` raises an XML-RPC Fault, `calls()` answers
-{method: calls so far} (not itself counted): the ground truth of what the load tool sent.
+{method: calls so far} and `peak()` the most `wait` calls in progress at once since the last `peak()`
+(neither counted): the ground truth of what the load tool sent, and how many of its calls overlapped.
 
 usage: python xmlrpc_server.py PORT   (prints "ready" once it listens)
 """
@@ -27,6 +28,8 @@ class QuietHandler(SimpleXMLRPCRequestHandler):
 
 counts = collections.Counter()
 lock = threading.Lock()
+waiting = 0
+most = 0
 
 
 def count(name):
@@ -35,9 +38,22 @@ def count(name):
 
 
 def wait(ms):
+    global waiting, most
     count("wait")
+    with lock:
+        waiting += 1
+        most = max(most, waiting)
     time.sleep(ms / 1000)
+    with lock:
+        waiting -= 1
     return ms
+
+
+def peak():
+    global most
+    with lock:
+        seen, most = most, waiting
+    return seen
 
 
 def fail():
@@ -52,7 +68,7 @@ def calls():
 
 if __name__ == "__main__":
     server = Server(("127.0.0.1", int(sys.argv[1])), requestHandler=QuietHandler, logRequests=False)
-    for f in (wait, fail, calls):
+    for f in (wait, fail, calls, peak):
         server.register_function(f)
     print("ready", flush=True)
     server.serve_forever()

@@ -26,6 +26,7 @@ from squall import (
     _engine,
     distributed,
     exitcodes,
+    gevent_hub,
     limits,
     load_values,
     locust_compat,
@@ -128,7 +129,7 @@ class _Watchdog:
     def check(self) -> None:
         """Raises into the task running now if it must end (called from signal handlers)."""
         held = self.hub.running_for()
-        if held <= 0 or getcurrent() is self.hub.main:
+        if held <= 0 or getcurrent() in (self.hub.main, self.hub.driver):
             return
         if self.end_by is not None and time.monotonic() >= self.end_by and held >= END_HOLD:
             raise GreenletExit()  # the user ends as at the end of a run: its on_stop runs
@@ -318,6 +319,8 @@ def _run_here(
     hub = Hub(_new_engine(args))
     cooperative_sleep.hub = hub
     env = Environment(hub=hub, host=args.host, user_classes=classes, parsed_options=args, shape_class=shape_class)
+    if gevent_hub.enabled():  # the locustfile's libraries wait on gevent's hub: squall's runs in it
+        hub.use_gevent(gevent_hub.bind(hub, env))
     shape = shape_class() if shape_class else None
     if shape:
         shape.runner = env.runner
@@ -410,6 +413,7 @@ def _run_here(
             signal.signal(signal.SIGALRM, previous_alarm)
             events.user_error.remove_listener(_log_task_error)
             events.request.recorder = None
+            gevent_hub.unbind(hub)
         if idle and last is not None:  # Ctrl-C after the dashboard's tests: Locust's end of its web UI
             assert dashboard is not None
             events.quitting.fire(environment=env, reason="shutdown")
@@ -721,8 +725,9 @@ def _drive(
     for g in list(runner.users.values()):
         hub.kill(g)
     gevent_runs.kill_user_greenlets()  # the greenlets users spawned (gevent.spawn, pools) end with them
+    spawned = gevent_hub.kill_user_spawned() if gevent_hub.enabled() else []  # the same with real gevent
     grace_end = time.monotonic() + max(stop_timeout, 10.0)
-    while runner.users and time.monotonic() < grace_end:
+    while (runner.users or any(not g.dead for g in spawned)) and time.monotonic() < grace_end:
         hub.run_until(time.monotonic() + 0.1)
     gevent_runs.finish_user_greenlets(hub, grace_end)  # and those their on_stop spawned
     runner.state = "stopped"

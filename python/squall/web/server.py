@@ -32,6 +32,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from squall.gevent_hub import NativeThread
 from squall.log import get_logs
 from squall.report import locust_csv
 from squall.web import page
@@ -201,7 +202,7 @@ class Dashboard:
             store.meta["controls"] = dict.fromkeys(store.meta["controls"], False)
         handler = type("Handler", (_Handler,), {"dashboard": self})
         self.server = _Server((host, port), handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, name="squall-dashboard", daemon=True)
+        self.thread = NativeThread(self.server.serve_forever, "squall-dashboard")  # real, whatever gevent patched
 
     @property
     def url(self) -> str:

@@ -1,0 +1,208 @@
+"""Real gevent under squall's users: any library a locustfile calls waits cooperatively, as under Locust.
+
+Locust monkey-patches the standard library with gevent when it is imported (`gevent.monkey.patch_all()`),
+so sockets, `ssl`, `select`, DNS, `time.sleep` and `threading`, and every library built on them (xmlrpc,
+requests, gRPC's gevent mode, database drivers, websocket clients), wait on gevent's hub while the other
+users run. squall does the same while it runs a locustfile (`enable`, unless LOCUST_SKIP_MONKEY_PATCH
+is set, as Locust reads it), with gevent's real package: `import gevent` in a locustfile is gevent's own.
+
+One hub for both: gevent's hub greenlet of the users' thread is `SquallHub`, and while a run is on
+(`bind`) its loop is squall's scheduler (`squall.hub.Hub.serve`): the greenlet every waiting greenlet
+switches to, squall's users (their requests and timers) and gevent's (its sockets, timers, locks,
+events) alike, and the only one that resumes them, each from its own queue. Each pass runs the users
+ready, then gevent's loop without blocking when it has watchers, then waits in the engine (its epoll,
+its timer). While gevent has watchers, that wait lasts at most `squall.hub.TIMER_SLACK` (1 ms), so a
+socket a library waits on is noticed within a millisecond of its readiness, as a gevent timer is: the
+engine cannot see gevent's epoll. A run whose users never call a patched library has no gevent watcher
+and waits as before. The run's driver (the main greenlet: its loop, the locustfile's listeners) is one
+more greenlet on that hub: `Hub.run_until` suspends it on a squall timer, and a listener blocked in a
+patched call waits on gevent's like any greenlet, so nothing ever switches into a greenlet that waits
+elsewhere. Before a run and after it, the hub is gevent's ordinary one.
+
+squall's own threads (the dashboard's server, the monitor) are real threads whatever the patching
+(`NativeThread`): the dashboard's costs stay off the users' thread.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from squall.env import Environment
+    from squall.hub import Hub
+
+_enabled = False
+
+
+def enable() -> bool:
+    """Patches the standard library with gevent, as `import locust` does, unless LOCUST_SKIP_MONKEY_PATCH
+    is set or gevent is not installed; True when real gevent is on. Idempotent."""
+    global _enabled
+    if _enabled:
+        return True
+    if os.getenv("LOCUST_SKIP_MONKEY_PATCH"):
+        return False
+    try:
+        import gevent.hub
+        from gevent import monkey, queue
+    except ImportError:
+        return False
+    gevent.hub.set_default_hub_class(_hub_class())
+    monkey.patch_all()
+    if not os.getenv("LOCUST_SKIP_URLLIB3_PATCH"):
+        try:
+            import urllib3
+        except ImportError:
+            pass
+        else:  # Locust's: urllib3's pools wait cooperatively (locustio/locust#2812)
+            urllib3.connectionpool.ConnectionPool.QueueCls = queue.LifoQueue
+    _enabled = True
+    return True
+
+
+def enabled() -> bool:
+    return _enabled
+
+
+def bind(hub: Hub, env: Environment) -> Any:
+    """The run's scheduler becomes gevent's hub loop of this thread; returns that hub greenlet. A greenlet
+    a user spawned that fails is counted in `env`'s exceptions, as a task's (`user_spawned`)."""
+    import gevent
+
+    gevent_hub = gevent.get_hub()
+    gevent_hub.squall = hub
+    gevent_hub.env = env
+    return gevent_hub
+
+
+def user_spawned(g: Any) -> bool:
+    """Whether greenlet `g` was spawned by a user, or by a greenlet a user spawned (gevent keeps who
+    spawned each of its Greenlets: `spawning_greenlet`, a weak reference); users' greenlets carry
+    `squall_user` (squall.spawner)."""
+    seen = 0
+    while g is not None and seen < 1000:
+        if getattr(g, "squall_user", False):
+            return True
+        parent = getattr(g, "spawning_greenlet", None)
+        g = parent() if parent is not None else None
+        seen += 1
+    return False
+
+
+def kill_user_spawned() -> list[Any]:
+    """The end of the run: the live gevent Greenlets that users spawned are killed (their `finally` runs
+    on the hub's next passes), as squall's own gevent did: a background loop never holds a run, nor
+    requests after it. Returns them, to wait for. Greenlets spawned by listeners are left alone, as in
+    Locust. (One pass over the garbage collector's objects: a few ms, once.)"""
+    import gc
+
+    import gevent
+
+    spawned = [o for o in gc.get_objects() if isinstance(o, gevent.Greenlet) and not o.dead and user_spawned(o)]
+    for g in spawned:
+        g.kill(block=False)
+    return spawned
+
+
+def unbind(hub: Hub) -> None:
+    """After the run (its users ended): gevent's hub is its ordinary one again, and squall's hub runs in
+    the caller, as without gevent."""
+    gevent_hub = hub.gevent
+    if gevent_hub is None:
+        return
+    gevent_hub.squall = None  # its loop leaves squall's after the pass it is in ...
+    gevent_hub.switch()  # ... which it finishes now, then it switches back here
+    hub.leave_gevent()
+
+
+class NativeThread:
+    """A real thread whatever gevent patched (`threading.Thread` then makes greenlets, and its own join
+    waits on gevent's locks): squall's dashboard server and monitor keep their costs off the users' thread.
+    Inside it, the patched modules wait on that thread's own gevent hub, as in any thread under gevent."""
+
+    def __init__(self, target: Callable[[], None], name: str) -> None:
+        self.target = target
+        self.name = name
+        self._done = _original("_thread", "allocate_lock")()
+        self._done.acquire()
+        self._started = False
+
+    def start(self) -> None:
+        self._started = True
+
+        def run() -> None:
+            _name_native(self.name)
+            try:
+                self.target()
+            finally:
+                self._done.release()
+
+        _original("_thread", "start_new_thread")(run, ())
+
+    def join(self, timeout: float | None = None) -> None:
+        if self._started and self._done.acquire(True, -1 if timeout is None else timeout):
+            self._done.release()
+
+    def is_alive(self) -> bool:
+        return bool(self._done.locked())
+
+
+def _original(module: str, name: str) -> Any:
+    """The standard library's own `module.name`, as it was before gevent patched it."""
+    if _enabled:
+        from gevent.monkey import get_original
+
+        return get_original(module, name)
+    return getattr(__import__(module), name)
+
+
+def _name_native(name: str) -> None:
+    """The thread's name as the kernel shows it (the monitor's per-thread CPU reads it)."""
+    import _thread
+
+    try:
+        with open(f"/proc/self/task/{_thread.get_native_id()}/comm", "w") as f:
+            f.write(name[:15])
+    except OSError:
+        pass
+
+
+def _hub_class() -> type:
+    import gevent.hub
+    from gevent.exceptions import LoopExit
+
+    class SquallHub(gevent.hub.Hub):
+        """gevent's hub, whose loop is squall's scheduler while a run is bound to it (module doc)."""
+
+        squall: Hub | None = None
+        env: Environment | None = None
+
+        def handle_error(self, context: Any, type: Any, value: Any, tb: Any) -> None:
+            """gevent prints a greenlet's failure; a failure of a greenlet a user spawned is also counted
+            in the run's exceptions, as a task's (so the exit code is Locust's for task exceptions)."""
+            super().handle_error(context, type, value, tb)
+            env = self.env
+            if env is not None and self.squall is not None and isinstance(value, Exception) and user_spawned(context):
+                from squall.exception import user_traceback
+
+                env.report_exception(None, value, user_traceback(value))
+
+        def run(self) -> None:
+            loop = self.loop
+            while True:
+                if self.squall is not None:
+                    self.squall.serve(self)  # returns once unbound
+                    self.parent.switch()  # to the run's driver, which unbound it (`unbind`)
+                    continue
+                # gevent's own loop, one iteration at a time so that a run can bind between two
+                if not loop.activecnt:
+                    self.parent.throw(LoopExit("This operation would block forever", self, []))
+                    continue
+                loop.error_handler = self
+                try:
+                    loop.run(once=True)
+                finally:
+                    loop.error_handler = None
+
+    return SquallHub
