@@ -65,6 +65,7 @@ class Hub:
         self.turns = 0  # greenlets resumed so far (`pause` tells from it whether a task gave way)
         self.on_arrivals: Callable[[list[float]], None] | None = None  # the open model's dispatch
         self.gevent: Any = None  # gevent's hub greenlet (squall.gevent_hub), where this hub runs (`use_gevent`)
+        self.finished = False  # the engine's test is over (`finish`): nothing to poll until `use_engine`
 
     def spawn(self, fn: Callable[..., Any], *args: Any) -> greenlet:
         g = greenlet(lambda *_first_switch: fn(*args), parent=self.main)
@@ -220,12 +221,27 @@ class Hub:
         return first
 
     def _wait(self, wake: float) -> None:
-        """Waits in the engine up to `wake` seconds for completions (and arrivals), and dispatches them."""
+        """Waits in the engine up to `wake` seconds for completions (and arrivals), and dispatches them;
+        between a test's end and the next test's engine (`finish`, `use_engine`), only waits."""
+        if self.finished:
+            _monotonic_sleep(wake)
+            return
         self._dispatch(self.engine.poll(wake))
         if self.on_arrivals is not None:
             arrivals = self.engine.arrivals()
             if arrivals:
                 self.on_arrivals(arrivals)
+
+    def finish(self, reason: str, url: str) -> dict[str, Any]:
+        """The test is over: the engine's result (the engine is done with; the hub may still run)."""
+        self.finished = True
+        result: dict[str, Any] = self.engine.finish(reason, url)
+        return result
+
+    def use_engine(self, engine: ScriptEngine) -> None:
+        """The next test's engine (a test started from the dashboard gets a new one)."""
+        self.engine = engine
+        self.finished = False
 
     def use_gevent(self, gevent_hub: Any) -> None:
         """Real gevent (squall.gevent_hub): this hub runs in gevent's hub greenlet (`serve`), which every
@@ -342,6 +358,7 @@ class Timers:
 
 
 _WHEN = itemgetter(0)  # a timer's time
+_monotonic_sleep = time.sleep  # the standard library's, bound before any patching (squall.gevent_hub)
 
 
 class _Kill:

@@ -371,7 +371,7 @@ def _run_here(
                     if start.get("host") and start["host"] != split_userinfo(args.host or "")[0]:  # a new host
                         env.host = args.host = start["host"]
                     if waits:  # the test starts now: so do its engine's clock, time series and totals
-                        hub.engine = _new_engine(args)
+                        hub.use_engine(_new_engine(args))
                         env.begin_test()
                         watchdog.end_by = None
                         if shape:
@@ -462,7 +462,7 @@ def _end_test(
 ) -> dict[str, Any]:
     """The test's result: the engine's, with the exceptions, failures in Locust's words, the generator's
     watch and the target's resources."""
-    result: dict[str, Any] = hub.engine.finish(reason, page.redact_argv([args.host])[0] if args.host else "")
+    result = hub.finish(reason, page.redact_argv([args.host])[0] if args.host else "")
     result["exceptions"] = [dict(x, nodes="local") for x in env.exceptions.values()]
     locust_errors.annotate(result["errors"], fast=locust_errors.fast_http(env.user_classes))
     observe(result, generator, target_monitor)
