@@ -7,9 +7,9 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, Callable, TypedDict
 
-from squall import thresholds
+from squall import __version__, thresholds
 from squall.errors import UsageError
 from squall.event import Events
 from squall.event import events as default_events
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from squall.shape import LoadTestShape
     from squall.thresholds import Verdict
     from squall.user.users import User
+    from squall.web.flask_app import LocustFlask
     from squall.web.server import Dashboard
 
 
@@ -62,9 +63,9 @@ class Environment:
         self.started_at: float | None = None  # time.monotonic() when the test started
         self.result: dict[str, Any] | None = None  # the run's result document, once it has ended
 
-    def use_dashboard(self, dashboard: Dashboard | None) -> WebUI | None:
+    def use_dashboard(self, dashboard: Dashboard | None, web_login: bool = False) -> WebUI | None:
         """`web_ui` for the run's dashboard (None: headless); returns it, for the `init` event."""
-        self.web_ui = WebUI(dashboard) if dashboard is not None else None
+        self.web_ui = WebUI(dashboard, self, web_login) if dashboard is not None else None
         return self.web_ui
 
     def check_thresholds(self, *expressions: str) -> list[Verdict]:
@@ -113,30 +114,82 @@ class Environment:
                 self.hub.close_user(session)
 
 
-class _NoFlaskApp:
-    """`web_ui.app`: Locust's is a Flask app that locustfiles add pages to; squall's dashboard is not
-    Flask, so adding anything to it is a one-line error (exit code 2) rather than a page that never
-    appears. Files that only add pages when `environment.web_ui` is set run headless unchanged."""
-
-    def __getattr__(self, name: str) -> Any:
-        raise UsageError(
-            f"environment.web_ui.app.{name}: squall's dashboard is not a Flask app, so a locustfile cannot add "
-            "routes or pages to it (run with --headless, where environment.web_ui is None)"
-        )
-
-
 class WebUI:
-    """`environment.web_ui` while squall serves its dashboard: where it listens, and Locust's `app`
-    (see `_NoFlaskApp`)."""
+    """`environment.web_ui` while squall serves its dashboard: where it listens, and Locust's Flask `app`,
+    served beside the dashboard (squall.web.flask_app: made on first use, or at start with --web-login),
+    with Locust's `template_args`, `auth_args`, `login_manager` (--web-login) and
+    `auth_required_if_enabled`."""
 
-    def __init__(self, dashboard: Dashboard) -> None:
+    def __init__(self, dashboard: Dashboard, environment: Environment | None = None, web_login: bool = False) -> None:
         self.dashboard = dashboard
+        self.environment = environment
+        self.web_login = web_login
         host, port = dashboard.server.server_address[:2]
         self.host = host.decode() if isinstance(host, bytes) else str(host)
         self.port = int(port)
-        self.app = _NoFlaskApp()
-        self.template_args: dict[str, Any] = {}  # Locust's extra values for its page; squall's ignores them
+        self.template_args: dict[str, Any] = {}  # Locust's values for its page (update_template_args)
         self.greenlet = None  # the dashboard serves from threads, not a greenlet
+        self.server = dashboard.server
+        self._flask: LocustFlask | None = None
+        if web_login:
+            self._app()  # its login manager exists before `init`, where files set it up
+
+    def _app(self) -> LocustFlask:
+        if self._flask is None:
+            # For start-up: Flask loads only for a file that uses the app (most never do).
+            from squall.web.flask_app import LocustFlask
+
+            if self.environment is None:
+                raise UsageError("environment.web_ui.app needs the run's environment")
+            self._flask = LocustFlask(self.environment, self.dashboard, self.web_login)
+            self.dashboard.web_app = self._flask  # the dashboard hands it the paths it does not serve
+        return self._flask
+
+    @property
+    def app(self) -> Any:
+        """Locust's Flask app: the locustfile's routes, blueprints and hooks are served beside the
+        dashboard."""
+        return self._app().app
+
+    @property
+    def auth_args(self) -> dict[str, Any]:
+        return self._app().auth_args
+
+    @auth_args.setter
+    def auth_args(self, value: dict[str, Any]) -> None:
+        self._app().auth_args = value
+
+    @property
+    def login_manager(self) -> Any:
+        if not self.web_login:
+            raise AttributeError("The login_manager is only available with --web-login.\n")
+        return self._app().login_manager
+
+    def auth_required_if_enabled(self, view: Callable[..., Any]) -> Callable[..., Any]:
+        """Locust's decorator for a file's routes: a logged-in user needed with --web-login."""
+        return self._app().auth_required_if_enabled(view) if self.web_login else view
+
+    def update_template_args(self) -> None:
+        """Locust's values for its page, refreshed (squall's page does not read them; files pass them on)."""
+        env = self.environment
+        store = self.dashboard.store
+        options = env.parsed_options if env is not None else None
+        self.template_args.update(
+            {
+                "locustfile": getattr(options, "locustfile", None),
+                "state": store.state,
+                "is_distributed": False,
+                "user_count": store.users,
+                "version": __version__,
+                "host": (env.host if env is not None else None) or "",
+                "num_users": getattr(options, "num_users", None),
+                "spawn_rate": getattr(options, "spawn_rate", None),
+                "run_time": getattr(options, "run_time", None),
+            }
+        )
+
+    def set_static_modern_ui(self) -> None:
+        """Older Locust's switch to its modern page: squall has one page."""
 
     @property
     def url(self) -> str:

@@ -16,6 +16,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, SupportsIndex, TypeVar
 
@@ -95,10 +96,12 @@ class _CooperativeSleep:
     on (as Locust's gevent patching does); elsewhere it sleeps."""
 
     hub: Hub | None = None  # the hub of the run, once it starts
+    # The hub's OS thread: another one (the dashboard's, where a locustfile's Flask routes run) sleeps.
+    thread = threading.get_native_id()
 
     def __call__(self, seconds: float | SupportsIndex) -> None:
         hub = self.hub
-        if hub is not None and getcurrent() is not hub.main:
+        if hub is not None and getcurrent() is not hub.main and threading.get_native_id() == self.thread:
             hub.sleep(float(seconds))
         else:
             _real_sleep(seconds)
@@ -330,7 +333,7 @@ def _run_here(
     # A request the locustfile fires itself (a custom client) is counted, as Locust's stats listen to
     # the event; squall's own clients recorded theirs in the engine and only notify the listeners.
     events.request.recorder = FiredRequests(lambda: hub.engine)
-    events.init.fire(environment=env, runner=env.runner, web_ui=env.use_dashboard(dashboard))
+    events.init.fire(environment=env, runner=env.runner, web_ui=env.use_dashboard(dashboard, args.web_login))
 
     received: list[int] = []
     watchdog = _Watchdog(hub)

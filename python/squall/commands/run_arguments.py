@@ -4,7 +4,7 @@ hidden ones), then squall's own.
 Policy: a Locust option is accepted wherever Locust accepts it, so that CI scripts written for Locust
 run unchanged. Where it has a meaning in squall it is implemented (in `squall.commands.run`); where it
 has none, a run that sets it says so in one line on stderr and goes on (`NO_EFFECT`); where going on
-would do something else than asked (distributed mode, a login page, HTTPS for the dashboard), it is a
+would do something else than asked (HTTPS for the dashboard), it is a
 one-line error and exit 2 (`UNSUPPORTED`), never a silent local run. Locust's own removed options
 (`--legacy-ui`, `--slave`, ...) fail with Locust's message. Options keep squall's destinations (`users`,
 `csv`, `html`); `locust_aliases` adds Locust's (`num_users`, `csv_prefix`, `html_file`, ...) to the
@@ -36,8 +36,6 @@ NO_EFFECT = {
 
 # Options squall cannot honour without doing something else than asked: a one-line error, exit 2.
 UNSUPPORTED = {
-    "web_login": "--web-login is not supported: squall's dashboard has no login page; "
-    "protect it with --web-auth USER:PASS",
     "tls_cert": "--tls-cert is not supported yet: squall's dashboard serves plain HTTP",
     "tls_key": "--tls-key is not supported yet: squall's dashboard serves plain HTTP",
 }
@@ -132,8 +130,9 @@ def _web(p: argparse.ArgumentParser) -> None:
         help="with the dashboard: quit this long after the run ends (default: serve the result until Ctrl-C)",
     )  # fmt: skip
     g.add_argument(
-        "--web-login", action="store_true", env_var="LOCUST_WEB_LOGIN", help="not supported (see --web-auth)"
-    )
+        "--web-login", action="store_true", env_var="LOCUST_WEB_LOGIN",
+        help="a login page before the dashboard, set up by the locustfile (Flask-Login, as for Locust)",
+    )  # fmt: skip
     g.add_argument("--tls-cert", default="", metavar="FILE", env_var="LOCUST_TLS_CERT", help="not supported yet")
     g.add_argument("--tls-key", default="", metavar="FILE", env_var="LOCUST_TLS_KEY", help="not supported yet")
     g.add_argument("--class-picker", action="store_true", env_var="LOCUST_USERCLASS_PICKER", help="no effect")

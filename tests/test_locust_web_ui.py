@@ -1,0 +1,159 @@
+"""The web UI's extension points (issue 25): `environment.web_ui.app` is a Flask app in Locust, and
+locustfiles add routes, blueprints and `after_request` hooks to it; `--web-login` puts Flask-Login in
+front of it. squall serves the same Flask app beside its dashboard. Each file is run by Locust 2.47 and
+by squall, the users pointed at the tool's own web UI (as Locust's examples do), the runs bounded by a
+number of tasks; the counts, failures and exit codes, and what the UI answers, are compared."""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from http.cookiejar import CookieJar
+from pathlib import Path
+
+import pytest
+
+from support import free_port, squall_process, wait_until
+
+FILES = Path(__file__).parent / "locustfiles"
+WEB_UI = FILES / "web_ui"
+ENV = dict(os.environ, PYTHONPATH=str(FILES / "corpus"), ITERATIONS="5")
+
+
+def stats(prefix):
+    return {
+        (r["Type"], r["Name"]): (r["Request Count"], r["Failure Count"])
+        for r in csv.DictReader(open(f"{prefix}_stats.csv"))
+    }
+
+
+def failures(prefix):
+    # The reason phrase's case aside: Flask says "NOT FOUND", which requests repeats and squall's engine
+    # writes as the standard "Not Found".
+    return {
+        (r["Method"], r["Name"], r["Error"].lower()): r["Occurrences"]
+        for r in csv.DictReader(open(f"{prefix}_failures.csv"))
+    }
+
+
+def start(tool, *args, env=ENV):
+    if tool == "locust":
+        cmd = [sys.executable, "-m", "locust", *map(str, args)]
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    return squall_process(*args, env=env)
+
+
+def get(url, opener=None, data=None, headers=None):
+    """(status, headers, body) of a request the test makes, redirects not followed."""
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *a, **kw):
+            return None
+
+    opener = opener or urllib.request.build_opener(NoRedirect)
+    request = urllib.request.Request(url, data=data, headers=headers or {})
+    try:
+        with opener.open(request, timeout=10) as r:
+            return r.status, dict(r.headers), r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read().decode()
+    except urllib.error.URLError:  # not listening yet
+        return 0, {}, ""
+
+
+@pytest.mark.parametrize(
+    "name, code", [("bottlenecked_server.py", 1), ("response_validations.py", 1), ("extend_web_ui.py", 0)]
+)
+def test_routes_added_to_the_web_ui_are_served_as_by_locust(tmp_path, name, code):
+    """Locust's examples that load-test routes they add to the web UI: the users (2, 5 tasks each) hit the
+    tool's own UI; the same requests succeed and fail alike (the app's 404 and its route's exception, a
+    plain 500 as Locust's server sends), and the exit codes agree (1 where requests failed)."""
+    out = {}
+    for tool in ("locust", "squall"):
+        port = free_port()
+        args = ["-f", WEB_UI / name, "--autostart", "--autoquit", 0, "-u", 2, "-r", 50, "-t", "8s"]
+        args += ["--web-port", port, "-H", f"http://127.0.0.1:{port}", "--csv", tmp_path / tool, "--only-summary"]
+        proc = start(tool, *args)
+        _, err = proc.communicate(timeout=90)
+        out[tool] = (proc.returncode, stats(tmp_path / tool), failures(tmp_path / tool), err)
+    (lcode, lstats, lfail, lerr), (scode, sstats, sfail, serr) = out["locust"], out["squall"]
+    assert scode == lcode == code, (lerr[-2000:], serr[-2000:])
+    assert sstats == lstats and int(sstats[("", "Aggregated")][0]) >= 10, (lstats, sstats)
+    assert sfail == lfail, (lfail, sfail)
+
+
+def test_an_after_request_hook_extends_locusts_stats_json(tmp_path):
+    """extend_web_ui.py's hook adds `extended_stats` to Locust's `/stats/requests`, and its blueprint
+    serves `/content-length/csv`: squall answers both as Locust does, with Locust's keys."""
+    seen = {}
+    for tool in ("locust", "squall"):
+        port = free_port()
+        proc = start(tool, "-f", WEB_UI / "extend_web_ui.py", "--web-port", port, "-H", f"http://127.0.0.1:{port}")
+        try:
+            wait_until(lambda: get(f"http://127.0.0.1:{port}/stats/requests")[0] == 200, "the web UI", proc)  # noqa: B023
+            status, _, body = get(f"http://127.0.0.1:{port}/stats/requests")
+            doc = json.loads(body)
+            csv_status, headers, text = get(f"http://127.0.0.1:{port}/content-length/csv")
+            seen[tool] = (status, sorted(doc), sorted(doc["stats"][-1]), doc["extended_stats"], csv_status, text)
+            assert headers["Content-type" if "Content-type" in headers else "Content-Type"] == "text/csv"
+        finally:
+            proc.terminate()
+            proc.communicate(timeout=30)
+    assert seen["squall"] == seen["locust"], seen
+    assert seen["squall"][3] == [{"key": "content-length", "data": []}]
+
+
+def test_web_login_guards_the_ui_as_locusts_does(tmp_path):
+    """--web-login with Locust's web_ui_auth example: the page sends a stranger to /login, which offers
+    the locustfile's form; a wrong password comes back to the login page, the right one logs in (a
+    session cookie), and then the page and its data are served. Both tools answer each step alike."""
+    steps = {}
+    for tool in ("locust", "squall"):
+        port = free_port()
+        base = f"http://127.0.0.1:{port}"
+        proc = start(tool, "-f", WEB_UI / "web_login.py", "--web-login", "--web-port", port, "-H", base)
+        try:
+            wait_until(lambda: get(base + "/login")[0] == 200, "the login page", proc)  # noqa: B023
+            seen = []
+            status, headers, _ = get(base + "/")
+            seen.append(("stranger", status, headers.get("Location", "").split("?")[0].replace(base, "")))
+            status, _, body = get(base + "/login")
+            seen.append(("login page", status, 'action="/login_submit"' in body or "/login_submit" in body))
+            form = {"Content-Type": "application/x-www-form-urlencoded"}
+            status, headers, _ = get(base + "/login_submit", data=b"username=u&password=wrong", headers=form)
+            seen.append(("wrong", status, headers.get("Location", "").replace(base, "")))
+            jar = CookieJar()
+
+            class NoRedirect(urllib.request.HTTPRedirectHandler):
+                def redirect_request(self, *a, **kw):
+                    return None
+
+            opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), NoRedirect)
+            status, headers, _ = get(base + "/login_submit", opener, b"username=u&password=right", form)
+            seen.append(("right", status, headers.get("Location", "").replace(base, ""), len(jar) > 0))
+            status, _, body = get(base + "/", opener)
+            seen.append(("page", status, "<html" in body.lower()))
+            steps[tool] = seen
+        finally:
+            proc.terminate()
+            proc.communicate(timeout=30)
+    assert steps["squall"] == steps["locust"], steps
+    assert steps["squall"][0] == ("stranger", 302, "/login") and steps["squall"][-1] == ("page", 200, True)
+
+
+def test_squalls_own_data_needs_the_login_too(tmp_path):
+    """Beyond Locust's page: squall's live data, downloads and /metrics are the dashboard's too."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    proc = start("squall", "-f", WEB_UI / "web_login.py", "--web-login", "--web-port", port, "-H", base)
+    try:
+        wait_until(lambda: get(base + "/login")[0] == 200, "the login page", proc)
+        for path in ("/api/live", "/download/stats.csv", "/metrics"):
+            status, headers, _ = get(base + path)
+            assert status == 302 and headers["Location"].startswith("/login?next="), (path, status)
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
