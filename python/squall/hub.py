@@ -41,6 +41,11 @@ _CANCELLED.switch()
 
 _current: Hub | None = None
 
+# A wait switches to the hub's greenlet with greenlet's own switch: gevent's hub (squall.gevent_hub)
+# overrides `switch` with bookkeeping of its own waits (a `switch_out` hook) that squall's waits need not
+# pay, twice a request.
+_switch: Callable[[greenlet], Any] = greenlet.switch
+
 
 def current_hub() -> Hub | None:
     """The hub made last in this process (a run makes one), or None before the first: what squall's
@@ -79,13 +84,13 @@ class Hub:
             entry = (g, None)
             self.ready.append(entry)
             try:
-                return self.main.switch()
+                return _switch(self.main)
             except BaseException:
                 self.unqueue(entry)  # thrown out first: this resumption must not come later
                 raise
         timer = self.timers.add(time.monotonic() + seconds, g)
         try:
-            return self.main.switch()
+            return _switch(self.main)
         except BaseException:
             timer[1] = _CANCELLED  # thrown out (killed, a Timeout): the timer must not resume it later
             raise
@@ -106,7 +111,7 @@ class Hub:
         g = getcurrent()
         self.pending[op_id] = g
         try:
-            return self.main.switch()  # type: ignore[no-any-return]
+            return _switch(self.main)  # type: ignore[no-any-return]
         except BaseException:
             # Thrown out while waiting: the completion, when it comes, resumes no one. If it came already
             # (dispatched, so no longer pending), its resumption is still queued: taken back.
@@ -115,6 +120,11 @@ class Hub:
                 if queued is not None:
                     self.unqueue(queued)
             raise
+
+    def wait_turn(self) -> Any:
+        """Suspends the calling greenlet until something that recorded it resumes it (an MQTT message's
+        acknowledgement, the open model's next arrival); returns the value it is resumed with."""
+        return _switch(self.main)
 
     def call_later(self, seconds: float, fn: Callable[[], None]) -> list[Any]:
         """Calls `fn` in a greenlet of its own once `seconds` have passed (on a pass of the hub); returns
@@ -286,7 +296,7 @@ class Hub:
             until = deadline if deadline is not None else time.monotonic() + 0.05
             timer = self.timers.add(until, g)
             try:
-                self.main.switch()
+                _switch(self.main)
             except BaseException:
                 timer[1] = _CANCELLED
                 raise

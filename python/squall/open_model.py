@@ -66,7 +66,7 @@ class OpenPool:
             t = self.backlog.popleft()
         else:
             self.idle.append((user, getcurrent()))
-            t = user.hub.main.switch()
+            t = user.hub.wait_turn()
         user.hub.engine.begin_iteration(user.user_id, t)
 
     def all_idle(self) -> bool:

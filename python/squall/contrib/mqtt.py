@@ -62,7 +62,7 @@ class MQTTMessageInfo:
         """Suspends the calling user until the broker acknowledged the message (or it failed)."""
         if not self._done and getcurrent() is not self._hub.main:
             self._waiters.append(getcurrent())
-            self._hub.main.switch()
+            self._hub.wait_turn()
         if self._error:
             raise RuntimeError(self._error)
 
