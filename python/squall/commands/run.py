@@ -32,6 +32,7 @@ from squall import (
     load_values,
     locust_compat,
     monitor,
+    otel,
     processes,
     report,
     thresholds,
@@ -270,7 +271,10 @@ def _start_logging(
             setup_logging(args.loglevel, args.logfile)
         except (OSError, ValueError) as e:
             raise UsageError(f"cannot log to {args.logfile or 'stderr'}: {e}") from None
-    main_logger.info(f"Starting squall {__version__} (Locust-compatible)")
+    # --otel: the run's metrics and log over OpenTelemetry (squall.otel), as Locust's start says so
+    exporting = bool(args.otel) and otel.setup(args, processes.worker())
+    started = ", OpenTelemetry enabled" if exporting else ""
+    main_logger.info(f"Starting squall {__version__} (Locust-compatible){started}")
     if not shape:
         fixed = sum(c.fixed_count for c in classes)
         if fixed > args.num_users:

@@ -29,7 +29,6 @@ NO_EFFECT = {
     "build_path": "--build-path has no effect in squall: its dashboard is built in",
     "web_base_path": "--web-base-path has no effect in squall: its dashboard is served at the root path",
     "profile": "--profile has no effect in squall: it keeps no history of runs to group",
-    "otel": "--otel has no effect in squall: it has no OpenTelemetry instrumentation",
     "enable_rebalancing": "--enable-rebalancing has no effect: squall's master places each worker's share "
     "once; a worker that joins later takes no share (see --on-worker-loss replace)",
 }
@@ -236,7 +235,10 @@ def _behaviour(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     g.add_argument("--equal-weights", action="store_true", help="every User class and task weighs the same")
     g.add_argument("--profile", help="no effect")
-    g.add_argument("--otel", action="store_true", env_var="LOCUST_ENABLE_OPENTELEMETRY", help="no effect")
+    g.add_argument(
+        "--otel", action="store_true", env_var="LOCUST_ENABLE_OPENTELEMETRY",
+        help="export the run's metrics and log over OpenTelemetry (OTLP; OTEL_* variables; squall[otel])",
+    )  # fmt: skip
 
 
 def _squall(p: argparse.ArgumentParser) -> None:
