@@ -198,19 +198,20 @@ def test_the_latency_breakdown_reads_the_servers_delays(tmp_path, how):
     t = agg["timings"]
     assert t["waiting"]["count"] == t["receiving"]["count"] == agg["requests"] >= 50
     assert t["connect"]["count"] == conns and t["tls"]["count"] == 0
-    # time.sleep never returns early and the client cannot see bytes before they are sent: no phase
-    # reads below its delay, but for HDR's 0.1% buckets. The client's wake-up for the first bytes can be
-    # late (a busy 2-core host: measured up to 1 ms), moving that time from receiving to waiting; their
-    # sum stays exact. Medians: measured 20.4 and 30.2-30.3 ms; 1.5 ms bounds leave room for a
-    # loaded machine.
+    # Measured on a quiet host: medians 20.4 ms waiting and 30.2-30.3 ms receiving. The client reads its
+    # clock after the write and at the first bytes; a host busy elsewhere delays either by a scheduler
+    # timeslice, which moves time between the phases (their sum stays): under two CPU-bound processes on
+    # this 2-core host the waiting median read 23.1 ms and a minimum 19.4 ms (a late clock read after
+    # the write). 5 ms bounds on the medians keep that out and still fail a swapped, missing or
+    # whole-response phase (0 or 50 ms).
     w, r = t["waiting"]["percentiles_us"]["50"], t["receiving"]["percentiles_us"]["50"]
-    assert t["waiting"]["min_us"] >= HEAD_DELAY_MS * 1000 * 0.999, t["waiting"]
-    assert HEAD_DELAY_MS * 1000 <= w <= HEAD_DELAY_MS * 1000 + 1500, t["waiting"]
-    assert abs(r - BODY_DELAY_MS * 1000) <= 1500, t["receiving"]
-    # What the phases leave of the response time: the write, the connects (2 or 4 of 100 requests)
-    # and reading the clock, well under a millisecond a request.
+    assert abs(w - HEAD_DELAY_MS * 1000) <= 5000, t["waiting"]
+    assert abs(r - BODY_DELAY_MS * 1000) <= 5000, t["receiving"]
+    # What the phases leave of the response time: the write, the connects (2 or 4 of 100 requests),
+    # reading the clock and, for a script, the request's wait for the engine: measured 0.05-0.2 ms a
+    # request; 2 ms leaves a loaded host room and still fails a phase left out (20 or 30 ms).
     rest = agg["mean_us"] - t["waiting"]["mean_us"] - t["receiving"]["mean_us"]
-    assert -0.002 * agg["mean_us"] <= rest <= 1000, (rest, agg["mean_us"])
+    assert -0.002 * agg["mean_us"] <= rest <= 2000, (rest, agg["mean_us"])
 
 
 def test_tls_handshakes_and_connects_are_the_connections_the_server_saw(nginx, tmp_path):

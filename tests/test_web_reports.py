@@ -133,8 +133,8 @@ def test_where_the_time_goes_reads_the_servers_delays(chromium, tmp_path):
     def seg(phase):
         return float(page.locator(f"[data-testid='timing-seg'][data-phase='{phase}']").get_attribute("data-value"))
 
-    assert 20_000 <= seg("waiting") <= 21_500 + 0.05 * 20_000  # a mean: a late wake-up or two weigh in
-    assert abs(seg("receiving") - 30_000) <= 1_500
+    # Means per response (the bounds of test_ground_truth.py's test of the engine, and why)
+    assert abs(seg("waiting") - 20_000) <= 5_000 and abs(seg("receiving") - 30_000) <= 5_000
     assert t["connect"]["count"] == 2 and t["tls"]["count"] == 0
 
 

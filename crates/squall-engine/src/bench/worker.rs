@@ -257,13 +257,13 @@ async fn worker(
             Ok((status, body_bytes, wire_bytes, timing)) => {
                 (Outcome::Response { status, body_bytes, wire_bytes }, timing)
             }
-            Err(f) => (Outcome::Failed(f), None),
+            Err(f) => (Outcome::Failed(f), Timing::default()),
         };
         ctx.last_completion.set(Some(now));
         let mut recorder = ctx.recorder.borrow_mut();
         recorder.record(now, 0, now.saturating_duration_since(begin), &outcome);
-        if let Some(t) = timing {
-            recorder.record_timing(0, &t.phases(now));
+        if let Some(written) = timing.written {
+            recorder.timing(0).exchange(written, timing.first_byte, now);
         }
         drop(recorder);
         last_completion = Some(now);
@@ -271,8 +271,8 @@ async fn worker(
     worker_finished(&ctx);
 }
 
-/// Status, body and wire bytes, and what an HTTP/1.1 exchange saw of its phases (HTTP/2: none).
-type Exchanged = Result<(u16, u64, u64, Option<Timing>), stats::Failure>;
+/// Status, body and wire bytes, and what an HTTP/1.1 exchange saw of its phases (HTTP/2: nothing).
+type Exchanged = Result<(u16, u64, u64, Timing), stats::Failure>;
 
 async fn h1_request(ctx: &ThreadCtx, conn: &mut Option<H1Conn>, conn_index: usize, watch: &Watch) -> Exchanged {
     let open = async || {
@@ -280,20 +280,22 @@ async fn h1_request(ctx: &ThreadCtx, conn: &mut Option<H1Conn>, conn_index: usiz
         let t0 = Instant::now();
         let opened = ctx.connector.connect_timed(conn_index).await;
         watch.connecting.set(false);
-        ctx.recorder.borrow_mut().record_connect(t0.elapsed());
-        let (stream, opened) = opened?;
-        Ok(H1Conn::opened(stream, opened))
+        let mut recorder = ctx.recorder.borrow_mut();
+        recorder.record_connect(t0.elapsed());
+        let (stream, o) = opened?;
+        recorder.timing(0).opened(o.tcp, o.tls);
+        Ok(H1Conn::new(stream))
     };
     let spec = &ctx.shared.spec;
     let resp = crate::http::h1::exchange_keepalive(conn, open, &spec.h1_bytes, ctx.head, false, spec.keepalive).await?;
-    Ok((resp.status, resp.body_bytes, resp.wire_bytes, Some(resp.timing)))
+    Ok((resp.status, resp.body_bytes, resp.wire_bytes, resp.timing))
 }
 
 async fn h2_request(ctx: &ThreadCtx, conn: &LeanConn, watch: &Watch) -> Exchanged {
     let head = ctx.h2_head.as_ref().expect("HTTP/2 runs have header blocks");
     let on_connect = |t| ctx.recorder.borrow_mut().record_connect(t);
     let r = conn.exchange(&ctx.connector, head, &ctx.body, on_connect, &watch.connecting).await?;
-    Ok((r.status, r.body_bytes, r.body_bytes, None))
+    Ok((r.status, r.body_bytes, r.body_bytes, Timing::default()))
 }
 
 /// Per thread: times out requests (no timer per request: one scan a few times a second) and hands

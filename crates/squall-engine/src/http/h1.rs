@@ -1,7 +1,7 @@
 //! A lean HTTP/1.1 exchange: write the prepared request, parse the response head with `httparse`,
 //! then read the body by Content-Length, chunked encoding, or until close.
 
-use crate::net::{classify_io, Opened, Stamp, Stream};
+use crate::net::{classify_io, Stamp, Stream};
 use crate::stats::{Failure, FailureKind, Phases};
 use std::cell::Cell;
 use std::io;
@@ -41,12 +41,10 @@ pub struct Response {
     pub timing: Timing,
 }
 
-/// What an exchange saw of where its time went; the caller, who knows when the response ended, makes
-/// them `Phases`.
+/// What an exchange saw of where its time went (`stats::timing`), for the caller, who knows when the
+/// response ended; the connect and TLS times are the opener's (`Connector::connect_timed`).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Timing {
-    /// The connection this exchange opened, if it did: its TCP connect and TLS handshake.
-    pub opened: Option<Opened>,
     /// When the request was written.
     pub written: Option<Instant>,
     /// When the response's first bytes were read, if it took more than one read: the clock before the
@@ -56,14 +54,13 @@ pub struct Timing {
 }
 
 impl Timing {
-    /// The phases of an exchange whose response ended at `end`.
+    /// The waiting and receiving of an exchange whose response ended at `end`.
     pub fn phases(&self, end: Instant) -> Phases {
         let first = self.first_byte.map_or(end, |f| f.min(end));
         Phases {
-            connect: self.opened.map(|o| o.tcp),
-            tls: self.opened.and_then(|o| o.tls),
             waiting: self.written.map(|w| first.saturating_duration_since(w)),
             receiving: self.written.map(|_| end.saturating_duration_since(first)),
+            ..Phases::default()
         }
     }
 }
@@ -130,8 +127,6 @@ pub struct H1Conn {
     /// connection, when set: what a scripted run's engine needs to know before it defers reading
     /// (script/mod.rs `poll`).
     pub awaiting: Option<Rc<Cell<usize>>>,
-    /// How opening this connection went, for the first exchange on it to report.
-    pub opened: Option<Opened>,
     /// Reads of the current exchange that returned bytes, and when its first one did (see `Timing`).
     reads: u32,
     first_byte: Option<Instant>,
@@ -163,15 +158,9 @@ impl H1Conn {
             body_counter: 0,
             served: 0,
             awaiting: None,
-            opened: None,
             reads: 0,
             first_byte: None,
         }
-    }
-
-    /// A connection that took `opened` to open (its first exchange reports it).
-    pub fn opened(io: Stream, opened: Opened) -> Self {
-        H1Conn { opened: Some(opened), ..H1Conn::new(io) }
     }
 
     /// From now on its reads can carry the kernel's receive time (`net::stamped`).
@@ -230,7 +219,6 @@ impl H1Conn {
         let _awaiting = self.awaiting.as_ref().filter(|_| self.io.tcp().stamps()).map(Awaiting::new);
         let mut resp = Response::default();
         resp.timing.written = Some(Instant::now());
-        resp.timing.opened = self.opened.take();
         (self.reads, self.first_byte) = (0, None);
         let body_kind = loop {
             match parse_head(self.buffered(), head_request, keep).map_err(|f| fail(f, false))? {
@@ -564,14 +552,10 @@ mod tests {
                 s.write_all(b"hello").await.unwrap();
             }
         });
-        let t0 = std::time::Instant::now();
-        let tcp = TcpStream::connect(addr).await.unwrap();
-        let opened = Opened { tcp: t0.elapsed(), tls: None };
-        let mut c = H1Conn::opened(Stream::plain(tcp), opened);
-        for first in [true, false] {
+        let mut c = conn(addr).await;
+        for _ in 0..2 {
             let r = c.exchange(REQ, false, false).await.ok().unwrap();
             let p = r.timing.phases(std::time::Instant::now());
-            assert_eq!(p.connect.is_some(), first, "only the exchange that opened the connection has its connect");
             let (w, rx) = (p.waiting.unwrap().as_micros(), p.receiving.unwrap().as_micros());
             assert!((40_000..55_000).contains(&w), "waiting {w} µs");
             assert!((60_000..75_000).contains(&rx), "receiving {rx} µs");

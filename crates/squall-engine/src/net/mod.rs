@@ -53,13 +53,6 @@ pub struct Opened {
     pub tls: Option<Duration>,
 }
 
-impl Opened {
-    /// The whole of it (the result's `connect` section times both).
-    pub fn total(&self) -> Duration {
-        self.tcp + self.tls.unwrap_or_default()
-    }
-}
-
 /// How to reach the target: its addresses and, for https, the TLS connector and server name.
 #[derive(Clone)]
 pub struct Connector {

@@ -878,7 +878,8 @@ async fn follow(
                 None => Jar::default().header_for(&host, &r.cookies),
             }
         };
-        let resp = exchange(engine, r, origin, method, &url, &headers, cookie.as_deref(), &body).await?;
+        let (resp, opened) = exchange(engine, r, origin, method, &url, &headers, cookie.as_deref(), &body).await?;
+        phases.add(&opened);
         if !resp.set_cookies.is_empty() {
             let mut jars = engine.jars.borrow_mut();
             let jar = jars.entry(r.user).or_default();
@@ -933,7 +934,7 @@ async fn exchange(
     headers: &[(String, String)],
     cookie: Option<&str>,
     body: &[u8],
-) -> Result<Response, Failure> {
+) -> Result<(Response, Phases), Failure> {
     let (user, insecure) = (r.user, r.insecure);
     let key = (user, origin, insecure);
     if engine.options.http2 {
@@ -971,7 +972,7 @@ async fn exchange(
             raw.extend_from_slice(b"\r\n");
         }
         resp.raw_head = Some(raw);
-        return Ok(resp);
+        return Ok((resp, Phases::default())); // (HTTP/2 is not broken down: stats::timing)
     }
     let bytes = engine.h1_bytes(method, url, headers, cookie, body);
     let mut conn = match engine.pool.borrow_mut().get_mut(&key) {
@@ -981,12 +982,15 @@ async fn exchange(
     if let Some(c) = conn.as_mut().filter(|_| engine.wants_stamps()) {
         c.stamp();
     }
+    // The connection opened for this request, if one was: its connect and TLS phases.
+    let opened = Cell::new(Phases::default());
     let open = async || {
         let connector = engine.connector(origin, insecure).await?;
         let t0 = Instant::now();
-        let (stream, opened) = connector.connect_timed(user as usize).await?;
+        let (stream, o) = connector.connect_timed(user as usize).await?;
         engine.recorder.borrow_mut().record_connect(t0.elapsed());
-        let mut conn = H1Conn::opened(stream, opened);
+        opened.set(Phases { connect: Some(o.tcp), tls: o.tls, ..Phases::default() });
+        let mut conn = H1Conn::new(stream);
         conn.awaiting = Some(engine.awaiting.clone());
         if engine.wants_stamps() {
             conn.stamp();
@@ -1004,5 +1008,5 @@ async fn exchange(
             idle.push(c);
         }
     }
-    Ok(resp)
+    Ok((resp, opened.get()))
 }

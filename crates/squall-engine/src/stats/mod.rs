@@ -516,13 +516,18 @@ impl Recorder {
         &self.timeline
     }
 
-    /// A response's phases (after its `record`).
+    /// Where the endpoint's time went so far (`timing`).
     #[inline]
-    pub fn record_timing(&mut self, endpoint: EndpointId, phases: &Phases) {
+    pub fn timing(&mut self, endpoint: EndpointId) -> &mut TimingStats {
         if self.timings.len() <= endpoint {
             self.timings.resize_with(endpoint + 1, TimingStats::default);
         }
-        self.timings[endpoint].record(phases);
+        &mut self.timings[endpoint]
+    }
+
+    /// A request's phases (a script's, after its `record`).
+    pub fn record_timing(&mut self, endpoint: EndpointId, phases: &Phases) {
+        self.timing(endpoint).record(phases);
     }
 
     pub fn record_connect(&mut self, took: Duration) {
