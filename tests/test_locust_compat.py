@@ -698,3 +698,28 @@ def test_users_slow_to_make_start_one_after_another_while_the_others_run(nginx, 
     # Made at 0.5, 1.0 and 1.5 s, the first three users had 1.5, 1.0 and 0.5 s before the fourth: 60
     # requests at 20 a second; the scheduling of a loaded host may cost a few.
     assert before_last >= 45, before_last
+
+
+def test_users_that_misbehave_end_alone_and_a_thread_of_the_file_goes_on(nginx, tmp_path):
+    """sys.exit() and KeyboardInterrupt in a task, a wait_time that raises: each is that user's error,
+    counted once, and that user ends (Locust's whole process would die with exit code 3, its statistics
+    unwritten); the well-behaved user requests all along, and a thread the file started at import (a
+    greenlet once gevent patched threading, as under Locust) ticks every 50 ms throughout."""
+    nginx.reset_log()
+    out = tmp_path / "seen.json"
+    p = squall(
+        "-f", FILES / "misbehaving.py", "-H", nginx.url, "--headless", "-u", 4, "-r", 100, "-t", "3s",
+        "--csv", tmp_path / "m", env=dict(os.environ, SQUALL_TEST_OUT=str(out)),
+    )  # fmt: skip
+    assert p.returncode == 1, p.stderr[-2000:]  # task exceptions: --exit-code-on-error's 1
+    rows = list(csv.DictReader(open(tmp_path / "m_exceptions.csv")))
+    assert sorted((r["Count"], r["Traceback"].strip().splitlines()[-1]) for r in rows) == [
+        ("1", "KeyboardInterrupt"),
+        ("1", "SystemExit: 3"),
+        ("1", "ValueError: no wait for you"),
+    ]
+    seen = json.loads(out.read_text())
+    # 3 s of the fine user at 10 a second, and of the thread at 20 (a loaded host may cost a few).
+    assert seen["fine"] >= 20 and seen["ticks"] >= 40, seen
+    # The BadWait user's one request, and the fine user's; one may be in flight when the run ends.
+    assert seen["fine"] + 1 <= nginx.requests_logged() <= seen["fine"] + 2

@@ -65,6 +65,13 @@ def enabled() -> bool:
     return _enabled
 
 
+def sleep(seconds: float) -> None:
+    """gevent's sleep (outside squall's run, or in another thread: on that thread's gevent hub)."""
+    import gevent
+
+    gevent.sleep(seconds)
+
+
 def bind(hub: Hub, env: Environment) -> Any:
     """The run's scheduler becomes gevent's hub loop of this thread; returns that hub greenlet. A greenlet
     a user spawned that fails is counted in `env`'s exceptions, as a task's (`user_spawned`)."""

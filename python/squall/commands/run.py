@@ -93,17 +93,21 @@ _real_sleep = time.sleep
 
 
 class _CooperativeSleep:
-    """`time.sleep` while squall runs a locustfile: in a user it waits on the hub, so the other users go
-    on (as Locust's gevent patching does); elsewhere it sleeps."""
+    """`time.sleep` while squall runs a locustfile: in a user (or any greenlet but the hub's) it waits on
+    the hub's timers, so the other users go on (as Locust's gevent patching does); outside a run, or in
+    another thread (the dashboard's, where a locustfile's Flask routes run), gevent's sleep where gevent
+    patched the standard library (a thread the file started at import is a greenlet then, and must let
+    the rest go on), else the standard library's."""
 
     hub: Hub | None = None  # the hub of the run, once it starts
-    # The hub's OS thread: another one (the dashboard's, where a locustfile's Flask routes run) sleeps.
-    thread = threading.get_native_id()
+    thread = threading.get_native_id()  # the hub's OS thread
 
     def __call__(self, seconds: float | SupportsIndex) -> None:
         hub = self.hub
         if hub is not None and getcurrent() is not hub.main and threading.get_native_id() == self.thread:
             hub.sleep(float(seconds))
+        elif gevent_hub.enabled() and (hub is None or getcurrent() is not hub.main):
+            gevent_hub.sleep(float(seconds))
         else:
             _real_sleep(seconds)
 

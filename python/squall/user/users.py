@@ -82,6 +82,11 @@ class User(metaclass=TaskHolderMeta):
                 self.environment.report_exception(self, e, user_traceback(e))
         except UserHung as e:
             self.environment.report_exception(self, e, user_traceback(e))
+        except (Exception, SystemExit, KeyboardInterrupt) as e:
+            # Outside a task's own handling (a wait_time that raises, a TaskSet's on_stop) or a task's
+            # sys.exit() / KeyboardInterrupt: that user's end, counted, never the run's (Locust's process
+            # would die with the task's exit code, its statistics unwritten).
+            self.environment.report_exception(self, e, user_traceback(e))
         finally:
             self.environment.user_stopped(self)
 
