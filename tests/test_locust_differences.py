@@ -28,20 +28,20 @@ def recorder():
 
 
 def test_a_user_class_without_tasks_runs_and_fails_each_turn_as_in_locust(recorder, tmp_path):
-    """Locust's x-forwarded-for.py: ForwardedForUser has no tasks. Both tools warn, start it (one user of
-    each class), count 'No tasks defined on ForwardedForUser' as its users' exceptions (as often as the
-    machine allows: the counts differ), exit 1; WebsiteUser's requests, with their X-Forwarded-For
-    header, are the same; test_start saw the 2 users asked for as the runner's target."""
+    """A User class without tasks (Spoofed, as in Locust's x-forwarded-for.py). Both tools warn, start
+    it (one user of each class), count 'No tasks defined on Spoofed' as its users' exceptions (as often as
+    the machine allows: the counts differ), exit 1; Site's requests, with their X-Forwarded-For header,
+    are the same; test_start saw the 2 users asked for as the runner's target."""
     both = run_both("x_forwarded_for.py", recorder, tmp_path, "--loglevel", "WARNING")
     (lp, lprefix, lrecords), (sp, sprefix, srecords) = both["locust"], both["squall"]
     assert lp.returncode == sp.returncode == 1, (lp.stderr[-2000:], sp.stderr[-2000:])
-    warning = "ForwardedForUser had no tasks left after filtering, instantiating it will fail!"
+    warning = "Spoofed had no tasks left after filtering, instantiating it will fail!"
     assert warning in lp.stderr and warning in sp.stderr
     assert (
         set(exceptions(sprefix))
         == set(exceptions(lprefix))
         == {
-            "No tasks defined on ForwardedForUser. Use the @task decorator or set the 'tasks' attribute of the User "
+            "No tasks defined on Spoofed. Use the @task decorator or set the 'tasks' attribute of the User "
             "(or mark it as abstract = True if you only intend to subclass it)"
         }
     )

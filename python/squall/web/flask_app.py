@@ -19,6 +19,7 @@ from __future__ import annotations
 import html
 import io
 import sys
+import time
 import traceback
 from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import quote, unquote, urlsplit
@@ -81,12 +82,12 @@ class LocustFlask:
         @locust.route("/stats/requests")
         @self.auth_required_if_enabled
         def stats_requests() -> Any:
-            return jsonify(locust_stats(self.dashboard.store.view(1 << 62)))
+            return jsonify(locust_stats(_snapshot(self.dashboard.store)))
 
         @locust.route("/exceptions")
         @self.auth_required_if_enabled
         def exceptions() -> Any:
-            rows = self.dashboard.store.view(1 << 62)["totals"].get("exceptions") or []
+            rows = _snapshot(self.dashboard.store)["totals"].get("exceptions") or []
             return jsonify(
                 {
                     "exceptions": [
@@ -222,13 +223,25 @@ def _reply(
         handler.wfile.write(body)
 
 
+def _snapshot(store: Any) -> dict[str, Any]:
+    """What the live store holds now (read under its lock, as the dashboard's own reads are)."""
+    with store.lock:
+        last = store.timeseries[-1] if store.timeseries else {}
+        elapsed = 0.0 if store.started is None else time.monotonic() - store.started
+        return {"totals": store.totals, "last": last, "state": store.state, "users": store.users, "elapsed": elapsed}
+
+
 def locust_stats(view: dict[str, Any]) -> dict[str, Any]:
-    """Locust's `/stats/requests` JSON from the dashboard's live data: each endpoint's `to_dict()`, then
-    the Aggregated row, the errors, the totals, the state and the users."""
-    totals = view["totals"]
-    rows = [_entry(r) for r in totals.get("endpoints") or []]
+    """Locust's `/stats/requests` JSON from the dashboard's live data (`_snapshot`): each endpoint's
+    `to_dict()`, then the Aggregated row, the errors, the totals, the state and the users. Current rates
+    are the last second's."""
+    totals, last, seconds = view["totals"], view["last"], max(view["elapsed"], 1.0)
+    current = {(e.get("method"), e.get("name")): e for e in last.get("endpoints") or []}
+    rows = [
+        _entry(r, current.get((r.get("method"), r.get("name")), {}), seconds) for r in totals.get("endpoints") or []
+    ]
     agg = totals.get("aggregate")
-    total = _entry(agg or {"method": "", "name": "Aggregated"})
+    total = _entry(agg or {"method": "", "name": "Aggregated"}, last, seconds)
     errors = [
         {
             "method": e.get("method", ""),
@@ -238,12 +251,11 @@ def locust_stats(view: dict[str, Any]) -> dict[str, Any]:
         }
         for e in totals.get("errors") or []
     ]
-    current = view["timeseries"][-1] if view.get("timeseries") else {}
     return {
         "stats": [*rows, total],
         "errors": errors,
-        "current_rps": current.get("requests", 0),
-        "current_fail_per_sec": current.get("failures", 0),
+        "current_rps": total["current_rps"],
+        "current_fail_per_sec": total["current_fail_per_sec"],
         "total_rps": total["total_rps"],
         "total_fail_per_sec": total["total_fail_per_sec"],
         "fail_ratio": total["num_failures"] / total["num_requests"] if total["num_requests"] else 0.0,
@@ -256,10 +268,10 @@ def locust_stats(view: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _entry(r: dict[str, Any]) -> dict[str, Any]:
+def _entry(r: dict[str, Any], second: dict[str, Any], seconds: float) -> dict[str, Any]:
+    """One row of Locust's `to_dict()` from a live totals row, its last second and the test's length."""
     n = int(r.get("requests", 0))
     pct = r.get("percentiles_us") or {}
-    seconds = max(float(r.get("duration_s") or 0.0), 1.0)
     return {
         "method": r.get("method", ""),
         "name": r.get("name", ""),
@@ -269,8 +281,8 @@ def _entry(r: dict[str, Any]) -> dict[str, Any]:
         "max_response_time": r.get("max_us", 0) / 1000 if n else 0,
         "avg_response_time": r.get("mean_us", 0.0) / 1000 if n else 0,
         "median_response_time": pct.get("50", 0) / 1000 if n else 0,
-        "current_rps": r.get("rps", 0.0),
-        "current_fail_per_sec": r.get("fail_rps", 0.0),
+        "current_rps": float(second.get("requests", 0)),
+        "current_fail_per_sec": float(second.get("failures", 0)),
         "total_rps": n / seconds,
         "total_fail_per_sec": int(r.get("failures", 0)) / seconds,
         **{f"response_time_percentile_0.{p}": pct.get(p, 0) / 1000 if n else 0 for p in PERCENTILES},

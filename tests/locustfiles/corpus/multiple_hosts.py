@@ -1,7 +1,7 @@
-"""Locust's multiple_hosts.py: a second HttpSession for another host, made with Locust's keywords
-(`base_url=`, `request_event=self.client.request_event`, `user=self`), with its own cookie jar; the
-same with FastHttpSession; and a session made without a user in a `test_start` listener. API_HOST is
-the recorder under another path."""
+"""A second host in the same user (what Locust's multiple_hosts.py does): a session made with Locust's
+keywords (`base_url=`, `request_event=self.client.request_event`, `user=self`) beside `self.client`, with
+cookies of its own; the same with FastHttpSession; and a session made without a user in a `test_start`
+listener. API_HOST is the recorder under another path."""
 
 import os
 
@@ -12,49 +12,42 @@ from locust.contrib.fasthttp import FastHttpSession
 
 
 @events.test_start.add_listener
-def set_up(environment, **_kw):
-    setup = HttpSession(base_url=environment.host, request_event=environment.events.request, user=None)
-    setup.get("/setup", name="setup")
+def warm_up(environment, **_kw):
+    once = HttpSession(base_url=environment.host, request_event=environment.events.request, user=None)
+    once.get("/setup", name="setup")
 
 
-class Steps(SequentialTaskSet):
+class Journey(SequentialTaskSet):
     @task
-    def login(self):
+    def sign_in(self):
         count(self)
-        self.user.client.get("/login")  # sets a cookie on the user's own session only
+        self.user.client.get("/login")  # a cookie for the user's own session only
 
     @task
-    def index(self):
+    def front(self):
         count(self)
         self.user.client.get("/")
 
     @task
-    def index_other_host(self):
+    def other_host(self):
         count(self)
-        self.user.api_client.get("/stats/requests")
+        self.user.api.get("/stats/requests")
 
 
-class MultipleHostsUser(HttpUser):
-    abstract = True
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.api_client = HttpSession(
-            base_url=os.environ["API_HOST"], request_event=self.client.request_event, user=self
-        )
-
-
-class WebsiteUser(MultipleHostsUser):
+class TwoHosts(HttpUser):
     wait_time = constant(0)
-    tasks = [Steps]
+    tasks = [Journey]
+
+    def __init__(self, environment):
+        super().__init__(environment)
+        self.api = HttpSession(base_url=os.environ["API_HOST"], request_event=self.client.request_event, user=self)
 
 
-class FastMultipleHostsUser(FastHttpUser):
+class FastTwoHosts(FastHttpUser):
     wait_time = constant(0)
-    tasks = [Steps]
+    tasks = [Journey]
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.api_client = FastHttpSession(
-            base_url=os.environ["API_HOST"] + "/fast", request_event=self.client.request_event, user=self
-        )
+    def __init__(self, environment):
+        super().__init__(environment)
+        base = os.environ["API_HOST"] + "/fast"
+        self.api = FastHttpSession(base_url=base, request_event=self.client.request_event, user=self)

@@ -1,6 +1,7 @@
-"""Locust's x-forwarded-for.py: ForwardedForUser is a base class that its author forgot to mark
-abstract, so it is a User class with no tasks. Locust warns, starts it all the same, and each of its
-users' turns is an exception; WebsiteUser runs as usual, with its X-Forwarded-For header."""
+"""A base class its author forgot to mark abstract (the situation of Locust's x-forwarded-for.py): Spoofed
+sets an X-Forwarded-For header for its subclasses and has no task of its own, so it is a User class
+without tasks. Locust warns, starts it all the same, and each turn of its users is an exception; Site
+runs as usual, its header sent."""
 
 import random
 
@@ -8,23 +9,23 @@ from _bounded import count
 from locust import HttpUser, constant, events, task
 
 
-class ForwardedForUser(HttpUser):
-    subnet = "10.10."
+class Spoofed(HttpUser):
+    network = "10.10."
 
     def __init__(self, environment):
         super().__init__(environment)
-        self.fake_ip = self.subnet + str(random.randint(0, 254)) + "." + str(random.randint(0, 254))
-        self.client.headers["X-Forwarded-For"] = self.fake_ip
+        address = f"{self.network}{random.randint(0, 254)}.{random.randint(0, 254)}"
+        self.client.headers["X-Forwarded-For"] = address
 
 
-class WebsiteUser(ForwardedForUser):
+class Site(Spoofed):
     wait_time = constant(0.05)
 
     def on_start(self):
-        self.client.get(f"/target/{WebsiteUser.target}")
+        self.client.get(f"/target/{Site.target}")
 
     @task
-    def index(self):
+    def home(self):
         count(self)
         with self.client.get("/", catch_response=True):
             pass
@@ -33,4 +34,4 @@ class WebsiteUser(ForwardedForUser):
 @events.test_start.add_listener
 def started(environment, **_kw):
     # What test_start sees: Locust's runner has its target (the users asked for) by then.
-    WebsiteUser.target = environment.runner.target_user_count
+    Site.target = environment.runner.target_user_count

@@ -1,37 +1,37 @@
-"""Locust's bottlenecked_server.py, bounded: routes added to the web UI's Flask app (`/fast`, `/slow`
-behind a semaphore of 4) are the target of the users, which the test points at the tool's own web UI
-(-H http://127.0.0.1:PORT). Each user runs ITERATIONS tasks."""
+"""A server in the web UI (the behaviour of Locust's bottlenecked_server.py): the file adds `/fast` and
+`/slow` (at most 4 at a time) to the web UI's Flask app, and its users, pointed at the tool's own UI
+(-H its URL), request them and a path no one serves (the app's 404). ITERATIONS tasks per user."""
 
+import threading
 import time
-from threading import Semaphore
 
 from _bounded import count
 from locust import HttpUser, constant, events, task
 
-sema = Semaphore(4)
+four_at_a_time = threading.Semaphore(4)
 
 
-class WebsiteUser(HttpUser):
+class Visitor(HttpUser):
     wait_time = constant(0)
 
     @task
-    def index(self):
+    def visit(self):
         count(self)
-        self.client.get("/fast")
-        self.client.get("/slow")
-        self.client.get("/missing")  # the app's 404: a failure
+        for path in ("/fast", "/slow", "/missing"):
+            self.client.get(path)
 
 
 @events.init.add_listener
-def locust_init(environment, **kwargs):
-    assert environment.web_ui, "you can't run this headless"
+def add_routes(environment, **_kw):
+    assert environment.web_ui, "this file needs the web UI (not --headless)"
+    app = environment.web_ui.app
 
-    @environment.web_ui.app.route("/slow")
-    def slow():
-        with sema:
-            time.sleep(0.05)
-        return "slow"
-
-    @environment.web_ui.app.route("/fast")
+    @app.route("/fast")
     def fast():
         return "fast"
+
+    @app.route("/slow")
+    def slow():
+        with four_at_a_time:
+            time.sleep(0.05)
+        return "slow"

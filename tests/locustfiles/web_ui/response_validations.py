@@ -1,57 +1,62 @@
-"""Locust's response_validations.py, bounded: POST routes added to the web UI's Flask app are the users'
-target; GoodUser validates with rest(); a request listener ends a task at its first failed request
-(RescheduleTask). Each user runs ITERATIONS tasks."""
+"""Validation with rest() against routes the file adds to the web UI (the behaviour of Locust's
+response_validations.py): the users post a login and a checkout to the tool's own UI (-H its URL);
+`Validating` judges each JSON answer, `Plain` does not; a request listener ends the task at its first
+failed request (RescheduleTask), so the request after the app's 500 is never sent. ITERATIONS tasks per
+user."""
 
 from _bounded import count
 from flask import request
 from locust import FastHttpUser, events, task
 from locust.exception import RescheduleTask
 
+LOGIN = {"username": "ada", "password": "x"}
 
-class BadUser(FastHttpUser):
+
+class Plain(FastHttpUser):
     @task
-    def t(self):
+    def buy(self):
         count(self)
-        self.client.request("POST", "/authenticate", json={"username": "foo", "password": "bar"})
+        self.client.request("POST", "/authenticate", json=LOGIN)
         self.client.request("POST", "/checkout/confirm", json={"foo": "bar"})
 
 
-class GoodUser(FastHttpUser):
+class Validating(FastHttpUser):
     @task
-    def t(self):
+    def buy(self):
         count(self)
-        with self.rest("POST", "/authenticate", json={"username": "foo", "password": "bar"}) as resp:
-            if error := resp.js.get("error"):
-                resp.failure(error)
-            elif message := resp.js.get("message"):  # noqa: SIM102  # Locust's example, as written
-                if message != "Welcome foo!":
-                    resp.failure(f"Wrong welcome message: {message}")
+        with self.rest("POST", "/authenticate", json=LOGIN) as resp:
+            greeting = resp.js.get("message")
+            if resp.js.get("error"):
+                resp.failure(resp.js["error"])
+            elif greeting and greeting != "Welcome ada!":
+                resp.failure(f"unexpected greeting: {greeting}")
         with self.rest("POST", "/checkout/confirm", json={"foo": "bar"}) as resp:
-            if not resp.js.get("orderId"):
-                resp.failure("orderId missing")
-        with self.rest("POST", "/checkout/confirm", json={"nofoo": "bar"}) as resp:  # the app's 500
+            if "orderId" not in resp.js:
+                resp.failure("no orderId")
+        with self.rest("POST", "/checkout/confirm", json={"bar": "foo"}):  # the route raises: a 500
             pass
-        self.client.get("/never")  # the listener ended the task at the failure above
+        self.client.get("/never")
 
 
 @events.init.add_listener
-def register_request_listener(environment, **kwargs):
+def stop_tasks_at_failures(environment, **_kw):
     @events.request.add_listener
-    def request_listener(exception, **kwargs):
+    def on_request(exception, **_kw):
         if exception:
             raise RescheduleTask()
 
 
 @events.init.add_listener
-def locust_init(environment, **kwargs):
-    if environment.web_ui:
+def add_routes(environment, **_kw):
+    if not environment.web_ui:
+        return
+    app = environment.web_ui.app
 
-        @environment.web_ui.app.route("/authenticate", methods=["POST"])
-        def authenticate():
-            username = request.get_json()["username"]
-            return {"message": f"Welcome {username}!"}
+    @app.route("/authenticate", methods=["POST"])
+    def authenticate():
+        return {"message": "Welcome " + request.get_json()["username"] + "!"}
 
-        @environment.web_ui.app.route("/checkout/confirm", methods=["POST"])
-        def checkout_confirm():
-            request.get_json()["foo"]
-            return {"orderId": 42}
+    @app.route("/checkout/confirm", methods=["POST"])
+    def confirm():
+        request.get_json()["foo"]  # a KeyError for an order without it
+        return {"orderId": 7}
