@@ -1,5 +1,14 @@
 //! A lean HTTP/1.1 exchange: write the prepared request, parse the response head with `httparse`,
 //! then read the body by Content-Length, chunked encoding, or until close.
+//!
+//! What a server sends is read within bounds, whatever it sends; past one the request fails as
+//! "too large" (counted, the connection closed) instead of the buffer growing:
+//! - the head at most `MAX_HEAD` (64 KiB) and `MAX_HEADERS` (256) fields: curl takes 300 KiB,
+//!   Chromium 256 KiB, nginx's proxy 4-8 KiB; no server we know of sends a 64 KiB head;
+//! - a chunk's size line at most `MAX_CHUNK_LINE` (4 KiB: hex digits, then extensions httparse skips
+//!   but needs whole), and the trailers at most `MAX_HEAD`, as a head;
+//! - a body is counted and dropped as it arrives, unless kept for a script: then at most
+//!   `MAX_KEPT_BODY` (64 MiB). A body is never allocated by its announced length.
 
 use crate::net::{classify_io, Stamp, Stream};
 use crate::stats::{Failure, FailureKind, Phases};
@@ -15,7 +24,25 @@ const FEW_HEADERS: usize = 24;
 /// The retry when a response has more headers than that.
 const MAX_HEADERS: usize = 256;
 const INITIAL_BUF: usize = 8 * 1024;
-const MAX_HEAD: usize = 64 * 1024;
+/// The largest response head (or trailer section) read.
+pub const MAX_HEAD: usize = 64 * 1024;
+/// The largest chunk size line read, its CRLF included: hyper allows 16 KiB of extensions over a
+/// whole body; a line is a few hex digits, and its extensions (ignored) have no use we know of in a
+/// response.
+const MAX_CHUNK_LINE: usize = 4 * 1024;
+/// The largest response body kept for a script (its `response.content`), over HTTP/1.1 and
+/// HTTP/2 alike: larger than any API or page response we know of (a body a script must not read
+/// whole is rather a download to count, which bench does without keeping it), and small enough that
+/// a server streaming without end costs a user 64 MiB, not the machine's memory.
+pub const MAX_KEPT_BODY: usize = 64 * 1024 * 1024;
+
+/// The failure of a response whose body is larger than a script may keep.
+pub fn too_large_body() -> Failure {
+    Failure::new(
+        FailureKind::TooLarge,
+        format!("response body above {} MiB, the most kept for a script", MAX_KEPT_BODY >> 20),
+    )
+}
 
 /// What an exchange read. The body and headers are kept only when asked for.
 #[derive(Debug, Default)]
@@ -239,7 +266,8 @@ impl H1Conn {
                     break body;
                 }
                 Head::Partial if self.end - self.start > MAX_HEAD => {
-                    return Err(fail(Failure::new(FailureKind::Protocol, "response head too large"), false));
+                    let f = Failure::new(FailureKind::TooLarge, format!("response head above {} KiB", MAX_HEAD / 1024));
+                    return Err(fail(f, false));
                 }
                 Head::Partial => {}
             }
@@ -275,13 +303,17 @@ impl H1Conn {
         Ok(resp)
     }
 
-    fn take_body(&mut self, n: usize, body: &mut Option<Vec<u8>>) {
+    fn take_body(&mut self, n: usize, body: &mut Option<Vec<u8>>) -> Result<(), Failure> {
         if let Some(b) = body.as_mut() {
+            if b.len() + n > MAX_KEPT_BODY {
+                return Err(too_large_body());
+            }
             b.extend_from_slice(&self.buf[self.start..self.start + n]);
         } else {
             self.body_counter += n as u64;
         }
         self.consume(n);
+        Ok(())
     }
 
     async fn fill_body(&mut self) -> Result<(), Failure> {
@@ -295,7 +327,7 @@ impl H1Conn {
     async fn read_exact_body(&mut self, mut left: u64, body: &mut Option<Vec<u8>>) -> Result<(), Failure> {
         loop {
             let take = (self.end - self.start).min(left as usize);
-            self.take_body(take, body);
+            self.take_body(take, body)?;
             left -= take as u64;
             if left == 0 {
                 return Ok(());
@@ -307,7 +339,7 @@ impl H1Conn {
     async fn read_to_close(&mut self, body: &mut Option<Vec<u8>>) -> Result<(), Failure> {
         loop {
             let n = self.end - self.start;
-            self.take_body(n, body);
+            self.take_body(n, body)?;
             match self.fill().await {
                 Ok(0) => return Ok(()),
                 Ok(_) => {}
@@ -318,15 +350,19 @@ impl H1Conn {
 
     async fn read_chunked(&mut self, body: &mut Option<Vec<u8>>, framing: &mut u64) -> Result<(), Failure> {
         let bad = |what: &str| Failure::new(FailureKind::Protocol, format!("bad chunked encoding ({what})"));
+        let long_line = || Failure::new(FailureKind::TooLarge, format!("chunk size line above {MAX_CHUNK_LINE} bytes"));
+        let long_trailers = || Failure::new(FailureKind::TooLarge, format!("trailers above {} KiB", MAX_HEAD / 1024));
         loop {
             // chunk size line
             let size = loop {
                 match httparse::parse_chunk_size(self.buffered()) {
+                    Ok(httparse::Status::Complete((n, _))) if n > MAX_CHUNK_LINE => return Err(long_line()),
                     Ok(httparse::Status::Complete((n, size))) => {
                         self.consume(n);
                         *framing += n as u64;
                         break size;
                     }
+                    Ok(httparse::Status::Partial) if self.end - self.start >= MAX_CHUNK_LINE => return Err(long_line()),
                     Ok(httparse::Status::Partial) => self.fill_body().await?,
                     Err(_) => return Err(bad("size")),
                 }
@@ -344,7 +380,8 @@ impl H1Conn {
             self.consume(2);
             *framing += 2;
         }
-        // trailer section: header lines until an empty line
+        // trailer section: header lines until an empty line, at most MAX_HEAD in all
+        let mut trailers = 0;
         loop {
             match self.buffered().windows(2).position(|w| w == b"\r\n") {
                 Some(0) => {
@@ -352,10 +389,14 @@ impl H1Conn {
                     *framing += 2;
                     return Ok(());
                 }
+                Some(i) if trailers + i + 2 > MAX_HEAD => return Err(long_trailers()),
                 Some(i) => {
                     self.consume(i + 2);
                     *framing += i as u64 + 2;
+                    trailers += i + 2;
                 }
+                // A line still coming: at least its LF is to come.
+                None if trailers + self.buffered().len() + 1 > MAX_HEAD => return Err(long_trailers()),
                 None => self.fill_body().await?,
             }
         }
@@ -383,7 +424,12 @@ fn parse_head(buf: &[u8], head_request: bool, keep: bool) -> Result<Head, Failur
         Err(httparse::Error::TooManyHeaders) => parse_head_with::<MAX_HEADERS>(buf, head_request, keep),
         other => other,
     }
-    .map_err(|e| Failure::new(FailureKind::Protocol, e.to_string()))?
+    .map_err(|e| match e {
+        httparse::Error::TooManyHeaders => {
+            Failure::new(FailureKind::TooLarge, format!("response head of more than {MAX_HEADERS} header fields"))
+        }
+        e => Failure::new(FailureKind::Protocol, e.to_string()),
+    })?
 }
 
 fn parse_head_with<const N: usize>(
@@ -573,6 +619,43 @@ mod tests {
         assert!(p.connect.is_none() && p.tls.is_none());
         assert_eq!(r.timing.first_byte.is_none(), p.receiving == Some(std::time::Duration::ZERO));
         assert!(p.waiting.unwrap() + p.receiving.unwrap() <= end - r.timing.written.unwrap());
+    }
+
+    /// Serves `head`, then `x` bytes without end (until the client closes), once.
+    async fn endless(head: &'static [u8]) -> std::net::SocketAddr {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut s, _) = l.accept().await.unwrap();
+            let _ = s.read(&mut [0u8; 4096]).await.unwrap();
+            let _ = s.write_all(head).await;
+            let piece = vec![b'x'; 64 * 1024];
+            while s.write_all(&piece).await.is_ok() {}
+        });
+        addr
+    }
+
+    /// Issue 26: what a server sends without end fails the request as too large, at the bound.
+    #[tokio::test]
+    async fn endless_framing_and_bodies_are_too_large() {
+        let cases: [(&'static [u8], bool, &str); 5] = [
+            (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1;ext=", false, "chunk size line above 4096 bytes"),
+            (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T: ", false, "trailers above 64 KiB"),
+            (b"HTTP/1.1 200 OK\r\nX-Endless: ", false, "response head above 64 KiB"),
+            (b"HTTP/1.1 200 OK\r\nContent-Length: 1000000000\r\n\r\n", true, "response body above 64 MiB"),
+            (b"HTTP/1.1 200 OK\r\n\r\n", true, "response body above 64 MiB"),
+        ];
+        for (head, keep, what) in cases {
+            let mut c = conn(endless(head).await).await;
+            let e = c.exchange(REQ, false, keep).await.err().unwrap();
+            assert_eq!(e.failure.kind, FailureKind::TooLarge, "{}", e.failure.message());
+            assert!(e.failure.message().starts_with(&format!("too large: {what}")), "{}", e.failure.message());
+            assert!(c.buf.len() <= 2 * MAX_HEAD, "the read buffer grew to {}", c.buf.len());
+        }
+        // Bench keeps no body: an endless one is only a long response (its timeout ends it).
+        let mut c = conn(endless(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000000\r\n\r\n").await).await;
+        let long = tokio::time::timeout(std::time::Duration::from_millis(200), c.exchange(REQ, false, false)).await;
+        assert!(long.is_err(), "still reading");
     }
 
     #[tokio::test]

@@ -1,7 +1,14 @@
 //! HTTP/2 through the `h2` crate: one connection shared by several concurrent streams, reconnected
 //! lazily when it fails. ALPN "h2" over TLS, prior knowledge (h2c) over plain TCP.
+//!
+//! Bounds on what a server sends, as bench's own client keeps them (`h2lean`): a response's header
+//! list at most `MAX_HEADER_BLOCK` (256 KiB, Chromium's limit, where the crate's default is 16 MiB;
+//! a larger one is a stream error), and the body kept for a script at most `MAX_KEPT_BODY` (64 MiB,
+//! as over HTTP/1.1). The crate itself bounds the rest: CONTINUATION frames per block, its send
+//! buffer, one PING acknowledgement pending before it reads on.
 
-use crate::http::h1::Response;
+use crate::http::h1::{too_large_body, Response, MAX_KEPT_BODY};
+use crate::http::h2lean::MAX_HEADER_BLOCK;
 use crate::http::request::RequestSpec;
 use crate::http::{opening, TRIES};
 use crate::net::classify_io;
@@ -57,10 +64,22 @@ struct Failed {
 
 impl From<h2::Error> for Failed {
     fn from(e: h2::Error) -> Failed {
+        let text = e.to_string();
         let failure = match e.get_io() {
             Some(io) => classify_io(io, "mid-response"),
-            None if e.is_go_away() => Failure::new(FailureKind::Closed, format!("with GOAWAY ({e})")),
-            None => Failure::new(FailureKind::Protocol, e.to_string()),
+            // The crate's own GOAWAY for a header block past our bound (its debug data names it).
+            None if ["too_many_continuations", "header_list_way_too_large"].iter().any(|d| text.contains(d)) => {
+                let what = format!("response header block above {} KiB ({text})", MAX_HEADER_BLOCK / 1024);
+                Failure::new(FailureKind::TooLarge, what)
+            }
+            None if e.is_go_away() && e.is_remote() => Failure::new(FailureKind::Closed, format!("with GOAWAY ({e})")),
+            // The crate resets a stream whose response is malformed, or whose header list is above
+            // our bound (it tells the two apart only in its logs).
+            None if e.is_reset() && e.is_library() && e.reason() == Some(h2::Reason::PROTOCOL_ERROR) => {
+                let what = format!("a malformed response, or its header list above {} KiB", MAX_HEADER_BLOCK / 1024);
+                Failure::new(FailureKind::Protocol, what)
+            }
+            None => Failure::new(FailureKind::Protocol, text),
         };
         Failed { failure, broken: !e.is_reset() || e.is_go_away(), refused: e.is_go_away() && e.is_remote() }
     }
@@ -117,7 +136,11 @@ impl H2Conn {
         if connector.tls.is_some() && Connector::alpn(&stream).as_deref() != Some(b"h2") {
             return Err(Failure::new(FailureKind::Protocol, "the server did not negotiate HTTP/2"));
         }
-        let (send, conn) = h2::client::handshake(stream).await.map_err(|e| Failed::from(e).failure)?;
+        let (send, conn) = h2::client::Builder::new()
+            .max_header_list_size(MAX_HEADER_BLOCK as u32)
+            .handshake(stream)
+            .await
+            .map_err(|e| Failed::from(e).failure)?;
         tokio::task::spawn_local(async move {
             let _ = conn.await; // drives the connection until it closes
         });
@@ -207,6 +230,10 @@ impl H2Conn {
             out.body_bytes += chunk.len() as u64;
             let _ = recv.flow_control().release_capacity(chunk.len());
             if let Some(k) = kept.as_mut() {
+                if k.len() + chunk.len() > MAX_KEPT_BODY {
+                    // The stream is reset when `recv` drops; the connection serves on.
+                    return Err(Failed { failure: too_large_body(), broken: false, refused: false });
+                }
                 k.extend_from_slice(&chunk);
             }
         }

@@ -14,6 +14,18 @@
 //!   error, reported);
 //! - our receive windows are as large as HTTP/2 allows, topped up every gigabyte: nothing per frame.
 //!
+//! What a server sends is held within bounds, whatever it sends (issue 26: an endless CONTINUATION
+//! sequence once took this client to 2 GB of RSS in 2 s):
+//! - a header block is at most `MAX_HEADER_BLOCK` bytes (256 KiB, Chromium's limit on a response's
+//!   header list; the h2 crate's default is 16 MiB), said in our SETTINGS as
+//!   SETTINGS_MAX_HEADER_LIST_SIZE. Past it, or past the CONTINUATION frames such a block needs, the
+//!   connection fails as "too large", every stream on it with it;
+//! - frames are at most 16 KiB (the default our SETTINGS keep), read into one fixed buffer;
+//! - DATA is counted, never kept;
+//! - what we owe the server (PING and SETTINGS acknowledgements) is at most `MAX_OWED` frames unsent:
+//!   a server that sends them without reading ours (CVE-2019-9512 and -9515) fails the connection,
+//!   as nghttp2's limit of 1,000 queued control frames does, instead of growing our write buffer.
+//!
 //! Still the whole protocol where a server can use it: CONTINUATION, padding, priority fields,
 //! informational (1xx) responses and trailers, the server's SETTINGS (concurrent streams, initial
 //! window, frame size), flow control of request bodies, PING, RST_STREAM and GOAWAY. Streams the
@@ -63,6 +75,18 @@ const WINDOW: u32 = (1 << 31) - 1;
 const TOP_UP: u64 = 1 << 30;
 /// Stream ids are odd and below 2^31: a connection that reaches this one takes no more streams.
 const LAST_ID: u32 = (1 << 31) - 1;
+/// The largest response header block we keep while its CONTINUATION frames come: Chromium's limit
+/// on a header list (256 KiB; nginx's default `http2_max_header_size` was 16 KiB, the h2 crate's
+/// default 16 MiB). With our HPACK table of 0 bytes a block is no smaller than the fields it carries
+/// but for Huffman coding (at most 8/5 shorter), so no server within Chromium's limit is refused.
+pub const MAX_HEADER_BLOCK: usize = 256 * 1024;
+/// The most CONTINUATION frames one header block may take: as many as `MAX_HEADER_BLOCK` needs in
+/// full frames, and a quarter more for frames not filled (the h2 crate's rule). Empty frames would
+/// otherwise keep a stream waiting, without a byte to count, until its timeout.
+pub const MAX_CONTINUATIONS: usize = MAX_HEADER_BLOCK / MAX_FRAME * 5 / 4;
+/// The most acknowledgements (PING, SETTINGS) queued unsent at once: nghttp2's limit on its queue of
+/// control frames (1,000).
+const MAX_OWED: usize = 1000;
 
 /// `:status` values of HPACK's static table, entries 8 to 14.
 const STATIC_STATUS: [u16; 7] = [200, 204, 206, 304, 400, 404, 500];
@@ -280,6 +304,36 @@ fn be32(b: &[u8]) -> u32 {
     u32::from_be_bytes([b[0], b[1], b[2], b[3]])
 }
 
+/// A connection error: the driver ends the connection, and every stream on it fails so.
+#[derive(Debug)]
+enum ConnError {
+    /// The server broke the protocol.
+    Protocol(String),
+    /// The server sent more than we keep (see the module's bounds).
+    TooLarge(String),
+}
+
+impl From<&str> for ConnError {
+    fn from(m: &str) -> ConnError {
+        ConnError::Protocol(m.into())
+    }
+}
+
+impl From<String> for ConnError {
+    fn from(m: String) -> ConnError {
+        ConnError::Protocol(m)
+    }
+}
+
+impl From<ConnError> for Failure {
+    fn from(e: ConnError) -> Failure {
+        match e {
+            ConnError::Protocol(m) => Failure::new(FailureKind::Protocol, m),
+            ConnError::TooLarge(m) => Failure::new(FailureKind::TooLarge, m),
+        }
+    }
+}
+
 /// How a stream ended short of a response.
 #[derive(Clone, Debug)]
 enum Ended {
@@ -328,8 +382,11 @@ struct State {
     max_frame: usize,
     /// Received since the connection's window was last topped up.
     used: u64,
-    /// A header block still waiting for its CONTINUATION frames: stream, bytes, END_STREAM.
-    continuing: Option<(u32, Vec<u8>, bool)>,
+    /// A header block still waiting for its CONTINUATION frames: stream, bytes, END_STREAM, and
+    /// the CONTINUATION frames so far.
+    continuing: Option<(u32, Vec<u8>, bool, usize)>,
+    /// Acknowledgements queued in `out` since it was last written whole (see `MAX_OWED`).
+    owed: usize,
     broken: Option<Failure>,
     /// No new stream goes on it (a stream was abandoned on it, or the server sent GOAWAY).
     retired: bool,
@@ -347,7 +404,8 @@ impl State {
     fn new() -> State {
         let mut out = Vec::with_capacity(4096);
         out.extend_from_slice(PREFACE);
-        let settings: [(u16, u32); 3] = [(0x1, 0), (0x2, 0), (0x4, WINDOW)]; // table size, push, window
+        // Table size, push, window, header list size.
+        let settings: [(u16, u32); 4] = [(0x1, 0), (0x2, 0), (0x4, WINDOW), (0x6, MAX_HEADER_BLOCK as u32)];
         put_frame_head(&mut out, 6 * settings.len(), SETTINGS, 0, 0);
         for (id, value) in settings {
             out.extend_from_slice(&id.to_be_bytes());
@@ -366,6 +424,7 @@ impl State {
             max_frame: MAX_FRAME,
             used: 0,
             continuing: None,
+            owed: 0,
             broken: None,
             retired: false,
             goaway: false,
@@ -385,6 +444,15 @@ impl State {
         if let Some(w) = self.waiting.pop_front() {
             w.wake();
         }
+    }
+
+    /// Counts one more acknowledgement queued for the server (see `MAX_OWED`).
+    fn owe(&mut self) -> Result<(), ConnError> {
+        self.owed += 1;
+        if self.owed > MAX_OWED {
+            return Err(ConnError::Protocol(format!("PING or SETTINGS flood: {MAX_OWED} acknowledgements unread")));
+        }
+        Ok(())
     }
 
     fn slot(&mut self, id: u32) -> Option<&mut Slot> {
@@ -485,7 +553,7 @@ impl State {
     }
 
     /// A whole header block arrived on `id`.
-    fn headers(&mut self, id: u32, block: &[u8], end_stream: bool) -> Result<(), String> {
+    fn headers(&mut self, id: u32, block: &[u8], end_stream: bool) -> Result<(), ConnError> {
         let status = status_of(block)?; // decoded even for a stream we gave up on
         let Some(s) = self.slot(id) else { return Ok(()) };
         match status {
@@ -515,8 +583,8 @@ impl State {
     }
 
     /// Handles one frame. An error is a connection error: the driver ends the connection.
-    fn frame(&mut self, kind: u8, flags: u8, id: u32, payload: &[u8]) -> Result<(), String> {
-        if let Some((cid, _, _)) = &self.continuing {
+    fn frame(&mut self, kind: u8, flags: u8, id: u32, payload: &[u8]) -> Result<(), ConnError> {
+        if let Some((cid, ..)) = &self.continuing {
             if kind != CONTINUATION || id != *cid {
                 return Err("a header block interrupted before its END_HEADERS".into());
             }
@@ -551,16 +619,27 @@ impl State {
                 if flags & END_HEADERS != 0 {
                     self.headers(id, block, flags & END_STREAM != 0)?;
                 } else {
-                    self.continuing = Some((id, block.to_vec(), flags & END_STREAM != 0));
+                    self.continuing = Some((id, block.to_vec(), flags & END_STREAM != 0, 0));
                 }
             }
             CONTINUATION => {
-                let (cid, mut block, end) = self.continuing.take().ok_or("CONTINUATION without HEADERS")?;
+                let (cid, mut block, end, frames) = self.continuing.take().ok_or("CONTINUATION without HEADERS")?;
+                if block.len() + payload.len() > MAX_HEADER_BLOCK {
+                    return Err(ConnError::TooLarge(format!(
+                        "response header block above {} KiB (HTTP/2 CONTINUATION frames past it)",
+                        MAX_HEADER_BLOCK / 1024
+                    )));
+                }
+                if frames >= MAX_CONTINUATIONS && flags & END_HEADERS == 0 {
+                    return Err(ConnError::TooLarge(format!(
+                        "response header block in more than {MAX_CONTINUATIONS} HTTP/2 CONTINUATION frames"
+                    )));
+                }
                 block.extend_from_slice(payload);
                 if flags & END_HEADERS != 0 {
                     self.headers(cid, &block, end)?;
                 } else {
-                    self.continuing = Some((cid, block, end));
+                    self.continuing = Some((cid, block, end, frames + 1));
                 }
             }
             RST_STREAM => {
@@ -599,6 +678,7 @@ impl State {
                         _ => {}
                     }
                 }
+                self.owe()?;
                 put_frame_head(&mut self.out, 0, SETTINGS, ACK, 0);
                 self.pump();
                 let room = self.max_streams.saturating_sub(self.streams.len());
@@ -607,6 +687,7 @@ impl State {
                 }
             }
             PING if flags & ACK == 0 => {
+                self.owe()?;
                 put_frame_head(&mut self.out, 8, PING, ACK, 0);
                 self.out.extend_from_slice(payload.get(..8).ok_or("short PING")?);
             }
@@ -684,13 +765,15 @@ struct Driver {
 
 impl Driver {
     /// Parses the whole frames read so far.
-    fn parse(&mut self, st: &mut State) -> Result<(), String> {
+    fn parse(&mut self, st: &mut State) -> Result<(), ConnError> {
         let mut at = 0;
         while self.filled - at >= 9 {
             let h = &self.buf[at..at + 9];
             let len = (h[0] as usize) << 16 | (h[1] as usize) << 8 | h[2] as usize;
             if len > MAX_FRAME {
-                return Err(format!("a frame of {len} bytes, above the {MAX_FRAME} we allow"));
+                return Err(ConnError::TooLarge(format!(
+                    "HTTP/2 frame of {len} bytes, above the {MAX_FRAME} we allow"
+                )));
             }
             if self.filled - at < 9 + len {
                 break;
@@ -717,7 +800,7 @@ impl Driver {
         }
         if self.written == st.out.len() {
             st.out.clear();
-            self.written = 0;
+            (self.written, st.owed) = (0, 0);
         }
         if self.flushing {
             match Pin::new(&mut self.io).poll_flush(cx) {
@@ -734,8 +817,8 @@ impl Driver {
             Poll::Ready(Ok(())) => {
                 self.filled += rb.filled().len();
                 progressed = true;
-                if let Err(m) = self.parse(st) {
-                    return Poll::Ready(Err(Failure::new(FailureKind::Protocol, m)));
+                if let Err(e) = self.parse(st) {
+                    return Poll::Ready(Err(e.into()));
                 }
             }
             Poll::Ready(Err(e)) => return Poll::Ready(Err(classify_io(&e, "mid-response"))),
@@ -1071,6 +1154,42 @@ mod tests {
         let s = &st.streams[0];
         assert!(matches!(s.done, Some(Ok(()))));
         assert_eq!((s.status, s.body_bytes), (404, 2));
+    }
+
+    /// Issue 26: a header block past 256 KiB, or in more CONTINUATION frames than that needs, ends
+    /// the connection as too large; so does a flood of PINGs whose acknowledgements go unread.
+    #[test]
+    fn header_blocks_and_owed_acknowledgements_are_bounded() {
+        let settings = &State::new().out[PREFACE.len()..];
+        assert_eq!(&settings[9 + 18..9 + 24], &[0, 6, 0, 4, 0, 0], "SETTINGS_MAX_HEADER_LIST_SIZE 256 KiB");
+        let too_large = |r: Result<(), ConnError>| matches!(r, Err(ConnError::TooLarge(_)));
+        let mut st = State::new();
+        let id = st.open(&head(), &Bytes::new());
+        st.frame(HEADERS, 0, id, &[0x88]).unwrap();
+        let full = vec![0u8; MAX_FRAME];
+        for _ in 0..MAX_HEADER_BLOCK / MAX_FRAME - 1 {
+            st.frame(CONTINUATION, 0, id, &full).unwrap();
+        }
+        assert!(too_large(st.frame(CONTINUATION, 0, id, &full)), "one byte past 256 KiB");
+        let mut st = State::new();
+        let id = st.open(&head(), &Bytes::new());
+        st.frame(HEADERS, 0, id, &[0x88]).unwrap();
+        for _ in 0..MAX_CONTINUATIONS {
+            st.frame(CONTINUATION, 0, id, &[]).unwrap();
+        }
+        assert!(too_large(st.frame(CONTINUATION, 0, id, &[])), "empty frames without end");
+        // Within both bounds, a block in many frames is whole.
+        let mut st = State::new();
+        let id = st.open(&head(), &Bytes::new());
+        st.frame(HEADERS, END_STREAM, id, &[]).unwrap();
+        st.frame(CONTINUATION, 0, id, &[0x88]).unwrap();
+        st.frame(CONTINUATION, END_HEADERS, id, &[]).unwrap();
+        assert!(matches!(st.streams[0].done, Some(Ok(()))));
+        let mut st = State::new();
+        for _ in 0..MAX_OWED {
+            st.frame(PING, 0, 0, &[0; 8]).unwrap();
+        }
+        assert!(matches!(st.frame(SETTINGS, 0, 0, &[]), Err(ConnError::Protocol(_))), "acknowledgements unread");
     }
 
     #[test]

@@ -69,6 +69,9 @@ pub enum FailureKind {
     Unsent,
     /// A redirect chain longer than the most a request follows (requests' TooManyRedirects).
     TooManyRedirects,
+    /// More than the engine keeps of something the server sends (a header block, a body kept for a
+    /// script, a chunk's size line, an MQTT packet): the detail says what and the bound.
+    TooLarge,
 }
 
 impl FailureKind {
@@ -89,6 +92,7 @@ impl FailureKind {
             FailureKind::Lost => "lost",
             FailureKind::Unsent => "unsent",
             FailureKind::TooManyRedirects => "too_many_redirects",
+            FailureKind::TooLarge => "too_large",
         }
     }
 }
@@ -125,6 +129,7 @@ impl Failure {
             FailureKind::AckTimeout => "no acknowledgement within the timeout".into(),
             FailureKind::Lost => "published but never delivered to the subscriber".into(),
             FailureKind::TooManyRedirects => format!("exceeded {} redirects (TooManyRedirects)", self.detail),
+            FailureKind::TooLarge => format!("too large: {}", self.detail),
             FailureKind::Io | FailureKind::Script | FailureKind::Refused | FailureKind::Unsent => self.detail.clone(),
         }
     }
