@@ -48,6 +48,16 @@ use tokio::sync::{mpsc, Notify};
 const MAX_URLS: usize = 10_000;
 /// Prepared request heads kept.
 const MAX_HEADS: usize = 10_000;
+/// Origins (scheme, host, port) a run keeps: a script's URLs and the redirects it follows. A server
+/// that redirects each request to a new host name would otherwise grow the table without end (an
+/// entry and a connector each); past it, a request to one more origin fails, said so.
+const MAX_ORIGINS: usize = 10_000;
+/// The origins a user keeps connections to: the least recently used one's connections close when
+/// an eleventh is used, as a python-requests Session keeps 10 hosts' pools (urllib3's PoolManager).
+/// A chain of redirects through new hosts would otherwise leave a user an idle connection on each.
+const POOLS_PER_USER: usize = 10;
+/// The longest host name a redirect may lead to: DNS's 253 bytes (RFC 1035).
+const MAX_HOST: usize = 253;
 
 /// One request from a script.
 pub struct ScriptRequest {
@@ -189,6 +199,41 @@ enum Pooled {
     H2(Rc<H2Conn>),
 }
 
+/// Each user's connections, per (origin index, insecure), the most recently used last; at most
+/// `POOLS_PER_USER` origins a user.
+#[derive(Default)]
+struct Pools {
+    users: HashMap<u64, Vec<(PoolKey, Pooled)>>,
+}
+
+/// An origin's index, and whether its connections verify no certificate.
+type PoolKey = (usize, bool);
+
+impl Pools {
+    /// The user's connections to the origin, if any, now its most recently used.
+    fn get(&mut self, (user, origin, insecure): (u64, usize, bool)) -> Option<&mut Pooled> {
+        let pools = self.users.get_mut(&user)?;
+        let i = pools.iter().position(|(k, _)| *k == (origin, insecure))?;
+        let last = pools.len() - 1;
+        pools[i..].rotate_left(1); // a no-op for the one most recently used, the common case
+        Some(&mut pools[last].1)
+    }
+
+    /// The same, made with `make` if there was none, evicting the least recently used origin's past
+    /// `POOLS_PER_USER`.
+    fn get_or_insert(&mut self, key: (u64, usize, bool), make: impl FnOnce() -> Pooled) -> &mut Pooled {
+        if self.get(key).is_none() {
+            let pools = self.users.entry(key.0).or_default();
+            if pools.len() >= POOLS_PER_USER {
+                pools.remove(0);
+            }
+            pools.push(((key.1, key.2), make()));
+        }
+        let pools = self.users.get_mut(&key.0).expect("just found or added");
+        &mut pools.last_mut().expect("just found or added").1
+    }
+}
+
 struct Engine {
     options: ScriptOptions,
     recorder: RefCell<Recorder>,
@@ -204,7 +249,7 @@ struct Engine {
     head_count: Cell<usize>,
     /// Each user's connections per (origin index, insecure): a connection opened without verifying
     /// the certificate never serves a request that asked for verification.
-    pool: RefCell<HashMap<(u64, usize, bool), Pooled>>,
+    pool: RefCell<Pools>,
     connectors: RefCell<HashMap<(usize, bool), Connector>>,
     /// TLS settings that verify certificates (unless the engine is insecure), and that do not.
     tls: Arc<rustls::ClientConfig>,
@@ -312,7 +357,7 @@ impl Engine {
             let joined = format!("{}/{}", base.as_str().trim_end_matches('/'), raw.trim_start_matches('/'));
             parse_url(&joined)?
         };
-        let known = self.remember(url);
+        let known = self.remember(url)?;
         let mut urls = self.urls.borrow_mut();
         let per_base = urls.entry(base.to_string()).or_default();
         if per_base.len() < MAX_URLS {
@@ -321,7 +366,8 @@ impl Engine {
         Ok(known)
     }
 
-    fn remember(&self, url: url::Url) -> KnownUrl {
+    /// The URL with its origin's index, the origin added if new (at most `MAX_ORIGINS` of them).
+    fn remember(&self, url: url::Url) -> Result<KnownUrl, String> {
         let https = url.scheme() == "https";
         let origin = Origin {
             https,
@@ -331,13 +377,16 @@ impl Engine {
         let mut origins = self.origins.borrow_mut();
         let index = match origins.iter().position(|o| *o == origin) {
             Some(i) => i,
+            None if origins.len() >= MAX_ORIGINS => {
+                return Err(format!("{url}: one origin more than the {MAX_ORIGINS} (scheme, host, port) a run keeps"));
+            }
             None => {
                 origins.push(origin);
                 origins.len() - 1
             }
         };
         let name = Rc::from(path_and_query(&url));
-        KnownUrl { url, origin: index, name }
+        Ok(KnownUrl { url, origin: index, name })
     }
 
     async fn connector(&self, index: usize, insecure: bool) -> Result<Connector, Failure> {
@@ -690,7 +739,7 @@ impl ScriptEngine {
             }
             !theirs
         });
-        engine.pool.borrow_mut().retain(|&(u, _, _), _| u != user);
+        engine.pool.borrow_mut().users.remove(&user);
         engine.jars.borrow_mut().remove(&user);
         engine.mqtt.borrow_mut().remove(&user); // its task says goodbye and ends
     }
@@ -913,7 +962,11 @@ async fn follow(
         if !same_host && headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization")) {
             headers.to_mut().retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
         }
-        let known = engine.remember(next);
+        if next.host_str().is_some_and(|h| h.len() > MAX_HOST) {
+            let why = format!("bad redirect location: a host name above DNS's {MAX_HOST} bytes");
+            return Err(Failure::new(FailureKind::Protocol, why));
+        }
+        let known = engine.remember(next).map_err(|m| Failure::new(FailureKind::TooLarge, m))?;
         (url, origin) = (std::borrow::Cow::Owned(known.url), known.origin);
         // As browsers and python-requests do: 303 always, and 301/302 after a POST, become a GET.
         if resp.status == 303 || (matches!(resp.status, 301 | 302) && method == "POST") {
@@ -940,7 +993,7 @@ async fn exchange(
     if engine.options.http2 {
         let conn = {
             let mut pool = engine.pool.borrow_mut();
-            match pool.entry(key).or_insert_with(|| Pooled::H2(Rc::new(H2Conn::new(user as usize)))) {
+            match pool.get_or_insert(key, || Pooled::H2(Rc::new(H2Conn::new(user as usize)))) {
                 Pooled::H2(c) => c.clone(),
                 Pooled::H1(_) => unreachable!("a run is HTTP/2 or HTTP/1.1 throughout"),
             }
@@ -975,7 +1028,7 @@ async fn exchange(
         return Ok((resp, Phases::default())); // (HTTP/2 is not broken down: stats::timing)
     }
     let bytes = engine.h1_bytes(method, url, headers, cookie, body);
-    let mut conn = match engine.pool.borrow_mut().get_mut(&key) {
+    let mut conn = match engine.pool.borrow_mut().get(key) {
         Some(Pooled::H1(idle)) => idle.pop(),
         _ => None,
     };
@@ -1004,9 +1057,31 @@ async fn exchange(
         Stamp::Unasked => {}
     }
     if let Some(c) = conn {
-        if let Pooled::H1(idle) = engine.pool.borrow_mut().entry(key).or_insert_with(|| Pooled::H1(Vec::new())) {
+        if let Pooled::H1(idle) = engine.pool.borrow_mut().get_or_insert(key, || Pooled::H1(Vec::new())) {
             idle.push(c);
         }
     }
     Ok((resp, opened.get()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 26: a user going through many origins (redirects to a new host each) keeps connections
+    /// to the 10 it used last, not to every one.
+    #[test]
+    fn a_user_keeps_the_pools_of_its_10_latest_origins() {
+        let mut pools = Pools::default();
+        let idle = || Pooled::H1(Vec::new());
+        for origin in 0..25 {
+            pools.get_or_insert((7, origin, false), idle);
+            pools.get_or_insert((7, 0, false), idle); // origin 0 is used all along
+        }
+        pools.get_or_insert((8, 3, false), idle);
+        let kept: Vec<usize> = pools.users[&7].iter().map(|((o, _), _)| *o).collect();
+        assert_eq!(kept, [16, 17, 18, 19, 20, 21, 22, 23, 24, 0]);
+        assert!(pools.get((7, 5, false)).is_none() && pools.get((8, 3, false)).is_some());
+        assert!(pools.get((7, 0, true)).is_none(), "an insecure request's connections are its own");
+    }
 }
