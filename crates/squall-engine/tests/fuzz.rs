@@ -3,6 +3,10 @@
 //! blocks), the MQTT packet decoder and the `--verify` header. Each case must end in a result or an error, never a panic or a hang, and where
 //! the input is well formed the decoded value must be what was encoded.
 //!
+//! The bounds on what a server may send (issue 26) are cases too: a chunk size line, trailers, an
+//! HTTP/2 header block and its CONTINUATION frames, an MQTT packet, a cookie jar, each just within or
+//! past its limit, must be taken or refused exactly at the limit.
+//!
 //! `cargo test` runs a few hundred cases of each (a few seconds in all); `make fuzz` runs many more
 //! (PROPTEST_CASES; 20,000 of each took 150 s here and found nothing). A failing case is shrunk by
 //! proptest and saved in `tests/fuzz.proptest-regressions`, to be committed so that it is replayed
@@ -11,11 +15,14 @@
 use bytes::BytesMut;
 use proptest::prelude::*;
 use squall_engine::http::h1::H1Conn;
-use squall_engine::http::h2lean::{encode_head, LeanConn};
+use squall_engine::http::h1::MAX_HEAD;
+use squall_engine::http::h2lean::{encode_head, LeanConn, MAX_CONTINUATIONS, MAX_HEADER_BLOCK};
 use squall_engine::mqtt::codec::Version;
+use squall_engine::mqtt::codec::MAX_INCOMING;
 use squall_engine::mqtt::message::Header;
 use squall_engine::net::Connector;
 use squall_engine::net::Stream;
+use squall_engine::script::cookies::{Jar, MAX_COOKIE, MAX_COOKIES, MAX_HEADER, MAX_PER_DOMAIN};
 use std::cell::Cell;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -185,7 +192,7 @@ proptest! {
         let mut buf = BytesMut::from(&bytes[..]);
         for _ in 0..64 {
             let before = buf.len();
-            match version.read(&mut buf) {
+            match version.read(&mut buf, MAX_INCOMING) {
                 Ok(Some(_)) => prop_assert!(buf.len() < before, "a packet consumed nothing"),
                 Ok(None) | Err(_) => break,
             }
@@ -261,5 +268,112 @@ proptest! {
         }
         let got = h2_exchange(raw, piece).expect("hung").map_err(TestCaseError::fail)?;
         prop_assert_eq!(got, (status, body as u64));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: (cases() / 4).max(16), ..ProptestConfig::default() })]
+
+    /// A chunk size line (its extension any length) and trailers (any lines) are taken up to their
+    /// bounds, 4,096 bytes and 64 KiB with their CRLFs, and refused as too large past them.
+    #[test]
+    fn h1_chunk_lines_and_trailers_are_bounded_exactly(
+        extension in prop_oneof![0usize..200, 4080usize..4100, 4100usize..20_000],
+        trailers in proptest::collection::vec(prop_oneof![0usize..100, 8_000usize..40_000], 0..6),
+        piece in 512usize..70_000,
+    ) {
+        let mut raw = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3".to_vec();
+        if extension > 0 {
+            raw.push(b';');
+            raw.extend(std::iter::repeat_n(b'e', extension - 1));
+        }
+        raw.extend_from_slice(b"\r\nabc\r\n0\r\n");
+        let mut section = 0;
+        for (i, n) in trailers.iter().enumerate() {
+            let line = format!("X-T{i}: {}\r\n", "t".repeat(*n));
+            section += line.len();
+            raw.extend_from_slice(line.as_bytes());
+        }
+        raw.extend_from_slice(b"\r\n");
+        let line = 1 + extension + 2;
+        let got = exchange(raw, piece).expect("hung");
+        if line > 4096 {
+            prop_assert_eq!(got, Err("too large: chunk size line above 4096 bytes".to_string()));
+        } else if section > MAX_HEAD {
+            prop_assert_eq!(got, Err("too large: trailers above 64 KiB".to_string()));
+        } else {
+            prop_assert_eq!(got, Ok((200, b"abc".to_vec())));
+        }
+    }
+
+    /// A header block over HEADERS and any CONTINUATION frames: whole up to 256 KiB in as many frames
+    /// as that needs and a quarter more, too large past either.
+    #[test]
+    fn h2_header_blocks_are_bounded_exactly(
+        sizes in proptest::collection::vec(prop_oneof![0usize..100, 5_000usize..5_461], 0..30),
+        piece in 256usize..70_000,
+    ) {
+        // Each field "0x00 0x00 0x00" is a literal with an empty name and value: any number of them is
+        // a valid block after :status 200.
+        let mut raw = h2_frame(1, 0x1 | if sizes.is_empty() { 0x4 } else { 0 }, 1, &[0x88]); // END_STREAM
+        for (i, n) in sizes.iter().enumerate() {
+            let last = i + 1 == sizes.len();
+            raw.extend(h2_frame(9, if last { 0x4 } else { 0 }, 1, &vec![0u8; 3 * n]));
+        }
+        let block = 1 + 3 * sizes.iter().sum::<usize>();
+        let got = h2_exchange(raw, piece).expect("hung");
+        if block > MAX_HEADER_BLOCK || sizes.len() > MAX_CONTINUATIONS + 1 {
+            let message = got.expect_err("too large");
+            prop_assert!(message.starts_with("too large: response header block"), "{}", message);
+        } else {
+            prop_assert_eq!(got, Ok((200, 0)));
+        }
+    }
+
+    /// An MQTT packet announcing any remaining length: refused at its fixed header when above the
+    /// limit, whatever the limit; else waited for.
+    #[test]
+    fn mqtt_packets_above_the_limit_are_refused_at_their_header(
+        len in 0usize..268_435_456, max in prop_oneof![0usize..1 << 20, Just(MAX_INCOMING)], v5: bool,
+    ) {
+        let version = if v5 { Version::V5 } else { Version::V311 };
+        let mut buf = BytesMut::from(&[0x30][..]);
+        let mut n = len;
+        loop {
+            let byte = (n % 128) as u8;
+            n /= 128;
+            buf.extend_from_slice(&[if n > 0 { byte | 0x80 } else { byte }]);
+            if n == 0 {
+                break;
+            }
+        }
+        match version.read(&mut buf, max) {
+            Err(f) if len > max => prop_assert_eq!(f.kind.as_str(), "too_large"),
+            Ok(None) if len <= max && len > 0 => {}
+            other => prop_assert!(len == 0 && other.is_err(), "{len} {max}: {other:?}"),
+        }
+    }
+
+    /// Any Set-Cookie headers from any hosts: the jar keeps at most 180 cookies a domain and 3,000 in
+    /// all, none above 4,096 bytes, and a request carries at most 8 KiB of them.
+    #[test]
+    fn cookie_jars_stay_bounded(
+        sets in proptest::collection::vec(
+            (0usize..4, 0usize..400, prop_oneof![0usize..50, 4090usize..4100], any::<bool>()), 0..600),
+    ) {
+        let mut jar = Jar::default();
+        for (host, name, size, domain) in &sets {
+            let attr = if *domain { "; Domain=shop.test" } else { "" };
+            jar.set_from_header(&format!("h{host}.shop.test"), &format!("c{name}={}{attr}", "v".repeat(*size)));
+        }
+        prop_assert!(jar.all().len() <= MAX_COOKIES);
+        for c in jar.all() {
+            prop_assert!(c.name.len() + c.value.len() <= MAX_COOKIE);
+            prop_assert!(jar.all().iter().filter(|o| o.domain == c.domain).count() <= MAX_PER_DOMAIN);
+        }
+        for host in 0..4 {
+            let header = jar.header_for(&format!("h{host}.shop.test"), &[]).unwrap_or_default();
+            prop_assert!(header.len() <= MAX_HEADER, "{}", header.len());
+        }
     }
 }

@@ -1,15 +1,21 @@
 //! MQTT 3.1.1 and 5 on the wire, through rumqttc's packet codec, behind one small vocabulary so the
 //! clients above never branch on the protocol version.
 
+use crate::stats::{Failure, FailureKind};
 use bytes::{Bytes, BytesMut};
 use rumqttc::mqttbytes::{self, v4, QoS};
 use rumqttc::v5::mqttbytes::v5;
 
-/// Largest packet accepted from a broker: MQTT's own limit (a remaining length of at most 268,435,455
-/// bytes), so that `--verify` sees every message a broker can deliver. The read buffer grows only as
-/// far as a packet actually is.
+/// MQTT's own limit on a packet: a remaining length of at most 268,435,455 bytes (256 MiB).
 pub const MAX_PACKET: usize = 268_435_455;
-const MAX_INCOMING: usize = MAX_PACKET + 5;
+/// The largest packet read from a broker, unless the run publishes larger ones (`squall mqtt` then
+/// reads packets up to its own message's size and 64 KiB more, `MqttConfig::max_incoming`): 16 MiB,
+/// where brokers' own limits are 128 KiB (AWS IoT), 256 KiB (Azure IoT Hub), 1 MiB (EMQX's default)
+/// or MQTT's 256 MiB (mosquitto's default). Before it, a broker announcing a 256 MiB PUBLISH had each
+/// connection buffer that much as it came. A packet announced larger fails the connection as "too
+/// large" at its first bytes, before any of it is buffered; MQTT 5 connections also say the limit in
+/// CONNECT (Maximum Packet Size), so that a broker drops such messages instead of sending them.
+pub const MAX_INCOMING: usize = 16 * 1024 * 1024;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Version {
@@ -23,6 +29,8 @@ pub struct Hello<'a> {
     pub keepalive: u16,
     pub clean: bool,
     pub login: Option<(&'a str, &'a str)>,
+    /// The largest packet (its remaining length) this client reads from the broker.
+    pub max_packet: usize,
 }
 
 /// What a client receives, reduced to what the load generator acts on.
@@ -116,11 +124,14 @@ impl Version {
                 v4::Packet::Connect(c).write(buf, usize::MAX).expect("a CONNECT always encodes");
             }
             Version::V5 => {
+                // Maximum Packet Size counts the whole packet: the fixed header takes at most 5 bytes.
+                let mut properties = v5::ConnectProperties::new();
+                properties.max_packet_size = Some((hello.max_packet + 5).min(u32::MAX as usize) as u32);
                 let c = v5::Connect {
                     keep_alive: hello.keepalive,
                     client_id: hello.client_id.to_string(),
                     clean_start: hello.clean,
-                    properties: None,
+                    properties: Some(properties),
                 };
                 let login = hello.login.map(|(u, p)| v5::Login::new(u, p));
                 v5::Packet::Connect(c, None, login).write(buf, None).expect("a CONNECT always encodes");
@@ -199,18 +210,30 @@ impl Version {
         buf.extend_from_slice(&[0xE0, 0x00]);
     }
 
-    /// Takes the next whole packet off `buf`; Ok(None) while it is incomplete.
-    pub fn read(self, buf: &mut BytesMut) -> Result<Option<Incoming>, String> {
+    /// Takes the next whole packet off `buf`; Ok(None) while it is incomplete. A packet whose
+    /// remaining length is above `max` is an error as soon as its fixed header is in.
+    pub fn read(self, buf: &mut BytesMut, max: usize) -> Result<Option<Incoming>, Failure> {
+        let invalid = |e: &dyn std::fmt::Display| {
+            Failure::new(FailureKind::Io, format!("invalid MQTT packet from the broker: {e}"))
+        };
+        let too_large = |n: usize| {
+            let what = format!("MQTT packet of {n} bytes from the broker, above the {max} accepted");
+            Failure::new(FailureKind::TooLarge, what)
+        };
         match self {
-            Version::V311 => match v4::Packet::read(buf, MAX_INCOMING) {
+            Version::V311 => match v4::Packet::read(buf, max) {
                 Ok(p) => Ok(Some(from_v4(p))),
                 Err(mqttbytes::Error::InsufficientBytes(_)) => Ok(None),
-                Err(e) => Err(format!("invalid MQTT packet from the broker: {e}")),
+                Err(mqttbytes::Error::PayloadSizeLimitExceeded(n)) => Err(too_large(n)),
+                Err(e) => Err(invalid(&e)),
             },
-            Version::V5 => match v5::Packet::read(buf, Some(MAX_INCOMING as u32)) {
+            Version::V5 => match v5::Packet::read(buf, Some(max.min(u32::MAX as usize) as u32)) {
                 Ok(p) => Ok(Some(from_v5(p))),
                 Err(rumqttc::v5::mqttbytes::Error::InsufficientBytes(_)) => Ok(None),
-                Err(e) => Err(format!("invalid MQTT packet from the broker: {e}")),
+                Err(rumqttc::v5::mqttbytes::Error::PayloadSizeLimitExceeded { pkt_size, .. }) => {
+                    Err(too_large(pkt_size))
+                }
+                Err(e) => Err(invalid(&e)),
             },
         }
     }
@@ -296,7 +319,7 @@ mod tests {
         for v in [Version::V311, Version::V5] {
             let mut buf = BytesMut::new();
             v.publish(&mut buf, "a/b", 1, false, 7, Bytes::from_static(b"hello"));
-            match v.read(&mut buf).unwrap() {
+            match v.read(&mut buf, MAX_INCOMING).unwrap() {
                 Some(Incoming::Publish { qos, pkid, payload, .. }) => {
                     assert_eq!((qos, pkid, &payload[..]), (1, 7, &b"hello"[..]));
                 }
@@ -311,16 +334,41 @@ mod tests {
         let mut whole = BytesMut::new();
         Version::V311.puback(&mut whole, 3);
         let mut buf = BytesMut::from(&whole[..1]);
-        assert!(Version::V311.read(&mut buf).unwrap().is_none());
+        assert!(Version::V311.read(&mut buf, MAX_INCOMING).unwrap().is_none());
         buf.extend_from_slice(&whole[1..]);
-        assert!(matches!(Version::V311.read(&mut buf).unwrap(), Some(Incoming::PubAck { pkid: 3, .. })));
+        assert!(matches!(Version::V311.read(&mut buf, MAX_INCOMING).unwrap(), Some(Incoming::PubAck { pkid: 3, .. })));
+    }
+
+    /// Issue 26: a packet announced above the limit is refused at its fixed header, whatever follows,
+    /// and MQTT 5's CONNECT says the limit.
+    #[test]
+    fn a_packet_above_the_limit_is_refused_at_its_header() {
+        for v in [Version::V311, Version::V5] {
+            let mut buf = BytesMut::from(&[0x30, 0xff, 0xff, 0xff, 0x7f, 0x00, 0x01, b't'][..]);
+            let f = v.read(&mut buf, MAX_INCOMING).unwrap_err();
+            assert_eq!(f.kind, FailureKind::TooLarge);
+            assert_eq!(
+                f.message(),
+                "too large: MQTT packet of 268435455 bytes from the broker, above the 16777216 accepted"
+            );
+            let mut buf = BytesMut::new();
+            v.publish(&mut buf, "t", 0, false, 0, Bytes::from(vec![0u8; 1000]));
+            assert!(v.read(&mut buf.clone(), 1000).is_err() && v.read(&mut buf, 1010).unwrap().is_some());
+        }
+        let mut buf = BytesMut::new();
+        let hello = Hello { client_id: "c", keepalive: 30, clean: true, login: None, max_packet: 1000 };
+        Version::V5.connect(&mut buf, &hello);
+        match v5::Packet::read(&mut buf, None).unwrap() {
+            v5::Packet::Connect(c, ..) => assert_eq!(c.properties.unwrap().max_packet_size, Some(1005)),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
     fn refusals_carry_their_reason() {
         let mut buf = BytesMut::new();
         v4::ConnAck::new(v4::ConnectReturnCode::BadUserNamePassword, false).write(&mut buf).unwrap();
-        match Version::V311.read(&mut buf).unwrap() {
+        match Version::V311.read(&mut buf, MAX_INCOMING).unwrap() {
             Some(Incoming::ConnAck { refused: Some(r), .. }) => assert_eq!(r, "bad user name or password (code 4)"),
             other => panic!("{other:?}"),
         }

@@ -152,6 +152,22 @@ impl MqttConfig {
         self.duration.map(Duration::from_secs_f64)
     }
 
+    /// The value's size and the largest PUBLISH (its remaining length) this run sends: the topic
+    /// (2 + its length, and 8 for what its placeholders may expand to), a packet id (2) and the payload
+    /// (the verify header and the value).
+    fn largest_publish(&self) -> (usize, usize) {
+        let value = self.payload.as_ref().map_or(self.size, Vec::len);
+        (value, 2 + self.topic.len() + 8 + 2 + super::message::HEADER_LEN + value)
+    }
+
+    /// The largest packet read from the broker: `codec::MAX_INCOMING`, or this run's own messages and
+    /// 64 KiB more (an MQTT 5 broker's properties), when those are larger, so that `--verify` reads
+    /// every message it sent.
+    pub fn max_incoming(&self) -> usize {
+        let own = self.largest_publish().1 + 64 * 1024;
+        own.clamp(super::codec::MAX_INCOMING, super::codec::MAX_PACKET)
+    }
+
     pub fn validate(&self) -> Result<(), String> {
         self.version()?;
         if self.clients == 0 {
@@ -194,10 +210,7 @@ impl MqttConfig {
         if self.password.is_some() && self.username.is_none() {
             return Err("a password needs a username".into());
         }
-        // A PUBLISH packet holds the topic (2 + its length), a packet id (2) and the payload (the verify
-        // header and the value) in at most MQTT's 268,435,455 bytes.
-        let value = self.payload.as_ref().map_or(self.size, Vec::len);
-        let packet = 2 + self.topic.len() + 8 + 2 + super::message::HEADER_LEN + value;
+        let (value, packet) = self.largest_publish();
         if packet > super::codec::MAX_PACKET {
             return Err(format!(
                 "a {value}-byte value does not fit in an MQTT message (at most {} bytes in all, 256 MB)",

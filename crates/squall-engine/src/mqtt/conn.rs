@@ -16,6 +16,8 @@ pub struct Conn {
     pub wbuf: BytesMut,
     /// The broker's receive maximum (MQTT 5), which caps the in-flight window.
     pub receive_max: Option<u16>,
+    /// The largest packet read (`Hello::max_packet`): the read buffer grows no further.
+    max_packet: usize,
 }
 
 fn closed(phase: &str) -> Failure {
@@ -39,6 +41,7 @@ impl Conn {
                 rbuf: BytesMut::with_capacity(4096),
                 wbuf: BytesMut::with_capacity(4096),
                 receive_max: None,
+                max_packet: hello.max_packet,
             };
             version.connect(&mut conn.wbuf, hello);
             conn.flush().await?;
@@ -87,7 +90,7 @@ impl Conn {
 
     /// The next whole packet already read, if any.
     pub fn decoded(&mut self) -> Result<Option<Incoming>, Failure> {
-        self.version.read(&mut self.rbuf).map_err(|m| Failure::new(FailureKind::Io, m))
+        self.version.read(&mut self.rbuf, self.max_packet)
     }
 
     /// Waits for the next packet.

@@ -241,7 +241,13 @@ async fn connect(ctx: &ThreadCtx, c: &Client) -> Option<Conn> {
         return None;
     }
     let login = cfg.username.as_deref().map(|u| (u, cfg.password.as_deref().unwrap_or("")));
-    let hello = Hello { client_id: &c.id, keepalive: cfg.keepalive, clean: cfg.clean_session, login };
+    let hello = Hello {
+        client_id: &c.id,
+        keepalive: cfg.keepalive,
+        clean: cfg.clean_session,
+        login,
+        max_packet: cfg.max_incoming(),
+    };
     let t0 = Instant::now();
     let r = Conn::open(&s.connector, c.index, s.version, &hello, cfg.timeout()).await;
     let took = t0.elapsed();

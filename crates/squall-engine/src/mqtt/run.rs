@@ -232,7 +232,7 @@ fn preflight(
     let rt = run::runtime();
     let id = format!("{}preflight-{}", cfg.client_id_prefix, cfg.first_client);
     let login = cfg.username.as_deref().map(|u| (u, cfg.password.as_deref().unwrap_or("")));
-    let hello = Hello { client_id: &id, keepalive: cfg.keepalive, clean: true, login };
+    let hello = Hello { client_id: &id, keepalive: cfg.keepalive, clean: true, login, max_packet: cfg.max_incoming() };
     rt.block_on(async {
         match Conn::open(connector, 0, version, &hello, cfg.timeout()).await {
             Ok(conn) => {

@@ -188,7 +188,8 @@ async fn connect(
     let tls = tls_on.then(|| (crate::net::tls::client_config(insecure, &[b"mqtt"]), host.as_str()));
     let connector = Connector::new(addrs, tls).map_err(io)?;
     let login = hello.login.as_ref().map(|(u, p)| (u.as_str(), p.as_str()));
-    let h = Hello { client_id: &hello.client_id, keepalive: hello.keepalive, clean: hello.clean, login };
+    let max_packet = super::codec::MAX_INCOMING;
+    let h = Hello { client_id: &hello.client_id, keepalive: hello.keepalive, clean: hello.clean, login, max_packet };
     Conn::open(&connector, 0, version, &h, timeout).await
 }
 

@@ -131,7 +131,7 @@ pub async fn subscriber(ctx: Rc<SubCtx>, k: usize, filter: String) {
     // Unique per process too: `--processes` workers share the prefix and each verifies its own clients.
     let id = format!("{}verify-{}-{k}", cfg.client_id_prefix, cfg.first_client);
     let login = cfg.username.as_deref().map(|u| (u, cfg.password.as_deref().unwrap_or("")));
-    let hello = Hello { client_id: &id, keepalive: cfg.keepalive, clean: true, login };
+    let hello = Hello { client_id: &id, keepalive: cfg.keepalive, clean: true, login, max_packet: cfg.max_incoming() };
     let mut first = true;
     while s.phase() != Phase::Closed {
         if !first {
