@@ -7,7 +7,7 @@ each test is the same command's peak against a well-behaved server, measured in 
 interpreter, the engine, the allocator), plus what the engine may keep of the hostile stream (its
 documented limit, twice over for a buffer that doubles as it grows) plus 16 MiB for the allocator's
 arenas and the pages a run touches (the runs here vary by less than 4 MiB). The servers send 256 MiB or
-more, so a client that keeps what comes is far past it: before the limits these runs peaked at 273-800
+more, so a client that keeps what comes is far past it: before the limits these runs peaked at 272-800
 MiB (the commit that added this file says each)."""
 
 import csv
