@@ -421,7 +421,7 @@ class LocustCluster:
                 during("listening", self)
             worker = ["--worker", "--master-host", NODE_IP, "--master-port", port, "--processes", "1"]
             for own in (locustfile, "-"):  # the second, as Locust's `-f -`, has no locustfile of its own
-                self.workers.append(squall_process("-f", own, *worker, cwd=tmp_path))
+                self.workers.append(squall_process("-f", own, *worker, cwd=tmp_path, env=env))
                 self.worker_lines.append(Lines(self.workers[-1]))
                 said = self.worker_lines[-1]
                 wait_until(lambda s=said: s.find("worker joined"), "a worker joining", self.workers[-1], timeout=90)
@@ -557,3 +557,86 @@ def test_a_master_killed_outright_leaves_no_ray_node(tmp_path):
     master.kill()
     master.wait()
     wait_until(lambda: not head(), "the head's end", timeout=30)
+
+
+def _home(tmp_path, name, token=None):
+    """The environment of a squall run whose home is a fresh folder (Ray keeps its token in
+    ~/.ray/auth_token), with `token` there when given, and none of Ray's token variables."""
+    home = tmp_path / name
+    home.mkdir()
+    if token:
+        (home / ".ray").mkdir()
+        (home / ".ray" / "auth_token").write_text(token)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
+    return home, {**env, "HOME": str(home)}
+
+
+def test_a_ray_local_run_leaves_nothing_that_changes_the_next_master_and_workers(nginx, tmp_path):
+    """Issue 26: after a `--ray local` run, Ray 2.60 kept the token it made in ~/.ray/auth_token; the
+    next `--master` opened its head with it and its own driver, never told to send it, was refused
+    (exit 3, "cannot reach the Ray cluster"). Now the local run leaves the home as it found it, and the
+    master and two workers on this machine run: what nginx received = the merged count."""
+    home, env = _home(tmp_path, "home")
+    nginx.reset_log()
+    local = squall("bench", nginx.url + "/", "-n", 60, "-c", 2, "--ray", "local", "--workers", 1, env=env, timeout=180)
+    assert local.returncode == 0, local.stderr
+    assert nginx.requests_logged() == 60
+    assert sorted(str(p.relative_to(home)) for p in home.rglob("*")) == []  # no ~/.ray/auth_token, nothing
+    nginx.reset_log()
+    locustfile = tmp_path / "steady.py"
+    locustfile.write_text(
+        "from locust import HttpUser, constant_throughput, task\n\n\n"
+        "class Steady(HttpUser):\n    wait_time = constant_throughput(20)\n\n"
+        "    @task\n    def ok(self):\n        self.client.get('/')\n"
+    )
+    out = tmp_path / "result.json"
+    run = LocustCluster(
+        locustfile, tmp_path, "-u", "2", "-r", "2", "-t", "4s", "-H", nginx.url, "--result-json", out, env=env
+    )
+    assert run.master.returncode == 0, run.lines.text()
+    assert run.codes == [0, 0]
+    result = json.loads(out.read_text())
+    assert result["aggregate"]["requests"] > 0 and nginx.requests_logged() == result["aggregate"]["requests"]
+
+
+def test_a_cluster_that_wants_a_token_is_joined_with_it_or_refused_in_one_line(nginx, tmp_path, monkeypatch):
+    """A head opened where a token is at hand requires it (Ray's rule for `ray start --head`). A driver
+    or a `--worker` with that token joins it, whichever way the address is given (Ray sends the token
+    to an explicit address only when told to: before, `--ray HOST:PORT` was refused even with the right
+    token); one without it, or with another, is told so in one line with the fix, exit 3, at once."""
+    token = "a" * 64
+    _head_home, head_env = _home(tmp_path, "head", token)
+    monkeypatch.setenv("HOME", head_env["HOME"])
+    for name in [n for n in os.environ if n.startswith("RAY_AUTH")]:
+        monkeypatch.delenv(name)
+    head = LocalCluster(nodes=1, cpus=1, node_ip=NODE_IP)
+    try:
+        address = head.address
+        nginx.reset_log()
+        same = squall("bench", nginx.url + "/", "-n", 20, "-c", 1, "--ray", address, env=head_env, timeout=120)
+        assert same.returncode == 0, same.stderr
+        assert nginx.requests_logged() == 20
+        locustfile = tmp_path / "lf.py"
+        locustfile.write_text(
+            "from locust import HttpUser, task\n\n\nclass U(HttpUser):\n    @task\n    def t(self):\n        pass\n"
+        )
+        for name, mine, needle in (
+            ("none", None, "this machine has none"),
+            ("other", "b" * 64, "refused this machine's token"),
+        ):
+            _home_dir, env = _home(tmp_path, name, mine)
+            for argv in (
+                ["bench", nginx.url + "/", "-n", 10, "--ray", address],
+                ["-f", locustfile, "--worker", "--master-host", NODE_IP, "--master-port", address.split(":")[1]],
+            ):
+                started = time.monotonic()
+                p = squall(*argv, env=env, timeout=120)
+                took = time.monotonic() - started
+                lines = p.stderr.strip().splitlines()
+                assert p.returncode == 3, (argv, p.stderr)
+                assert len(lines) == 1 and "Traceback" not in p.stderr, (argv, p.stderr)
+                assert "InvalidAuthToken" in lines[0] and needle in lines[0], lines[0]
+                assert "~/.ray/auth_token" in lines[0] and "RAY_AUTH_TOKEN" in lines[0], lines[0]
+                assert took < 20, (argv, took)
+    finally:
+        head.stop()

@@ -1,5 +1,6 @@
 """Reaching a Ray cluster: `--ray auto` (the running cluster this machine belongs to), `--ray local` (a
-cluster started inside this run and gone with it), or an address (HOST:PORT of the head's GCS).
+cluster started inside this run and gone with it, leaving nothing behind), or an address (HOST:PORT of
+the head's GCS). Authentication, the same way for each: squall.distributed.auth.
 
 Ray is an optional extra: without it, `--ray` is a usage error that says how to install it. Ray's own
 logging stays off the console (errors only), and its usage statistics are not sent unless the user
@@ -13,10 +14,13 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import socket
+import tempfile
 from types import ModuleType
 from typing import Any
 
+from squall.distributed import auth
 from squall.errors import UsageError
 
 INSTALL_HINT = "pip install 'squall[ray]'"
@@ -46,7 +50,9 @@ def import_ray() -> ModuleType:
 
 
 def connect(address: str) -> ModuleType:
-    """Connects this process to the cluster as its driver; returns the `ray` module."""
+    """Connects this process to the cluster as its driver; returns the `ray` module. Authentication as
+    squall.distributed.auth decides it: the cluster's own mode for one that runs, a token of the run's
+    own for `local`; a cluster that refuses this machine's token is a ClusterError saying so."""
     if not address:
         raise UsageError("--ray takes auto, local or the head's HOST:PORT")
     ray = import_ray()
@@ -55,14 +61,78 @@ def connect(address: str) -> ModuleType:
     options: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR, "configure_logging": True}
     try:
         if address == "local":
-            ray.init(include_dashboard=False, **options)
+            ray.init(address="local", include_dashboard=False, _temp_dir=_start_local(ray), **options)
         else:
+            gcs = _gcs_address(ray, address)
+            if gcs:
+                auth.join(ray, gcs)
             ray.init(address=address, **options)
+    except auth.AuthError as e:
+        raise ClusterError(str(e)) from None
     except (ConnectionError, RuntimeError, ValueError) as e:
+        if any(auth.refused(str(x)) for x in _chain(e)):
+            raise ClusterError(auth.refused_line(address)) from None
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ClusterError(f"cannot reach the Ray cluster at '{address}': {first}") from None
     _quiet_startup_warnings(ray)
     return ray
+
+
+def disconnect(ray: ModuleType) -> None:
+    """Leaves the cluster; a `--ray local` cluster ends, and what it was given goes: its temporary
+    session directory, the environment it was started with (squall.distributed.auth)."""
+    ray.shutdown()
+    if _local:
+        shutil.rmtree(_local.pop("temp_dir"), ignore_errors=True)
+        for name, value in _local.pop("environ").items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+_local: dict[str, Any] = {}  # the `--ray local` cluster of this process: its temp dir, the environment before it
+
+
+def _start_local(ray: ModuleType) -> str:
+    """The environment and the session directory of a `--ray local` cluster (its processes inherit both):
+    token mode with a token of the run's own when none is at hand, and a temporary directory instead
+    of /tmp/ray, so that the run leaves nothing behind that a later one would find."""
+    changes = auth.local_env()
+    _local["environ"] = {name: os.environ.get(name) for name in changes}
+    os.environ.update(changes)
+    ray._raylet.Config.initialize("")  # this process reads the mode anew, as Ray's own token setup has it
+    _local["temp_dir"] = tempfile.mkdtemp(prefix="squall-ray-")
+    return str(_local["temp_dir"])
+
+
+def _gcs_address(ray: ModuleType, address: str) -> str | None:
+    """The HOST:PORT of the cluster's GCS that `address` names, when it can be known and answers (None
+    for Ray Client's ray:// addresses, and for an `auto` that finds nothing: Ray reports those)."""
+    if address.startswith("ray://"):
+        return None
+    if address != "auto":
+        return address
+    try:
+        found = ray._private.services.canonicalize_bootstrap_address("auto", None)
+    except Exception:  # no cluster on this machine: ray.init says so
+        return None
+    if not found:
+        return None
+    try:
+        _reachable(str(found))
+    except (ClusterError, UsageError):
+        return None
+    return str(found)
+
+
+def _chain(e: BaseException) -> list[BaseException]:
+    out: list[BaseException] = []
+    current: BaseException | None = e
+    while current is not None and current not in out:
+        out.append(current)
+        current = current.__cause__ or current.__context__
+    return out
 
 
 BENIGN = ("worker processes have been started on node",)  # many workers start at once: by design

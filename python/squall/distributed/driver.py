@@ -102,7 +102,7 @@ def run(args: argparse.Namespace, command: Command) -> int:
     finally:
         if driver is not None:
             driver.cleanup()
-        ray.shutdown()
+        cluster.disconnect(ray)
 
 
 class Driver:

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 
 import psutil  # type: ignore[import-untyped]
 
+from squall.distributed import auth
 from squall.distributed.cluster import LEAN
 from squall.ports import free_port
 
@@ -63,8 +64,11 @@ class Node:
         num_cpus: int | None = None,
         resources: dict[str, float] | None = None,
         prefix: Sequence[str] = (),
+        auth_mode: str | None = None,
     ) -> None:
         self.head = head
+        self.address = address
+        self.auth_mode = auth_mode
         self.temp_dir: str | None = None
         argv = [*prefix, ray_command(), "start", "--disable-usage-stats", "--include-log-monitor=false"]
         if head:
@@ -85,8 +89,13 @@ class Node:
         self.reaper: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = START_TIMEOUT) -> None:
-        """Starts the node; returns once Ray says it is up. NodeError if it is not."""
+        """Starts the node; returns once Ray says it is up. NodeError if it is not. Its authentication
+        mode is given to Ray explicitly (squall.distributed.auth): the one asked for, else this process's
+        RAY_AUTH_MODE, else for a head the rule for the clusters squall opens."""
         env = dict(LEAN, **os.environ)
+        mode = self.auth_mode or env.get(auth.MODE) or (auth.head_mode(env) if self.head else None)
+        if mode:
+            env[auth.MODE] = mode
         try:
             p = subprocess.Popen(
                 self.argv,
@@ -108,6 +117,8 @@ class Node:
             raise NodeError(f"ray start did not finish within {timeout:.0f} s") from None
         if p.returncode != 0:
             self.stop()
+            if not self.head and auth.refused(out):
+                raise NodeError(auth.refused_line(str(self.address)))
             lines = [line.strip() for line in out.splitlines() if line.strip()]
             errors = [line for line in lines if "error" in line.lower()] or lines
             raise NodeError(f"ray start failed: {errors[-1] if errors else f'exit code {p.returncode}'}")
@@ -138,9 +149,10 @@ class LocalCluster:
     def __init__(self, nodes: int = 2, cpus: int = 1, node_ip: str = "127.0.0.2", prefix: Sequence[str] = ()):
         self.port = free_port()
         self.address = f"{node_ip}:{self.port}"
-        self.nodes = [Node(head=True, port=self.port, node_ip=node_ip, num_cpus=cpus, prefix=prefix)]
+        mode = auth.head_mode()  # every node of it the same (squall.distributed.auth)
+        self.nodes = [Node(head=True, port=self.port, node_ip=node_ip, num_cpus=cpus, prefix=prefix, auth_mode=mode)]
         self.nodes += [
-            Node(head=False, address=self.address, node_ip=node_ip, num_cpus=cpus, prefix=prefix)
+            Node(head=False, address=self.address, node_ip=node_ip, num_cpus=cpus, prefix=prefix, auth_mode=mode)
             for _ in range(nodes - 1)
         ]
         try:

@@ -28,7 +28,7 @@ from types import ModuleType
 from typing import Any, Callable
 
 from squall import exitcodes, processes
-from squall.distributed import cluster
+from squall.distributed import auth, cluster
 from squall.distributed.nodes import WORKER_RESOURCE, Node, NodeError, node_ip_towards
 from squall.errors import UsageError
 from squall.signals import on_stop_signals
@@ -114,7 +114,7 @@ def worker_nodes(ray: ModuleType) -> dict[str, str]:
 
 def run_worker(args: argparse.Namespace) -> int:
     """`squall -f FILE --worker`: this machine as a node of the master's cluster, until it closes."""
-    cluster.import_ray()
+    ray = cluster.import_ray()
     host, port = args.master_host, int(args.master_port)
     slots = processes.count(args)  # engines this node hosts: one, or --processes N (-1: one per core)
     try:
@@ -137,6 +137,11 @@ def run_worker(args: argparse.Namespace) -> int:
                 sys.stderr.flush()
                 said = True
             time.sleep(0.5)
+        try:
+            auth.join(ray, f"{host}:{port}")  # the master's authentication, or why not (one line)
+        except auth.AuthError as e:
+            sys.stderr.write(f"squall: error: {e}\n")
+            return exitcodes.CANNOT_START
         node = Node(
             head=False,
             address=f"{host}:{port}",
