@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Callable, TypeVar
 
 Listener = TypeVar("Listener", bound=Callable[..., Any])
@@ -26,6 +29,30 @@ class EventHook:
     def fire(self, *, reverse: bool = False, **kwargs: Any) -> None:
         for handler in reversed(self._handlers) if reverse else list(self._handlers):
             handler(**kwargs)
+
+    @contextmanager
+    def measure(
+        self, request_type: str, name: str, response_length: int = 0, context: Any = None
+    ) -> Iterator[dict[str, Any]]:
+        """Locust's: fires the event (`request`) once the block ends, with the block's time as the
+        response time; an exception in the block is the request's, and does not propagate (as in Locust).
+        The block may add to or change the dict it gets, which is what is fired."""
+        request_meta: dict[str, Any] = {
+            "request_type": request_type,
+            "name": name,
+            "response_length": response_length,
+            "context": context or {},
+            "exception": None,
+            "start_time": time.time(),
+        }
+        start = time.perf_counter()
+        try:
+            yield request_meta
+        except Exception as e:
+            request_meta["exception"] = e
+        finally:
+            request_meta["response_time"] = (time.perf_counter() - start) * 1000
+            self.fire(**request_meta)
 
 
 class RequestHook(EventHook):

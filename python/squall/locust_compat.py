@@ -4,7 +4,14 @@ this is a table of aliases: each Locust module name and the squall module that s
 
 from __future__ import annotations
 
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
 import sys
+from collections.abc import Sequence
+from importlib.machinery import ModuleSpec
+from pathlib import Path
 from types import ModuleType
 
 import squall
@@ -69,10 +76,75 @@ GEVENT_ALIASES: dict[str, ModuleType] = {
 }
 
 
+# Locust's contrib modules for other clients (databases, SDKs, protocols) are plain Python on
+# `events.request` and libraries gevent makes cooperative. squall has its own of those that need no
+# Locust (squall/contrib/: socketio, dns, mongodb, postgres, oai), loaded when a file imports them, so
+# that their libraries are needed only then; for the others (milvus, qdrant, csv_request_logger, and
+# any later one) it runs Locust's own module, if Locust is installed, with `locust` resolving to squall.
+LOCUST_ONLY_CONTRIB = ("milvus", "qdrant", "csv_request_logger")
+
+
+class _Alias(importlib.abc.Loader):
+    """Loads `locust.contrib.NAME` as squall's `squall.contrib.NAME`: one module under both names."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self.spec: ModuleSpec | None = None
+
+    def create_module(self, spec: ModuleSpec) -> ModuleType:
+        module = importlib.import_module(self.target)
+        self.spec = module.__spec__
+        return module
+
+    def exec_module(self, module: ModuleType) -> None:
+        module.__spec__ = self.spec  # it stays squall's module (the import set the alias's spec on it)
+
+
+class _ContribFinder(importlib.abc.MetaPathFinder):
+    """`locust.contrib.NAME` that the table does not list: squall's `squall.contrib.NAME` if it has one,
+    else Locust's own module run on squall's API (its source, under Locust's name), else not found."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        package, _, name = fullname.rpartition(".")
+        if package != "locust.contrib":
+            return None
+        own = f"squall.contrib.{name}"
+        if importlib.util.find_spec(own) is not None:
+            return importlib.util.spec_from_loader(fullname, _Alias(own))
+        source = locust_contrib_source(name)
+        if source is not None:
+            return importlib.util.spec_from_file_location(fullname, source)
+        if name in LOCUST_ONLY_CONTRIB:
+            raise ModuleNotFoundError(
+                f"{fullname} is Locust's own module: squall runs it when Locust is installed (pip install locust)",
+                name=fullname,
+            )
+        return None
+
+
+def locust_contrib_source(name: str) -> Path | None:
+    """The file of Locust's installed `locust/contrib/NAME.py`, found on sys.path without importing
+    Locust (`locust` is squall in sys.modules); None without Locust, or for a name it does not have."""
+    spec = importlib.machinery.PathFinder.find_spec("locust")
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        source = Path(folder) / "contrib" / f"{name}.py"
+        if name.isidentifier() and source.is_file():
+            return source
+    return None
+
+
+_FINDER = _ContribFinder()
+
+
 def install() -> None:
     """Registers the aliases in `sys.modules`, replacing Locust's own modules if it is installed, after
     patching the standard library with real gevent as `import locust` does (squall.gevent_hub), or, if
-    it is not installed, aliasing gevent to squall's own."""
+    it is not installed, aliasing gevent to squall's own; `locust.contrib`'s other modules load when a
+    file imports them (`_ContribFinder`)."""
     if not squall.gevent_hub.enable():
         sys.modules.update(GEVENT_ALIASES)
     sys.modules.update(ALIASES)
+    if _FINDER not in sys.meta_path:
+        sys.meta_path.insert(0, _FINDER)
