@@ -101,12 +101,23 @@ def kill_user_spawned() -> list[Any]:
     """The end of the run: the live gevent Greenlets that users spawned are killed (their `finally` runs
     on the hub's next passes), as squall's own gevent did: a background loop never holds a run, nor
     requests after it. Returns them, to wait for. Greenlets spawned by listeners are left alone, as in
-    Locust. (One pass over the garbage collector's objects: a few ms, once.)"""
+    Locust, and so are a library's threads (a patched `threading.Thread` is a greenlet: a Socket.IO
+    client's read and write loops), which end when the library closes, as under Locust (killed, each
+    printed threading's "Exception in thread" traceback). (One pass over the garbage collector's objects:
+    a few ms, once.)"""
     import gc
+    import threading
 
     import gevent
 
-    spawned = [o for o in gc.get_objects() if isinstance(o, gevent.Greenlet) and not o.dead and user_spawned(o)]
+    def library_thread(g: Any) -> bool:
+        return isinstance(getattr(getattr(g, "_run", None), "__self__", None), threading.Thread)
+
+    spawned = [
+        o
+        for o in gc.get_objects()
+        if isinstance(o, gevent.Greenlet) and not o.dead and user_spawned(o) and not library_thread(o)
+    ]
     for g in spawned:
         g.kill(block=False)
     return spawned
