@@ -5,7 +5,8 @@ or runs nothing for `-t`).
 Policy: `-u 0` is an error unless a shape sets the users (a User class without tasks is not: it runs,
 as in Locust); an HTTP user needs a host, from `-H` or its class, whose scheme is http or https
 (an MQTT user's is its broker: mqtt://, mqtts:// or a bare host name); `-H` itself must be http(s)://
-or mqtt(s)://, with a host (squall.load_values: a port in range, no whitespace). A dashboard run that
+or mqtt(s)://, with a host (squall.load_values: a port in range, no whitespace), when an HTTP or MQTT
+user runs (a custom client's users alone take any -H, as in Locust: gRPC's host:port). A dashboard run that
 waits for Start may get its host from the page, so the missing host is not checked there; the page's
 Start gets these same checks (squall.web.controls)."""
 
@@ -41,7 +42,9 @@ def check(
     """Raises UsageError with the first problem (see the module's policy)."""
     if users < 1 and shape is None:
         raise UsageError(NO_USERS)
-    if host:
+    # -H is every User's host, as in Locust: a URL for HTTP and MQTT users, and whatever a custom client
+    # takes for the others (gRPC's host:port, a database's address), which they alone read.
+    if host and any(issubclass(c, (HttpUser, MqttUser)) for c in classes):
         problem = _scheme_error("-H/--host", host, HTTP + MQTT)
         if problem:
             raise problem
