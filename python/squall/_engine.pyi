@@ -112,8 +112,13 @@ class ScriptEngine:
         timeout: float,
         insecure: bool,
     ) -> int: ...
-    def mqtt_publish(self, user: int, topic: str, payload: bytes, qos: int, retain: bool) -> int: ...
-    def mqtt_subscribe(self, user: int, filter: str, qos: int) -> int: ...
+    def mqtt_publish(
+        self, user: int, topic: str, payload: bytes, qos: int, retain: bool, name: str | None = None
+    ) -> int:
+        """`name`: the publish's name in the statistics (a client's own `_generate_event_name`), if not
+        Locust's `publish:QOS:TOPIC`."""
+    def mqtt_subscribe(self, user: int, filter: str, qos: int, name: str | None = None) -> int:
+        """`name`: as for `mqtt_publish` (Locust's: `subscribe:QOS:FILTER`)."""
     def mqtt_disconnect(self, user: int) -> int: ...
     def record(
         self, method: str, name: str, elapsed_us: int, status: int, body_bytes: int, failure: str | None = None

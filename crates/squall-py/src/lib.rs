@@ -376,13 +376,24 @@ impl ScriptEngine {
         Ok(self.engine()?.submit_mqtt(user, |id| Op::Connect { id, broker, hello, version, timeout, insecure }))
     }
 
-    fn mqtt_publish(&self, user: u64, topic: String, payload: Vec<u8>, qos: u8, retain: bool) -> PyResult<u64> {
+    /// `name`: the statistics' name of the publish (a client's own `_generate_event_name`), if not Locust's.
+    #[pyo3(signature = (user, topic, payload, qos, retain, name=None))]
+    fn mqtt_publish(
+        &self,
+        user: u64,
+        topic: String,
+        payload: Vec<u8>,
+        qos: u8,
+        retain: bool,
+        name: Option<String>,
+    ) -> PyResult<u64> {
         let payload = payload.into();
-        Ok(self.engine()?.submit_mqtt(user, |id| Op::Publish { id, topic, payload, qos: qos.min(2), retain }))
+        Ok(self.engine()?.submit_mqtt(user, |id| Op::Publish { id, topic, payload, qos: qos.min(2), retain, name }))
     }
 
-    fn mqtt_subscribe(&self, user: u64, filter: String, qos: u8) -> PyResult<u64> {
-        Ok(self.engine()?.submit_mqtt(user, |id| Op::Subscribe { id, filter, qos: qos.min(2) }))
+    #[pyo3(signature = (user, filter, qos, name=None))]
+    fn mqtt_subscribe(&self, user: u64, filter: String, qos: u8, name: Option<String>) -> PyResult<u64> {
+        Ok(self.engine()?.submit_mqtt(user, |id| Op::Subscribe { id, filter, qos: qos.min(2), name }))
     }
 
     fn mqtt_disconnect(&self, user: u64) -> PyResult<u64> {

@@ -5,13 +5,19 @@ engine, which times every operation and records it in the same table as HTTP use
 has read it (the PINGRESP to a PINGREQ sent after it).
 
 `publish` returns at once, as paho's does; `info.wait_for_publish()` waits for the acknowledgement.
-`connect` and `subscribe` wait for CONNACK and SUBACK when called from a task."""
+`connect` and `subscribe` wait for CONNACK and SUBACK when called from a task.
+
+A file's own client class (`client_cls = MyClient`, a subclass of `MqttClient`) is made with Locust's
+keywords (`environment=`, `client_id=`, `protocol=`, `transport=`, `use_loop_selectors=`), and its
+`_generate_event_name(event_type, qos, topic)`, if it has one, names its publishes and subscriptions in
+the statistics (Locust's default: `publish:QOS:TOPIC`)."""
 
 from __future__ import annotations
 
 import random
 import string
 from collections.abc import Sequence
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Callable
 
 from greenlet import getcurrent, greenlet
@@ -27,6 +33,9 @@ if TYPE_CHECKING:
 Callback = Callable[..., Any]
 
 MQTTv311, MQTTv5 = 4, 5
+# The MqttUser whose client is being made (MqttUser.__init__): a client class made with Locust's keywords
+# (environment=, client_id=, ...) does not name its user.
+_making: ContextVar[User | None] = ContextVar("squall_mqtt_user", default=None)
 CONNECT_TIMEOUT = 10.0  # seconds for the CONNACK
 MQTT_ERR_SUCCESS, MQTT_ERR_NO_CONN = 0, 4
 
@@ -70,8 +79,20 @@ class MQTTMessageInfo:
 class MqttClient:
     """A paho-like MQTT client whose connection lives in the engine."""
 
-    def __init__(self, user: User, client_id: str | None = None, protocol: int = MQTTv311) -> None:
+    def __init__(
+        self,
+        user: User | None = None,
+        client_id: str | None = None,
+        protocol: int = MQTTv311,
+        *,
+        environment: Environment | None = None,
+        **_: Any,  # paho's other keywords (transport=, ...) and Locust's use_loop_selectors=: the engine's
+    ) -> None:
+        user = user or _making.get()
+        if user is None:
+            raise TypeError("an MqttClient belongs to an MqttUser: make it through the user's client_cls")
         self._user = user
+        self.environment = environment or user.environment
         self._hub = user.hub
         self.client_id = client_id or "locust-" + "".join(random.choices(string.ascii_letters + string.digits, k=16))
         self.protocol = protocol
@@ -85,6 +106,12 @@ class MqttClient:
         self.userdata: Any = None
         self._connected = False
         self._hub.mqtt_clients[user.user_id] = self
+        # A subclass's own `_generate_event_name` names the requests; Locust's default is the engine's.
+        self._names = type(self)._generate_event_name is not MqttClient._generate_event_name
+
+    def _generate_event_name(self, event_type: str, qos: int, topic: str) -> str:
+        """The name of a publish or subscription in the statistics (Locust's): `publish:QOS:TOPIC`."""
+        return f"{event_type}:{qos}:{topic}"
 
     def username_pw_set(self, username: str, password: str | None = None) -> None:
         self.username, self.password = username, password
@@ -156,7 +183,8 @@ class MqttClient:
             if self.on_publish and c.error is None:
                 self.on_publish(self, self.userdata, info.mid)
 
-        op = self._hub.engine.mqtt_publish(self._user.user_id, topic, bytes(payload), int(qos), bool(retain))
+        name = self._generate_event_name("publish", int(qos), topic) if self._names else None
+        op = self._hub.engine.mqtt_publish(self._user.user_id, topic, bytes(payload), int(qos), bool(retain), name)
         info.mid = self._watch(op, published)
         return info
 
@@ -173,7 +201,9 @@ class MqttClient:
         )
         mid = None
         for t, q in topics:
-            mid = self._hub.engine.mqtt_subscribe(self._user.user_id, t, int(q) if isinstance(q, int) else int(qos))
+            q = int(q) if isinstance(q, int) else int(qos)
+            name = self._generate_event_name("subscribe", q, t) if self._names else None
+            mid = self._hub.engine.mqtt_subscribe(self._user.user_id, t, q, name)
         if mid is not None:
             self._wait(mid)
         if self.on_subscribe:
@@ -208,6 +238,8 @@ class MqttUser(User):
     transport = "tcp"
     tls_context: Any = None
     client_cls: type[MqttClient] = MqttClient
+    ws_path = "/mqtt"
+    use_loop_selectors = False
     client_id: str | None = None
     username: str | None = None
     password: str | None = None
@@ -217,7 +249,17 @@ class MqttUser(User):
 
     def __init__(self, environment: Environment) -> None:
         super().__init__(environment)
-        self.client = self.client_cls(self, client_id=self.client_id, protocol=self.protocol)
+        making = _making.set(self)
+        try:  # as Locust makes it, so that a file's own client class gets the keywords it expects
+            self.client = self.client_cls(
+                environment=self.environment,
+                transport=self.transport,
+                client_id=self.client_id,
+                protocol=self.protocol,
+                use_loop_selectors=self.use_loop_selectors,
+            )
+        finally:
+            _making.reset(making)
         self.mqtt = self.client
         if self.tls_context:
             self.client.tls_set_context(self.tls_context)

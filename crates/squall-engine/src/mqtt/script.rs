@@ -14,11 +14,13 @@ use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
-/// One operation a script asks for.
+/// One operation a script asks for. A publish's or subscription's `name` is its name in the statistics
+/// when the script gives one (a client's own `_generate_event_name`), else Locust's `publish:QOS:TOPIC`
+/// or `subscribe:QOS:FILTER`.
 pub enum Op {
     Connect { id: u64, broker: String, hello: OwnedHello, version: Version, timeout: Duration, insecure: bool },
-    Publish { id: u64, topic: String, payload: Bytes, qos: u8, retain: bool },
-    Subscribe { id: u64, filter: String, qos: u8 },
+    Publish { id: u64, topic: String, payload: Bytes, qos: u8, retain: bool, name: Option<String> },
+    Subscribe { id: u64, filter: String, qos: u8, name: Option<String> },
     Disconnect { id: u64 },
 }
 
@@ -133,8 +135,8 @@ pub async fn user_task<S: Sink>(sink: std::rc::Rc<S>, user: u64, mut rx: mpsc::U
                 );
                 sink.event(Event::Done { id, elapsed_us: 0, error: None });
             }
-            Op::Publish { id, topic, payload, qos, retain } => {
-                let name = format!("publish:{qos}:{topic}");
+            Op::Publish { id, topic, payload, qos, retain, name } => {
+                let name = name.unwrap_or_else(|| format!("publish:{qos}:{topic}"));
                 let Some(c) = conn.as_mut() else {
                     not_connected(&*sink, id, &name);
                     continue;
@@ -156,8 +158,8 @@ pub async fn user_task<S: Sink>(sink: std::rc::Rc<S>, user: u64, mut rx: mpsc::U
                     conn = None;
                 }
             }
-            Op::Subscribe { id, filter, qos } => {
-                let name = format!("subscribe:{qos}:{filter}");
+            Op::Subscribe { id, filter, qos, name } => {
+                let name = name.unwrap_or_else(|| format!("subscribe:{qos}:{filter}"));
                 let Some(c) = conn.as_mut() else {
                     not_connected(&*sink, id, &name);
                     continue;
