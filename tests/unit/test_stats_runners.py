@@ -7,7 +7,6 @@ import pytest
 
 from squall import locust_compat, runners, stats
 from squall.env import Environment
-from squall.errors import UsageError
 from squall.event import Events
 from squall.user.users import User
 from squall.web.server import Dashboard, LiveStore
@@ -71,17 +70,19 @@ def test_locust_stats_is_squalls():
     assert locust_compat.ALIASES["locust.stats"] is stats
 
 
-def test_web_ui_is_none_headless_and_has_no_flask_app():
+def test_web_ui_is_none_headless_and_a_flask_app_beside_the_dashboard():
     env = Environment(events=Events())
     assert env.web_ui is None and env.use_dashboard(None) is None
     dashboard = Dashboard(LiveStore({"controls": {}}, "http"), "127.0.0.1", 0)
     try:
         web_ui = env.use_dashboard(dashboard)
         assert env.web_ui is web_ui and web_ui.host == "127.0.0.1" and web_ui.port > 0
-        with pytest.raises(UsageError) as e:
-            web_ui.app.route("/added_page")
-        message = str(e.value)
-        assert "\n" not in message and "not a Flask app" in message and "app.route" in message
+        assert dashboard.web_app is None  # Flask only once a file uses the app
+        web_ui.app.route("/added_page")(lambda: "added")
+        assert type(web_ui.app).__name__ == "Flask" and dashboard.web_app is not None
+        assert web_ui.auth_required_if_enabled(len) is len  # without --web-login
+        with pytest.raises(AttributeError):
+            web_ui.login_manager  # noqa: B018  # --web-login only, as in Locust
     finally:
         dashboard.server.server_close()
 

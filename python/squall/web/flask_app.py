@@ -57,7 +57,7 @@ class LocustFlask:
         self.web_login = web_login
         self.auth_args: dict[str, Any] = {}
         self.login_manager: Any = None
-        app = Flask("locust")
+        app = Flask(__name__)  # (Locust's is named after its module too; the name looks up nothing here)
         app.debug = True  # as Locust's: a route's exception reaches the server (a plain 500, its traceback)
         self.app: Flask = app
         if web_login:
