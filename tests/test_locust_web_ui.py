@@ -60,7 +60,7 @@ def get(url, opener=None, data=None, headers=None):
             return r.status, dict(r.headers), r.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, dict(e.headers), e.read().decode()
-    except urllib.error.URLError:  # not listening yet
+    except (urllib.error.URLError, TimeoutError):  # not listening (or answering) yet
         return 0, {}, ""
 
 
@@ -157,3 +157,21 @@ def test_squalls_own_data_needs_the_login_too(tmp_path):
     finally:
         proc.terminate()
         proc.communicate(timeout=30)
+
+
+def test_template_args_as_extension_files_read_them(tmp_path):
+    """A route of the file's reads `web_ui.template_args` after `update_template_args()` (the file
+    imports `locust.web`): the values both tools give for the UI before a test are the same."""
+    seen = {}
+    for tool in ("locust", "squall"):
+        port = free_port()
+        base = f"http://127.0.0.1:{port}"
+        target = "http://127.0.0.1:9/app"  # never requested: no test is started
+        proc = start(tool, "-f", WEB_UI / "template_args.py", "--web-port", port, "-H", target, "-u", 3)
+        try:
+            wait_until(lambda: get(base + "/template-args")[0] == 200, "the route", proc)  # noqa: B023
+            seen[tool] = json.loads(get(base + "/template-args")[2])
+        finally:
+            proc.terminate()
+            proc.communicate(timeout=30)
+    assert seen["squall"] == seen["locust"], seen

@@ -188,9 +188,6 @@ class WebUI:
             }
         )
 
-    def set_static_modern_ui(self) -> None:
-        """Older Locust's switch to its modern page: squall has one page."""
-
     @property
     def url(self) -> str:
         return self.dashboard.url
