@@ -10,9 +10,9 @@ The policy, and why:
   the NULs beside ASCII characters), other bytes that are not UTF-8 (with the offset of the first), so
   that the user knows which file to fix and how, instead of reading a codec's exception.
 - JSON: a document cut short is said to be (a truncated copy is the usual cause); one that nests deeper
-  than MAX_DEPTH is refused before anything walks it (a squall result nests 7 levels; Python's parser
-  and every recursive walk after it fail past about 1,000); numbers too long for Python's int are an
-  error, not a crash.
+  than MAX_DEPTH is refused as soon as it is parsed, before any recursive walk (a squall result nests 7
+  levels; Python's parser and every recursive walk after it fail past about 1,000); numbers too long
+  for Python's int are an error, not a crash.
 - A result is checked for every field the reports compute with (`check_result`): the types the page
   and `squall compare` rely on, counts that are whole and at most 2**64 (the engine's u64), a finite
   duration. Other fields pass as they are (the page tolerates what is missing, and turns NaN into
@@ -78,43 +78,24 @@ def decode(data: bytes, name: str, what: str = "squall") -> str:
 
 
 def parse_json(text: str, name: str) -> Any:
-    """The JSON document in `text` (of the file `name`), nesting at most MAX_DEPTH levels."""
-    if _bracket_depth(text) > MAX_DEPTH:
-        raise InputError(f"{name} nests deeper than {MAX_DEPTH} levels: not a file squall wrote")
+    """The JSON document in `text` (of the file `name`), nesting at most MAX_DEPTH levels (checked after
+    parsing, without recursion; the parser itself stops at Python's recursion limit)."""
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         if e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated string"):  # both reach the end
             raise InputError(f"{name} ends before its JSON does (at line {e.lineno}): a truncated copy?") from None
         raise InputError(f"{name} is not JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
-    except (ValueError, RecursionError) as e:  # an integer past Python's digit limit
+    except RecursionError:
+        doc = None
+        deep = True
+    except ValueError as e:  # an integer past Python's digit limit
         raise InputError(f"{name} is not JSON squall can read: {str(e).splitlines()[0]}") from None
+    else:
+        deep = depth(doc) > MAX_DEPTH
+    if deep:
+        raise InputError(f"{name} nests deeper than {MAX_DEPTH} levels: not a file squall wrote")
     return doc
-
-
-def _bracket_depth(text: str) -> int:
-    """The deepest nesting of [ and { outside strings (an upper bound is enough: it only refuses)."""
-    depth = best = 0
-    in_string = escaped = False
-    for ch in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
-            depth += 1
-            if depth > best:
-                best = depth
-                if best > MAX_DEPTH:
-                    return best
-        elif ch in "]}":
-            depth -= 1
-    return best
 
 
 def depth(value: Any) -> int:
