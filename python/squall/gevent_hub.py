@@ -28,6 +28,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Callable
 
+from squall.exception import user_traceback
+
 if TYPE_CHECKING:
     from squall.env import Environment
     from squall.hub import Hub
@@ -130,7 +132,8 @@ def unbind(hub: Hub) -> None:
     if gevent_hub is None:
         return
     gevent_hub.squall = None  # its loop leaves squall's after the pass it is in ...
-    gevent_hub.switch()  # ... which it finishes now, then it switches back here
+    if gevent_hub.serving:  # (it never started if no test did: a run stopped before the page's Start)
+        gevent_hub.switch()  # ... which it finishes now, then it switches back here
     hub.leave_gevent()
 
 
@@ -195,6 +198,7 @@ def _hub_class() -> type:
 
         squall: Hub | None = None
         env: Environment | None = None
+        serving = False  # its loop is squall's now
 
         def handle_error(self, context: Any, type: Any, value: Any, tb: Any) -> None:
             """gevent prints a greenlet's failure; a failure of a greenlet a user spawned is also counted
@@ -202,15 +206,17 @@ def _hub_class() -> type:
             super().handle_error(context, type, value, tb)
             env = self.env
             if env is not None and self.squall is not None and isinstance(value, Exception) and user_spawned(context):
-                from squall.exception import user_traceback
-
                 env.report_exception(None, value, user_traceback(value))
 
         def run(self) -> None:
             loop = self.loop
             while True:
                 if self.squall is not None:
-                    self.squall.serve(self)  # returns once unbound
+                    self.serving = True
+                    try:
+                        self.squall.serve(self)  # returns once unbound
+                    finally:
+                        self.serving = False
                     self.parent.switch()  # to the run's driver, which unbound it (`unbind`)
                     continue
                 # gevent's own loop, one iteration at a time so that a run can bind between two

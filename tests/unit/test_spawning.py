@@ -42,7 +42,7 @@ class FakeHub:
         if getattr(fn, "__name__", "") == "_make":
             fn()
             return Done()
-        return next(self.greenlets)
+        return Started(next(self.greenlets))
 
     def kill(self, g):
         self.killed.append(g)
@@ -53,6 +53,10 @@ class FakeHub:
 
 class Done:
     dead = True
+
+
+class Started(int):
+    """A user's greenlet: a number, which takes the attributes the spawner marks it with."""
 
 
 class Clock:
