@@ -92,7 +92,11 @@ class Hub:
         try:
             return _switch(self.main)
         except BaseException:
-            timer[1] = _CANCELLED  # thrown out (killed, a Timeout): the timer must not resume it later
+            # Thrown out (killed, a Timeout): the timer must not resume it later, nor, if it fell due in
+            # the same pass, the resumption it queued (it would switch into whatever the greenlet waits
+            # on next, as an on_stop joining a thread: gevent's InvalidSwitchError).
+            timer[1] = _CANCELLED
+            self.unqueue((g, None))
             raise
 
     def pause(self, seconds: float, seen: int) -> int:

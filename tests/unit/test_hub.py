@@ -1,0 +1,41 @@
+"""The hub's scheduling: a greenlet is resumed once for each wait, by what it waits for, never by a
+resumption left over from a wait it was thrown out of."""
+
+import time
+
+from greenlet import GreenletExit
+
+from squall._engine import ScriptEngine
+from squall.hub import Hub
+
+
+def test_a_greenlet_killed_as_its_timer_falls_due_is_not_resumed_by_that_timer_later():
+    """The kill is queued in the pass where the victim's timer falls due (by a greenlet that runs first
+    in it, as the run's driver does with gevent): the timer's resumption is queued behind the kill. The
+    victim, thrown out of its sleep, sleeps again (as an on_stop waits): that sleep must last its time,
+    not end at once on the first sleep's resumption (with gevent, a switch into whatever it waits on)."""
+    hub = Hub(ScriptEngine())
+    log = []
+
+    def victim():
+        try:
+            hub.sleep(0.005)
+            log.append(("woke", 0.0))
+        except GreenletExit:
+            began = time.monotonic()
+            hub.sleep(0.03)
+            log.append(("slept again", time.monotonic() - began))
+
+    v = hub.spawn(victim)
+
+    def killer():
+        while True:  # until the victim's timer (the only one) is due: this pass queues its resumption
+            due = hub.timers.next_due()
+            if due is not None and due <= time.monotonic():
+                break
+            hub.sleep(0)
+        hub.kill(v)
+
+    hub.spawn(killer)
+    hub.run_until(time.monotonic() + 0.2)
+    assert log and log[0][0] == "slept again" and log[0][1] >= 0.03, log
