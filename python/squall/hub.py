@@ -127,8 +127,16 @@ class Hub:
 
     def wait_turn(self) -> Any:
         """Suspends the calling greenlet until something that recorded it resumes it (an MQTT message's
-        acknowledgement, the open model's next arrival); returns the value it is resumed with."""
-        return _switch(self.main)
+        acknowledgement, the open model's next arrival); returns the value it is resumed with. Thrown out
+        (killed) after its resumption was queued, it takes that back (see `sleep`)."""
+        g = getcurrent()
+        try:
+            return _switch(self.main)
+        except BaseException:
+            queued = next((e for e in self.ready if e[0] is g and e[1] is not _Kill), None)
+            if queued is not None:
+                self.unqueue(queued)
+            raise
 
     def call_later(self, seconds: float, fn: Callable[[], None]) -> list[Any]:
         """Calls `fn` in a greenlet of its own once `seconds` have passed (on a pass of the hub); returns
