@@ -434,3 +434,13 @@ def test_the_run_reads_any_config_file(seed, source, config_dirs):
         assert code == 2 or out == "Visitor\n", (what, out, err)
         if case < PROCESSES:
             check((*what, "process"), *run_process(argv, cwd=cwd, env={**os.environ, "HOME": str(home)})[::2])
+
+
+def test_a_toml_boolean_for_a_value_is_its_text(config_dirs):
+    """Found by the fuzzing above (SQUALL_FUZZ_N=20000): `run-time = true` in [tool.locust] reached the
+    run as the boolean True (AttributeError in the duration's parser); it is the text "true" now, as a
+    conf file's would be, and refused as such."""
+    _home, cwd = config_dirs
+    (cwd / "pyproject.toml").write_text("[tool.locust]\nrun-time = true\n")
+    code, _, err = run_main(["-f", "locustfile.py", "-l"])
+    assert code == 2 and "invalid duration 'true'" in err, err

@@ -152,7 +152,7 @@ def apply(
 
 
 def _convert(action: argparse.Action, value: Any, key: str) -> Any:
-    if isinstance(value, bool) or action.nargs == 0:  # store_true flags
+    if action.nargs == 0:  # store_true flags (a TOML boolean for another option is its text, "true")
         text = str(value).lower()
         if text not in TRUE | FALSE:
             raise ConfigError(f"setting '{key}' must be true or false, not {_shown(value)}")
