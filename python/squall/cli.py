@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -103,7 +104,8 @@ def _prepare_run(
         known, _ = parser.parse_known_args(argv)
         try:
             # `-f -` (Locust's): a worker that takes the master's locustfile, and has none of its own
-            loaded = ([], None) if known.locustfile == "-" else run.load_locustfile(known.locustfile)
+            spec = known.locustfile
+            loaded = ([], None) if spec == "-" else run.load_locustfile(spec, _runs_users_here(known))
         except ScriptError as e:
             sys.stderr.write(f"squall: error: {e}\n")
             return exitcodes.USAGE
@@ -112,6 +114,22 @@ def _prepare_run(
     except config.ConfigError as e:
         raise UsageError(str(e)) from None
     return loaded
+
+
+def _runs_users_here(known: argparse.Namespace) -> bool:
+    """Whether this process runs the locustfile's users itself (so patches the standard library with
+    gevent first, squall.gevent_hub), or only drives processes that do: --processes, --ray, --master and
+    --worker start them, --find-limit runs each step in one. A driver keeps the standard library as it is
+    (Ray's client, in particular, waits on real threads)."""
+    if os.environ.get("SQUALL_WORKER"):
+        return True
+    return not (
+        getattr(known, "processes", 1) != 1
+        or getattr(known, "ray", None)
+        or getattr(known, "master", False)
+        or getattr(known, "worker", False)
+        or getattr(known, "find_limit", False)
+    )
 
 
 if __name__ == "__main__":

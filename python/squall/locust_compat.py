@@ -138,12 +138,12 @@ def locust_contrib_source(name: str) -> Path | None:
 _FINDER = _ContribFinder()
 
 
-def install() -> None:
+def install(gevent: bool = True) -> None:
     """Registers the aliases in `sys.modules`, replacing Locust's own modules if it is installed, after
     patching the standard library with real gevent as `import locust` does (squall.gevent_hub), or, if
     it is not installed, aliasing gevent to squall's own; `locust.contrib`'s other modules load when a
     file imports them (`_ContribFinder`)."""
-    if not squall.gevent_hub.enable():
+    if not (gevent and squall.gevent_hub.enable()):
         sys.modules.update(GEVENT_ALIASES)
     sys.modules.update(ALIASES)
     if _FINDER not in sys.meta_path:

@@ -115,10 +115,11 @@ class _CooperativeSleep:
 cooperative_sleep = _CooperativeSleep()
 
 
-def load_locustfile(spec: str) -> tuple[list[type[User]], type[LoadTestShape] | None]:
-    """Imports the locustfiles of `-f` with `locust` resolving to squall; returns (User classes, shape
-    class or None). ScriptError when they cannot load."""
-    locust_compat.install()
+def load_locustfile(spec: str, users_here: bool = True) -> tuple[list[type[User]], type[LoadTestShape] | None]:
+    """Imports the locustfiles of `-f` with `locust` resolving to squall, after gevent's patching where
+    this process runs the users (`users_here`); returns (User classes, shape class or None). ScriptError
+    when they cannot load."""
+    locust_compat.install(gevent=users_here)
     time.sleep = cooperative_sleep
     return locustfiles.load(spec)
 
