@@ -287,8 +287,10 @@ async fn h1_request(ctx: &ThreadCtx, conn: &mut Option<H1Conn>, conn_index: usiz
         Ok(H1Conn::new(stream))
     };
     let spec = &ctx.shared.spec;
-    let resp = crate::http::h1::exchange_keepalive(conn, open, &spec.h1_bytes, ctx.head, false, spec.keepalive).await?;
-    Ok((resp.status, resp.body_bytes, resp.wire_bytes, resp.timing))
+    let mut t = Timing::default();
+    let resp = crate::http::h1::exchange_keepalive(conn, open, &spec.h1_bytes, ctx.head, false, spec.keepalive, &mut t)
+        .await?;
+    Ok((resp.status, resp.body_bytes, resp.wire_bytes, t))
 }
 
 async fn h2_request(ctx: &ThreadCtx, conn: &LeanConn, watch: &Watch) -> Exchanged {

@@ -20,7 +20,7 @@
 
 pub mod cookies;
 
-use crate::http::h1::{H1Conn, Response};
+use crate::http::h1::{H1Conn, Response, Timing};
 use crate::http::h2::{build_request, H2Conn};
 use crate::http::request::{
     check_headers, check_method, finish_h1, needs_length, parse_url, path_and_query, serialize_h1_head,
@@ -851,7 +851,7 @@ async fn run_request(
     let (elapsed, end) = match &result {
         // Timed to when the kernel received the response's end (its read may have been deferred:
         // `DEFER`), less what earlier hops of a redirect waited to be read.
-        Ok((resp, _, deferred, _)) => {
+        Ok((resp, _, deferred, _, _)) => {
             let end = match resp.received {
                 Stamp::At(t) if t >= begin && t <= now => t,
                 _ => now,
@@ -861,14 +861,14 @@ async fn run_request(
         Err(_) => (now.saturating_duration_since(begin), now),
     };
     let completion = match result {
-        Ok((mut resp, url, _, mut phases)) => {
+        Ok((mut resp, url, _, mut phases, timing)) => {
             if r.record {
                 let outcome =
                     Outcome::Response { status: resp.status, body_bytes: resp.body_bytes, wire_bytes: resp.wire_bytes };
                 let mut recorder = engine.recorder.borrow_mut();
                 recorder.record(now, endpoint, elapsed, &outcome);
-                if resp.timing.written.is_some() {
-                    phases.add(&resp.timing.phases(end));
+                if timing.written.is_some() {
+                    phases.add(&timing.phases(end));
                     recorder.record_timing(endpoint, &phases);
                 }
             }
@@ -904,14 +904,15 @@ async fn run_request(
 
 /// The request, and the redirects it leads to when asked to follow them. Returns the final response,
 /// its URL, how long the responses of earlier hops waited to be read after they arrived (the
-/// generator's own delay, not the server's), and the earlier hops' phases (summed). Cookies set along the way go into the user's jar (and so
+/// generator's own delay, not the server's), the phases of the connects and earlier hops (summed), and
+/// what the last exchange saw of its own (HTTP/1.1). Cookies set along the way go into the user's jar (and so
 /// with the following hops); an `Authorization` header is not sent on to another host, nor from https
 /// to http.
 async fn follow(
     engine: &Engine,
     r: &ScriptRequest,
     first: &KnownUrl,
-) -> Result<(Response, String, Duration, Phases), Failure> {
+) -> Result<(Response, String, Duration, Phases, Timing), Failure> {
     let (mut url, mut origin) = (std::borrow::Cow::Borrowed(&first.url), first.origin);
     let (mut method, mut body) = (r.method.as_str(), std::borrow::Cow::Borrowed(&r.body[..]));
     let mut headers = std::borrow::Cow::Borrowed(&r.headers[..]);
@@ -927,7 +928,8 @@ async fn follow(
                 None => Jar::default().header_for(&host, &r.cookies),
             }
         };
-        let (resp, opened) = exchange(engine, r, origin, method, &url, &headers, cookie.as_deref(), &body).await?;
+        let (resp, opened, timing) =
+            exchange(engine, r, origin, method, &url, &headers, cookie.as_deref(), &body).await?;
         phases.add(&opened);
         if !resp.set_cookies.is_empty() {
             let mut jars = engine.jars.borrow_mut();
@@ -938,7 +940,7 @@ async fn follow(
         }
         let redirect = matches!(resp.status, 301 | 302 | 303 | 307 | 308);
         let (Some(location), true, Some(max)) = (resp.location.clone(), redirect, r.max_redirects) else {
-            return Ok((resp, url.to_string(), deferred, phases));
+            return Ok((resp, url.to_string(), deferred, phases, timing));
         };
         let now = Instant::now();
         let end = match resp.received {
@@ -948,8 +950,8 @@ async fn follow(
             }
             _ => now,
         };
-        if resp.timing.written.is_some() {
-            phases.add(&resp.timing.phases(end));
+        if timing.written.is_some() {
+            phases.add(&timing.phases(end));
         }
         if hops >= max {
             // As requests does: a loop or an endless chain fails; it is not the last 3xx's success.
@@ -987,7 +989,7 @@ async fn exchange(
     headers: &[(String, String)],
     cookie: Option<&str>,
     body: &[u8],
-) -> Result<(Response, Phases), Failure> {
+) -> Result<(Response, Phases, Timing), Failure> {
     let (user, insecure) = (r.user, r.insecure);
     let key = (user, origin, insecure);
     if engine.options.http2 {
@@ -1025,7 +1027,7 @@ async fn exchange(
             raw.extend_from_slice(b"\r\n");
         }
         resp.raw_head = Some(raw);
-        return Ok((resp, Phases::default())); // (HTTP/2 is not broken down: stats::timing)
+        return Ok((resp, Phases::default(), Timing::default())); // (HTTP/2 is not broken down: stats::timing)
     }
     let bytes = engine.h1_bytes(method, url, headers, cookie, body);
     let mut conn = match engine.pool.borrow_mut().get(key) {
@@ -1050,7 +1052,9 @@ async fn exchange(
         }
         Ok(conn)
     };
-    let resp = crate::http::h1::exchange_keepalive(&mut conn, open, &bytes, method == "HEAD", true, true).await?;
+    let mut timing = Timing::default();
+    let resp =
+        crate::http::h1::exchange_keepalive(&mut conn, open, &bytes, method == "HEAD", true, true, &mut timing).await?;
     match resp.received {
         Stamp::At(_) => engine.stamping.set(true),
         Stamp::Missing => engine.stamping.set(false),
@@ -1061,7 +1065,7 @@ async fn exchange(
             idle.push(c);
         }
     }
-    Ok((resp, opened.get()))
+    Ok((resp, opened.get(), timing))
 }
 
 #[cfg(test)]
