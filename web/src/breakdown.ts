@@ -2,15 +2,15 @@
 // request written to the first response byte: the server's time to first byte and the network) and
 // receiving (first byte to last), from the result's `timings` (HTTP/1.1 runs; the engine's
 // stats/timing.rs). A bar of each phase's mean share of a response's time, then each phase's
-// percentiles. Connect and TLS happen on the requests that opened a connection only: their share is
-// their total over all responses.
+// percentiles. Connect and TLS happen once a connection: their share is their total over all
+// responses.
 import type { Endpoint, Phase, Timings } from "./types";
 import { fill, fmtInt, fmtMs, fmtPct, h, num } from "./util";
 
 type PhaseKey = "connect" | "tls" | "waiting" | "receiving";
 const PHASES: { k: PhaseKey; label: string; color: string; about: string }[] = [
-  { k: "connect", label: "connect", color: "#9b6bd8", about: "TCP connect, on the requests that opened a connection" },
-  { k: "tls", label: "TLS handshake", color: "#d6409f", about: "on the requests that opened a connection over TLS" },
+  { k: "connect", label: "connect", color: "#9b6bd8", about: "TCP connect, once a connection" },
+  { k: "tls", label: "TLS handshake", color: "#d6409f", about: "once a connection over TLS" },
   { k: "waiting", label: "waiting (TTFB)", color: "#3e8fe0", about: "request written to the first response byte read" },
   { k: "receiving", label: "receiving", color: "#22a06b", about: "first response byte to the last (0 when one read took it all)" },
 ];
@@ -96,7 +96,7 @@ export function breakdown(e: Endpoint, label: string): HTMLElement {
       "tr",
       { testid: "timing-row", "data-phase": k, title: about },
       h("td", null, label),
-      cell("count", p.count, fmtInt(p.count) + (k === "connect" || k === "tls" ? ` of ${fmtInt(responses)}` : "")),
+      cell("count", p.count, fmtInt(p.count) + (k === "connect" || k === "tls" ? (p.count === 1 ? " connection" : " connections") : "")),
       cell("mean", none ? null : p.mean_us),
       cell("p50", none ? null : pc["50"]),
       cell("p95", none ? null : pc["95"]),
@@ -108,7 +108,7 @@ export function breakdown(e: Endpoint, label: string): HTMLElement {
   const table = h(
     "table",
     { class: "grid bd-table", testid: "timings-table" },
-    h("thead", null, h("tr", null, th("Phase", false), th("Requests"), th("Mean (ms)"), th("p50"), th("p95"), th("p99"), th("Max"))),
+    h("thead", null, h("tr", null, th("Phase", false), th("Count"), th("Mean (ms)"), th("p50"), th("p95"), th("p99"), th("Max"))),
     h("tbody", null, rows),
   );
   return h(

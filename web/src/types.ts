@@ -28,7 +28,7 @@ export interface Endpoint extends Summary {
 
 /** One phase of the latency breakdown over the run (`stats/timing.rs`). */
 export interface Phase {
-  /** requests that had it (connect, tls: those that opened a connection) */
+  /** responses that had it (connect, tls: the connections opened) */
   count: number;
   total_us?: number;
   mean_us: number;
