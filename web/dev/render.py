@@ -14,7 +14,9 @@ endpoint); compare.html's runs carry verdicts too.
 
 Breaking point (`squall bench --find-limit`): report-limit-sync.html and report-limit-async.html are the
 samples as they are; report-limit-none.html is the sync search with no passing step (load null) and a
-generator-bound step; compare-limit.html compares the two searches (A: sync, B: async).
+generator-bound step; compare-limit.html compares the two searches (A: sync, B: async);
+report-limit-users.html is a search by users (its throughput in req/s; it has `distribution` and
+`timings`, which the other samples predate).
 
 Resources (`--monitor-*`) and the generator's health: report-bench-monitor.html is the real sample (a
 bench run with --monitor-name nginx); report-monitor-made-up.html is a 45-second run with two targets
@@ -163,6 +165,7 @@ def meta_for(name: str, r: dict, **extra) -> dict:
         "mqtt": f"squall mqtt --broker {r['url']} -u 20 --rate 50 -t 4s --qos 1 --verify",
         "limit-sync": f"squall bench {r['url']} --find-limit -c 50 --threshold 'p95<1s' --threshold 'error_rate<1%'",
         "limit-async": f"squall bench {r['url']} --find-limit -c 50 --threshold 'p95<1s' --threshold 'error_rate<1%'",
+        "limit-users": f"squall -f paced.py -H {r['url']} --find-limit --step-time 4s --result-json limit-users.json",
     }
     meta = {
         "command": command,
