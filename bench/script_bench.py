@@ -9,6 +9,9 @@ squall's ratio to Locust is the median of the per-round ratios of requests per C
 Beside them, in the same rounds, bench/floor.c: the same users doing only the socket work (a write and
 the reads per request, nothing else), which is the most requests per CPU-second any generator can
 reach here, so its ratio to Locust is the ceiling of squall's.
+With SQUALL_BENCH_AB_GEVENT=1 each round also runs squall without gevent's patching of the standard
+library (LOCUST_SKIP_MONKEY_PATCH=1: squall's own gevent stand-in, blocking libraries not cooperative),
+and the section says what the patching costs squall per CPU-second.
 Appends its section to RESULTS.md.
 
 usage: python bench/script_bench.py [--rounds 5] [--seconds 10] [--skip-install]
@@ -34,10 +37,14 @@ def aggregated_requests(prefix):
     return int(float(rows[-1]["Request Count"]))
 
 
+AB_GEVENT = bool(os.environ.get("SQUALL_BENCH_AB_GEVENT"))
+SQUALLS = ("squall", "squall-nogevent")  # the second: without gevent's patching (AB_GEVENT)
+
+
 def command(tool, flavour, url, users, secs, prefix):
     """The headless run of bench/locustfiles/FLAVOUR.py by squall or Locust, all users started at once."""
     return [
-        *(SQUALL if tool == "squall" else [LOCUST]),
+        *(SQUALL if tool in SQUALLS else [LOCUST]),
         "-f",
         BENCH / "locustfiles" / f"{flavour}.py",
         "--headless",
@@ -60,7 +67,8 @@ def run_once(tool, flavour, url, users, secs, tmp):
     cmd = command(tool, flavour, url, users, secs, prefix)
     if tool == "locust":
         cmd += ["--loglevel", "WARNING"]
-    out, cpu, rss, code = run_measured(cmd, core=1, timeout=secs * 4 + 60)
+    env = dict(os.environ, LOCUST_SKIP_MONKEY_PATCH="1") if tool == "squall-nogevent" else None
+    out, cpu, rss, code = run_measured(cmd, core=1, env=env, timeout=secs * 4 + 60)
     if code not in (0, 1):
         raise RuntimeError(f"{tool} {flavour} exited {code}:\n{out[-2000:]}")
     n = aggregated_requests(prefix)
@@ -96,7 +104,7 @@ def throughput(rounds, secs, users=50, flavours=("fasthttp", "httpuser")):
             floor = build_floor(d)
             for r in range(rounds):
                 for flavour in flavours:
-                    for tool in ("squall", "locust", "floor"):
+                    for tool in ("squall", "locust", "floor", *(("squall-nogevent",) if AB_GEVENT else ())):
                         if tool == "floor":
                             if flavour == "httpuser":
                                 continue  # the same socket work as fasthttp's, measured once a round
@@ -105,7 +113,7 @@ def throughput(rounds, secs, users=50, flavours=("fasthttp", "httpuser")):
                             s = run_once(tool, flavour, nginx.url, users, secs, Path(d))
                         results.setdefault((tool, flavour), []).append(s)
                         print(
-                            f"round {r + 1} {tool:7} {flavour:9} {s['rps']:>9,.0f} req/s "
+                            f"round {r + 1} {tool:15} {flavour:9} {s['rps']:>9,.0f} req/s "
                             f"{s['requests'] / s['cpu']:>9,.0f} req/CPU-s",
                             file=sys.stderr,
                         )
@@ -216,6 +224,21 @@ def write(results, think, many, rounds, secs):
         f"{100 * many['floor_share']:.0f}% of a core ({many['floor_rate']:,.0f} req/s).",
         "",
     ]
+    if ("squall-nogevent", "fasthttp") in results:  # SQUALL_BENCH_AB_GEVENT: what gevent's patching costs
+        ab = {
+            flavour: [
+                per_cpu(a) / per_cpu(b)
+                for a, b in zip(results[("squall", flavour)], results[("squall-nogevent", flavour)])
+            ]
+            for flavour in ("fasthttp", "httpuser", "think")
+        }
+        lines += [
+            "squall with gevent's patching of the standard library (its default under `-f`, as Locust's) against",
+            "squall without it (`LOCUST_SKIP_MONKEY_PATCH=1`), requests per CPU-second in the same rounds: "
+            + ", ".join(f"{k} **{median(v):.2f}x** ({min(v):.2f}-{max(v):.2f})" for k, v in ab.items())
+            + ".",
+            "",
+        ]
     write_section(lines)
 
 
