@@ -3,7 +3,6 @@ runs on loopback: what the page shows is checked against the server's own count 
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -17,18 +16,6 @@ from web_client import control
 
 FILES = HERE / "locustfiles"
 SHOTS = Path(os.environ.get("SQUALL_TEST_SHOTS", "/tmp/squall-test-shots"))
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert path, "Chromium is missing: `make test` installs it (scripts/install-system-deps.sh)"
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=path, args=["--no-sandbox"])
-        yield b
-        b.close()
 
 
 def open_page(browser, url, offline=False):

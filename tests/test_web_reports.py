@@ -17,24 +17,11 @@ from test_web import SHOTS, open_page, points, shot
 SAMPLES = HERE.parent / "web" / "samples"
 
 
-@pytest.fixture(scope="module")
-def chromium():
-    """Debian's Chromium driven by Playwright, as test_web.py's `browser`."""
-    from playwright.sync_api import sync_playwright
-
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert path, "Chromium is missing: `make test` installs it (scripts/install-system-deps.sh)"
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=path, args=["--no-sandbox"])
-        yield b
-        b.close()
-
-
 def attr(page, testid, name):
     return page.locator(f"[data-testid='{testid}']").first.get_attribute(name)
 
 
-def test_a_run_shorter_than_the_time_charts_resolution_gets_a_summary(nginx, chromium, tmp_path):
+def test_a_run_shorter_than_the_time_charts_resolution_gets_a_summary(nginx, browser, tmp_path):
     """2,000 requests to nginx take about 0.1 s: no per-second chart can draw a line, so the page says so
     and shows the distribution (every request in it, as nginx counts them); squall's own CPU, sampled
     once a second, is "not measured" instead of 0%."""
@@ -45,7 +32,7 @@ def test_a_run_shorter_than_the_time_charts_resolution_gets_a_summary(nginx, chr
     r = json.loads(out.read_text())
     assert r["duration_s"] < 1.5, "a starved host took long enough for time charts: nothing to check"
     assert r["generator"]["process"]["cpu_percent_mean"] is None
-    page = open_page(chromium, html.as_uri(), offline=True)
+    page = open_page(browser, html.as_uri(), offline=True)
     shot(page, "report-short-run")
     assert page.console_errors == [] and page.blocked == []
     note = page.locator("[data-testid='short-run']")
@@ -59,7 +46,7 @@ def test_a_run_shorter_than_the_time_charts_resolution_gets_a_summary(nginx, chr
     assert mean == "\u2013", mean  # an en dash: not measured
 
 
-def test_distribution_and_status_counts_are_the_results_and_the_servers(chromium, tmp_path):
+def test_distribution_and_status_counts_are_the_results_and_the_servers(browser, tmp_path):
     """One user asks odd_server.py for 200s, 404s, 503s and responses cut mid-body (no status) under four
     names. The status chart's counts over the run are the result's status codes and the server's own
     counts per path (a request cancelled in flight at the end is the server's only, and the result says
@@ -89,7 +76,7 @@ def test_distribution_and_status_counts_are_the_results_and_the_servers(chromium
     assert sum(truth.values()) - sum(ours.values()) == r["abandoned"] <= 1, (truth, ours, r["abandoned"])
     assert all(ours[k] <= truth[k] <= ours[k] + r["abandoned"] for k in truth), (truth, ours)
 
-    page = open_page(chromium, html.as_uri(), offline=True)
+    page = open_page(browser, html.as_uri(), offline=True)
     assert page.console_errors == [] and page.blocked == []
     counts = json.loads(attr(page, "chart-status", "data-counts"))
     assert counts == ours, (counts, ours)
@@ -112,7 +99,7 @@ def test_distribution_and_status_counts_are_the_results_and_the_servers(chromium
     assert json.loads(attr(page, "chart-status", "data-counts")) == ours
 
 
-def test_where_the_time_goes_reads_the_servers_delays(chromium, tmp_path):
+def test_where_the_time_goes_reads_the_servers_delays(browser, tmp_path):
     """delay_server.py: the head 20 ms after each request, the body 30 ms after the head. The page shows
     the result's numbers (raw in data-value) and they read the delays (the bounds of
     test_ground_truth.py's test of the engine)."""
@@ -121,7 +108,7 @@ def test_where_the_time_goes_reads_the_servers_delays(chromium, tmp_path):
         p = squall("bench", f"http://127.0.0.1:{port}/", "-c", 2, "-n", 60, "--json", out, "--html", html, "-q")
     assert p.returncode == 0, p.stderr
     t = json.loads(out.read_text())["aggregate"]["timings"]
-    page = open_page(chromium, html.as_uri(), offline=True)
+    page = open_page(browser, html.as_uri(), offline=True)
     assert page.console_errors == []
     shot(page, "report-breakdown")
     page.locator("[data-testid='chart-timings']").screenshot(path=str(SHOTS / "report-breakdown-box.png"))
@@ -138,14 +125,14 @@ def test_where_the_time_goes_reads_the_servers_delays(chromium, tmp_path):
     assert t["connect"]["count"] == 2 and t["tls"]["count"] == 0
 
 
-def test_a_search_by_users_labels_its_throughput_as_requests(chromium, tmp_path):
+def test_a_search_by_users_labels_its_throughput_as_requests(browser, tmp_path):
     """web/samples/limit-users.json, a real search by users (paced users against a pool of 4 workers of
     20 ms): the chart's throughput is req/s, its ideal line scales by the probe's rate per user, and its
     users axis shows whole users, each label once, however wide the page."""
     html = tmp_path / "u.html"
     assert squall("report", SAMPLES / "limit-users.json", "--html", html).returncode == 0
     for width in (1280, 2400, 500):
-        page = chromium.new_page(viewport={"width": width, "height": 1000})
+        page = browser.new_page(viewport={"width": width, "height": 1000})
         page.goto(html.as_uri())
         page.wait_for_selector("body[data-ready='1']")
         legend = page.locator("[data-testid='chart-limit'] .u-legend").inner_text()
@@ -158,7 +145,7 @@ def test_a_search_by_users_labels_its_throughput_as_requests(chromium, tmp_path)
         page.close()
 
 
-def test_png_export_writes_every_chart_as_printed(nginx, chromium, tmp_path):
+def test_png_export_writes_every_chart_as_printed(nginx, browser, tmp_path):
     """`squall report --png` of an open-model run with the target monitored: the time charts, the status,
     the distributions, where the time goes and the monitor's charts; of a search, its chart. As printed:
     the page's tabs and controls hidden (they covered a title and showed in the images)."""
@@ -195,7 +182,7 @@ def test_png_export_writes_every_chart_as_printed(nginx, chromium, tmp_path):
     # The page as --png renders it: tabs, toggles and the picker are not drawn.
     html = tmp_path / "r.html"
     assert squall("report", out, "--html", html).returncode == 0
-    page = chromium.new_page(viewport={"width": 1200, "height": 900})
+    page = browser.new_page(viewport={"width": 1200, "height": 900})
     page.emulate_media(media="print")
     page.goto(html.as_uri())
     page.wait_for_selector("body[data-ready='1']")
@@ -209,11 +196,11 @@ def test_png_export_writes_every_chart_as_printed(nginx, chromium, tmp_path):
 
 
 @pytest.mark.parametrize("sample", ["bench-closed.json", "mqtt.json"])
-def test_results_from_before_the_new_fields_still_render(chromium, tmp_path, sample):
+def test_results_from_before_the_new_fields_still_render(browser, tmp_path, sample):
     """The samples predate `distribution` and `timings`: no distribution chart, no breakdown, no error."""
     html = tmp_path / "s.html"
     assert squall("report", SAMPLES / sample, "--html", html).returncode == 0
-    page = open_page(chromium, html.as_uri(), offline=True)
+    page = open_page(browser, html.as_uri(), offline=True)
     assert page.console_errors == []
     assert page.locator("[data-testid='chart-distribution']").count() == 0
     assert not page.locator("[data-testid='section-timings']").is_visible()

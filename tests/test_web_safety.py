@@ -12,7 +12,7 @@ import time
 import pytest
 
 from support import free_port, squall, squall_process, wait_for_port, wait_until
-from test_web import FILES, browser, open_page, shot  # noqa: F401 (browser: a fixture)
+from test_web import FILES, open_page, shot
 from web_client import control, live
 
 # The page another origin serves: it tries to start (or stop) the dashboard's test by every request a page
@@ -80,7 +80,7 @@ def attacker(tmp_path):
         proc.wait()
 
 
-def run_attack(browser, url, action, name):  # noqa: F811
+def run_attack(browser, url, action, name):
     page = browser.new_page(viewport={"width": 900, "height": 700})
     page.goto(f"{url}?action={action}")
     page.wait_for_selector("body[data-done='1']", timeout=60_000)
@@ -90,7 +90,7 @@ def run_attack(browser, url, action, name):  # noqa: F811
     return tried
 
 
-def test_a_page_on_another_origin_can_neither_start_nor_stop_a_test(nginx, browser, attacker, tmp_path):  # noqa: F811
+def test_a_page_on_another_origin_can_neither_start_nor_stop_a_test(nginx, browser, attacker, tmp_path):
     nginx.reset_log()
     port, err = free_port(), tmp_path / "stderr"
     with err.open("w") as stderr:
@@ -194,7 +194,7 @@ def test_the_controls_refuse_what_a_browser_sends_for_another_origin(nginx):
             proc.wait()
 
 
-def test_the_dashboard_answers_only_its_own_host_names(nginx, browser, tmp_path):  # noqa: F811
+def test_the_dashboard_answers_only_its_own_host_names(nginx, browser, tmp_path):
     """DNS rebinding: a page of evil.test whose name comes to resolve to 127.0.0.1 sends `Host: evil.test`.
     Bound to loopback, the dashboard answers only localhost and IP addresses (a rebinding page's Host is a
     name); bound beyond it (--web-host), every name, since it is reached by names it cannot list (and its

@@ -14,7 +14,7 @@ import urllib.request
 import pytest
 
 from support import free_port, serving, wait_for_port, wait_until
-from test_web import FILES, SHOTS, browser, number, open_page, points, shot  # noqa: F401 (browser: a fixture)
+from test_web import FILES, SHOTS, number, open_page, points, shot
 from web_client import control
 
 IDLE_S = 5.0  # the page is open this long before Start: none of it may count as test time
@@ -71,7 +71,7 @@ def check_against_the_server(result, seen, clicked_start):
     assert result["timeseries"][0]["t"] == 0 and result["timeseries"][0]["requests"] > 0
 
 
-def test_locusts_web_ui_workflow_start_edit_stop_new_and_downloads(browser, tmp_path):  # noqa: F811
+def test_locusts_web_ui_workflow_start_edit_stop_new_and_downloads(browser, tmp_path):
     with serving("recorder.py") as target_port:
         host = f"http://127.0.0.1:{target_port}"
         port, prefix, log = free_port(), tmp_path / "out", tmp_path / "stderr.log"

@@ -155,7 +155,7 @@ def read_partial(path: str) -> dict[str, Any]:
         raise inputs.InputError(f"{path} is not a squall partial result")
     header, points = lines[0], lines[1:]
     totals_path = path[: -len(PARTIAL_SERIES)] + PARTIAL_TOTALS if path.endswith(PARTIAL_SERIES) else ""
-    totals: Any = {"aggregate": _empty_endpoint(), "endpoints": [], "errors": []}
+    totals: Any = {"aggregate": page.no_requests(), "endpoints": [], "errors": []}
     if totals_path and os.path.exists(totals_path):
         try:
             read = inputs.parse_json(inputs.read_text(totals_path), totals_path)
@@ -186,23 +186,6 @@ def read_partial(path: str) -> dict[str, Any]:
     }
     inputs.check_result(doc, path)
     return doc
-
-
-def _empty_endpoint() -> dict[str, Any]:
-    return {
-        "method": "",
-        "name": "Aggregated",
-        "requests": 0,
-        "failures": 0,
-        "body_bytes": 0,
-        "wire_bytes": 0,
-        "min_us": 0,
-        "max_us": 0,
-        "mean_us": 0.0,
-        "stdev_us": 0.0,
-        "percentiles_us": {},
-        "status_codes": {},
-    }
 
 
 class LiveSchedule:

@@ -29,6 +29,24 @@ def asset(name: str) -> bytes:
     return resources.files("squall.web").joinpath("assets").joinpath(name).read_bytes()
 
 
+def no_requests() -> dict[str, Any]:
+    """The aggregate of a run that has counted nothing (yet): every field the CSVs and the page read."""
+    return {
+        "method": "",
+        "name": "Aggregated",
+        "requests": 0,
+        "failures": 0,
+        "body_bytes": 0,
+        "wire_bytes": 0,
+        "min_us": 0,
+        "max_us": 0,
+        "mean_us": 0.0,
+        "stdev_us": 0.0,
+        "percentiles_us": {},
+        "status_codes": {},
+    }
+
+
 def _finite(value: Any) -> Any:
     """JSON has no NaN or infinity (a browser's JSON.parse refuses them): they become null."""
     if isinstance(value, float) and not math.isfinite(value):

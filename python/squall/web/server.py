@@ -142,7 +142,7 @@ class LiveStore:
         with self.lock:
             if self.result is not None:
                 return self.result
-            agg = self.totals["aggregate"] or _no_requests()  # a test's start, before its first second
+            agg = self.totals["aggregate"] or page.no_requests()  # a test's start, before its first second
             return {
                 "squall_version": self.meta["squall_version"],
                 "kind": self.kind,
@@ -160,24 +160,6 @@ class LiveStore:
                 "abandoned": 0,
                 "timeseries": list(self.timeseries),
             }
-
-
-def _no_requests() -> dict[str, Any]:
-    """The aggregate of a test that has counted nothing yet (the CSVs and the report read every field)."""
-    return {
-        "method": "",
-        "name": "Aggregated",
-        "requests": 0,
-        "failures": 0,
-        "body_bytes": 0,
-        "wire_bytes": 0,
-        "min_us": 0,
-        "max_us": 0,
-        "mean_us": 0.0,
-        "stdev_us": 0.0,
-        "percentiles_us": {},
-        "status_codes": {},
-    }
 
 
 class Dashboard:
