@@ -18,7 +18,7 @@ import urllib.request
 
 import pytest
 
-from support import HERE, free_port, squall, wait_for_port
+from support import HERE, free_port, needs_locust, squall, wait_for_port
 
 FILES = HERE / "locustfiles"
 SERVERS = HERE / "servers"
@@ -109,7 +109,7 @@ def test_mongodb_and_qdrant_users_as_locust_runs_them():
 def test_milvus_is_locusts_own_module_and_needs_pymilvus(tmp_path):
     """locust.contrib.milvus is Locust's own source run on squall's API (squall has none of its own):
     without pymilvus installed, the file cannot load in either tool, for the same reason."""
-    pytest.importorskip("locust")
+    needs_locust()
     if subprocess.run([sys.executable, "-c", "import pymilvus"], capture_output=True).returncode == 0:
         pytest.skip("pymilvus is installed")
     file = tmp_path / "milvus_user.py"

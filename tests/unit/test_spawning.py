@@ -37,6 +37,7 @@ class FakeHub:
     def __init__(self):
         self.greenlets = itertools.count(1)
         self.killed = []
+        self.slept = []
 
     def spawn(self, fn, *args):
         if getattr(fn, "__name__", "") == "_make":
@@ -46,6 +47,11 @@ class FakeHub:
 
     def kill(self, g):
         self.killed.append(g)
+
+    def sleep(self, seconds):
+        """The spawner's greenlet waits: the test's clock moves on by that much."""
+        self.slept.append(round(seconds, 9))
+        spawner.time.monotonic.now += seconds
 
     def close_user(self, user_id):
         pass
@@ -164,6 +170,21 @@ def test_spawn_rate(clock):
     clock.now += 60.0  # credit is capped at one second's worth: no burst after a stall
     s.step()
     assert len(s.spawned) == 6
+
+
+def test_users_start_one_over_rate_apart_as_in_locust(clock):
+    """The run loop steps every 0.1 s; at -r 200 each step lets 20 users through, and they start 5 ms
+    apart (Locust sleeps 1/rate between two), not in one burst."""
+    clock.tick = 0.0
+    hub = FakeHub()
+    s = spawner.Spawner(Environment(hub=hub), [user_class("A")])
+    s.set_target(100, 200.0)
+    s.step()
+    assert len(s.spawned) == 1 and hub.slept == []  # the first at once
+    clock.now += 0.1
+    s.step()
+    assert len(s.spawned) == 21
+    assert hub.slept == [0.005] * 19  # 20 users over the next 0.1 s: the first at once, the rest 5 ms apart
 
 
 def test_done_when_every_user_started_and_stopped(clock):
