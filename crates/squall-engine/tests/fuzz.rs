@@ -19,7 +19,7 @@ use squall_engine::http::h1::MAX_HEAD;
 use squall_engine::http::h2lean::{encode_head, LeanConn, MAX_CONTINUATIONS, MAX_HEADER_BLOCK};
 use squall_engine::mqtt::codec::Version;
 use squall_engine::mqtt::codec::MAX_INCOMING;
-use squall_engine::mqtt::message::Header;
+use squall_engine::mqtt::header::Header;
 use squall_engine::net::Connector;
 use squall_engine::net::Stream;
 use squall_engine::script::cookies::{Jar, MAX_COOKIE, MAX_COOKIES, MAX_HEADER, MAX_PER_DOMAIN};

@@ -157,7 +157,7 @@ impl MqttConfig {
     /// (the verify header and the value).
     fn largest_publish(&self) -> (usize, usize) {
         let value = self.payload.as_ref().map_or(self.size, Vec::len);
-        (value, 2 + self.topic.len() + 8 + 2 + super::message::HEADER_LEN + value)
+        (value, 2 + self.topic.len() + 8 + 2 + super::header::HEADER_LEN + value)
     }
 
     /// The largest packet read from the broker: `codec::MAX_INCOMING`, or this run's own messages and

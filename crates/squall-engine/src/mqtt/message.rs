@@ -1,9 +1,9 @@
-//! What is published: topics from a template, generated values (the Pepeunit seed's Text/Number
-//! values of a given size, each repeated K times), and the verification header that lets a
-//! subscriber tell which client sent a message, its sequence number and when.
+//! What is published: topics from a template and generated values (the Pepeunit seed's Text/Number
+//! values of a given size, each repeated K times). The verification header before each value is
+//! `header`'s.
 
 use super::config::{MqttConfig, ValueKind};
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -152,45 +152,6 @@ impl Payloads {
     }
 }
 
-/// The verification header that precedes the value when delivery is checked.
-pub const HEADER_LEN: usize = 26;
-const MAGIC: &[u8; 2] = b"SQ";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Header {
-    pub run_tag: u32,
-    pub client: u32,
-    pub seq: u64,
-    /// Unix time of sending, in microseconds (a clock every process on the machine shares).
-    pub sent_unix_us: u64,
-}
-
-impl Header {
-    pub fn prepend(&self, value: &[u8]) -> Bytes {
-        let mut b = BytesMut::with_capacity(HEADER_LEN + value.len());
-        b.put_slice(MAGIC);
-        b.put_u32(self.run_tag);
-        b.put_u32(self.client);
-        b.put_u64(self.seq);
-        b.put_u64(self.sent_unix_us);
-        b.put_slice(value);
-        b.freeze()
-    }
-
-    pub fn parse(payload: &[u8]) -> Option<Header> {
-        if payload.len() < HEADER_LEN || &payload[..2] != MAGIC {
-            return None;
-        }
-        let u32_at = |i: usize| u32::from_be_bytes(payload[i..i + 4].try_into().unwrap());
-        let u64_at = |i: usize| u64::from_be_bytes(payload[i..i + 8].try_into().unwrap());
-        Some(Header { run_tag: u32_at(2), client: u32_at(6), seq: u64_at(10), sent_unix_us: u64_at(18) })
-    }
-}
-
-pub fn unix_us() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,13 +177,7 @@ mod tests {
     }
 
     #[test]
-    fn header_round_trips_and_values_repeat_k_times() {
-        let h = Header { run_tag: 9, client: 3, seq: 1 << 40, sent_unix_us: 123 };
-        let p = h.prepend(b"value");
-        assert_eq!(Header::parse(&p), Some(h));
-        assert_eq!(&p[HEADER_LEN..], b"value");
-        assert_eq!(Header::parse(b"plain payload that is long enough"), None);
-
+    fn values_repeat_k_times() {
         let cfg: MqttConfig = serde_json::from_str(
             r#"{"broker": "mqtt://x", "messages": 1, "duplicates": 3, "value": "number", "size": 12}"#,
         )

@@ -5,7 +5,10 @@
 pub mod codec;
 pub mod config;
 pub mod conn;
+pub mod delivery;
+pub mod header;
 pub mod message;
+pub mod shared;
 
 pub mod publisher;
 pub mod report;

@@ -7,8 +7,8 @@
 
 use super::codec::Hello;
 use super::conn::Conn;
-use super::message::{unix_us, Header};
-use super::run::{MqttShared, Phase, CONNECT, PUBLISH};
+use super::header::{unix_us, Header};
+use super::shared::{MqttShared, Phase, CONNECT, PUBLISH};
 use crate::run::clock::Pacer;
 use crate::stats::{Failure, FailureKind, Outcome, Recorder};
 use std::cell::{Cell, RefCell};

@@ -4,10 +4,10 @@
 //! and JSON as HTTP runs.
 
 use super::config::MqttConfig;
+use super::delivery::Tracker;
 use super::message::TopicTemplate;
 use super::publisher::Client;
-use super::run::{MqttShared, CONNECT, DELIVER, PUBLISH};
-use super::verify::Tracker;
+use super::shared::{MqttShared, CONNECT, DELIVER, PUBLISH};
 use crate::stats::lag::{Lag, ScheduleReport};
 use crate::stats::result::{self, ClientReport, DeliveryReport, LoadReport, MqttReport, RunResult, Spread};
 use crate::stats::{self, Failure, FailureKind, Recorder};

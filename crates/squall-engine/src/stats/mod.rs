@@ -23,6 +23,11 @@ pub use timing::{Phases, TimingStats};
 
 pub const PERCENTILES: [f64; 11] = [50.0, 66.0, 75.0, 80.0, 90.0, 95.0, 98.0, 99.0, 99.9, 99.99, 100.0];
 
+/// A percentile's key in the result's maps ("50", "99.9"): `PERCENTILES` and timing's alike.
+pub fn percentile_label(p: f64) -> String {
+    format!("{p}")
+}
+
 pub type EndpointId = usize;
 
 pub fn new_histogram() -> Histogram<u64> {

@@ -6,7 +6,7 @@ use crate::stats::lag::{Lag, ScheduleReport, SecondSchedule};
 pub use crate::stats::stream::Cumulative;
 use crate::stats::stream::{AllSeconds, Second};
 use crate::stats::timing::{TimingStats, TimingsReport};
-use crate::stats::{self, EndpointStats, ErrorEntry, ErrorKey, Within, PERCENTILES};
+use crate::stats::{self, percentile_label, EndpointStats, ErrorEntry, ErrorKey, Within, PERCENTILES};
 use crate::types::StopReason;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -25,10 +25,6 @@ pub struct Summary {
     pub stdev_us: f64,
     /// Exact HDR values at 50, 66, 75, 80, 90, 95, 98, 99, 99.9, 99.99 and 100 percent.
     pub percentiles_us: BTreeMap<String, u64>,
-}
-
-pub fn percentile_label(p: f64) -> String {
-    format!("{p}")
 }
 
 /// The summary of a bare histogram: its minimum and maximum are known to the bucket only.

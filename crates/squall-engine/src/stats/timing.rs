@@ -23,7 +23,7 @@
 //! version carried the connect times and every phase through each response, in `Response` (whose
 //! move out of the exchange then became a `memcpy` call), and recorded all four: about 600 more.
 
-use super::result::percentile_label;
+use super::percentile_label;
 use super::{histogram_from_base64, histogram_to_base64, new_histogram};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
