@@ -34,8 +34,8 @@ def _cycle(graph):
         state[node] = 1
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
-                return path[path.index(nxt) :] + [nxt]
-            if nxt not in state and (found := visit(nxt, path + [nxt])):
+                return [*path[path.index(nxt) :], nxt]
+            if nxt not in state and (found := visit(nxt, [*path, nxt])):
                 return found
         state[node] = 2
         return None
