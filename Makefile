@@ -26,6 +26,7 @@ lint: $(DEV)
 	$(VENV)/bin/ruff check python tests bench examples
 	$(VENV)/bin/ruff format --check python tests bench examples
 	$(VENV)/bin/mypy python/squall
+	$(VENV)/bin/python -m mypy.stubtest squall._engine  # the hand-written stub against the built module
 	$(VENV)/bin/hadolint deploy/Dockerfile
 	$(MAKE) lint-web
 

@@ -2,7 +2,25 @@
 engine deserializes into its own types (an unknown or mistyped key is a UsageError); results come out
 as the result document's dict, the structure `--json` writes."""
 
-from typing import Any
+from typing import Any, final
+
+__all__ = [
+    "PERCENTILES",
+    "Completion",
+    "DemoTarget",
+    "MergedHistogram",
+    "Message",
+    "Progress",
+    "Run",
+    "ScriptEngine",
+    "TargetError",
+    "UsageError",
+    "__version__",
+    "histogram_percentiles",
+    "merge_histograms",
+    "merge_results",
+    "start_demo_broker",
+]
 
 __version__: str
 PERCENTILES: list[float]
@@ -13,6 +31,7 @@ class UsageError(ValueError):
 class TargetError(RuntimeError):
     """The target cannot be reached (name resolution, connection, TLS)."""
 
+@final
 class Progress:
     """Live numbers of a run."""
 
@@ -29,6 +48,7 @@ class Progress:
     mqtt_failed: int
     delivered: int
 
+@final
 class Run:
     """A run of `squall bench` or `squall mqtt` on the engine's threads; it starts when made and runs
     without holding the GIL."""
@@ -51,6 +71,7 @@ class Run:
     def result(self) -> dict[str, Any]:
         """The result document; waits for the end of the run. Once only."""
 
+@final
 class Completion:
     """What came back for a scripted request or MQTT operation."""
 
@@ -67,6 +88,7 @@ class Completion:
     name: str
     """The stats name."""
 
+@final
 class Message:
     """An MQTT message that arrived on a scripted user's subscription."""
 
@@ -75,10 +97,11 @@ class Message:
     payload: bytes
     qos: int
 
+@final
 class ScriptEngine:
     """The engine of scripted users, on the script's own thread."""
 
-    def __init__(self, insecure: bool = False, http2: bool = False) -> None: ...
+    def __new__(cls, insecure: bool = False, http2: bool = False) -> ScriptEngine: ...
     def submit(
         self,
         user: int,
@@ -150,11 +173,12 @@ class ScriptEngine:
 def start_demo_broker(port: int = 0) -> int:
     """Starts the demo's embedded MQTT broker (rumqttd) on 127.0.0.1; returns its port."""
 
+@final
 class DemoTarget:
     """The built-in demo HTTP server on 127.0.0.1."""
 
     port: int
-    def __init__(self, port: int = 0) -> None: ...
+    def __new__(cls, port: int = 0) -> DemoTarget: ...
     @staticmethod
     def endpoints() -> list[tuple[str, str]]: ...
     def stop(self) -> None: ...
@@ -162,6 +186,7 @@ class DemoTarget:
 def merge_results(docs: list[str]) -> dict[str, Any]:
     """Merges the result documents (JSON text) of several runs into one, losslessly (histograms added)."""
 
+@final
 class MergedHistogram:
     """Serialized histograms added into one (`merge_histograms`), with its statistics."""
 
