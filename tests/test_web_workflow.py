@@ -182,13 +182,14 @@ def test_locusts_web_ui_workflow_start_edit_stop_new_and_downloads(browser, tmp_
             bad = sum(1 for _, path in seen if path == "/status/500")
             locust_text = "HTTPError('500 Server Error: Internal Server Error for url: /status/500')"
             assert hook(page, "error-message").inner_text() == locust_text
-            failures = csv_rows(download(page, "download-failures-csv"))
+            texts = {n: download(page, n) for n in ("download-csv", "download-failures-csv", "download-exceptions-csv")}
+            failures = csv_rows(texts["download-failures-csv"])
             assert [(f["Name"], f["Error"]) for f in failures] == [("/status/500", locust_text)]
             assert int(failures[0]["Occurrences"]) <= bad <= int(failures[0]["Occurrences"]) + result["abandoned"]
-            exceptions = csv_rows(download(page, "download-exceptions-csv"))
+            exceptions = csv_rows(texts["download-exceptions-csv"])
             assert [x["Message"] for x in exceptions] == ["a task that breaks"]
             assert int(exceptions[0]["Count"]) == sum(x["count"] for x in result["exceptions"]) > 0
-            stats = {r["Name"]: r for r in csv_rows(download(page, "download-csv"))}
+            stats = {r["Name"]: r for r in csv_rows(texts["download-csv"])}
             assert int(stats["Aggregated"]["Request Count"]) == result["aggregate"]["requests"]
             rps = float(stats["Aggregated"]["Requests/s"])
             assert rps == pytest.approx(result["aggregate"]["requests"] / result["duration_s"], rel=1e-6)
@@ -197,6 +198,8 @@ def test_locusts_web_ui_workflow_start_edit_stop_new_and_downloads(browser, tmp_
             offline = open_page(browser, report.as_uri(), offline=True)
             assert number(offline, "total-requests") == result["aggregate"]["requests"]
             assert offline.blocked == [] and offline.console_errors == []
+            # The report's own CSV downloads are the dashboard's, byte for byte (one writer: locust_csv).
+            assert {n: download(offline, n) for n in texts} == texts
             shot(offline, "workflow-07-report")
             offline.close()
 

@@ -29,11 +29,14 @@ def test_a_greenlet_killed_as_its_timer_falls_due_is_not_resumed_by_that_timer_l
     v = hub.spawn(victim)
 
     def killer():
-        while True:  # until the victim's timer (the only one) is due: this pass queues its resumption
-            due = hub.timers.next_due()
-            if due is not None and due <= time.monotonic():
-                break
-            hub.sleep(0)
+        # The victim's timer, set as it went to sleep just before in this pass: held here until it is due,
+        # the kill is queued first and the timer's resumption at the pass's end, behind it. (Waiting by
+        # sleep(0) passes instead failed 3 runs in 15: the timer could fall due and be queued at the end
+        # of a pass before this greenlet saw it due, and then the victim woke first.)
+        due = hub.timers.next_due()
+        assert due is not None
+        while time.monotonic() < due:
+            pass
         hub.kill(v)
 
     hub.spawn(killer)

@@ -7,7 +7,6 @@ import { RunView, snapshotFromResult } from "./view";
 import { renderCompare } from "./compare";
 import { startLive } from "./live";
 import { badge, blobLink, markReady, shell } from "./shell";
-import { statsCsv } from "./csv";
 import { h } from "./util";
 
 function readDoc(): Doc | null {
@@ -21,7 +20,14 @@ function readDoc(): Doc | null {
   }
 }
 
-function report(root: HTMLElement, meta: Meta, result: Result): void {
+// The CSV files a report offers: written by squall (report/locust_csv.py), as the dashboard serves them.
+const CSV_DOWNLOADS: [string, string, string][] = [
+  ["stats.csv", "download-csv", "Statistics (CSV, Locust's columns)"],
+  ["failures.csv", "download-failures-csv", "Failures (CSV)"],
+  ["exceptions.csv", "download-exceptions-csv", "Exceptions (CSV)"],
+];
+
+function report(root: HTMLElement, meta: Meta, result: Result, downloads: Record<string, string>): void {
   const command = commandOf(meta, result);
   const title = meta.title || "squall " + command + " report";
   const S = shell(root, title);
@@ -36,7 +42,9 @@ function report(root: HTMLElement, meta: Meta, result: Result): void {
       "div",
       { class: "downloads" },
       blobLink("download-json", "Result (JSON)", "result.json", "application/json", () => JSON.stringify(result, null, 1)),
-      blobLink("download-csv", "Statistics (CSV, Locust's columns)", "stats.csv", "text/csv", () => statsCsv(result)),
+      ...CSV_DOWNLOADS.filter(([file]) => typeof downloads[file] === "string").map(([file, testid, label]) =>
+        blobLink(testid, label, file, "text/csv", () => downloads[file]),
+      ),
     ),
   );
   S.navSlot.appendChild(view.nav);
@@ -57,7 +65,7 @@ function boot(): void {
   const meta: Meta = (doc && doc.meta) || {};
   try {
     if (!doc) fail(root, "No data: this page expects a squall-data block.");
-    else if (doc.mode === "report" && doc.result) report(root, meta, doc.result);
+    else if (doc.mode === "report" && doc.result) report(root, meta, doc.result, doc.downloads || {});
     else if (doc.mode === "compare" && Array.isArray(doc.runs) && doc.runs.length) {
       const S = shell(root, "");
       const c = renderCompare(meta, doc.runs);

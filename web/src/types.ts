@@ -365,6 +365,6 @@ export interface Run {
 }
 
 export type Doc =
-  | { mode: "report"; meta?: Meta; result: Result }
+  | { mode: "report"; meta?: Meta; result: Result; downloads?: Record<string, string> } // downloads: file name -> text (the CSVs)
   | { mode: "live"; meta?: Meta; token?: string } // token: the run's, sent with each control (X-Squall-Token)
   | { mode: "compare"; meta?: Meta; runs: Run[] };

@@ -167,6 +167,16 @@ def exceptions_csv(result: dict[str, Any]) -> str:
     return out.getvalue()
 
 
+def downloads(result: dict[str, Any]) -> dict[str, str]:
+    """The CSV files an HTML report offers, by file name: the same text the dashboard serves for the
+    run (stats, failures, and a locustfile run's exceptions), so that the report's page carries no
+    second writer of Locust's columns."""
+    out = {"stats.csv": stats_csv(result), "failures.csv": failures_csv(result)}
+    if result.get("kind") == "script":
+        out["exceptions.csv"] = exceptions_csv(result)
+    return out
+
+
 def write(result: dict[str, Any], prefix: str, full_history: bool = False) -> list[str]:
     paths = {k: f"{prefix}_{k}.csv" for k in ("stats", "stats_history", "failures", "exceptions")}
     with files.replace(paths["stats"], newline="") as f:

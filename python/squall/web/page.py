@@ -135,9 +135,11 @@ def meta(
     }
 
 
-def report(result: dict[str, Any], page_meta: dict[str, Any]) -> str:
-    """The self-contained HTML report of one run."""
-    return render({"mode": "report", "meta": page_meta, "result": result}, inline=True)
+def report(result: dict[str, Any], page_meta: dict[str, Any], downloads: dict[str, str] | None = None) -> str:
+    """The self-contained HTML report of one run; `downloads` (file name: text, report.locust_csv's
+    `downloads`) are offered on its page as the dashboard offers them."""
+    doc = {"mode": "report", "meta": page_meta, "result": result, "downloads": downloads or {}}
+    return render(doc, inline=True)
 
 
 def compare(runs: list[tuple[str, dict[str, Any]]], page_meta: dict[str, Any]) -> str:
@@ -146,5 +148,7 @@ def compare(runs: list[tuple[str, dict[str, Any]]], page_meta: dict[str, Any]) -
     return render(data, inline=True)
 
 
-def write_report(path: str, result: dict[str, Any], page_meta: dict[str, Any]) -> str:
-    return files.write_text(path, report(result, page_meta))
+def write_report(
+    path: str, result: dict[str, Any], page_meta: dict[str, Any], downloads: dict[str, str] | None = None
+) -> str:
+    return files.write_text(path, report(result, page_meta, downloads))
