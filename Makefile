@@ -7,7 +7,7 @@ NODE_MODULES := web/node_modules/.installed
 WEB_CHECK := $(CURDIR)/target/web-check
 SOURCES := $(shell find crates python -type f -not -path '*/__pycache__/*') Cargo.toml Cargo.lock pyproject.toml
 
-.PHONY: demo test lint lint-web fuzz soak install dev web test-rust test-python test-unit bench bench-http bench-h2 bench-script bench-mqtt bench-dashboard clean
+.PHONY: demo test lint lint-web docs fuzz soak install dev web test-rust test-python test-unit bench bench-http bench-h2 bench-script bench-mqtt bench-dashboard clean
 
 ## demo: create .venv, build and install squall, run the demo against the built-in target
 demo: $(STAMP)
@@ -19,7 +19,7 @@ test: $(DEV) $(STAMP)
 	$(MAKE) lint
 	$(MAKE) test-rust test-python
 
-## lint: rustfmt and clippy on the crates, ruff and mypy (the pinned ones in .venv) on the Python
+## lint: rustfmt and clippy on the crates, ruff, mypy and stubtest (the pinned ones in .venv) on the Python, the docs site
 lint: $(DEV)
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets --locked -- -D warnings
@@ -28,7 +28,11 @@ lint: $(DEV)
 	$(VENV)/bin/mypy python/squall
 	$(VENV)/bin/python -m mypy.stubtest squall._engine  # the hand-written stub against the built module
 	$(VENV)/bin/hadolint deploy/Dockerfile
-	$(MAKE) lint-web
+	$(MAKE) lint-web docs
+
+## docs: the documentation site (docs/, MkDocs, strict: a broken link or anchor fails) into target/site/
+docs: $(DEV)
+	$(VENV)/bin/mkdocs build --strict
 
 ## lint-web: type-check web/ and check that the committed bundle is what its sources build to
 lint-web: $(NODE_MODULES)

@@ -29,7 +29,7 @@ def test_closed_model_latency_against_a_fixed_20ms_server(fixed_delay_server, tm
     p = squall("bench", fixed_delay_server, "-c", 2, "-n", 200, "--json", out, "-q")
     assert p.returncode == 0, p.stderr
     agg = json.loads(out.read_text())["aggregate"]
-    # Every answer takes the server's 20 ms; keep-alive, so the connect is timed apart (README).
+    # Every answer takes the server's 20 ms; keep-alive, so the connect is timed apart (docs/numbers.md).
     assert agg["min_us"] >= 20_000
     assert 20_000 <= agg["percentiles_us"]["50"] <= 21_000, agg["percentiles_us"]
 

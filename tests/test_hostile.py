@@ -27,7 +27,7 @@ from support import Mosquitto, serving, wait_until
 FILES = Path(__file__).parent / "locustfiles"
 MiB = 1024 * 1024
 SLACK = 16  # MiB: see the module's doc
-HEAD = 64 * 1024  # the engine's limits (README, "What a server may send")
+HEAD = 64 * 1024  # the engine's limits (docs/numbers.md, "What a server may send")
 HEADER_BLOCK = 256 * 1024
 KEPT_BODY = 64 * MiB
 

@@ -155,7 +155,7 @@ def test_broker_killed_mid_run_gives_failures_and_a_clean_summary(tmp_path):
     m = json.loads(out.read_text())["mqtt"]
     # Messages due while the broker was down were never sent (unsent), those in flight as it died were
     # never acknowledged (failed); any it took and never delivered are lost. With --verify, each of the
-    # three is exit code 4 (README's table): whether any was lost depends on where the kill fell (none
+    # three is exit code 4 (docs/numbers.md's table): whether any was lost depends on where the kill fell (none
     # in 1 run of 5 here), and the code did not.
     assert m["failed"] > 0 and m["unsent"] > 0
     assert proc.returncode == 4, stderr

@@ -1,7 +1,7 @@
 """Fuzzing the dashboard's HTTP API (issue 26): generated and mutated requests (methods, targets, versions,
 headers, control bodies), each on its own connection, against the real dashboard of a real `squall -f` run
 waiting for its Start. Each must get a well-formed HTTP answer (http.client reads it) with a status the
-README documents, never a traceback on the run's stderr; only a request the server took (200 to a start)
+docs/dashboard.md documents, never a traceback on the run's stderr; only a request the server took (200 to a start)
 starts a test, which the run's own counter and the target's log (nginx) say; the server stays responsive
 throughout. Seeded, so a failure replays; `make fuzz` sends many more (SQUALL_FUZZ_N / 10 requests)."""
 
@@ -21,7 +21,7 @@ from test_web import FILES
 from web_client import control, live, token
 
 N = int(os.environ.get("SQUALL_FUZZ_N", "4000")) // 10
-# What the dashboard answers (README: the dashboard's safety): 200, its own refusals, http.server's for a
+# What the dashboard answers (docs/dashboard.md: the dashboard's safety): 200, its own refusals, http.server's for a
 # malformed request (400, 414 a request line over 64 KiB, 431 a header line over it or over 100 headers,
 # 501 an unknown method, 505 HTTP/2 and up).
 STATUSES = {200, 400, 401, 403, 404, 411, 413, 414, 415, 431, 501, 505}

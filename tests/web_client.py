@@ -1,7 +1,7 @@
 """Talking to a dashboard as its own page does: the controls are POSTs with a JSON body, the JSON content
 type and the run's token, which the page reads from its own HTML (`"token"` in `#squall-data`); reads are
 plain GETs. Tests that drive the dashboard without a browser use these, so that they send what the server
-requires of its page (README: the dashboard's safety), no more."""
+requires of its page (docs/dashboard.md: the dashboard's safety), no more."""
 
 import base64
 import json

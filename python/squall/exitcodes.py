@@ -1,4 +1,4 @@
-"""Exit codes of the squall command (documented in the README)."""
+"""Exit codes of the squall command (documented in docs/numbers.md)."""
 
 from __future__ import annotations
 

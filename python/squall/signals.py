@@ -26,7 +26,7 @@ def on_stop_signals(handler: Callable[[int], object]) -> Iterator[None]:
 def deferred() -> Iterator[list[int]]:
     """Inside the block a stop signal is noted in the list it yields, not raised. It holds the end of a
     run (its result built, its summary and files written): the first Ctrl-C stops the run, and a second
-    one 0.3 s later must not cut a file in half or lose the result (README: after 130 the outputs still
+    one 0.3 s later must not cut a file in half or lose the result (docs/numbers.md: after 130 the outputs still
     hold everything measured). A run's own `on_stop_signals` inside the block takes the signals while
     the run goes; after it, they are deferred again."""
     got: list[int] = []

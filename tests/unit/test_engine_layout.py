@@ -1,4 +1,4 @@
-"""The engine's folders depend on one another without a cycle (README, "How it is built"): each
+"""The engine's folders depend on one another without a cycle (docs/architecture.md, "The engine"): each
 top-level module of crates/squall-engine/src may use only those before it in this order. Read from the
 source: every `crate::<module>` path counts, `use` lines and inline paths alike."""
 

@@ -270,7 +270,7 @@ def finish(
 
 
 def exit_code(result: dict[str, Any], signum: int | None, verdicts: list[thresholds.Verdict]) -> tuple[int, str]:
-    """The run's exit code and why (README's table): a signal, a failed threshold, nothing completed
+    """The run's exit code and why (docs/numbers.md's table): a signal, a failed threshold, nothing completed
     or every request failed, else 0."""
     agg = result["aggregate"]
     if signum is not None:

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 # --find-limit's default SLO for MQTT: PUBLISH's latency (the broker's acknowledgement) and errors.
 MQTT_SLOS = ["publish.p95<1s", "error_rate<1%"]
 
-# The seed's variables and the flag each one sets (documented in the README).
+# The seed's variables and the flag each one sets (documented in docs/mqtt.md).
 ENV = {
     "PU_TEST_LOAD_MQTT_DURATION": "duration",
     "PU_TEST_LOAD_MQTT_UNIT_COUNT": "clients",
@@ -302,7 +302,7 @@ def _code(result: dict[str, Any], signum: int | None) -> int:
 def exit_code(
     result: dict[str, Any], signum: int | None = None, verdicts: list[thresholds.Verdict] | None = None
 ) -> tuple[int, str]:
-    """The run's exit code and why (README's table)."""
+    """The run's exit code and why (docs/numbers.md's table)."""
     if signum is not None:
         return exitcodes.stopped_by(signum), exitcodes.stopped_why(signum)
     if verdicts and thresholds.failed(verdicts):

@@ -1,5 +1,5 @@
 """Whom the dashboard answers, and whose controls it takes: the defences that keep a web page the user
-visits from reading or driving it (README: the dashboard's safety; issue 26). A page of another origin can
+visits from reading or driving it (docs/dashboard.md: the dashboard's safety; issue 26). A page of another origin can
 send a browser's "simple" requests anywhere (a no-cors fetch, a form), and a page whose name it rebinds to
 127.0.0.1 (DNS rebinding) is same-origin with the dashboard in the browser's eyes. Jupyter and
 webpack-dev-server defend with the checks below; so does squall, each on its own, in depth:
