@@ -2,7 +2,7 @@
 
 locust-plugins' `__init__` imports `LocustArgumentParser` (to annotate its `init_command_line_parser`
 listener), so a file importing `locust_plugins` needs this module to load. The parser a listener is
-given is squall's (`squall.commands.arguments.Parser`: argparse with Locust's `env_var=`,
+given is squall's (`squall.options.arguments.Parser`: argparse with Locust's `env_var=`,
 `include_in_web_ui=`, `is_secret=` keywords), which `LocustArgumentParser` names here; `get_parser()`
 is `squall -f`'s own command line, with the listeners' options added, as Locust's is."""
 
@@ -12,10 +12,10 @@ import argparse
 from typing import Any
 
 from squall import locustfile
-from squall.commands.arguments import Parser
-from squall.commands.run_arguments import add_arguments, json_user_config
 from squall.durations import parse_duration
 from squall.event import events
+from squall.options.arguments import Parser
+from squall.options.run_arguments import add_arguments, json_user_config
 
 LocustArgumentParser = Parser
 

@@ -8,10 +8,11 @@ import sys
 from typing import TYPE_CHECKING
 
 from squall import __version__, config, exitcodes, files, signals
-from squall.commands import bench, demo, mqtt, report, run_arguments
-from squall.commands.arguments import Parser
+from squall.commands import bench, demo, mqtt, report
 from squall.errors import UsageError
 from squall.event import events
+from squall.options import run_arguments
+from squall.options.arguments import Parser
 
 if TYPE_CHECKING:
     from squall.shape import LoadTestShape

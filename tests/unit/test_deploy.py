@@ -40,11 +40,12 @@ from packaging.specifiers import SpecifierSet
 
 from squall import thresholds
 from squall.cli import build_parser
-from squall.commands import bench, mqtt, run_arguments
+from squall.commands import bench, mqtt
 from squall.distributed import check as check_distributed
 from squall.distributed.cluster import LEAN
 from squall.durations import parse_duration
 from squall.errors import UsageError
+from squall.options import run_arguments
 
 tomllib = pytest.importorskip("tomllib", reason="Python 3.11+, as requirements/dev.txt's tools")
 

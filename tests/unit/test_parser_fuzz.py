@@ -10,9 +10,9 @@ import random
 import pytest
 
 from squall import thresholds
-from squall.commands.arguments import to_positive_int, to_rate
 from squall.durations import parse_duration
 from squall.errors import UsageError
+from squall.options.arguments import to_positive_int, to_rate
 
 N = int(os.environ.get("SQUALL_FUZZ_N", "4000"))
 PIECES = [

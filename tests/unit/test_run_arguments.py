@@ -8,8 +8,8 @@ import pytest
 from squall import config, locustfile
 from squall.cli import build_parser
 from squall.commands import run, run_checks
-from squall.commands.arguments import Parser
 from squall.errors import UsageError
+from squall.options.arguments import Parser
 from squall.user.task import task
 from squall.user.users import HttpUser
 

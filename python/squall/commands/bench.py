@@ -10,24 +10,25 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from squall import _engine, distributed, exitcodes, limit, limits, monitor, processes, report, thresholds
-from squall.commands.arguments import (
+from squall import _engine, distributed, exitcodes, limit, limits, monitor, outputs, processes, thresholds
+from squall.commands.drive import drive, find_limit_by_rate, print_observations, refuse_load_flags
+from squall.distributed import shares
+from squall.distributed.feed import wait_for_start, worker_feed
+from squall.errors import UsageError
+from squall.options.arguments import (
     add_output_arguments,
     add_threshold_arguments,
     to_duration,
     to_positive_int,
     to_rate,
 )
-from squall.commands.drive import drive, find_limit_by_rate, print_observations, refuse_load_flags
-from squall.commands.progress import ProgressLine
-from squall.distributed import shares
-from squall.distributed.feed import wait_for_start, worker_feed
-from squall.errors import UsageError
+from squall.report import console
+from squall.report.progress import ProgressLine
 from squall.signals import deferred
 from squall.web import live, page
 
 if TYPE_CHECKING:
-    from squall.commands.arguments import Subcommands
+    from squall.options.arguments import Subcommands
 
 
 def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
@@ -157,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
     worker = processes.worker()
     if worker is not None:  # a worker of a distributed run: its share; the driver reports
         return _work(shares.bench_share(config, worker), body)
-    report.check_writable(json=args.json, csv=args.csv and args.csv + "_stats.csv", html=args.html)
+    outputs.check_writable(json=args.json, csv=args.csv and args.csv + "_stats.csv", html=args.html)
     args.thresholds, watch = thresholds.from_args(args)
     target_monitor = monitor.Monitor.from_args(args)
     limits.ensure_open_files(config["connections"])
@@ -250,13 +251,13 @@ def finish(
 ) -> int:
     """Prints the summary and the thresholds' verdicts (with the exit code when it is not theirs),
     writes the requested files, and returns the exit code."""
-    sys.stdout.write(report.console.summary(result))
+    sys.stdout.write(console.summary(result))
     sys.stdout.flush()
     print_observations(result)
     verdicts = thresholds.judge(result, getattr(args, "thresholds", []), watch)
     code, why = exit_code(result, signum, verdicts)
     thresholds.say(verdicts, code, why)
-    report.write_and_say(
+    outputs.write_and_say(
         result,
         json_path=args.json,
         csv_prefix=args.csv,

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Callable
 
 from squall import _engine, exitcodes
 from squall.commands import bench, mqtt
-from squall.commands.arguments import Parser
+from squall.options.arguments import Parser
 
 if TYPE_CHECKING:
-    from squall.commands.arguments import Subcommands
+    from squall.options.arguments import Subcommands
 
 
 def add_parser(commands: Subcommands) -> argparse.ArgumentParser:

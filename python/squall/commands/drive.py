@@ -7,12 +7,12 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
-from squall import _engine, exitcodes, limit, report
-from squall.commands.arguments import to_duration, to_rate
+from squall import _engine, exitcodes, limit, outputs
 from squall.distributed.feed import WorkerFeed
 from squall.errors import UsageError
 from squall.monitor import GeneratorWatch
 from squall.monitor import summary as monitor_summary
+from squall.options.arguments import to_duration, to_rate
 from squall.signals import on_stop_signals
 from squall.web import page
 from squall.web.live import Publisher
@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 
     from squall import thresholds
     from squall._engine import Progress, Run
-    from squall.commands.progress import ProgressLine
     from squall.monitor import Monitor
+    from squall.report.progress import ProgressLine
     from squall.thresholds import Watch
     from squall.web.live import PartialFiles
     from squall.web.server import Dashboard
@@ -171,7 +171,7 @@ def find_limit_by_rate(
     except _engine.TargetError as e:
         sys.stderr.write(f"squall {command}: error: {e}\n")
         return exitcodes.CANNOT_START
-    report.write_and_say(
+    outputs.write_and_say(
         result or {},
         json_path=args.json,
         csv_prefix=args.csv,

@@ -12,24 +12,24 @@ import random
 import sys
 from typing import TYPE_CHECKING, Any
 
-from squall import _engine, distributed, exitcodes, limit, limits, monitor, processes, report, thresholds
-from squall.commands.arguments import (
+from squall import _engine, distributed, exitcodes, limit, limits, monitor, outputs, processes, thresholds
+from squall.commands.drive import drive, find_limit_by_rate, print_observations, refuse_load_flags
+from squall.distributed.feed import wait_for_start, worker_feed
+from squall.errors import UsageError
+from squall.options.arguments import (
     add_output_arguments,
     add_threshold_arguments,
     to_duration,
     to_positive_int,
     to_rate,
 )
-from squall.commands.drive import drive, find_limit_by_rate, print_observations, refuse_load_flags
-from squall.commands.progress import MqttProgressLine
-from squall.distributed.feed import wait_for_start, worker_feed
-from squall.errors import UsageError
 from squall.report import mqtt_console
+from squall.report.progress import MqttProgressLine
 from squall.signals import deferred
 from squall.web import live, page
 
 if TYPE_CHECKING:
-    from squall.commands.arguments import Subcommands
+    from squall.options.arguments import Subcommands
 
 # --find-limit's default SLO for MQTT: PUBLISH's latency (the broker's acknowledgement) and errors.
 MQTT_SLOS = ["publish.p95<1s", "error_rate<1%"]
@@ -234,7 +234,7 @@ def run(args: argparse.Namespace) -> int:
         return find_limit(args)
     distributed.check(args)
     config = engine_config(args)
-    report.check_writable(json=args.json, csv=args.csv and args.csv + "_stats.csv", html=args.html)
+    outputs.check_writable(json=args.json, csv=args.csv and args.csv + "_stats.csv", html=args.html)
     args.thresholds, watch = thresholds.from_args(args)
     target_monitor = monitor.Monitor.from_args(args) if processes.worker() is None else None
     n = to_positive_int(args.processes) if args.processes else 1
@@ -334,7 +334,7 @@ def _final_output(result: dict[str, Any], args: argparse.Namespace, signum: int 
     verdicts = thresholds.judge(result, getattr(args, "thresholds", []), getattr(args, "watch", None))
     code, why = exit_code(result, signum, verdicts)
     thresholds.say(verdicts, code, why)
-    report.write_and_say(
+    outputs.write_and_say(
         result,
         json_path=args.json,
         csv_prefix=args.csv,

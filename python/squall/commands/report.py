@@ -17,7 +17,7 @@ from squall.report.units import ms
 from squall.web import live, page
 
 if TYPE_CHECKING:
-    from squall.commands.arguments import Subcommands
+    from squall.options.arguments import Subcommands
 
 # A PNG per chart of the page: the charts' test ids (web/src) and the file names they get, in the page's
 # order: the breaking point, the time charts, the distributions, where the time goes, the resources.

@@ -33,15 +33,14 @@ from squall import (
     locust_compat,
     monitor,
     otel,
+    outputs,
     processes,
-    report,
     thresholds,
 )
 from squall import locustfile as locustfiles
 from squall.clients import split_userinfo
 from squall.commands import run_checks, run_limit
 from squall.commands.drive import observe, print_observations
-from squall.commands.run_arguments import add_arguments, check_unsupported, locust_aliases
 from squall.distributed import roles
 from squall.distributed.feed import FEED_ENV, WorkerFeed, wait_for_start, worker_feed
 from squall.distributed.runs import run_locustfile
@@ -56,6 +55,7 @@ from squall.locustfile import ScriptError
 from squall.log import main_logger, runners_logger, setup_logging, task_logger, user_classes_count
 from squall.monitor import GeneratorWatch
 from squall.open_model import OpenPool
+from squall.options.run_arguments import add_arguments, check_unsupported, locust_aliases
 from squall.report import locust_console, locust_errors, locust_json
 from squall.runners import WorkerRunner
 from squall.shape import LoadTestShape
@@ -189,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
     run_checks.check(classes, args.host, users, shape_class, host_from_page=dashboard_start)
     if worker is None:
         html = args.html and _html_path(args)
-        report.check_writable(result_json=args.result_json, csv=args.csv and args.csv + "_stats.csv", html=html)
+        outputs.check_writable(result_json=args.result_json, csv=args.csv and args.csv + "_stats.csv", html=html)
     if args.find_limit and worker is None:
         return run_limit.find_limit(args, _final_output)
     args.thresholds, args.watch = thresholds.from_args(args)
@@ -890,7 +890,7 @@ def _print_and_write(
             )
     command_meta = page.meta("run", _redact_secrets(args), args.host or "")
     command_meta["title"] = f"squall: {os.path.basename(args.locustfile)}"
-    written += report.write_files(
+    written += outputs.write_files(
         result,
         json_path=args.result_json,
         csv_prefix=args.csv,

@@ -25,8 +25,8 @@ import tempfile
 from typing import Any, Callable
 
 from squall import exitcodes, limit, thresholds
-from squall.commands.arguments import to_duration
 from squall.errors import UsageError
+from squall.options.arguments import to_duration
 from squall.signals import on_stop_signals
 
 # Options of `squall -f` a step sets itself (with their values), and flags it drops.

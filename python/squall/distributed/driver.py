@@ -34,11 +34,11 @@ from types import ModuleType
 from typing import Any
 
 from squall import _engine, exitcodes
-from squall.commands.progress import MqttProgressLine
 from squall.distributed import cluster, shares
 from squall.distributed.actor import Worker
 from squall.distributed.stream import LiveMerge
 from squall.distributed.workers import Command, WorkerState, entry, table
+from squall.report.progress import MqttProgressLine
 from squall.signals import deferred, on_stop_signals
 from squall.web import live as web_live
 

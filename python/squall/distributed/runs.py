@@ -8,7 +8,6 @@ import sys
 from typing import TYPE_CHECKING, Any, Callable
 
 from squall import exitcodes, locustfile, processes
-from squall.commands.progress import MqttProgressLine, ProgressLine
 from squall.distributed import roles, shares
 from squall.distributed.actor import pack
 from squall.distributed.cluster import ClusterError
@@ -17,6 +16,7 @@ from squall.distributed.workers import Command
 from squall.env import Environment
 from squall.errors import UsageError
 from squall.event import events
+from squall.report.progress import MqttProgressLine, ProgressLine
 from squall.runners import STATE_RUNNING, STATE_STOPPED, MasterRunner
 from squall.web import live
 

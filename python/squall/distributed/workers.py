@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, TextIO
 
 if TYPE_CHECKING:
-    from squall.commands.progress import ProgressLine
     from squall.monitor import Monitor
+    from squall.report.progress import ProgressLine
     from squall.runners import MasterRunner
     from squall.thresholds import Watch
     from squall.web.live import PartialFiles

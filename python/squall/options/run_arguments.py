@@ -19,7 +19,7 @@ import sys
 from typing import Any
 
 from squall import __version__, distributed, exitcodes, limit, monitor
-from squall.commands.arguments import add_threshold_arguments, to_rate
+from squall.options.arguments import add_threshold_arguments, to_rate
 from squall.web import live
 
 # Options with no meaning in squall: each line says why (printed when a run sets the option).

@@ -1,0 +1,79 @@
+"""The files a run writes when it ends (`--json`, `--csv`, `--html`, ...): checked before the run, each
+written whole or not at all, a failure said in one line and noted for the exit code. Above both
+`squall.report` (the console, Locust's CSV and JSON) and `squall.web` (the HTML report), which it writes
+with."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, Callable
+
+from squall import files
+from squall.errors import UsageError
+from squall.report import locust_csv
+from squall.web import page
+
+
+def check_writable(**paths: str | None) -> None:
+    """Before a run: every output it will write can be created (its directory exists and is writable),
+    so a mistyped path is one line and exit 2 now, not a traceback after the whole run. The keywords
+    name the options (json_file="--json-file")."""
+    for option, path in paths.items():
+        if not path:
+            continue
+        flag = "--" + option.replace("_", "-")
+        target = os.path.abspath(path)
+        parent = os.path.dirname(target)
+        if os.path.isdir(target):
+            raise UsageError(f"{flag} {path}: is a directory")
+        if not os.path.isdir(parent):
+            raise UsageError(f"{flag} {path}: no such directory {parent}")
+        if not os.access(parent, os.W_OK) or (os.path.exists(target) and not os.access(target, os.W_OK)):
+            raise UsageError(f"{flag} {path}: not writable")
+
+
+def write_files(
+    result: dict[str, Any],
+    json_path: str | None = None,
+    csv_prefix: str | None = None,
+    full_history: bool = False,
+    html_path: str | None = None,
+    html_meta: dict[str, Any] | None = None,
+) -> list[str]:
+    """Writes the requested files, each whole or not at all (`squall.files.replace`); returns their
+    paths. The HTML report shows `html_meta` (the command line, title: `squall.web.page.meta`). A file
+    that still cannot be written (the disk filled up, the directory went away) is said on stderr and
+    noted for the exit code (`squall.files.failed`), and the others are written all the same."""
+    written: list[str] = []
+
+    def attempt(what: str, write: Callable[[], list[str]]) -> None:
+        try:
+            written.extend(write())
+        except OSError as e:
+            sys.stderr.write(f"squall: error: cannot write {what}: {e.strerror or e}\n")
+            files.note_failure(what)
+
+    def write_json(path: str) -> list[str]:
+        with files.replace(path) as f:
+            json.dump(result, f, indent=1)
+            f.write("\n")
+        return [path]
+
+    if json_path:
+        attempt(json_path, lambda: write_json(json_path))
+    if html_path:
+        meta = html_meta or page.meta(result["kind"], [], result["url"])
+        attempt(html_path, lambda: [page.write_report(html_path, result, meta, locust_csv.downloads(result))])
+    if csv_prefix:
+        attempt(f"the CSV files {csv_prefix}_*.csv", lambda: locust_csv.write(result, csv_prefix, full_history))
+    return written
+
+
+def write_and_say(result: dict[str, Any], **files: Any) -> list[str]:
+    """`write_files`, then a "wrote PATH" line on stderr for each file written."""
+    written = write_files(result, **files)
+    for path in written:
+        sys.stderr.write(f"wrote {path}\n")
+    return written
