@@ -1,0 +1,329 @@
+//! What a scripted run's requests share: the caches (parsed URLs, origins and their connectors,
+//! prepared request heads, endpoints), each user's connections and cookie jar, the requests in flight
+//! and what is ready for the script, the open model's arrivals, and the recorder.
+
+use crate::http::request::{finish_h1, parse_url, path_and_query, serialize_h1_head};
+use crate::mqtt::script::{Event, Sink, UserTx};
+use crate::net::{tls, Connector};
+use crate::run::schedule::Arrivals;
+use crate::run::RunCore;
+use crate::stats::{EndpointId, Failure, FailureKind, Outcome, Recorder};
+use rustc_hash::FxHashMap as HashMap;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+
+use super::cookies::Jar;
+use super::pools::Pools;
+use super::{Completion, Message, ScriptOptions};
+
+/// Parsed URLs kept per base: scripts that build a unique URL per request must not grow it forever.
+const MAX_URLS: usize = 10_000;
+
+/// Prepared request heads kept.
+const MAX_HEADS: usize = 10_000;
+
+/// Origins (scheme, host, port) a run keeps: a script's URLs and the redirects it follows. A server
+/// that redirects each request to a new host name would otherwise grow the table without end (an
+/// entry and a connector each); past it, a request to one more origin fails, said so.
+const MAX_ORIGINS: usize = 10_000;
+
+/// The longest host name a redirect may lead to: DNS's 253 bytes (RFC 1035).
+pub(super) const MAX_HOST: usize = 253;
+
+/// How many times `poll` must have found a deferral possible but for stamps before connections
+/// stamp: a run without think time can meet the conditions a few times (as users start, as the run
+/// ends), 3 in a 5 s run of 50 users `constant(0)`, and should not pay for stamps for that; a run with
+/// think time meets them about once a millisecond.
+pub(super) const WANT_STAMPS: u32 = 100;
+
+/// Where a user's connections go: scheme, host and port.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Origin {
+    https: bool,
+    host: String,
+    port: u16,
+}
+
+/// A URL seen before: parsed once, with its origin's index and its default stats name.
+#[derive(Clone)]
+pub(super) struct KnownUrl {
+    pub(super) url: url::Url,
+    pub(super) origin: usize,
+    pub(super) name: Rc<str>,
+}
+
+/// A request in flight, as the watchdog and a stopping user see it.
+pub(super) struct Running {
+    pub(super) user: u64,
+    /// Cancels the request's task (its user stopped, or it timed out).
+    pub(super) task: tokio::task::AbortHandle,
+    /// Its latency counts from here (an open-model iteration's intended start, else its submission).
+    pub(super) begin: Instant,
+    /// Past this, the watchdog ends it as timed out.
+    pub(super) deadline: Instant,
+    pub(super) record: bool,
+    pub(super) endpoint: EndpointId,
+    pub(super) name: Rc<str>,
+    pub(super) url: url::Url,
+}
+
+struct PreparedHead {
+    method: String,
+    url: String,
+    headers: Vec<(String, String)>,
+    bytes: Rc<[u8]>,
+}
+
+pub(super) struct Engine {
+    pub(super) options: ScriptOptions,
+    pub(super) recorder: RefCell<Recorder>,
+    pub(super) core: Arc<RunCore>,
+    /// name -> [(method, id)]: looked up by &str, so a request allocates nothing to find its endpoint.
+    endpoints: RefCell<HashMap<String, Vec<(String, EndpointId)>>>,
+    /// base -> url -> parsed.
+    urls: RefCell<HashMap<String, HashMap<String, KnownUrl>>>,
+    origins: RefCell<Vec<Origin>>,
+    /// Prepared HTTP/1.1 request heads (without Cookie, Content-Length and the blank line), by the
+    /// hash of (method, URL, headers); each entry keeps its key to tell collisions apart.
+    heads: RefCell<HashMap<u64, Vec<PreparedHead>>>,
+    head_count: Cell<usize>,
+    /// Each user's connections per (origin index, insecure): a connection opened without verifying
+    /// the certificate never serves a request that asked for verification.
+    pub(super) pool: RefCell<Pools>,
+    connectors: RefCell<HashMap<(usize, bool), Connector>>,
+    /// TLS settings that verify certificates (unless the engine is insecure), and that do not.
+    tls: Arc<rustls::ClientConfig>,
+    tls_insecure: Arc<rustls::ClientConfig>,
+    pub(super) jars: RefCell<HashMap<u64, Jar>>,
+    pub(super) done: RefCell<Vec<Completion>>,
+    pub(super) messages: RefCell<Vec<Message>>,
+    /// Woken when a completion or message is queued, while the script waits in `poll`.
+    pub(super) ready: Notify,
+    /// Each MQTT user's connection task.
+    pub(super) mqtt: RefCell<HashMap<u64, UserTx>>,
+    /// Requests not yet completed, by id.
+    pub(super) running: RefCell<HashMap<u64, Running>>,
+    /// How many of them are sent and wait for their response on a connection whose reads the kernel
+    /// stamps: when that is all of them, `poll` may leave them unread until the script's next timer.
+    pub(super) awaiting: Rc<Cell<usize>>,
+    /// How often `poll` found nothing ready after sending, with a timeout within `DEFER` (counted up
+    /// to `WANT_STAMPS`; see `wants_stamps`).
+    pub(super) could_defer: Cell<u32>,
+    /// Whether the kernel stamps: the last response whose read asked came with a receive time. Until
+    /// then every read asks, and none is deferred (net/stamped.rs).
+    pub(super) stamping: Cell<bool>,
+    /// When `poll` last deferred reads: for `ASKING` after it, every read asks for its receive time
+    /// (a deferred response can be read a turn later, once the runtime gets to its task).
+    pub(super) deferred_at: Cell<Option<Instant>>,
+    /// When the watchdog last looked for requests past their timeout.
+    pub(super) last_watch: Cell<Instant>,
+    /// Requests cancelled unmeasured because their user stopped.
+    pub(super) cancelled: Cell<u64>,
+    pub(super) next_id: Cell<u64>,
+    /// Open model (`--rate`): the arrivals, those due and not yet handed to the script, the intended
+    /// start of each user's current iteration (its next request is timed from it); the send lag goes to
+    /// the recorder.
+    pub(super) open: RefCell<Option<OpenModel>>,
+}
+
+pub(super) struct OpenModel {
+    pub(super) arrivals: Arrivals,
+    pub(super) due: Vec<f64>,
+    pub(super) begins: HashMap<u64, Instant>,
+    /// The rate asked for first, and whether it ever changed (a shape): the report gives the mean then.
+    pub(super) first_rate: f64,
+    pub(super) changed: bool,
+}
+
+impl Sink for Engine {
+    fn record(&self, method: &str, name: &str, latency: Duration, outcome: &Outcome) {
+        let id = self.endpoint(method, name);
+        self.recorder.borrow_mut().record(Instant::now(), id, latency, outcome);
+    }
+
+    fn event(&self, e: Event) {
+        match e {
+            Event::Done { id, elapsed_us, error } => {
+                self.push(Completion { id, elapsed_us, error, ..Completion::default() })
+            }
+            Event::Message { user, topic, payload, qos } => {
+                self.messages.borrow_mut().push(Message { user, topic, payload, qos });
+                self.ready.notify_one();
+            }
+        }
+    }
+}
+
+impl Engine {
+    /// The engine of a run that has just started (`core`), with its settings.
+    pub(super) fn new(options: ScriptOptions, core: Arc<RunCore>) -> Engine {
+        let alpn: &[&[u8]] = if options.http2 { &[b"h2"] } else { &[b"http/1.1"] };
+        Engine {
+            options,
+            recorder: RefCell::new(Recorder::new(core.timeline.clone())),
+            core,
+            endpoints: RefCell::default(),
+            urls: RefCell::default(),
+            origins: RefCell::default(),
+            heads: RefCell::default(),
+            head_count: Cell::new(0),
+            pool: RefCell::default(),
+            connectors: RefCell::default(),
+            tls: tls::client_config(options.insecure, alpn),
+            tls_insecure: tls::client_config(true, alpn),
+            jars: RefCell::default(),
+            done: RefCell::default(),
+            messages: RefCell::default(),
+            ready: Notify::new(),
+            mqtt: RefCell::default(),
+            running: RefCell::default(),
+            awaiting: Rc::default(),
+            could_defer: Cell::new(0),
+            stamping: Cell::new(false),
+            deferred_at: Cell::new(None),
+            last_watch: Cell::new(Instant::now()),
+            cancelled: Cell::new(0),
+            next_id: Cell::new(1),
+            open: RefCell::new(None),
+        }
+    }
+
+    /// No completion and no MQTT message for the script yet.
+    pub(super) fn nothing_ready(&self) -> bool {
+        self.done.borrow().is_empty() && self.messages.borrow().is_empty()
+    }
+
+    /// Connections stamp from their next request on (until then none does, and no packet of the
+    /// machine is stamped: a run without think time never pays for stamps).
+    pub(super) fn wants_stamps(&self) -> bool {
+        self.could_defer.get() >= WANT_STAMPS
+    }
+
+    pub(super) fn push(&self, c: Completion) {
+        self.done.borrow_mut().push(c);
+        self.ready.notify_one();
+    }
+
+    pub(super) fn endpoint(&self, method: &str, name: &str) -> EndpointId {
+        if let Some(methods) = self.endpoints.borrow().get(name) {
+            if let Some(&(_, id)) = methods.iter().find(|(m, _)| m == method) {
+                return id;
+            }
+        }
+        let id = self.core.timeline.add_name(method, name);
+        self.endpoints.borrow_mut().entry(name.to_string()).or_default().push((method.to_string(), id));
+        id
+    }
+
+    /// The parsed URL, its origin index and default name; cached, since scripts request the same
+    /// URLs over and over.
+    pub(super) fn known_url(&self, base: &str, raw: &str) -> Result<KnownUrl, String> {
+        if let Some(k) = self.urls.borrow().get(base).and_then(|m| m.get(raw)) {
+            return Ok(k.clone());
+        }
+        let url = if raw.contains("://") {
+            parse_url(raw)?
+        } else if base.is_empty() {
+            return Err(format!("no host for request '{raw}': set `host` on the User or pass -H/--host"));
+        } else {
+            let base = parse_url(base)?;
+            let joined = format!("{}/{}", base.as_str().trim_end_matches('/'), raw.trim_start_matches('/'));
+            parse_url(&joined)?
+        };
+        let known = self.remember(url)?;
+        let mut urls = self.urls.borrow_mut();
+        let per_base = urls.entry(base.to_string()).or_default();
+        if per_base.len() < MAX_URLS {
+            per_base.insert(raw.to_string(), known.clone());
+        }
+        Ok(known)
+    }
+
+    /// The URL with its origin's index, the origin added if new (at most `MAX_ORIGINS` of them).
+    pub(super) fn remember(&self, url: url::Url) -> Result<KnownUrl, String> {
+        let https = url.scheme() == "https";
+        let origin = Origin {
+            https,
+            host: url.host_str().unwrap_or_default().trim_matches(|c| c == '[' || c == ']').to_string(),
+            port: url.port_or_known_default().unwrap_or(if https { 443 } else { 80 }),
+        };
+        let mut origins = self.origins.borrow_mut();
+        let index = match origins.iter().position(|o| *o == origin) {
+            Some(i) => i,
+            None if origins.len() >= MAX_ORIGINS => {
+                return Err(format!("{url}: one origin more than the {MAX_ORIGINS} (scheme, host, port) a run keeps"));
+            }
+            None => {
+                origins.push(origin);
+                origins.len() - 1
+            }
+        };
+        let name = Rc::from(path_and_query(&url));
+        Ok(KnownUrl { url, origin: index, name })
+    }
+
+    pub(super) async fn connector(&self, index: usize, insecure: bool) -> Result<Connector, Failure> {
+        let insecure = insecure && !self.options.insecure; // one setting when the engine verifies nothing
+        if let Some(c) = self.connectors.borrow().get(&(index, insecure)) {
+            return Ok(c.clone());
+        }
+        let origin = self.origins.borrow()[index].clone();
+        let addrs =
+            crate::net::resolve_async(&origin.host, origin.port).await.map_err(|m| Failure::new(FailureKind::Io, m))?;
+        let config = if insecure { &self.tls_insecure } else { &self.tls };
+        let tls = origin.https.then(|| (config.clone(), origin.host.as_str()));
+        let c = Connector::new(addrs, tls).map_err(|m| Failure::new(FailureKind::Tls, m))?;
+        self.connectors.borrow_mut().insert((index, insecure), c.clone());
+        Ok(c)
+    }
+
+    /// The HTTP/1.1 request head for (method, URL, headers), prepared once.
+    pub(super) fn head(&self, method: &str, url: &url::Url, headers: &[(String, String)]) -> Rc<[u8]> {
+        use std::hash::{Hash, Hasher};
+        let mut h = rustc_hash::FxHasher::default();
+        (method, url.as_str(), headers).hash(&mut h);
+        let key = h.finish();
+        if let Some(bucket) = self.heads.borrow().get(&key) {
+            let same = |p: &&PreparedHead| p.method == method && p.url == url.as_str() && p.headers == headers;
+            if let Some(p) = bucket.iter().find(same) {
+                return p.bytes.clone();
+            }
+        }
+        let bytes: Rc<[u8]> = serialize_h1_head(method, url, headers).into();
+        if self.head_count.get() < MAX_HEADS {
+            self.head_count.set(self.head_count.get() + 1);
+            let prepared = PreparedHead {
+                method: method.into(),
+                url: url.as_str().into(),
+                headers: headers.to_vec(),
+                bytes: bytes.clone(),
+            };
+            self.heads.borrow_mut().entry(key).or_default().push(prepared);
+        }
+        bytes
+    }
+
+    /// The HTTP/1.1 request: the prepared head, then the user's cookies, the length and the body.
+    pub(super) fn h1_bytes(
+        &self,
+        method: &str,
+        url: &url::Url,
+        headers: &[(String, String)],
+        cookie: Option<&str>,
+        body: &[u8],
+    ) -> Vec<u8> {
+        let head = self.head(method, url, headers);
+        let mut out = Vec::with_capacity(head.len() + 64 + body.len());
+        out.extend_from_slice(&head);
+        if let Some(c) = cookie {
+            out.extend_from_slice(b"Cookie: ");
+            out.extend_from_slice(c.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        finish_h1(&mut out, method, body, true);
+        out
+    }
+}

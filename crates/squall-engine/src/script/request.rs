@@ -1,0 +1,248 @@
+//! A scripted request's path: its exchange on the user's connection to its origin (HTTP/1.1 or
+//! HTTP/2), the redirects it follows, and its timing and record once it completes.
+
+use crate::http::h1::{H1Conn, Response, Timing};
+use crate::http::h2::{build_request, H2Conn};
+use crate::http::request::needs_length;
+use crate::net::Stamp;
+use crate::stats::{EndpointId, Failure, FailureKind, Outcome, Phases};
+use bytes::Bytes;
+use std::cell::Cell;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use super::cookies::Jar;
+use super::engine::{Engine, KnownUrl, MAX_HOST};
+use super::pools::Pooled;
+use super::{Completion, ScriptRequest};
+
+pub(super) async fn run_request(
+    engine: Rc<Engine>,
+    id: u64,
+    r: ScriptRequest,
+    known: KnownUrl,
+    begin: Instant,
+    endpoint: EndpointId,
+    name: Rc<str>,
+) {
+    let result = follow(&engine, &r, &known).await;
+    let now = Instant::now();
+    let (elapsed, end) = match &result {
+        // Timed to when the kernel received the response's end (its read may have been deferred:
+        // `DEFER`), less what earlier hops of a redirect waited to be read.
+        Ok((resp, _, deferred, _, _)) => {
+            let end = match resp.received {
+                Stamp::At(t) if t >= begin && t <= now => t,
+                _ => now,
+            };
+            (end.saturating_duration_since(begin).saturating_sub(*deferred), end)
+        }
+        Err(_) => (now.saturating_duration_since(begin), now),
+    };
+    let completion = match result {
+        Ok((mut resp, url, _, mut phases, timing)) => {
+            if r.record {
+                let outcome =
+                    Outcome::Response { status: resp.status, body_bytes: resp.body_bytes, wire_bytes: resp.wire_bytes };
+                let mut recorder = engine.recorder.borrow_mut();
+                recorder.record(now, endpoint, elapsed, &outcome);
+                if timing.written.is_some() {
+                    phases.add(&timing.phases(end));
+                    recorder.record_timing(endpoint, &phases);
+                }
+            }
+            Completion {
+                id,
+                status: resp.status,
+                head: resp.raw_head.take().unwrap_or_default(),
+                body: resp.body.take().unwrap_or_default(),
+                elapsed_us: elapsed.as_micros() as u64,
+                error: None,
+                url,
+                name: name.to_string(),
+            }
+        }
+        Err(failure) => {
+            let error = failure.message();
+            if r.record {
+                engine.recorder.borrow_mut().record(now, endpoint, elapsed, &Outcome::Failed(failure));
+            }
+            Completion {
+                id,
+                elapsed_us: elapsed.as_micros() as u64,
+                error: Some(error),
+                url: known.url.to_string(),
+                name: name.to_string(),
+                ..Completion::default()
+            }
+        }
+    };
+    engine.running.borrow_mut().remove(&id);
+    engine.push(completion);
+}
+
+/// The request, and the redirects it leads to when asked to follow them. Returns the final response,
+/// its URL, how long the responses of earlier hops waited to be read after they arrived (the
+/// generator's own delay, not the server's), the phases of the connects and earlier hops (summed), and
+/// what the last exchange saw of its own (HTTP/1.1). Cookies set along the way go into the user's jar (and so
+/// with the following hops); an `Authorization` header is not sent on to another host, nor from https
+/// to http.
+pub(super) async fn follow(
+    engine: &Engine,
+    r: &ScriptRequest,
+    first: &KnownUrl,
+) -> Result<(Response, String, Duration, Phases, Timing), Failure> {
+    let (mut url, mut origin) = (std::borrow::Cow::Borrowed(&first.url), first.origin);
+    let (mut method, mut body) = (r.method.as_str(), std::borrow::Cow::Borrowed(&r.body[..]));
+    let mut headers = std::borrow::Cow::Borrowed(&r.headers[..]);
+    let (mut hops, mut deferred, mut phases) = (0, Duration::ZERO, Phases::default());
+    loop {
+        let host = url.host_str().unwrap_or_default().to_string();
+        let cookie = if headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("cookie")) {
+            None // the script's own Cookie header wins, as in requests
+        } else {
+            let jars = engine.jars.borrow();
+            match jars.get(&r.user) {
+                Some(jar) => jar.header_for(&host, &r.cookies),
+                None => Jar::default().header_for(&host, &r.cookies),
+            }
+        };
+        let (resp, opened, timing) =
+            exchange(engine, r, origin, method, &url, &headers, cookie.as_deref(), &body).await?;
+        phases.add(&opened);
+        if !resp.set_cookies.is_empty() {
+            let mut jars = engine.jars.borrow_mut();
+            let jar = jars.entry(r.user).or_default();
+            for c in &resp.set_cookies {
+                jar.set_from_header(&host, c);
+            }
+        }
+        let redirect = matches!(resp.status, 301 | 302 | 303 | 307 | 308);
+        let (Some(location), true, Some(max)) = (resp.location.clone(), redirect, r.max_redirects) else {
+            return Ok((resp, url.to_string(), deferred, phases, timing));
+        };
+        let now = Instant::now();
+        let end = match resp.received {
+            Stamp::At(arrived) => {
+                deferred += now.saturating_duration_since(arrived);
+                arrived.min(now)
+            }
+            _ => now,
+        };
+        if timing.written.is_some() {
+            phases.add(&timing.phases(end));
+        }
+        if hops >= max {
+            // As requests does: a loop or an endless chain fails; it is not the last 3xx's success.
+            return Err(Failure::new(FailureKind::TooManyRedirects, max.to_string()));
+        }
+        let next = url
+            .join(&location)
+            .map_err(|_| Failure::new(FailureKind::Protocol, format!("bad redirect location '{location}'")))?;
+        let same_host = next.host_str() == url.host_str() && !(url.scheme() == "https" && next.scheme() == "http");
+        if !same_host && headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization")) {
+            headers.to_mut().retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
+        }
+        if next.host_str().is_some_and(|h| h.len() > MAX_HOST) {
+            let why = format!("bad redirect location: a host name above DNS's {MAX_HOST} bytes");
+            return Err(Failure::new(FailureKind::Protocol, why));
+        }
+        let known = engine.remember(next).map_err(|m| Failure::new(FailureKind::TooLarge, m))?;
+        (url, origin) = (std::borrow::Cow::Owned(known.url), known.origin);
+        // As browsers and python-requests do: 303 always, and 301/302 after a POST, become a GET.
+        if resp.status == 303 || (matches!(resp.status, 301 | 302) && method == "POST") {
+            method = "GET";
+            body = std::borrow::Cow::Borrowed(&[]);
+        }
+        hops += 1;
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn exchange(
+    engine: &Engine,
+    r: &ScriptRequest,
+    origin: usize,
+    method: &str,
+    url: &url::Url,
+    headers: &[(String, String)],
+    cookie: Option<&str>,
+    body: &[u8],
+) -> Result<(Response, Phases, Timing), Failure> {
+    let (user, insecure) = (r.user, r.insecure);
+    let key = (user, origin, insecure);
+    if engine.options.http2 {
+        let conn = {
+            let mut pool = engine.pool.borrow_mut();
+            match pool.get_or_insert(key, || Pooled::H2(Rc::new(H2Conn::new(user as usize)))) {
+                Pooled::H2(c) => c.clone(),
+                Pooled::H1(_) => unreachable!("a run is HTTP/2 or HTTP/1.1 throughout"),
+            }
+        };
+        let connector = engine.connector(origin, insecure).await?;
+        let mut all = headers.to_vec();
+        if let Some(c) = cookie {
+            all.push(("cookie".into(), c.to_string()));
+        }
+        let has_length = headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-length"));
+        if !has_length && needs_length(method, body) {
+            all.push(("content-length".into(), body.len().to_string()));
+        }
+        let req = build_request(method, url, &all).map_err(|m| Failure::new(FailureKind::Protocol, m))?;
+        let on_connect = |t| engine.recorder.borrow_mut().record_connect(t);
+        let mut resp =
+            conn.exchange(&connector, &req, &Bytes::copy_from_slice(body), true, on_connect, &Cell::new(false)).await?;
+        // One shape for the script: raw header lines, Set-Cookie and Location picked out.
+        let mut raw = Vec::new();
+        for (k, v) in resp.headers.take().unwrap_or_default() {
+            if k == "set-cookie" {
+                resp.set_cookies.push(v.clone());
+            } else if k == "location" {
+                resp.location = Some(v.clone());
+            }
+            raw.extend_from_slice(k.as_bytes());
+            raw.extend_from_slice(b": ");
+            raw.extend_from_slice(v.as_bytes());
+            raw.extend_from_slice(b"\r\n");
+        }
+        resp.raw_head = Some(raw);
+        return Ok((resp, Phases::default(), Timing::default())); // (HTTP/2 is not broken down: stats::timing)
+    }
+    let bytes = engine.h1_bytes(method, url, headers, cookie, body);
+    let mut conn = match engine.pool.borrow_mut().get(key) {
+        Some(Pooled::H1(idle)) => idle.pop(),
+        _ => None,
+    };
+    if let Some(c) = conn.as_mut().filter(|_| engine.wants_stamps()) {
+        c.stamp();
+    }
+    // The connection opened for this request, if one was: its connect and TLS phases.
+    let opened = Cell::new(Phases::default());
+    let open = async || {
+        let connector = engine.connector(origin, insecure).await?;
+        let t0 = Instant::now();
+        let (stream, o) = connector.connect_timed(user as usize).await?;
+        engine.recorder.borrow_mut().record_connect(t0.elapsed());
+        opened.set(Phases { connect: Some(o.tcp), tls: o.tls, ..Phases::default() });
+        let mut conn = H1Conn::new(stream);
+        conn.awaiting = Some(engine.awaiting.clone());
+        if engine.wants_stamps() {
+            conn.stamp();
+        }
+        Ok(conn)
+    };
+    let mut timing = Timing::default();
+    let resp =
+        crate::http::h1::exchange_keepalive(&mut conn, open, &bytes, method == "HEAD", true, true, &mut timing).await?;
+    match resp.received {
+        Stamp::At(_) => engine.stamping.set(true),
+        Stamp::Missing => engine.stamping.set(false),
+        Stamp::Unasked => {}
+    }
+    if let Some(c) = conn {
+        if let Pooled::H1(idle) = engine.pool.borrow_mut().get_or_insert(key, || Pooled::H1(Vec::new())) {
+            idle.push(c);
+        }
+    }
+    Ok((resp, opened.get(), timing))
+}
