@@ -7,9 +7,9 @@
 //! as over HTTP/1.1). The crate itself bounds the rest: CONTINUATION frames per block, its send
 //! buffer, one PING acknowledgement pending before it reads on.
 
-use crate::http::h1::{too_large_body, Response, MAX_KEPT_BODY};
 use crate::http::h2lean::MAX_HEADER_BLOCK;
 use crate::http::request::RequestSpec;
+use crate::http::response::{too_large_body, Response, MAX_KEPT_BODY};
 use crate::http::{opening, TRIES};
 use crate::net::classify_io;
 use crate::net::Connector;

@@ -1,9 +1,10 @@
 //! A scripted request's path: its exchange on the user's connection to its origin (HTTP/1.1 or
 //! HTTP/2), the redirects it follows, and its timing and record once it completes.
 
-use crate::http::h1::{H1Conn, Response, Timing};
+use crate::http::h1::{H1Conn, Timing};
 use crate::http::h2::{build_request, H2Conn};
 use crate::http::request::needs_length;
+use crate::http::response::Response;
 use crate::net::Stamp;
 use crate::stats::{EndpointId, Failure, FailureKind, Outcome, Phases};
 use bytes::Bytes;
