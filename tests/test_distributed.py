@@ -596,7 +596,10 @@ def test_a_ray_local_run_leaves_nothing_that_changes_the_next_master_and_workers
     assert run.master.returncode == 0, run.lines.text()
     assert run.codes == [0, 0]
     result = json.loads(out.read_text())
-    assert result["aggregate"]["requests"] > 0 and nginx.requests_logged() == result["aggregate"]["requests"]
+    # Requests still in flight when -t ends are nginx's and not counted, as in Locust: the result says how
+    # many (nginx logged 161 for 160 counted in one CI run).
+    counted = result["aggregate"]["requests"]
+    assert counted > 0 and counted <= nginx.requests_logged() <= counted + result["abandoned"], result["abandoned"]
 
 
 def test_a_cluster_that_wants_a_token_is_joined_with_it_or_refused_in_one_line(nginx, tmp_path, monkeypatch):
