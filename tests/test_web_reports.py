@@ -205,3 +205,5 @@ def test_results_from_before_the_new_fields_still_render(browser, tmp_path, samp
     assert page.locator("[data-testid='chart-distribution']").count() == 0
     assert not page.locator("[data-testid='section-timings']").is_visible()
     assert points(page, "rps" if sample.startswith("bench") else "mqtt") > 1
+    # `squall report --html` offers the CSVs as every report does (it once wrote them only for --html)
+    assert page.locator("[data-testid='download-csv']").count() == 1

@@ -65,7 +65,7 @@ def write_files(
         attempt(json_path, lambda: write_json(json_path))
     if html_path:
         meta = html_meta or page.meta(result["kind"], [], result["url"])
-        attempt(html_path, lambda: [page.write_report(html_path, result, meta, locust_csv.downloads(result))])
+        attempt(html_path, lambda: [page.write_report(html_path, result, meta)])
     if csv_prefix:
         attempt(f"the CSV files {csv_prefix}_*.csv", lambda: locust_csv.write(result, csv_prefix, full_history))
     return written

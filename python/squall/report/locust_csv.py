@@ -168,9 +168,9 @@ def exceptions_csv(result: dict[str, Any]) -> str:
 
 
 def downloads(result: dict[str, Any]) -> dict[str, str]:
-    """The CSV files an HTML report offers, by file name: the same text the dashboard serves for the
-    run (stats, failures, and a locustfile run's exceptions), so that the report's page carries no
-    second writer of Locust's columns."""
+    """The CSV files an HTML report offers, by file name (`squall.web.page.report`): the same text the
+    dashboard serves for the run (stats, failures, and a locustfile run's exceptions), so that the
+    report's page carries no second writer of Locust's columns."""
     out = {"stats.csv": stats_csv(result), "failures.csv": failures_csv(result)}
     if result.get("kind") == "script":
         out["exceptions.csv"] = exceptions_csv(result)

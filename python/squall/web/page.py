@@ -13,6 +13,7 @@ from importlib import resources
 from typing import Any
 
 from squall import __version__, files
+from squall.report import locust_csv
 
 # Options whose value is a secret: shown as *** in reports and on the dashboard.
 _SECRET_OPTIONS = {"--password", "--web-auth"}
@@ -135,10 +136,10 @@ def meta(
     }
 
 
-def report(result: dict[str, Any], page_meta: dict[str, Any], downloads: dict[str, str] | None = None) -> str:
-    """The self-contained HTML report of one run; `downloads` (file name: text, report.locust_csv's
-    `downloads`) are offered on its page as the dashboard offers them."""
-    doc = {"mode": "report", "meta": page_meta, "result": result, "downloads": downloads or {}}
+def report(result: dict[str, Any], page_meta: dict[str, Any]) -> str:
+    """The self-contained HTML report of one run, with the CSV files the dashboard offers for it
+    (`locust_csv.downloads`), whoever writes it: `--html`, `squall report`, the dashboard's download."""
+    doc = {"mode": "report", "meta": page_meta, "result": result, "downloads": locust_csv.downloads(result)}
     return render(doc, inline=True)
 
 
@@ -148,7 +149,5 @@ def compare(runs: list[tuple[str, dict[str, Any]]], page_meta: dict[str, Any]) -
     return render(data, inline=True)
 
 
-def write_report(
-    path: str, result: dict[str, Any], page_meta: dict[str, Any], downloads: dict[str, str] | None = None
-) -> str:
-    return files.write_text(path, report(result, page_meta, downloads))
+def write_report(path: str, result: dict[str, Any], page_meta: dict[str, Any]) -> str:
+    return files.write_text(path, report(result, page_meta))

@@ -387,8 +387,7 @@ class _Handler(BaseHTTPRequestHandler):
                 tasks = store.tasks
             self._json(tasks or {"per_class": {}, "total": {}})
         elif url.path == "/download/report.html":
-            result = store.current_result()
-            html = page.report(result, store.meta, locust_csv.downloads(result))
+            html = page.report(store.current_result(), store.meta)
             self._send(200, html.encode(), "text/html; charset=utf-8", _attachment("html"))
         elif url.path == "/metrics":
             body = prometheus(store.current_result(), store.view(1 << 62), store.kind)
