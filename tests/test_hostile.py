@@ -168,12 +168,13 @@ def test_cookies_larger_than_4_KiB_are_ignored(tmp_path):
 def test_redirects_through_many_hosts_leave_a_user_10_connections(tmp_path):
     """A chain of 20 redirects, each to a port of its own (an origin each): a user keeps connections to
     the 10 origins it used last (a requests Session's 10 pools), not one on every origin it went through.
-    What the server counts open is the ground truth: at most 10 idle and the one in use, and one more
-    while the server has yet to see the close of the one evicted as the next hop opens (its thread notices
-    a close at its next read)."""
+    What the server counts open once nothing has opened or closed for 0.1 s is the ground truth: the
+    chain's hops come a millisecond apart, so a count taken during one holds closes the server's threads
+    have yet to notice (13 was seen on a loaded host); the settled count falls in the 0.3 s between
+    chains, when the user holds its 10 idle connections and none in use."""
     with serving("hostile_server.py", "hops") as port:
         url = f"http://127.0.0.1:{port}"
-        env = dict(os.environ, HOSTILE_PATH="/hop/0", HOSTILE_WAIT="0.1", STOP_AFTER_REQUESTS="0")
+        env = dict(os.environ, HOSTILE_PATH="/hop/0", HOSTILE_WAIT="0.3", STOP_AFTER_REQUESTS="0")
         argv = ["-f", FILES / "hostile.py", "-H", url, "--headless", "-u", 1, "-t", "4s", "--csv", tmp_path / "run"]
         with tempfile.TemporaryFile("w+") as err:
             proc = subprocess.Popen([sys.executable, "-m", "squall", *map(str, argv)], env=env, stderr=err)
@@ -190,7 +191,7 @@ def test_redirects_through_many_hosts_leave_a_user_10_connections(tmp_path):
     with open(tmp_path / "run_stats.csv") as f:
         [row] = [r for r in csv.DictReader(f) if r["Name"] == "/hop/0"]
     assert int(row["Request Count"]) >= 3 and row["Failure Count"] == "0", row
-    assert len(seen) >= 5 and max(seen) <= 12, seen
+    assert len(seen) >= 5 and max(seen) <= 10, seen
 
 
 @pytest.mark.parametrize("version", ["3.1.1", "5"])

@@ -15,7 +15,9 @@ HTTP/1.1:
   cookies       200 that sets a new cookie of LIMIT bytes (`cN=...`, N counting responses) on every
                 response; GET /__cookies says the size of the Cookie header of each request (0: none)
   hops          /hop/K redirects to /hop/K+1 on the next of 20 more ports the server listens on, and
-                /hop/20 is 200; GET /__open says the client connections open, besides the one asking
+                /hop/20 is 200; GET /__open says the client connections open, besides the one asking,
+                once no connection has opened or closed for SETTLE_S (a count between two hops would
+                hold closes whose threads have yet to run: the ground truth is the settled count)
 HTTP/2 (prior knowledge; the client's preface, SETTINGS and a request's HEADERS, then):
   h2-continuation  HEADERS with :status 200 and no END_HEADERS, then CONTINUATION frames of 16 KiB
                    (each a literal header field, valid HPACK) without end
@@ -31,6 +33,7 @@ import json
 import socket
 import sys
 import threading
+import time
 
 from listener import listening
 
@@ -42,6 +45,8 @@ cookie_sizes = []  # the Cookie header's size of each request (cookies mode)
 responses = 0
 hop_ports = []
 open_conns = 0
+last_change = 0.0  # time.monotonic() of the last open or close
+SETTLE_S = 0.1
 
 
 def stream(sock, head, piece, limit=LIMIT):
@@ -112,8 +117,7 @@ def http1(sock):
             respond(sock, 200, b"ok", f"Set-Cookie: c{n}={'v' * LIMIT}; Path=/\r\n")
             continue
         elif MODE == "hops" and path == "/__open":
-            with lock:
-                respond(sock, 200, json.dumps(open_conns - 1).encode())
+            respond(sock, 200, json.dumps(settled_open() - 1).encode())
             continue
         elif MODE == "hops" and path.startswith("/hop/"):
             k = int(path.rsplit("/", 1)[1])
@@ -260,10 +264,21 @@ def drain(sock):
             pass
 
 
+def settled_open(limit_s=10.0):
+    """open_conns once SETTLE_S has passed without a change (or after limit_s, as it is then)."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        with lock:
+            if time.monotonic() - last_change >= SETTLE_S or time.monotonic() > deadline:
+                return open_conns
+        time.sleep(0.01)
+
+
 def serve(sock):
-    global open_conns
+    global open_conns, last_change
     with lock:
         open_conns += 1
+        last_change = time.monotonic()
     try:
         with contextlib.suppress(OSError), sock:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -281,6 +296,7 @@ def serve(sock):
     finally:
         with lock:
             open_conns -= 1
+            last_change = time.monotonic()
 
 
 def accept(listener):

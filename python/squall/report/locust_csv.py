@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -50,14 +51,31 @@ EXCEPTIONS_HEADER = ["Count", "Message", "Traceback", "Nodes"]
 THRESHOLDS_HEADER = ["Threshold", "Endpoint", "Measured", "Shown", "Passed", "Reason"]
 
 
+def _number(s: dict[str, Any], key: str) -> float | None:
+    """`s[key]` if it is a finite number, else None: a saved result (`squall report`) may lack a field or
+    hold null where the engine's own documents never do (squall.inputs lets such files through, as the
+    page tolerates them), and a CSV cell is then empty rather than the report failing."""
+    value = s.get(key)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return value
+    return None
+
+
+def _ms(s: dict[str, Any], key: str, missing: Any = "") -> Any:
+    value = _number(s, key)
+    return missing if value is None else ms_exact(value)
+
+
 def _percentiles(s: dict[str, Any]) -> list[str]:
-    if not s["percentiles_us"]:  # nothing timed (or, with MQTT, messages without a send time)
+    pct = s.get("percentiles_us")
+    if not isinstance(pct, dict) or not pct:  # nothing timed (or, with MQTT, messages without a send time)
         return ["N/A"] * len(PERCENTILE_KEYS)
-    return [ms_exact(s["percentiles_us"][k]) for k in PERCENTILE_KEYS]
+    return [_ms(pct, k, "N/A") for k in PERCENTILE_KEYS]
 
 
 def _avg_size(s: dict[str, Any]) -> float:
-    return _clean(s["body_bytes"] / s["requests"]) if s["requests"] else 0
+    n, size = _number(s, "requests"), _number(s, "body_bytes")
+    return _clean(size / n) if n and size is not None else 0
 
 
 def _clean(x: float) -> float:
@@ -67,19 +85,20 @@ def _clean(x: float) -> float:
 
 
 def stats_row(type_: str, name: str, s: dict[str, Any], duration: float) -> list[Any]:
-    n = s["requests"]
+    n, failures, mean = s["requests"], s["failures"], _number(s, "mean_us")
+    pct = s.get("percentiles_us")
     return [
         type_,
         name,
         n,
-        s["failures"],
-        ms_exact(s["percentiles_us"]["50"]) if s["percentiles_us"] else 0,
-        _clean(s["mean_us"] / 1000.0),
-        ms_exact(s["min_us"]),
-        ms_exact(s["max_us"]),
+        failures,
+        _ms(pct, "50", 0) if isinstance(pct, dict) and pct else 0,
+        _clean(mean / 1000.0) if mean is not None else "",
+        _ms(s, "min_us"),
+        _ms(s, "max_us"),
         _avg_size(s),
         _clean(n / duration) if duration > 0 else 0,
-        _clean(s["failures"] / duration) if duration > 0 else 0,
+        _clean(failures / duration) if duration > 0 else 0,
         *_percentiles(s),
     ]
 
@@ -128,29 +147,44 @@ def stats_csv(result: dict[str, Any]) -> str:
     return out.getvalue()
 
 
+def _stamp(start: float | None, offset: float | None) -> str:
+    """Locust's UTC stamp of `start + offset` seconds, or empty for a saved result without both (or with
+    a time no calendar holds: `datetime` ends at the year 9999)."""
+    if start is None or offset is None or not 0 <= start + offset < 253_402_300_800:
+        return ""
+    return locust_errors.utc_stamp(start + offset)
+
+
+def _failure_row(e: dict[str, Any], start: float | None, script: bool) -> list[Any]:
+    status = e.get("status")
+    if status is not None and _number(e, "status") is None:
+        e = {**e, "status": None}  # a saved result's status that is not a number: the message instead
+    return [
+        e.get("method", ""),
+        e.get("name", ""),
+        locust_errors.csv_text(e, script),
+        e.get("count", ""),
+        _stamp(start, _number(e, "first_seen_s")),
+        _stamp(start, _number(e, "last_seen_s")),
+    ]
+
+
 def _write_failures(result: dict[str, Any], out: Any) -> None:
     w = csv.writer(out)
     w.writerow(FAILURES_HEADER)
-    start = result["start_unix"]
+    start = _number(result, "start_unix")
     script = result.get("kind") == "script"
-    for e in result["errors"]:
-        w.writerow(
-            [
-                e["method"],
-                e["name"],
-                locust_errors.csv_text(e, script),
-                e["count"],
-                locust_errors.utc_stamp(start + e["first_seen_s"]),
-                locust_errors.utc_stamp(start + e["last_seen_s"]),
-            ]
-        )
+    for e in result.get("errors") or []:
+        if isinstance(e, dict):
+            w.writerow(_failure_row(e, start, script))
 
 
 def _write_exceptions(result: dict[str, Any], out: Any) -> None:
     w = csv.writer(out)
     w.writerow(EXCEPTIONS_HEADER)
-    for x in result.get("exceptions", []):
-        w.writerow([x["count"], x["message"], x["traceback"], x.get("nodes", "local")])
+    for x in result.get("exceptions") or []:
+        if isinstance(x, dict):
+            w.writerow([x.get("count", ""), x.get("message", ""), x.get("traceback", ""), x.get("nodes", "local")])
 
 
 def failures_csv(result: dict[str, Any]) -> str:

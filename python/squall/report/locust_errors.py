@@ -42,8 +42,8 @@ def csv_text(error: dict[str, Any], script: bool, fast: bool = False) -> str:
         except ValueError:
             reason = ""
         side = "Client" if status < 500 else "Server"
-        return repr(_HTTPError(f"{status} {side} Error: {reason} for url: {error['name']}"))
-    return str(error["message"])
+        return repr(_HTTPError(f"{status} {side} Error: {reason} for url: {error.get('name', '')}"))
+    return str(error.get("message", ""))
 
 
 def fast_http(classes: list[type[Any]]) -> bool:
