@@ -57,9 +57,15 @@ def test_secrets_never_reach_the_page():
 
 
 def test_data_inside_the_script_element_cannot_close_it():
-    text = page._script_json({"name": "</script><script>alert(1)</script><!--", "x": float("nan")})
+    text = page._script_safe(page.to_json({"name": "</script><script>alert(1)</script><!--", "x": float("nan")}))
     assert "<" not in text and ">" not in text
     assert json.loads(text) == {"name": "</script><script>alert(1)</script><!--", "x": None}
+    # The dashboard's report: its seconds come as JSON text, spliced in, and are made safe all the same.
+    hostile = result()
+    hostile["timeseries"] = [{"t": 0, "endpoints": [{"name": "</script><!--"}]}]
+    html = page.report_of_json(page.to_json(hostile), dict(hostile, timeseries=[]), page.meta("bench", [], "x"))
+    data = html.split('<script id="squall-data" type="application/json">', 1)[1].split("</script>", 1)[0]
+    assert json.loads(data)["result"] == json.loads(page.to_json(hostile))
 
 
 def test_controls_accept_only_sane_commands():

@@ -226,7 +226,7 @@ def _reply(
 def _snapshot(store: Any) -> dict[str, Any]:
     """What the live store holds now (read under its lock, as the dashboard's own reads are)."""
     with store.lock:
-        last = store.timeseries[-1] if store.timeseries else {}
+        last = store.seconds.last or {}
         elapsed = 0.0 if store.started is None else time.monotonic() - store.started
         return {"totals": store.totals, "last": last, "state": store.state, "users": store.users, "elapsed": elapsed}
 

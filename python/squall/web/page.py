@@ -63,15 +63,19 @@ def to_json(data: Any) -> str:
     return json.dumps(_finite(data), separators=(",", ":"))
 
 
-def _script_json(data: Any) -> str:
+def _script_safe(json_text: str) -> str:
     # Inside <script>, "</script>" or "<!--" in a string (an endpoint name, an error message) would end
     # or change the element: every <, > and & is escaped as JSON allows.
-    return to_json(data).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return json_text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def render(data: dict[str, Any], inline: bool) -> str:
     """The page with `data` (mode, meta, and the result or runs); `inline` puts script and style in the
     file (a report), else they load from /assets/ (the live dashboard)."""
+    return _render_json(to_json(data), inline)
+
+
+def _render_json(data_json: str, inline: bool) -> str:
     page = _read("index.html")
     if inline:
         css = "<style>" + asset("app.css").decode().replace("</", "<\\/") + "</style>"
@@ -79,7 +83,7 @@ def render(data: dict[str, Any], inline: bool) -> str:
     else:
         css = '<link rel="stylesheet" href="/assets/app.css">'
         js = '<script src="/assets/app.js"></script>'
-    tag = f'<script id="squall-data" type="application/json">{_script_json(data)}</script>'
+    tag = f'<script id="squall-data" type="application/json">{_script_safe(data_json)}</script>'
     for placeholder, text in (("<!--SQUALL_CSS-->", css), ("<!--SQUALL_DATA-->", tag), ("<!--SQUALL_JS-->", js)):
         page = page.replace(placeholder, text, 1)
     return page
@@ -139,8 +143,14 @@ def meta(
 def report(result: dict[str, Any], page_meta: dict[str, Any]) -> str:
     """The self-contained HTML report of one run, with the CSV files the dashboard offers for it
     (`locust_csv.downloads`), whoever writes it: `--html`, `squall report`, the dashboard's download."""
-    doc = {"mode": "report", "meta": page_meta, "result": result, "downloads": locust_csv.downloads(result)}
-    return render(doc, inline=True)
+    return report_of_json(to_json(result), result, page_meta)
+
+
+def report_of_json(result_json: str, totals: dict[str, Any], page_meta: dict[str, Any]) -> str:
+    """`report` of a result given as JSON text (the dashboard's download: its seconds are kept as text,
+    squall.web.history), with `totals`, the same result whose seconds may be left out, for the CSVs."""
+    head = to_json({"mode": "report", "meta": page_meta, "downloads": locust_csv.downloads(totals)})
+    return _render_json(head[:-1] + ',"result":' + result_json + "}", inline=True)
 
 
 def compare(runs: list[tuple[str, dict[str, Any]]], page_meta: dict[str, Any]) -> str:

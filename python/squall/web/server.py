@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import hmac
+import json
 import queue
 import re
 import socket
@@ -38,6 +39,7 @@ from squall.report import locust_csv
 from squall.web import page
 from squall.web.controls import BODY_LIMIT, StartCheck, read_body, validate
 from squall.web.guard import HEADERS, Guard, is_loopback
+from squall.web.history import Seconds
 from squall.web.metrics import prometheus
 
 TIMEOUT_S = 30.0  # a client silent this long mid-request (or idle on a kept-alive connection) is dropped
@@ -57,7 +59,7 @@ class LiveStore:
         self.started: float | None = None
         self.users = 0
         self.target_users: int | None = None
-        self.timeseries: list[dict[str, Any]] = []
+        self.seconds = Seconds(page.to_json)  # the charts' history, kept as text (squall.web.history)
         self.totals: dict[str, Any] = {"aggregate": None, "endpoints": [], "errors": [], "exceptions": []}
         self.schedule: dict[str, Any] | None = None
         self.mqtt: dict[str, Any] | None = None
@@ -79,7 +81,7 @@ class LiveStore:
         with self.lock:
             self.test += 1
             self.startable = False
-            self.timeseries = []
+            self.seconds = Seconds(page.to_json)
             self.totals = {"aggregate": None, "endpoints": [], "errors": [], "exceptions": []}
             self.schedule = self.mqtt = self.result = self.monitor = self.generator = self.started = None
             self.users = 0
@@ -96,7 +98,7 @@ class LiveStore:
     def publish(self, live: dict[str, Any], **fields: Any) -> None:
         """The engine's `live()` answer (new seconds and the totals) and any of the other fields."""
         with self.lock:
-            self.timeseries.extend(live["timeseries"])
+            self.seconds.extend(live["timeseries"])
             exceptions = self.totals.get("exceptions", [])
             self.totals = dict(live["totals"], exceptions=fields.pop("exceptions", exceptions))
             for k, v in fields.items():
@@ -112,19 +114,19 @@ class LiveStore:
             self.result = result
             self.state = "stopped"
 
-    def view(self, cursor: int) -> dict[str, Any]:
-        """The answer to `GET /api/live?cursor=N` (web/README.md)."""
+    def view_json(self, cursor: int) -> str:
+        """The answer to `GET /api/live?cursor=N` (web/README.md) as JSON text: the seconds from `cursor`
+        are spliced in as the store keeps them (text), read after the lock is let go."""
         with self.lock:
             self.last_poll = time.monotonic()
-            cursor = max(0, min(cursor, len(self.timeseries)))
-            return {
+            cursor = max(0, min(cursor, len(self.seconds)))
+            head = {
                 "state": self.state,
                 "kind": self.kind,
                 "elapsed_s": 0.0 if self.started is None else time.monotonic() - self.started,
                 "users": self.users,
                 "target_users": self.target_users,
-                "cursor": len(self.timeseries),
-                "timeseries": self.timeseries[cursor:],
+                "cursor": len(self.seconds),
                 "totals": self.totals,
                 "schedule": self.schedule,
                 "mqtt": self.mqtt,
@@ -136,30 +138,67 @@ class LiveStore:
                 "host": self.host,
                 "spawn_rate": self.spawn_rate,
             }
+            reader = self.seconds.reader(cursor)
+            text = page.to_json(head)
+        return _with_key(text, "timeseries", reader.json_array())
 
-    def current_result(self) -> dict[str, Any]:
-        """The final result, or the run so far in the result's shape (for downloads during the run)."""
+    def view(self, cursor: int) -> dict[str, Any]:
+        """`view_json`'s answer as objects (in-process readers: /metrics, tests)."""
+        doc: dict[str, Any] = json.loads(self.view_json(cursor))
+        return doc
+
+    def _so_far(self) -> dict[str, Any]:
+        """The run so far in the result's shape without its seconds (the caller holds the lock)."""
+        agg = self.totals["aggregate"] or page.no_requests()  # a test's start, before its first second
+        first = self.seconds.first_unix
+        return {
+            "squall_version": self.meta["squall_version"],
+            "kind": self.kind,
+            "url": self.meta["target"],
+            "method": "",
+            "start_unix": first if first is not None else time.time(),
+            "duration_s": float(len(self.seconds)),
+            "stop_reason": "running",
+            "load": self.meta.get("load") or {},
+            "aggregate": agg,
+            "endpoints": self.totals["endpoints"],
+            "errors": self.totals["errors"],
+            "exceptions": self.totals.get("exceptions", []),
+            "schedule": self.schedule,
+            "abandoned": 0,
+        }
+
+    def current_totals(self) -> dict[str, Any]:
+        """The final result, or the run so far in the result's shape with an empty `timeseries`: what the
+        CSV downloads and /metrics compute with, without the seconds."""
         with self.lock:
             if self.result is not None:
                 return self.result
-            agg = self.totals["aggregate"] or page.no_requests()  # a test's start, before its first second
-            return {
-                "squall_version": self.meta["squall_version"],
-                "kind": self.kind,
-                "url": self.meta["target"],
-                "method": "",
-                "start_unix": self.timeseries[0]["unix"] if self.timeseries else time.time(),
-                "duration_s": float(len(self.timeseries)),
-                "stop_reason": "running",
-                "load": self.meta.get("load") or {},
-                "aggregate": agg,
-                "endpoints": self.totals["endpoints"],
-                "errors": self.totals["errors"],
-                "exceptions": self.totals.get("exceptions", []),
-                "schedule": self.schedule,
-                "abandoned": 0,
-                "timeseries": list(self.timeseries),
-            }
+            return dict(self._so_far(), timeseries=[])
+
+    def current_json(self) -> tuple[str, dict[str, Any]]:
+        """The final result, or the run so far, as JSON text (its seconds spliced in as kept), and the
+        same without the seconds (`current_totals`): the result download and the HTML report."""
+        with self.lock:
+            if self.result is not None:
+                return page.to_json(self.result), self.result
+            so_far = self._so_far()
+            reader = self.seconds.reader(0)
+            text = page.to_json(so_far)
+        return _with_key(text, "timeseries", reader.json_array()), dict(so_far, timeseries=[])
+
+    def current_result(self) -> dict[str, Any]:
+        """The final result, or the run so far with its seconds, as objects (tests, small runs)."""
+        doc: dict[str, Any] = json.loads(self.current_json()[0])
+        return doc
+
+
+def _with_key(object_text: str, key: str, value_text: str) -> str:
+    """A JSON object's text with one more member whose value is JSON text already (`key` must not be a
+    member yet): the seconds spliced in without being decoded."""
+    assert object_text.endswith("}") and key.isidentifier()
+    sep = "" if object_text == "{}" else ","
+    return f'{object_text[:-1]}{sep}"{key}":{value_text}}}'
 
 
 class Dashboard:
@@ -365,20 +404,20 @@ class _Handler(BaseHTTPRequestHandler):
                 cursor = int(parse_qs(url.query).get("cursor", ["0"])[0])
             except ValueError:
                 cursor = 0
-            self._json(store.view(cursor))
+            self._send(200, store.view_json(cursor).encode(), "application/json")
         elif url.path == "/api/result":
             if store.result is None:
                 self._json({"ok": False, "error": "the run has not ended"}, 404)
             else:
                 self._json(store.result)
         elif url.path == "/download/result.json":
-            self._send(200, page.to_json(store.current_result()).encode(), "application/json", _attachment("json"))
+            self._send(200, store.current_json()[0].encode(), "application/json", _attachment("json"))
         elif url.path == "/download/stats.csv":
-            text = locust_csv.stats_csv(store.current_result())
+            text = locust_csv.stats_csv(store.current_totals())
             self._send(200, text.encode(), "text/csv; charset=utf-8", _attachment("csv"))
         elif url.path in ("/download/failures.csv", "/download/exceptions.csv"):
             make = locust_csv.failures_csv if url.path == "/download/failures.csv" else locust_csv.exceptions_csv
-            text = make(store.current_result())
+            text = make(store.current_totals())
             self._send(200, text.encode(), "text/csv; charset=utf-8", _attachment(url.path[10:-4] + ".csv"))
         elif url.path == "/api/logs":
             self._json({"lines": get_logs()})
@@ -387,10 +426,10 @@ class _Handler(BaseHTTPRequestHandler):
                 tasks = store.tasks
             self._json(tasks or {"per_class": {}, "total": {}})
         elif url.path == "/download/report.html":
-            html = page.report(store.current_result(), store.meta)
+            html = page.report_of_json(*store.current_json(), store.meta)
             self._send(200, html.encode(), "text/html; charset=utf-8", _attachment("html"))
         elif url.path == "/metrics":
-            body = prometheus(store.current_result(), store.view(1 << 62), store.kind)
+            body = prometheus(store.current_totals(), store.view(1 << 62), store.kind)
             self._send(200, body.encode(), "text/plain; version=0.0.4; charset=utf-8")
         else:
             self._send(404, b"not found\n", "text/plain")
