@@ -4,7 +4,7 @@ import json
 import random
 
 from squall.web import page
-from squall.web.history import MINUTE, Seconds
+from squall.web.history import MINUTE, Seconds, page_text
 
 
 def second(t, endpoints=3):
@@ -62,3 +62,21 @@ def test_an_hour_of_seconds_is_kept_compactly():
     kept = sum(len(m) for m in seconds._minutes) + sum(len(t) for t in seconds._open)
     assert kept < text / 4, (kept, text)
     assert len(seconds.reader(0).decoded()) == 3600
+
+
+def test_the_page_text_leaves_out_only_the_histograms():
+    """The seconds' HDR histograms (for merges; a third of a second's text, incompressible) are not kept
+    for the page; everything else is, as it was."""
+    s = second(3)
+    s["histogram"] = "HISTFAAAA..."
+    for e in s["endpoints"]:
+        e["histogram"] = "HISTFAAAB..."
+    kept = json.loads(page_text(s))
+    assert "histogram" not in kept and all("histogram" not in e for e in kept["endpoints"])
+    s.pop("histogram")
+    for e in s["endpoints"]:
+        e.pop("histogram")
+    assert kept == s
+    seconds = Seconds()  # page_text by default: what the dashboard's store keeps
+    seconds.extend([dict(second(0), histogram="HISTF")])
+    assert "histogram" not in seconds.reader(0).json_array()

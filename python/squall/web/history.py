@@ -1,15 +1,17 @@
 """The run's seconds as the dashboard keeps them, for a page that opens late, the report and the result
 downloaded during the run: each second as the JSON text the page reads, a minute of them compressed
-together once the minute is complete. Never as Python objects: those cost five times the text.
+together once the minute is complete. Never as Python objects: those cost four times the text.
 
-Measured on the soak mix (tests/locustfiles/soak_mix.py, 100 users, 7 endpoints; `make soak`): a second
-with its endpoint rows is about 11 kB as Python dicts, 2 kB as JSON text and 0.3 kB compressed with its
-minute, so a day's seconds hold about 25 MB where the dicts held about a GB. Reading them back is
-zlib's inflate, about 1 ms a minute of seconds: a page that opens late asks for all of them once, then
-for the new second each time. The text is spliced into the answer as it is (`json_array`), so that an
-answer is never built as objects either.
+Measured on `make soak`'s `squall -f` (1,801 seconds of 4 endpoints, tests/locustfiles/soak_mix.py): a
+second is 10.7 kB as Python dicts and 2.7 kB as JSON text, a third of which is the second's HDR
+histograms (base64 of deflated data: incompressible), kept in the engine's stream for merging
+processes' seconds and never read by the page. Without them (`page_text`) a second is 1.8 kB of text
+and 0.37 kB once compressed with its minute: a day's seconds hold 32 MB where the dicts held 920 MB.
+Encoding costs the thread that publishes about 0.2 ms a second; reading the 1,801 back, 22 ms (a page
+that opens late asks for all of them once, then for the new second each time). The text is spliced
+into the answers as it is (`json_array`), so that an answer is never built as objects either.
 
-A leaf beside page.py: it knows JSON text and nothing of the run."""
+It imports page.py (JSON as the page reads it) and nothing else of squall; server.py's store uses it."""
 
 from __future__ import annotations
 
@@ -18,15 +20,28 @@ import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from squall.web.page import to_json
+
 MINUTE = 60  # seconds compressed together: zlib finds the repeats between seconds (names, keys)
 LEVEL = 6  # zlib's default: level 9 saves 2% more here for twice the time
 
 
-class Seconds:
-    """The seconds so far: `extend` takes each second once (already JSON text, `encode` makes it so);
-    `reader` hands out what a client has not seen, safely read outside the caller's lock."""
+def page_text(second: dict[str, Any]) -> str:
+    """A second as the page reads it, as JSON text: without its HDR histograms (its own and each
+    endpoint's), which only merges read (web/src/types.ts `Point`: optional)."""
+    slim = {k: v for k, v in second.items() if k != "histogram"}
+    if isinstance(slim.get("endpoints"), list):
+        slim["endpoints"] = [
+            {k: v for k, v in e.items() if k != "histogram"} if isinstance(e, dict) else e for e in slim["endpoints"]
+        ]
+    return to_json(slim)
 
-    def __init__(self, encode: Callable[[Any], str]) -> None:
+
+class Seconds:
+    """The seconds so far: `extend` takes each second once (`encode` makes it JSON text, `page_text` by
+    default); `reader` hands out what a client has not seen, safely read outside the caller's lock."""
+
+    def __init__(self, encode: Callable[[dict[str, Any]], str] = page_text) -> None:
         self._encode = encode
         self._minutes: list[bytes] = []  # full minutes, compressed: MINUTE texts joined by "\n"
         self._open: list[str] = []  # the minute being filled

@@ -59,7 +59,7 @@ class LiveStore:
         self.started: float | None = None
         self.users = 0
         self.target_users: int | None = None
-        self.seconds = Seconds(page.to_json)  # the charts' history, kept as text (squall.web.history)
+        self.seconds = Seconds()  # the charts' history, kept as text (squall.web.history)
         self.totals: dict[str, Any] = {"aggregate": None, "endpoints": [], "errors": [], "exceptions": []}
         self.schedule: dict[str, Any] | None = None
         self.mqtt: dict[str, Any] | None = None
@@ -81,7 +81,7 @@ class LiveStore:
         with self.lock:
             self.test += 1
             self.startable = False
-            self.seconds = Seconds(page.to_json)
+            self.seconds = Seconds()
             self.totals = {"aggregate": None, "endpoints": [], "errors": [], "exceptions": []}
             self.schedule = self.mqtt = self.result = self.monitor = self.generator = self.started = None
             self.users = 0
