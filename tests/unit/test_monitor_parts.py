@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 from squall import monitor
-from squall.monitor import GeneratorWatch, _Processes, _Stat
+from squall.monitor import GeneratorWatch, _Processes, _Stat, procfs
 
 # --- parsing ---------------------------------------------------------------------------------------
 
@@ -110,7 +110,7 @@ def cpu_per_second(seconds, boot_prev=10.0):
 
 @pytest.fixture(autouse=True)
 def hundred_ticks(monkeypatch):
-    monkeypatch.setattr(monitor, "CLK_TCK", 100)
+    monkeypatch.setattr(procfs, "CLK_TCK", 100)  # read from there by every part of the monitor
 
 
 def test_a_child_reaped_by_its_parent_counts_once():
