@@ -53,7 +53,7 @@ $(NODE_MODULES): web/package-lock.json
 test-rust:
 	cargo test --workspace --exclude squall-py --locked
 
-test-python: $(DEV) $(STAMP)
+test-python: $(DEV) $(STAMP) $(NODE_MODULES)
 	$(PY) -m pytest
 
 ## fuzz: the parsers', the dashboard's HTTP API's and the input files' fuzzing, longer than `make test` runs it (PROPTEST_CASES and SQUALL_FUZZ_N cases each; the API gets SQUALL_FUZZ_N / 10 requests, each input file test SQUALL_FUZZ_N / 40 files)

@@ -24,6 +24,10 @@ export interface Endpoint extends Summary {
   distribution?: [number, number, number][];
   /** where the time went (HTTP/1.1 runs; absent live, for HTTP/2 and MQTT, and in older results) */
   timings?: Timings | null;
+  /** [[upper bound µs, requests at most that long], ...] at Prometheus' usual bounds (/metrics' histograms) */
+  buckets?: [number, number][];
+  /** the whole HDR histogram (base64 of its V2 deflate encoding): what merges and thresholds read */
+  histogram?: string;
 }
 
 /** One phase of the latency breakdown over the run (`stats/timing.rs`). */
@@ -36,6 +40,8 @@ export interface Phase {
   max_us?: number;
   /** keys "50", "90", "95", "99", "100" */
   percentiles_us?: Record<string, number>;
+  /** the phase's HDR histogram (base64), so that processes' phases merge exactly */
+  histogram?: string;
 }
 
 export interface Timings {
@@ -45,11 +51,36 @@ export interface Timings {
   receiving: Phase;
 }
 
+/** The run up to the end of a second (Locust's history CSV columns). */
+export interface Cumulative {
+  requests: number;
+  failures: number;
+  median_us: number;
+  mean_us: number;
+  min_us: number;
+  max_us: number;
+  body_bytes: number;
+}
+
+/** A second's paced sends (the open model). */
+export interface SecondSchedule {
+  sent: number;
+  late: number;
+  mean_lag_us: number;
+  max_lag_us: number;
+  /** so that seconds of several processes merge exactly */
+  lag_sum_us: number;
+}
+
 export interface Point extends Summary {
   t: number;
   unix?: number;
   users?: number;
   endpoints?: Endpoint[];
+  cumulative?: Cumulative;
+  schedule?: SecondSchedule;
+  /** the second's HDR histogram (base64), for merges */
+  histogram?: string;
 }
 
 export interface ErrorEntry {
@@ -69,6 +100,8 @@ export interface ExceptionEntry {
   count: number;
   message: string;
   traceback?: string;
+  /** where it was raised (Locust's column): "local", or the workers */
+  nodes?: string;
 }
 
 export interface Schedule {
@@ -81,6 +114,8 @@ export interface Schedule {
   mean_lag_us?: number;
   max_lag_us?: number;
   dropped: number;
+  /** so that the schedules of several processes merge exactly */
+  lag_sum_us?: number;
 }
 
 export interface Load {
@@ -92,7 +127,7 @@ export interface Load {
   ramp_s?: number | null;
   http2?: boolean;
   keepalive?: boolean;
-  timeout_s?: number;
+  timeout_s?: number | null;
   rate?: number | null;
   users?: number | null;
   spawn_rate?: number | null;
@@ -105,6 +140,26 @@ export interface Delivery {
   duplicated?: number;
   out_of_order?: number;
   received?: number;
+  /** messages without this run's header (another publisher on the same topics) */
+  foreign?: number;
+  /** subscribe-only: distinct senders seen */
+  senders?: number;
+}
+
+/** One MQTT client's counts (`mqtt.per_client`). */
+export interface MqttClient {
+  index: number;
+  id: string;
+  sent: number;
+  published: number;
+  failed: number;
+  unsent: number;
+  /** published per second of measured time */
+  rate: number;
+  delivered?: number;
+  lost?: number;
+  duplicated?: number;
+  out_of_order?: number;
 }
 
 export interface MqttResult {
@@ -124,6 +179,13 @@ export interface MqttResult {
   unsent?: number;
   publish_rate?: number;
   delivery?: Delivery | null;
+  first_client?: number;
+  retain?: boolean;
+  connect_phase_s?: number;
+  measured_s?: number;
+  /** the clients' publish rates: min, median, max */
+  client_rate?: { min: number; median: number; max: number };
+  per_client?: MqttClient[];
 }
 
 /** One threshold's verdict (`--threshold`): `result.thresholds`. */
@@ -165,6 +227,14 @@ export interface LimitStep {
   retry?: boolean;
   /** the connections the step could open (bench: they follow Little's law) */
   connections?: number | null;
+  /** every connection busy while sends went late (the step then runs again with more) */
+  connection_bound?: boolean;
+  /** mean response time from the actual send (the open model's lag taken out) */
+  service_us?: number;
+  /** the standard error of `achieved` */
+  achieved_se?: number;
+  /** each inner whole second's median latency (the trend test's data) */
+  medians_us?: number[];
   /** each check with its numbers: why the step passed or failed */
   checks?: { check: string; passed: boolean; detail: string }[];
   verdicts?: Verdict[];
@@ -181,6 +251,8 @@ export interface Limit {
   reason?: string;
   /** the thresholds each step was judged by */
   slo?: string[];
+  /** how the search ran: keep_up, precision, start, step_s, connections, ... */
+  settings?: Record<string, number | string | boolean | null>;
   probe?: LimitStep | null;
   /** in the order run */
   steps: LimitStep[];
@@ -267,6 +339,52 @@ export interface Generator {
   lateness?: Lateness | null;
 }
 
+/** One worker of a distributed run (`result.workers`, squall/distributed/workers.py). */
+export interface WorkerEntry {
+  index: number;
+  host?: string | null;
+  node_ip?: string | null;
+  node_id?: string | null;
+  /** its part of the load: users, rate, requests, ... */
+  share?: Record<string, number | string | boolean | null>;
+  state: string; // "finished" | "lost"
+  exit_code?: number | null;
+  requests: number;
+  failures: number;
+  duration_s: number;
+  rate: number;
+  cpu_s?: number | null;
+  cpu_percent?: number | null;
+  stream?: { seconds: number; lag_max_s: number; lag_mean_s: number; feed_bytes: number; poll_bytes: number };
+  /** its own HDR histogram (base64): the merge can be checked, or redone without it */
+  histogram?: string;
+  schedule_lag_us?: { mean: number; max: number };
+  published?: number;
+  /** why it was lost */
+  lost?: string;
+  /** the lost worker's index this one took over from */
+  replaces?: number;
+}
+
+/** How a distributed run went (`result.distributed`). */
+export interface Distributed {
+  ray?: string | null;
+  workers: number;
+  nodes: number;
+  on_worker_loss?: string;
+  lost: number;
+  /** what lost workers had streamed: not in the merged totals */
+  lost_requests?: number;
+  driver?: {
+    cpu_s: number;
+    wall_s: number;
+    polls: number;
+    poll_bytes_mean: number;
+    cpu_us_per_poll: number;
+    late_parts: number;
+  };
+}
+
 export interface Result {
   squall_version?: string;
   kind?: string; // "http" | "script" | "mqtt"
@@ -281,6 +399,10 @@ export interface Result {
   errors?: ErrorEntry[];
   exceptions?: ExceptionEntry[];
   connect?: Summary | null;
+  /** the connect times' HDR histogram (base64), for merges */
+  connect_histogram?: string;
+  /** ten log-spaced buckets of the response times, fastest to slowest: [{upper_us, count}, ...] */
+  latency_histogram?: { upper_us: number; count: number }[];
   schedule?: Schedule | null;
   abandoned?: number;
   timeseries?: Point[];
@@ -290,6 +412,9 @@ export interface Result {
   limit?: Limit | null;
   monitor?: Monitor | null;
   generator?: Generator | null;
+  /** a distributed run's workers and how it went */
+  workers?: WorkerEntry[] | null;
+  distributed?: Distributed | null;
 }
 
 export interface Controls {
@@ -335,7 +460,8 @@ export interface Live {
   cursor: number;
   timeseries?: Point[];
   totals?: {
-    aggregate?: Endpoint;
+    /** null until the run's first second */
+    aggregate?: Endpoint | null;
     endpoints?: Endpoint[];
     errors?: ErrorEntry[];
     exceptions?: ExceptionEntry[];
