@@ -39,6 +39,7 @@ def build_parser() -> tuple[Parser, argparse.ArgumentParser]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    signals.take_ctrl_c()
     argv = sys.argv[1:] if argv is None else argv
     typed = argv  # as typed: the reports and the dashboard show it so
     if argv and argv[0].startswith("-") and argv[0] not in ("-h", "--help", "-V", "--version"):

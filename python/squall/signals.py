@@ -4,6 +4,7 @@ their deferral at the end of a run, while its result is built and its outputs ar
 from __future__ import annotations
 
 import signal
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Callable
@@ -36,6 +37,17 @@ def deferred() -> Iterator[list[int]]:
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
+
+
+def take_ctrl_c() -> None:
+    """Ctrl-C (SIGINT) stops squall in every phase, as a run's own handlers (`on_stop_signals`) do, even
+    when squall was started with SIGINT ignored, which Python then leaves ignored: a background job of
+    a non-interactive shell (`squall ... &` in a script, a CI runner's tree) inherits it, and so does
+    every process started after `ending`. Such a squall ignored Ctrl-C while it connected to the target
+    before the run (until the connect timed out: tests/test_bad_input.py, seen in CI) and took it once
+    the run went. Only the main thread can set a handler; elsewhere (an embedding) it is left alone."""
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def ending() -> None:
