@@ -63,6 +63,14 @@ def to_json(data: Any) -> str:
     return json.dumps(_finite(data), separators=(",", ":"))
 
 
+def with_member(object_text: str, key: str, value_text: str) -> str:
+    """A JSON object's text with one more member whose value is JSON text already (`key` must not be a
+    member yet): the dashboard's seconds, kept as text (squall.web.history), spliced in undecoded."""
+    assert object_text.endswith("}") and key.isidentifier()
+    sep = "" if object_text == "{}" else ","
+    return f'{object_text[:-1]}{sep}"{key}":{value_text}}}'
+
+
 def _script_safe(json_text: str) -> str:
     # Inside <script>, "</script>" or "<!--" in a string (an endpoint name, an error message) would end
     # or change the element: every <, > and & is escaped as JSON allows.
@@ -150,7 +158,7 @@ def report_of_json(result_json: str, totals: dict[str, Any], page_meta: dict[str
     """`report` of a result given as JSON text (the dashboard's download: its seconds are kept as text,
     squall.web.history), with `totals`, the same result whose seconds may be left out, for the CSVs."""
     head = to_json({"mode": "report", "meta": page_meta, "downloads": locust_csv.downloads(totals)})
-    return _render_json(head[:-1] + ',"result":' + result_json + "}", inline=True)
+    return _render_json(with_member(head, "result", result_json), inline=True)
 
 
 def compare(runs: list[tuple[str, dict[str, Any]]], page_meta: dict[str, Any]) -> str:

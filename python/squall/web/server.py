@@ -140,7 +140,7 @@ class LiveStore:
             }
             reader = self.seconds.reader(cursor)
             text = page.to_json(head)
-        return _with_key(text, "timeseries", reader.json_array())
+        return page.with_member(text, "timeseries", reader.json_array())
 
     def view(self, cursor: int) -> dict[str, Any]:
         """`view_json`'s answer as objects (in-process readers: /metrics, tests)."""
@@ -185,20 +185,12 @@ class LiveStore:
             so_far = self._so_far()
             reader = self.seconds.reader(0)
             text = page.to_json(so_far)
-        return _with_key(text, "timeseries", reader.json_array()), dict(so_far, timeseries=[])
+        return page.with_member(text, "timeseries", reader.json_array()), dict(so_far, timeseries=[])
 
     def current_result(self) -> dict[str, Any]:
         """The final result, or the run so far with its seconds, as objects (tests, small runs)."""
         doc: dict[str, Any] = json.loads(self.current_json()[0])
         return doc
-
-
-def _with_key(object_text: str, key: str, value_text: str) -> str:
-    """A JSON object's text with one more member whose value is JSON text already (`key` must not be a
-    member yet): the seconds spliced in without being decoded."""
-    assert object_text.endswith("}") and key.isidentifier()
-    sep = "" if object_text == "{}" else ","
-    return f'{object_text[:-1]}{sep}"{key}":{value_text}}}'
 
 
 class Dashboard:
