@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the benchmark peers by package name: wrk, ab, hey and nginx from apt, oha from crates.io,
+# Installs the benchmark peers by package name: wrk, ab, hey and nginx from apt, oha and Goose 0.19 from crates.io,
 # Locust and paho-mqtt from PyPI into their own venv, and a C compiler for bench/floor.c. Safe to rerun: only what is missing is installed.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -20,6 +20,8 @@ if [ ${#need[@]} -gt 0 ]; then
   $SUDO systemctl disable --now nginx mosquitto >/dev/null 2>&1 || true
 fi
 command -v oha >/dev/null || cargo install oha --version 1.16.0 --locked   # about 9 minutes to compile
+# Goose 0.19, the scripted peer of script_bench.py: its user in Rust (bench/goose), about 5 minutes.
+cargo build -q --release --locked --manifest-path goose/Cargo.toml
 # rumqttc's own client, the alternative measured against squall's use of its codec alone.
 cargo build -q --release --locked --manifest-path mqtt_client_choice/Cargo.toml
 if [ ! -x .venv-locust/bin/locust ]; then

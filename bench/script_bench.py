@@ -1,4 +1,5 @@
-"""Scripted-user benchmark: the same locustfile run by `squall -f` and by Locust, one process each.
+"""Scripted-user benchmark: the same locustfile run by `squall -f` and by Locust, one process each, beside
+Goose 0.19 (bench/goose: the same user scripted in Rust) and the floor (bench/floor.c).
 
 nginx (one worker, `return 200`) on core 0, the generator on core 1, every generator once per round;
 squall's ratio to Locust is the median of the per-round ratios of requests per CPU-second.
@@ -6,6 +7,8 @@ squall's ratio to Locust is the median of the per-round ratios of requests per C
 - with think time: 1,000 FastHttpUser users with `between(0.1, 0.2)` for 10 s (at most 6,667 req/s);
 - 10,000 users with `between(1, 2)` in one squall process: its RSS, its achieved rate against the
   theoretical 10,000 / 1.5 = 6,667 req/s, and the CPU it spends for it once all users run.
+Goose (crates.io `goose` 0.19, the Locust-like load tester whose users are scripted in Rust; built by
+bench/peers.sh) runs the same users in every round: one transaction `GET /` with the file's think time.
 Beside them, in the same rounds, bench/floor.c: the same users doing only the socket work (a write and
 the reads per request, nothing else), which is the most requests per CPU-second any generator can
 reach here, so its ratio to Locust is the ceiling of squall's.
@@ -29,6 +32,7 @@ from common import BENCH, PinnedNginx, cli, median, run_measured, write_section
 
 SQUALL = [sys.executable, "-m", "squall"]
 LOCUST = os.environ.get("SQUALL_BENCH_LOCUST") or BENCH / ".venv-locust" / "bin" / "locust"
+GOOSE = BENCH / "goose" / "target" / "release" / "goose-bench"
 MARK = "## Scripted users: `squall -f` against Locust"
 
 
@@ -96,6 +100,19 @@ def run_floor(binary, port, flavour, users, secs):
     return {"requests": n, "cpu": cpu, "rss": rss, "rps": n / secs}
 
 
+def run_goose(url, flavour, users, secs):
+    """One run of Goose with the locustfile's users and think time (all started at once, its metrics
+    kept from the first request); requests, CPU and rate."""
+    cmd = [GOOSE, "--host", url.rstrip("/"), "--users", users, "--increase-rate", users, "--run-time", f"{secs}s"]
+    cmd += ["-q", "--no-print-metrics", "--no-reset-metrics"]
+    env = dict(os.environ, GOOSE_WAIT=",".join(map(str, THINK[flavour])))
+    out, cpu, rss, code = run_measured(cmd, core=1, env=env, timeout=secs * 4 + 60)
+    if code != 0:
+        raise RuntimeError(f"goose exited {code}: {out[-2000:]}")
+    n = int(out.split()[-1])
+    return {"requests": n, "cpu": cpu, "rss": rss, "rps": n / secs}
+
+
 def throughput(rounds, secs, users=50, flavours=("fasthttp", "httpuser")):
     nginx = PinnedNginx(core=0)
     results = {}
@@ -104,11 +121,14 @@ def throughput(rounds, secs, users=50, flavours=("fasthttp", "httpuser")):
             floor = build_floor(d)
             for r in range(rounds):
                 for flavour in flavours:
-                    for tool in ("squall", "locust", "floor", *(("squall-nogevent",) if AB_GEVENT else ())):
-                        if tool == "floor":
+                    for tool in ("squall", "locust", "floor", "goose", *(("squall-nogevent",) if AB_GEVENT else ())):
+                        if tool in ("floor", "goose"):
                             if flavour == "httpuser":
-                                continue  # the same socket work as fasthttp's, measured once a round
-                            s = run_floor(floor, nginx.port, flavour, users, secs)
+                                continue  # the same user as fasthttp's, measured once a round
+                            if tool == "floor":
+                                s = run_floor(floor, nginx.port, flavour, users, secs)
+                            else:
+                                s = run_goose(nginx.url, flavour, users, secs)
                         else:
                             s = run_once(tool, flavour, nginx.url, users, secs, Path(d))
                         results.setdefault((tool, flavour), []).append(s)
@@ -182,19 +202,31 @@ def write(results, think, many, rounds, secs):
         r = [per_cpu(x) / per_cpu(y) for x, y in zip(results[(tool, own_flavour)], results[("locust", flavour)])]
         return f"**{median(r):.1f}x** ({min(r):.1f}–{max(r):.1f})"
 
+    def against(tool, flavour, peer, peer_flavour):
+        """squall's requests per CPU-second over a peer's, per round: median (range)."""
+        r = [per_cpu(x) / per_cpu(y) for x, y in zip(results[(tool, flavour)], results[(peer, peer_flavour)])]
+        return f"**{median(r):.2f}** ({min(r):.2f}–{max(r):.2f})"
+
     def row(label, flavour, floor_flavour):
         sq, lo, fl = results[("squall", flavour)], results[("locust", flavour)], results[("floor", floor_flavour)]
+        go = results.get(("goose", floor_flavour))
         return (
             f"| {label} | {median([s['rps'] for s in sq]):,.0f} | {median([per_cpu(s) for s in sq]):,.0f} | "
             f"{median([s['rps'] for s in lo]):,.0f} | {median([per_cpu(s) for s in lo]):,.0f} | "
             f"{ratios('squall', flavour, flavour)} | {median([per_cpu(s) for s in fl]):,.0f} | "
-            f"{ratios('floor', flavour, floor_flavour)} |"
+            f"{ratios('floor', flavour, floor_flavour)} | {against('squall', flavour, 'floor', floor_flavour)} | "
+            + (
+                f"{median([per_cpu(s) for s in go]):,.0f} | {against('squall', flavour, 'goose', floor_flavour)} |"
+                if go
+                else "– | – |"
+            )
         )
 
     header = [
         "| locustfile | squall req/s | squall req per CPU-s | Locust req/s | Locust req per CPU-s "
-        "| squall ratio, req per CPU-s | floor req per CPU-s | floor ratio: the ceiling |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| squall ratio, req per CPU-s | floor req per CPU-s | floor ratio: the ceiling | squall's share of the floor "
+        "| Goose req per CPU-s | squall ÷ Goose |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     lines = [
         MARK,
@@ -206,6 +238,8 @@ def write(results, think, many, rounds, secs):
         "(bench/floor.c, in the same rounds) is the same users doing nothing but the socket work, a write and the",
         "reads per request, in C: the most requests per CPU-second any generator reaches on this host, so its",
         "ratio to Locust is the ceiling of squall's (HttpUser's row divides FastHttpUser's floor by its Locust).",
+        "Goose 0.19 (bench/goose, the same user scripted in Rust, all users started at once, its metrics kept from",
+        "the first request) runs in the same rounds; HttpUser's row compares with that one Goose user.",
         "",
         *header,
         row("FastHttpUser", "fasthttp", "fasthttp"),

@@ -143,6 +143,7 @@ http {{
     # WebDAV PUT: the body lands in {dir}/put/NAME, whose size is what nginx received.
     location /put/ {{ root {dir}; dav_methods PUT; create_full_put_path on; client_max_body_size 10m; }}
     location /status/418 {{ return 418 "teapot\\n"; }}
+    location /cookies {{ add_header Set-Cookie "a=1; Path=/"; add_header Set-Cookie "b=2"; return 200 "set\\n"; }}
   }}
   # HTTP/2 connections that take 4 streams at a time.
   server {{
@@ -155,6 +156,7 @@ http {{
     listen 127.0.0.1:{goaway_port} ssl http2;
     keepalive_requests 50;
     location / {{ return 200 "hello\\n"; }}
+    location /cookies {{ add_header Set-Cookie "a=1; Path=/"; add_header Set-Cookie "b=2"; return 200 "set\\n"; }}
     location /echo {{ client_body_buffer_size 1m; return 200 "$request_method $content_length\\n"; }}
   }}
 }}

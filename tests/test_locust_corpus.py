@@ -37,7 +37,7 @@ EXTRA = {
     "worker_index.py": ["--check-fail-ratio", "0.5"],  # a locust-plugins option
 }
 # Tasks per user, where ten would not fit the run time under load (each task makes many requests).
-ITERATIONS = {"host_path.py": "3", "multiple_hosts.py": "4"}
+ITERATIONS = {"host_path.py": "3", "multiple_hosts.py": "4", "prepared_calls.py": "3"}  # (each 8 s at most)
 
 
 class Recorder:
@@ -159,6 +159,7 @@ def run_both(name, recorder, tmp_path, *extra, run_time="4s", env=None, tools=("
         "host_path.py",
         "fasthttp_api.py",
         "worker_index.py",
+        "prepared_calls.py",
     ],
 )
 def test_corpus_file_runs_as_under_locust(name, recorder, tmp_path):

@@ -10,6 +10,7 @@ __all__ = [
     "DemoTarget",
     "MergedHistogram",
     "Message",
+    "Prepared",
     "Progress",
     "Run",
     "ScriptEngine",
@@ -72,14 +73,38 @@ class Run:
         """The result document; waits for the end of the run. Once only."""
 
 @final
+class Prepared:
+    """One request as a script makes it, converted and checked once (UsageError for a CR or LF in the
+    method or a header, or a cookie that cannot be sent), sent as often as the script makes it again.
+    `max_redirects` None: redirects are not followed; `record` False: the script judges it;
+    `insecure`: no certificate check."""
+
+    def __new__(
+        cls,
+        method: str,
+        url: str,
+        *,
+        base: str,
+        name: str | None,
+        headers: list[tuple[str, str]],
+        body: bytes,
+        timeout: float,
+        record: bool,
+        max_redirects: int | None,
+        insecure: bool,
+        cookies: list[tuple[str, str]] = ...,
+    ) -> Prepared: ...
+
+@final
 class Completion:
     """What came back for a scripted request or MQTT operation."""
 
     id: int
     status: int
     """0 when no response arrived (then `error` says why)."""
-    head: bytes
-    """The response's header lines, raw."""
+    head: bytes | list[tuple[str, str]]
+    """The response's headers: HTTP/1.1's header lines, raw, or HTTP/2's (name, value) pairs as
+    decoded, names lowercased."""
     body: bytes
     elapsed_us: int
     error: str | None
@@ -102,23 +127,9 @@ class ScriptEngine:
     """The engine of scripted users, on the script's own thread."""
 
     def __new__(cls, insecure: bool = False, http2: bool = False) -> ScriptEngine: ...
-    def submit(
-        self,
-        user: int,
-        method: str,
-        base: str,
-        url: str,
-        name: str | None,
-        headers: list[tuple[str, str]],
-        cookies: list[tuple[str, str]],
-        body: bytes,
-        timeout: float,
-        record: bool,
-        max_redirects: int | None,
-        insecure: bool = False,
-    ) -> int:
-        """Starts a request; returns its id (UsageError for a URL that cannot be requested).
-        `max_redirects` None: redirects are not followed; `insecure`: no certificate check."""
+    def send(self, user: int, prepared: Prepared) -> int:
+        """Starts `user`'s request of `prepared`; returns its id (UsageError for a URL that cannot be
+        requested)."""
     def poll(self, timeout: float) -> list[Completion]:
         """Runs the engine until completions are ready or `timeout` seconds pass (GIL released)."""
     def messages(self) -> list[Message]: ...

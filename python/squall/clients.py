@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, overload
 from urllib.parse import unquote, urlencode, urlsplit, urlunsplit
 
 from squall import requests_compat
+from squall._engine import Prepared
 from squall.event import RequestHook
 from squall.exception import CatchResponseError, LocustError, ResponseError
 from squall.hub import current_hub
@@ -34,10 +35,16 @@ if TYPE_CHECKING:
     Params = Mapping[str, Any] | Sequence[tuple[str, Any]] | str
     # (method, stats name, URL, context) of a request, for its request event.
     RequestMeta = tuple[str, str, str, Mapping[str, Any]]
+    # A prepared call: (what the engine sends, the method, headers and body as sent, the session's
+    # headers as they were converted for it; see HttpSession._prepare).
+    _Entry = tuple[Prepared, str, list[tuple[str, str]], bytes, list[tuple[str, str]] | None]
 
 DEFAULT_TIMEOUT = 60.0
 # What Locust's clients take as a whole URL; anything else is joined to the base as text.
 _ABSOLUTE = re.compile(r"^https?://", re.IGNORECASE)
+# The calls a session keeps prepared: a script that makes a new URL each time (an id in the path) keeps
+# only its first ones, and prepares the others each time as if none were kept.
+_PREPARED_PER_SESSION = 64
 # The ids of sessions made without a user, apart from users' ids (the engine keys connections by them).
 _standalone_ids = itertools.count(1 << 40)
 
@@ -51,8 +58,12 @@ def __getattr__(name: str) -> Any:  # `locust.clients.HTTPError` and friends, ma
 METHODS_WITH_BODY = ("POST", "PUT", "PATCH")
 
 
-def header_lines(raw: bytes) -> Iterator[tuple[str, str]]:
-    """(lower-case name, value) of each line of a raw response head."""
+def header_lines(raw: bytes | list[tuple[str, str]]) -> Iterator[tuple[str, str]]:
+    """(lower-case name, value) of each header of a response: HTTP/1.1's raw header lines, or HTTP/2's
+    list of pairs as the engine's h2 decoded them (names already lowercased)."""
+    if not isinstance(raw, bytes):
+        yield from raw
+        return
     for line in raw.decode("latin-1").split("\r\n"):
         k, sep, v = line.partition(":")
         if sep:
@@ -63,7 +74,7 @@ class Headers(dict[str, str]):
     """Response headers, looked up without regard to case; repeated headers are joined with ", "
     as requests does."""
 
-    def __init__(self, raw: bytes = b"") -> None:
+    def __init__(self, raw: bytes | list[tuple[str, str]] = b"") -> None:
         super().__init__()
         for k, v in header_lines(raw):
             if dict.__contains__(self, k):
@@ -131,7 +142,7 @@ class Response:
         method: str,
         url: str,
         status: int,
-        raw_headers: bytes,
+        raw_headers: bytes | list[tuple[str, str]],
         content: bytes,
         elapsed_us: int,
         error: str | None,
@@ -427,6 +438,8 @@ class HttpSession:
     # Headers every request carries unless the script replaces them, as requests' defaults do (its
     # User-Agent, Accept and Connection; not Accept-Encoding: the engine does not decompress bodies).
     default_headers: tuple[tuple[str, str], ...] = (("Accept", "*/*"),)
+    # The calls made so far, prepared (see `request`); emptied whenever a setting changes (`__setattr__`).
+    _prepared: dict[tuple[str, str, str | None, bool, bool], _Entry]
 
     def __init__(
         self, base_url: str | None, request_event: Any = None, user: Any = None, pool_manager: Any = None
@@ -522,6 +535,93 @@ class HttpSession:
         `context`). With `catch_response=True` the result is a context manager whose block judges it."""
         if unexpected:  # requests' own words, which Locust's exceptions table shows
             raise TypeError(f"Session.request() got an unexpected keyword argument '{next(iter(unexpected))}'")
+        rename = self.request_name
+        if rename and not name:
+            name = rename
+        # A call with nothing of its own beyond its method, URL and name (most of a script's calls) is
+        # prepared once: its Prepared is kept, keyed by the call, while the session's headers are the
+        # ones it was made with (`_sent`: their converted list, remade when one changes); any other
+        # setting of the session empties the cache (`__setattr__`). Its params and proxies are dicts
+        # a script may fill in place: looked at each time, as an auth object, which may count its calls.
+        entry = None
+        if (
+            params is None
+            and data is None
+            and headers is None
+            and cookies is None
+            and files is None
+            and auth is None
+            and json is None
+            and timeout is None
+            and verify is None
+            and proxies is None
+            and cert is None
+            and self.auth is None
+            and not self.params
+            and not self.proxies
+        ):
+            key = (method, url, name, catch_response, allow_redirects)
+            entry = self._prepared.get(key)
+            if entry is None or entry[4] is not getattr(self.headers, "_sent", None):
+                entry = self._prepare(method, url, name, catch_response, allow_redirects=allow_redirects)
+                if entry[4] is not None and len(self._prepared) < _PREPARED_PER_SESSION:
+                    self._prepared[key] = entry
+        else:
+            entry = self._prepare(
+                method, url, name, catch_response, params=params, data=data, headers=headers, cookies=cookies,
+                files=files, auth=auth, timeout=timeout, allow_redirects=allow_redirects, proxies=proxies,
+                verify=verify, cert=cert, json=json,
+            )  # fmt: skip
+        prepared, method, header_list, body, _ = entry
+        hub = self.hub
+        try:
+            op = hub.engine.send(self.user_id, prepared)
+        except ValueError as e:
+            if "invalid URL" in str(e):
+                # urllib3's words, which requests and so Locust report
+                netloc = urlsplit(self.base_url + url if not _ABSOLUTE.match(url) else url).netloc
+                raise error_class("InvalidURL")(f"Failed to parse: '{netloc}' is not a valid host or port") from None
+            raise
+        c = hub.wait_for(op)
+        response = Response(method, c.url, c.status, c.head, c.body, c.elapsed_us, c.error, (header_list, body))
+        if hooks or self.hooks.get("response"):
+            for hook in _hooks(self.hooks, hooks):
+                replaced = hook(response)
+                response = replaced if isinstance(replaced, Response) else response
+        if self._user_context is not None:
+            context = {**self._user_context(), **(context or {})}
+        meta: RequestMeta = (method, c.name, c.url, context or {})
+        if catch_response:
+            return ResponseContextManager(response, lambda r, failure: self._report(r, failure, meta), c.name)
+        events = self.request_event
+        if events:
+            self._fire(events, response, meta, response.exception(c.name))
+        return response
+
+    def _prepare(
+        self,
+        method: str,
+        url: str,
+        name: str | None,
+        catch_response: bool,
+        *,
+        params: Params | None = None,
+        data: Any = None,
+        headers: Mapping[str, Any] | None = None,
+        cookies: Mapping[str, str] | None = None,
+        files: Any = None,
+        auth: Any = None,
+        timeout: float | tuple[float | None, float | None] | None = None,
+        allow_redirects: bool = True,
+        proxies: Mapping[str, str] | None = None,
+        verify: bool | str | None = None,
+        cert: str | tuple[str, str] | None = None,
+        json: Any = None,
+    ) -> _Entry:
+        """A call made into what the engine sends, as requests prepares it: the URL joined to the base
+        and given its query, the session's headers and the call's merged, the body encoded, the auth
+        applied. Returns (the Prepared, the method, the headers and body as sent, the session headers'
+        converted list it was made with, or None if it cannot be kept)."""
         method = method.upper()
         if proxies or self.proxies:
             raise NotSupported("proxies are not supported by squall: its engine connects to the target directly")
@@ -540,6 +640,7 @@ class HttpSession:
             encoded = query if isinstance(query, str) else urlencode(query, doseq=True)
             url += ("&" if "?" in url else "?") + encoded
         header_list = requests_compat.merge_headers(self.headers, headers)
+        sent = getattr(self.headers, "_sent", None)
         body = b""
         if files:
             body, content_type = requests_compat.encode_files(files, data)
@@ -554,46 +655,30 @@ class HttpSession:
             url, header_list = requests_compat.apply_auth(auth, method, url, header_list, body)
         if isinstance(timeout, tuple):
             timeout = sum(t for t in timeout if t)
-        hub = self.hub
-        rename = self.request_name
         try:
-            op = hub.engine.submit(
-                self.user_id,
+            prepared = Prepared(
                 method,
-                self.base_url,
                 url,
-                rename if rename and not name else name,
-                header_list,
-                list(cookies.items()) if cookies else [],
-                body,
-                float(timeout or self.timeout or DEFAULT_TIMEOUT),
-                not catch_response,
-                self.max_redirects if allow_redirects else None,
-                verify is False or self.default_insecure,
+                base=self.base_url,
+                name=name,
+                headers=header_list,
+                cookies=list(cookies.items()) if cookies else [],
+                body=body,
+                timeout=float(timeout or self.timeout or DEFAULT_TIMEOUT),
+                record=not catch_response,
+                max_redirects=self.max_redirects if allow_redirects else None,
+                insecure=verify is False or self.default_insecure,
             )
         except ValueError as e:
             if str(e).startswith("invalid HTTP method"):  # geventhttpclient's words (requests sends it)
                 raise ValueError(f"invalid HTTP method {method!r}") from None
-            if "invalid URL" in str(e):
-                # urllib3's words, which requests and so Locust report
-                netloc = urlsplit(url).netloc
-                raise error_class("InvalidURL")(f"Failed to parse: '{netloc}' is not a valid host or port") from None
             raise
-        c = hub.wait_for(op)
-        response = Response(method, c.url, c.status, c.head, c.body, c.elapsed_us, c.error, (header_list, body))
-        if hooks or self.hooks.get("response"):
-            for hook in _hooks(self.hooks, hooks):
-                replaced = hook(response)
-                response = replaced if isinstance(replaced, Response) else response
-        if self._user_context is not None:
-            context = {**self._user_context(), **(context or {})}
-        meta: RequestMeta = (method, c.name, c.url, context or {})
-        if catch_response:
-            return ResponseContextManager(response, lambda r, failure: self._report(r, failure, meta), c.name)
-        events = self.request_event
-        if events:
-            self._fire(events, response, meta, response.exception(c.name))
-        return response
+        return prepared, method, header_list, body, sent
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        if name != "request_name":  # a setting that may change what a call sends: prepare calls anew
+            object.__setattr__(self, "_prepared", {})
 
     @staticmethod
     def _encode_data(data: Any, header_list: list[tuple[str, str]]) -> bytes:

@@ -1,4 +1,5 @@
-"""HTTP/2 from scripted users (run with --http2): plain requests, a body, headers and cookies both ways."""
+"""HTTP/2 from scripted users (run with --http2): plain requests, a body, headers and cookies both ways
+(the response's headers are the h2 crate's decoded list, handed over as pairs)."""
 
 import stop_after  # noqa: F401  (ends the run after STOP_AFTER_REQUESTS requests)
 from locust import FastHttpUser, constant, task
@@ -22,3 +23,10 @@ class H2(FastHttpUser):
                 r.failure(f"echo said {r.text!r}")
             if r.headers.get("content-type") is None:
                 r.failure("no content-type header")
+
+    @task
+    def cookies(self):
+        r = self.client.get("/cookies", name="cookies")
+        assert r.cookies == {"a": "1", "b": "2"}, r.cookies
+        assert r.headers["Set-Cookie"] == "a=1; Path=/, b=2", r.headers  # repeated headers joined, as requests
+        assert self.client.cookies.get_dict()["a"] == "1"

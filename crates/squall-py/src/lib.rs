@@ -10,7 +10,9 @@ use pythonize::{depythonize, pythonize};
 use squall_engine::mqtt::codec::Version;
 use squall_engine::mqtt::script::{Op, OwnedHello};
 use squall_engine::run::{Load, Progress as EngineProgress, Run as EngineRun, RunCore};
-use squall_engine::script::{ScriptEngine as Engine, ScriptOptions, ScriptRequest, Verdict};
+use squall_engine::script::{
+    Checked, Head, RequestShape, ScriptEngine as Engine, ScriptOptions, ScriptRequest, Verdict,
+};
 use squall_engine::stats::result::{self, RunResult};
 use squall_engine::{BenchConfig, StartError, StopReason};
 use std::sync::{Arc, Mutex};
@@ -214,14 +216,51 @@ fn start_checking_signals<R: Send + 'static>(
     })
 }
 
+/// One request as a script makes it, converted and checked once (a CR or LF in the method or a
+/// header, a cookie that cannot be sent, are a `UsageError` here) and sent by `ScriptEngine.send` as
+/// often as the script makes it again: a user's session keeps one for each distinct call.
+/// `base` is the user's host; `name` None: the path and query; `max_redirects` None: redirects are
+/// not followed; `record` False: the script judges the response (`catch_response`); `insecure`: no
+/// certificate check (`verify=False`).
+#[pyclass(module = "squall._engine", frozen)]
+struct Prepared {
+    shape: Checked,
+}
+
+#[pymethods]
+impl Prepared {
+    #[new]
+    #[pyo3(signature = (method, url, *, base, name, headers, body, timeout, record, max_redirects, insecure, cookies=Vec::new()))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        method: String,
+        url: String,
+        base: String,
+        name: Option<String>,
+        headers: Vec<(String, String)>,
+        body: Vec<u8>,
+        timeout: f64,
+        record: bool,
+        max_redirects: Option<u32>,
+        insecure: bool,
+        cookies: Vec<(String, String)>,
+    ) -> PyResult<Self> {
+        let timeout = Duration::from_secs_f64(timeout.max(0.001));
+        let shape =
+            RequestShape { method, base, url, name, headers, cookies, body, timeout, record, max_redirects, insecure };
+        Ok(Prepared { shape: shape.checked().map_err(usage)? })
+    }
+}
+
 /// What came back for a scripted request or MQTT operation.
 #[pyclass(module = "squall._engine", frozen, get_all)]
 struct Completion {
     id: u64,
     /// 0 when no response arrived (then `error` says why).
     status: u16,
-    /// The response's header lines, raw.
-    head: Py<PyBytes>,
+    /// The response's headers: HTTP/1.1's header lines, raw (bytes), or HTTP/2's decoded list of
+    /// (name, value) pairs, names lowercased.
+    head: Py<PyAny>,
     body: Py<PyBytes>,
     elapsed_us: u64,
     error: Option<String>,
@@ -273,41 +312,9 @@ impl ScriptEngine {
         Ok(ScriptEngine { engine: Some(engine) })
     }
 
-    /// Starts a request; returns its id. `base` is the user's host; `name` None: the path and query;
-    /// `max_redirects` None: redirects are not followed; `insecure`: no certificate check (`verify=False`).
-    #[pyo3(signature = (user, method, base, url, name, headers, cookies, body, timeout, record, max_redirects, insecure=false))]
-    #[allow(clippy::too_many_arguments)]
-    fn submit(
-        &self,
-        user: u64,
-        method: String,
-        base: String,
-        url: String,
-        name: Option<String>,
-        headers: Vec<(String, String)>,
-        cookies: Vec<(String, String)>,
-        body: Vec<u8>,
-        timeout: f64,
-        record: bool,
-        max_redirects: Option<u32>,
-        insecure: bool,
-    ) -> PyResult<u64> {
-        let timeout = Duration::from_secs_f64(timeout.max(0.001));
-        let r = ScriptRequest {
-            user,
-            method,
-            base,
-            url,
-            name,
-            headers,
-            cookies,
-            body,
-            timeout,
-            record,
-            max_redirects,
-            insecure,
-        };
-        self.engine()?.submit(r).map_err(usage)
+    /// Starts `user`'s request of `prepared`; returns its id (its completion comes from `poll`).
+    fn send(&self, user: u64, prepared: &Prepared) -> PyResult<u64> {
+        self.engine()?.submit(ScriptRequest { user, shape: prepared.shape.clone() }).map_err(usage)
     }
 
     /// Runs the engine until completions are ready or `timeout` seconds pass (GIL released).
@@ -315,19 +322,23 @@ impl ScriptEngine {
         let engine = SameThread(self.engine()?);
         let timeout = Duration::from_secs_f64(timeout.max(0.0));
         let done = py.detach(move || engine.get().poll(timeout));
-        Ok(done
-            .into_iter()
-            .map(|c| Completion {
-                id: c.id,
-                status: c.status,
-                head: PyBytes::new(py, &c.head).unbind(),
-                body: PyBytes::new(py, &c.body).unbind(),
-                elapsed_us: c.elapsed_us,
-                error: c.error,
-                url: c.url,
-                name: c.name,
+        done.into_iter()
+            .map(|c| {
+                Ok(Completion {
+                    id: c.id,
+                    status: c.status,
+                    head: match c.head {
+                        Head::Raw(raw) => PyBytes::new(py, &raw).into_any().unbind(),
+                        Head::Pairs(pairs) => pairs.into_pyobject(py)?.into_any().unbind(),
+                    },
+                    body: PyBytes::new(py, &c.body).unbind(),
+                    elapsed_us: c.elapsed_us,
+                    error: c.error,
+                    url: c.url,
+                    name: c.name,
+                })
             })
-            .collect())
+            .collect()
     }
 
     /// MQTT messages that arrived for users' subscriptions.
@@ -596,6 +607,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("TargetError", m.py().get_type::<TargetError>())?;
     m.add_class::<Run>()?;
     m.add_class::<Progress>()?;
+    m.add_class::<Prepared>()?;
     m.add_class::<Completion>()?;
     m.add_class::<Message>()?;
     m.add_class::<ScriptEngine>()?;

@@ -48,9 +48,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
-/// One request from a script.
-pub struct ScriptRequest {
-    pub user: u64,
+/// What a script's request is, whoever sends it: built once for each distinct call a script makes (a
+/// `Prepared` in Python, kept by the user's session) and shared by every send of it, so that a request
+/// crosses from Python as one reference, its strings and headers converted and checked once.
+pub struct RequestShape {
     pub method: String,
     /// The user's base URL (its `host`), joined with `url` unless `url` is absolute.
     pub base: String,
@@ -73,14 +74,51 @@ pub struct ScriptRequest {
     pub insecure: bool,
 }
 
+/// A `RequestShape` that passed the checks `squall bench` makes of its command line: no CR or LF in
+/// a header or the method (it would put another header, or request, on the wire), cookies that can be
+/// sent. Only `checked` makes one, so the engine sends only what was checked, and checks it once.
+#[derive(Clone)]
+pub struct Checked(Arc<RequestShape>);
+
+impl RequestShape {
+    pub fn checked(self) -> Result<Checked, String> {
+        check_method(&self.method)?;
+        check_headers(&self.headers)?;
+        for (name, value) in &self.cookies {
+            cookies::check(name, value)?;
+        }
+        Ok(Checked(Arc::new(self)))
+    }
+}
+
+impl std::ops::Deref for Checked {
+    type Target = RequestShape;
+    fn deref(&self) -> &RequestShape {
+        &self.0
+    }
+}
+
+/// One request from a script: a user's send of a checked shape.
+pub struct ScriptRequest {
+    pub user: u64,
+    pub shape: Checked,
+}
+
+impl std::ops::Deref for ScriptRequest {
+    type Target = RequestShape;
+    fn deref(&self) -> &RequestShape {
+        &self.shape
+    }
+}
+
 /// What came back for a request (or an MQTT operation). `status` is 0 when no response arrived
 /// (then `error` says why).
 #[derive(Debug, Default)]
 pub struct Completion {
     pub id: u64,
     pub status: u16,
-    /// The response's header lines, raw ("Name: value\r\n" each): parsed by the script only if read.
-    pub head: Vec<u8>,
+    /// The response's headers as its protocol delivered them: parsed by the script only if read.
+    pub head: Head,
     pub body: Vec<u8>,
     pub elapsed_us: u64,
     pub error: Option<String>,
@@ -88,6 +126,21 @@ pub struct Completion {
     pub url: String,
     /// The stats name the request was (or is to be) recorded under.
     pub name: String,
+}
+
+/// A response's headers as they came, handed to the script without another encoding.
+#[derive(Debug)]
+pub enum Head {
+    /// HTTP/1.1's header lines, raw ("Name: value\r\n" each), as received after the status line.
+    Raw(Vec<u8>),
+    /// HTTP/2's header list as the h2 crate decoded it: names lowercased, values as sent.
+    Pairs(Vec<(String, String)>),
+}
+
+impl Default for Head {
+    fn default() -> Self {
+        Head::Raw(Vec::new())
+    }
 }
 
 /// A verdict the script reports: for `catch_response`, or a custom request event.
@@ -185,13 +238,6 @@ impl ScriptEngine {
     /// Starts a request; its completion comes from `poll` under the returned id. A URL that cannot be
     /// requested (no host, a bad URL) is an error at once.
     pub fn submit(&self, r: ScriptRequest) -> Result<u64, String> {
-        // What `squall bench` rejects on its command line is rejected here too: a CR or LF in a
-        // script's header or method would put another header, or request, on the wire.
-        check_method(&r.method)?;
-        check_headers(&r.headers)?;
-        for (name, value) in &r.cookies {
-            cookies::check(name, value)?;
-        }
         let engine = &self.engine;
         let known = engine.known_url(&r.base, &r.url)?;
         let id = self.next_id();

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use super::cookies::Jar;
 use super::engine::{Engine, KnownUrl, MAX_HOST};
 use super::pools::Pooled;
-use super::{Completion, ScriptRequest};
+use super::{Completion, Head, ScriptRequest};
 
 pub(super) async fn run_request(
     engine: Rc<Engine>,
@@ -55,7 +55,10 @@ pub(super) async fn run_request(
             Completion {
                 id,
                 status: resp.status,
-                head: resp.raw_head.take().unwrap_or_default(),
+                head: match (resp.raw_head.take(), resp.headers.take()) {
+                    (None, Some(pairs)) => Head::Pairs(pairs),
+                    (raw, _) => Head::Raw(raw.unwrap_or_default()),
+                },
                 body: resp.body.take().unwrap_or_default(),
                 elapsed_us: elapsed.as_micros() as u64,
                 error: None,
@@ -193,20 +196,14 @@ pub(super) async fn exchange(
         let on_connect = |t| engine.recorder.borrow_mut().record_connect(t);
         let mut resp =
             conn.exchange(&connector, &req, &Bytes::copy_from_slice(body), true, on_connect, &Cell::new(false)).await?;
-        // One shape for the script: raw header lines, Set-Cookie and Location picked out.
-        let mut raw = Vec::new();
-        for (k, v) in resp.headers.take().unwrap_or_default() {
+        // Set-Cookie and Location picked out; the list goes to the script as it is (`Head::Pairs`).
+        for (k, v) in resp.headers.iter().flatten() {
             if k == "set-cookie" {
                 resp.set_cookies.push(v.clone());
             } else if k == "location" {
                 resp.location = Some(v.clone());
             }
-            raw.extend_from_slice(k.as_bytes());
-            raw.extend_from_slice(b": ");
-            raw.extend_from_slice(v.as_bytes());
-            raw.extend_from_slice(b"\r\n");
         }
-        resp.raw_head = Some(raw);
         return Ok((resp, Phases::default(), Timing::default())); // (HTTP/2 is not broken down: stats::timing)
     }
     let bytes = engine.h1_bytes(method, url, headers, cookie, body);

@@ -1,0 +1,130 @@
+"""What one scripted request costs each generator: CPU microseconds, system calls, waits in epoll and
+context switches per request, and for squall the greenlet switches per request, side by side with the
+floor (bench/floor.c) and Goose 0.19 (bench/goose) on the same workloads as bench/script_bench.py.
+
+The machine this runs on is a VM without hardware counters (perf reads no instructions), so the CPU is
+the process's own user+system time from wait4, the system calls and context switches perf's software
+events and tracepoints (`perf stat -e raw_syscalls:sys_enter,syscalls:sys_enter_epoll_wait,...`), and the
+greenlet switches greenlet's trace hook in a second, separate run (bench/counting/sitecustomize.py: the
+hook slows the run, so its CPU is not used). Medians over the rounds; each round runs every generator once.
+
+usage: python bench/per_request.py [--rounds 3] [--seconds 8] [--skip-install]
+"""
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import script_bench as sb
+from common import BENCH, PinnedNginx, cli, median, run_measured
+
+EVENTS = ("raw_syscalls:sys_enter", "syscalls:sys_enter_epoll_wait", "context-switches")
+WORKLOADS = (("fasthttp", 50), ("think", 1000))
+GOOSE = BENCH / "goose" / "target" / "release" / "goose-bench"
+MARK = "## What a scripted request costs: CPU, system calls and switches per request"
+
+
+def perf_stat(cmd, out_file):
+    """`cmd` under perf stat, counting EVENTS into `out_file` (CSV)."""
+    return ["perf", "stat", "-x", ",", "-o", out_file, "-e", ",".join(EVENTS), "--", *map(str, cmd)]
+
+
+def read_stat(out_file):
+    counts = {}
+    for line in Path(out_file).read_text().splitlines():
+        fields = line.split(",")
+        if len(fields) > 2 and fields[2] in EVENTS:
+            counts[fields[2]] = int(fields[0]) if fields[0].isdigit() else 0
+    return counts
+
+
+def goose_command(url, users, secs):
+    return [GOOSE, "--host", url.rstrip("/"), "--users", users, "--increase-rate", users, "--run-time", f"{secs}s"]
+
+
+def one(tool, flavour, users, secs, nginx, floor, tmp, switches=False):
+    """One measured run of `tool`; a dict of per-request costs."""
+    stat = tmp / f"{tool}.stat"
+    env = dict(os.environ)
+    if tool == "squall":
+        prefix = tmp / f"squall-{flavour}"
+        cmd = sb.command("squall", flavour, nginx.url, users, secs, prefix)
+        if switches:
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(BENCH / "counting"), env.get("PYTHONPATH")]))
+            env["SQUALL_BENCH_SWITCHES"] = str(tmp / "switches")
+    elif tool == "floor":
+        cmd = [floor, nginx.port, users, *sb.THINK[flavour], secs]
+    else:
+        cmd = [*goose_command(nginx.url, users, secs), "-q", "--no-print-metrics", "--no-reset-metrics"]
+        env["GOOSE_WAIT"] = ",".join(map(str, sb.THINK[flavour]))
+    out, cpu, _, code = run_measured(perf_stat(cmd, stat), core=1, env=env, timeout=secs * 4 + 60)
+    if code not in (0, 1):
+        raise RuntimeError(f"{tool} exited {code}: {out[-2000:]}")
+    n = sb.aggregated_requests(prefix) if tool == "squall" else int(out.split()[-1])
+    if switches:
+        return int((tmp / "switches").read_text()) / n
+    c = read_stat(stat)
+    return {
+        "requests": n,
+        "cpu_us": 1e6 * cpu / n,
+        "syscalls": c.get(EVENTS[0], 0) / n,
+        "epoll_waits": c.get(EVENTS[1], 0) / n,
+        "context_switches": c.get(EVENTS[2], 0) / n,
+    }
+
+
+def measure(rounds, secs):
+    nginx = PinnedNginx(core=0)
+    results = {}
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            tmp = Path(d)
+            floor = sb.build_floor(d)
+            for r in range(rounds):
+                for flavour, users in WORKLOADS:
+                    for tool in ("floor", "squall", "goose"):
+                        if tool == "goose" and not GOOSE.exists():
+                            continue
+                        s = one(tool, flavour, users, secs, nginx, floor, tmp)
+                        results.setdefault((flavour, tool), []).append(s)
+                        print(
+                            f"round {r + 1} {flavour:8} {tool:6} " + " ".join(f"{k} {v:,.2f}" for k, v in s.items()),
+                            file=sys.stderr,
+                        )
+            for flavour, users in WORKLOADS:
+                results[(flavour, "switches")] = one("squall", flavour, users, secs, nginx, floor, tmp, switches=True)
+    finally:
+        nginx.stop()
+    return results
+
+
+def table(results):
+    lines = [
+        "| workload | generator | CPU µs per request | system calls | of them epoll_wait | context switches "
+        "| greenlet switches |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    labels = {"fasthttp": "50 users, `constant(0)`", "think": "1,000 users, `between(0.1, 0.2)`"}
+    for flavour, _ in WORKLOADS:
+        for tool in ("floor", "squall", "goose"):
+            runs = results.get((flavour, tool))
+            if not runs:
+                continue
+            m = {k: median([r[k] for r in runs]) for k in runs[0]}
+            switches = f"{results[(flavour, 'switches')]:.2f}" if tool == "squall" else ""
+            lines.append(
+                f"| {labels[flavour]} | {tool} | {m['cpu_us']:.1f} | {m['syscalls']:.2f} | {m['epoll_waits']:.2f} "
+                f"| {m['context_switches']:.3f} | {switches} |"
+            )
+    return lines
+
+
+def main():
+    args = cli(__doc__)
+    results = measure(args.rounds, args.seconds)
+    print("\n".join(table(results)))
+
+
+if __name__ == "__main__":
+    main()
