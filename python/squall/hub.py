@@ -218,9 +218,19 @@ class Hub:
             self._wait(wake)
 
     def _pass(self) -> float | None:
-        """One pass over the greenlets ready now (one that only yields, as an MQTT publisher with no wait,
-        runs again on the next pass, after the engine has had a turn), then the timers due join the
-        ready; returns when the next timer is due (None: no timer)."""
+        """One pass: the timers due now join the ready, then every greenlet ready at its start runs once
+        (one that only yields, as an MQTT publisher with no wait, runs again on the next pass, after the
+        engine has had a turn); returns when the next timer is due (None: no timer).
+
+        Timers join before the pass, not after it: with think time, the users whose responses came and
+        those whose think time ended in the same millisecond run in one pass, and their requests go out
+        in one poll of the engine. Joined after the pass, they ran in a pass of their own, behind a poll
+        that had nothing to send (the users woken by responses only go back to sleep): two polls a
+        millisecond where one does (1,000 users `between(0.1, 0.2)`: 0.36 polls a request, 12,898 in 6 s)."""
+        timers = self.timers
+        first = timers.next_due()
+        if first is not None and first <= time.monotonic():
+            self.ready.extend((timer[1], None) for timer in timers.pop_due(time.monotonic()))
         ready = self.ready
         for _ in range(len(ready)):
             if not ready:  # a greenlet thrown out of a wait took back its queued resumption (`unqueue`)
@@ -235,12 +245,7 @@ class Hub:
             else:
                 g.switch(value)
             self.entered = None
-        timers = self.timers
-        first = timers.next_due()
-        if first is not None and first <= time.monotonic():
-            self.ready.extend((timer[1], None) for timer in timers.pop_due(time.monotonic()))
-            first = timers.next_due()
-        return first
+        return timers.next_due()
 
     def _wait(self, wake: float) -> None:
         """Waits in the engine up to `wake` seconds for completions (and arrivals), and dispatches them;

@@ -3,7 +3,7 @@ resumption left over from a wait it was thrown out of."""
 
 import time
 
-from greenlet import GreenletExit
+from greenlet import GreenletExit, greenlet
 
 from squall._engine import ScriptEngine
 from squall.hub import Hub
@@ -42,3 +42,23 @@ def test_a_greenlet_killed_as_its_timer_falls_due_is_not_resumed_by_that_timer_l
     hub.spawn(killer)
     hub.run_until(time.monotonic() + 0.2)
     assert log and log[0][0] == "slept again" and log[0][1] >= 0.03, log
+
+
+def test_a_pass_runs_the_timers_due_with_the_greenlets_ready_so_that_one_poll_sends_for_both():
+    """With think time, the users whose responses came (queued by the engine's poll) and those whose
+    think time ended in the same millisecond run in one pass: the requests they make then go out in the
+    next poll, one a millisecond (hub.py `_pass`), not in a poll of their own after a second pass."""
+    hub = Hub(ScriptEngine())
+    ran = []
+
+    def thinker():
+        hub.sleep(0.001)
+        ran.append("think time over")
+
+    hub.spawn(thinker)
+    hub._pass()  # it starts, and sleeps
+    answered = greenlet(lambda value: ran.append(value), parent=hub.main)
+    hub.ready.append((answered, "response"))  # as `_dispatch` queues a user whose request completed
+    time.sleep(0.003)  # the thinker's timer falls due
+    hub._pass()
+    assert ran == ["response", "think time over"]

@@ -157,6 +157,7 @@ impl AsyncRead for Tcp {
             ready!(me.io.poll_read_ready(cx))?;
             // SAFETY: recvmsg only writes into the unfilled part, and only `n` bytes are marked filled.
             let unfilled = unsafe { buf.unfilled_mut() };
+            let room = unfilled.len();
             match me.io.try_io(Interest::READABLE, || recv_stamped(fd, unfilled)) {
                 Ok((n, stamp)) => {
                     unsafe { buf.assume_init(n) };
@@ -164,6 +165,15 @@ impl AsyncRead for Tcp {
                     if n > 0 {
                         // (The end of stream carries no stamp: the last bytes' time stands for it.)
                         me.received = stamp.map_or(Stamp::Missing, |t| Stamp::At(to_instant(t)));
+                    }
+                    if n > 0 && n < room {
+                        // The socket is drained: forget its readiness, as tokio's own reads do after
+                        // a read that left room. Kept, it made the next read after the next request's
+                        // write a `recvmsg` that found nothing (EAGAIN): 0.34 system calls a request
+                        // at 1,000 users `between(0.1, 0.2)` (strace: 11,018 EAGAIN reads for 32,673
+                        // requests). Bytes that arrive after this read raise readiness anew (a new
+                        // edge, seen by the reactor's next turn), so none waits unseen.
+                        let _ = me.io.try_io(Interest::READABLE, || Err::<(), _>(io::ErrorKind::WouldBlock.into()));
                     }
                     return Poll::Ready(Ok(()));
                 }
