@@ -88,7 +88,7 @@ $(DEV): $(PY) requirements/dev.txt
 dev: $(DEV)
 	$(VENV)/bin/maturin develop --release
 
-## bench: the benchmarks against peers (installs wrk, ab, hey, oha, Locust, paho-mqtt, nginx, mosquitto); writes bench/RESULTS.md
+## bench: the benchmarks against peers (installs wrk, ab, hey, oha, Goose, Locust, paho-mqtt, nginx, mosquitto); writes bench/RESULTS.md
 bench: bench-http bench-h2 bench-script bench-mqtt bench-dashboard
 
 bench-http: $(STAMP)
@@ -99,6 +99,7 @@ bench-h2: $(STAMP)
 
 bench-script: $(STAMP)
 	$(PY) bench/script_bench.py --skip-install
+	$(PY) bench/per_request.py --skip-install --rounds 3 --seconds 8
 
 bench-mqtt: $(STAMP)
 	$(PY) bench/mqtt_bench.py --skip-install

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 import script_bench as sb
-from common import BENCH, PinnedNginx, cli, median, run_measured
+from common import BENCH, PinnedNginx, cli, median, run_measured, write_section
 
 EVENTS = ("raw_syscalls:sys_enter", "syscalls:sys_enter_epoll_wait", "context-switches")
 WORKLOADS = (("fasthttp", 50), ("think", 1000))
@@ -123,7 +123,19 @@ def table(results):
 def main():
     args = cli(__doc__)
     results = measure(args.rounds, args.seconds)
-    print("\n".join(table(results)))
+    lines = [
+        MARK,
+        "",
+        f"`make bench-script` (bench/per_request.py --rounds {args.rounds} --seconds {args.seconds}): the workloads of",
+        "bench/script_bench.py, each generator on core 1 and nginx on core 0, medians of the rounds. CPU is the",
+        "process's own (wait4), start-up included; system calls, epoll waits and context switches are perf's",
+        "software events and tracepoints; greenlet switches greenlet's trace hook in a separate run (bench/counting).",
+        "",
+        *table(results),
+        "",
+    ]
+    print("\n".join(lines))
+    write_section(lines)
 
 
 if __name__ == "__main__":
