@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any, Callable, overload
+from typing import TYPE_CHECKING, Any, Callable, TypedDict, overload
 from urllib.parse import unquote, urlencode, urlsplit, urlunsplit
 
 from squall import requests_compat
@@ -35,6 +35,22 @@ if TYPE_CHECKING:
     Params = Mapping[str, Any] | Sequence[tuple[str, Any]] | str
     # (method, stats name, URL, context) of a request, for its request event.
     RequestMeta = tuple[str, str, str, Mapping[str, Any]]
+
+    class _Call(TypedDict, total=False):
+        """What a call gives beyond its method, URL and name: requests' keywords that shape the request."""
+
+        params: Params | None
+        data: Any
+        headers: Mapping[str, Any] | None
+        cookies: Mapping[str, str] | None
+        files: Any
+        auth: Any
+        timeout: float | tuple[float | None, float | None] | None
+        proxies: Mapping[str, str] | None
+        verify: bool | str | None
+        cert: str | tuple[str, str] | None
+        json: Any
+
     # A prepared call: (what the engine sends, the method, headers and body as sent, the session's
     # headers as they were converted for it; see HttpSession._prepare).
     _Entry = tuple[Prepared, str, list[tuple[str, str]], bytes, list[tuple[str, str]] | None]
@@ -563,15 +579,15 @@ class HttpSession:
             key = (method, url, name, catch_response, allow_redirects)
             entry = self._prepared.get(key)
             if entry is None or entry[4] is not getattr(self.headers, "_sent", None):
-                entry = self._prepare(method, url, name, catch_response, allow_redirects=allow_redirects)
+                entry = self._prepare(method, url, name, catch_response, allow_redirects, {})
                 if entry[4] is not None and len(self._prepared) < _PREPARED_PER_SESSION:
                     self._prepared[key] = entry
         else:
-            entry = self._prepare(
-                method, url, name, catch_response, params=params, data=data, headers=headers, cookies=cookies,
-                files=files, auth=auth, timeout=timeout, allow_redirects=allow_redirects, proxies=proxies,
-                verify=verify, cert=cert, json=json,
-            )  # fmt: skip
+            call: _Call = {
+                "params": params, "data": data, "headers": headers, "cookies": cookies, "files": files, "auth": auth,
+                "timeout": timeout, "proxies": proxies, "verify": verify, "cert": cert, "json": json,
+            }  # fmt: skip
+            entry = self._prepare(method, url, name, catch_response, allow_redirects, call)
         prepared, method, header_list, body, _ = entry
         hub = self.hub
         try:
@@ -599,29 +615,15 @@ class HttpSession:
         return response
 
     def _prepare(
-        self,
-        method: str,
-        url: str,
-        name: str | None,
-        catch_response: bool,
-        *,
-        params: Params | None = None,
-        data: Any = None,
-        headers: Mapping[str, Any] | None = None,
-        cookies: Mapping[str, str] | None = None,
-        files: Any = None,
-        auth: Any = None,
-        timeout: float | tuple[float | None, float | None] | None = None,
-        allow_redirects: bool = True,
-        proxies: Mapping[str, str] | None = None,
-        verify: bool | str | None = None,
-        cert: str | tuple[str, str] | None = None,
-        json: Any = None,
+        self, method: str, url: str, name: str | None, catch_response: bool, allow_redirects: bool, call: _Call
     ) -> _Entry:
         """A call made into what the engine sends, as requests prepares it: the URL joined to the base
         and given its query, the session's headers and the call's merged, the body encoded, the auth
         applied. Returns (the Prepared, the method, the headers and body as sent, the session headers'
         converted list it was made with, or None if it cannot be kept)."""
+        params, data, headers, cookies = call.get("params"), call.get("data"), call.get("headers"), call.get("cookies")
+        files, auth, timeout, proxies = call.get("files"), call.get("auth"), call.get("timeout"), call.get("proxies")
+        verify, cert, json = call.get("verify"), call.get("cert"), call.get("json")
         method = method.upper()
         if proxies or self.proxies:
             raise NotSupported("proxies are not supported by squall: its engine connects to the target directly")
