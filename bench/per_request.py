@@ -21,7 +21,6 @@ from common import BENCH, PinnedNginx, cli, median, run_measured, write_section
 
 EVENTS = ("raw_syscalls:sys_enter", "syscalls:sys_enter_epoll_wait", "context-switches")
 WORKLOADS = (("fasthttp", 50), ("think", 1000))
-GOOSE = BENCH / "goose" / "target" / "release" / "goose-bench"
 MARK = "## What a scripted request costs: CPU, system calls and switches per request"
 
 
@@ -39,10 +38,6 @@ def read_stat(out_file):
     return counts
 
 
-def goose_command(url, users, secs):
-    return [GOOSE, "--host", url.rstrip("/"), "--users", users, "--increase-rate", users, "--run-time", f"{secs}s"]
-
-
 def one(tool, flavour, users, secs, nginx, floor, tmp, switches=False):
     """One measured run of `tool`; a dict of per-request costs."""
     stat = tmp / f"{tool}.stat"
@@ -56,8 +51,7 @@ def one(tool, flavour, users, secs, nginx, floor, tmp, switches=False):
     elif tool == "floor":
         cmd = [floor, nginx.port, users, *sb.THINK[flavour], secs]
     else:
-        cmd = [*goose_command(nginx.url, users, secs), "-q", "--no-print-metrics", "--no-reset-metrics"]
-        env["GOOSE_WAIT"] = ",".join(map(str, sb.THINK[flavour]))
+        cmd, env = sb.goose_command(nginx.url, flavour, users, secs)
     out, cpu, _, code = run_measured(perf_stat(cmd, stat), core=1, env=env, timeout=secs * 4 + 60)
     if code not in (0, 1):
         raise RuntimeError(f"{tool} exited {code}: {out[-2000:]}")
@@ -84,7 +78,7 @@ def measure(rounds, secs):
             for r in range(rounds):
                 for flavour, users in WORKLOADS:
                     for tool in ("floor", "squall", "goose"):
-                        if tool == "goose" and not GOOSE.exists():
+                        if tool == "goose" and not sb.GOOSE.exists():
                             continue
                         s = one(tool, flavour, users, secs, nginx, floor, tmp)
                         results.setdefault((flavour, tool), []).append(s)

@@ -100,12 +100,17 @@ def run_floor(binary, port, flavour, users, secs):
     return {"requests": n, "cpu": cpu, "rss": rss, "rps": n / secs}
 
 
-def run_goose(url, flavour, users, secs):
-    """One run of Goose with the locustfile's users and think time (all started at once, its metrics
-    kept from the first request); requests, CPU and rate."""
+def goose_command(url, flavour, users, secs):
+    """Goose's command and environment for the locustfile's users and think time: all users started at
+    once, its metrics kept from the first request, the number of requests its last line."""
     cmd = [GOOSE, "--host", url.rstrip("/"), "--users", users, "--increase-rate", users, "--run-time", f"{secs}s"]
     cmd += ["-q", "--no-print-metrics", "--no-reset-metrics"]
-    env = dict(os.environ, GOOSE_WAIT=",".join(map(str, THINK[flavour])))
+    return cmd, dict(os.environ, GOOSE_WAIT=",".join(map(str, THINK[flavour])))
+
+
+def run_goose(url, flavour, users, secs):
+    """One run of Goose (`goose_command`); requests, CPU and rate."""
+    cmd, env = goose_command(url, flavour, users, secs)
     out, cpu, rss, code = run_measured(cmd, core=1, env=env, timeout=secs * 4 + 60)
     if code != 0:
         raise RuntimeError(f"goose exited {code}: {out[-2000:]}")

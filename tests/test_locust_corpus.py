@@ -160,6 +160,7 @@ def run_both(name, recorder, tmp_path, *extra, run_time="4s", env=None, tools=("
         "fasthttp_api.py",
         "worker_index.py",
         "prepared_calls.py",
+        "invalid_url.py",
     ],
 )
 def test_corpus_file_runs_as_under_locust(name, recorder, tmp_path):

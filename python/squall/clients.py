@@ -559,7 +559,6 @@ class HttpSession:
         # ones it was made with (`_sent`: their converted list, remade when one changes); any other
         # setting of the session empties the cache (`__setattr__`). Its params and proxies are dicts
         # a script may fill in place: looked at each time, as an auth object, which may count its calls.
-        entry = None
         if (
             params is None
             and data is None
@@ -595,7 +594,7 @@ class HttpSession:
         except ValueError as e:
             if "invalid URL" in str(e):
                 # urllib3's words, which requests and so Locust report
-                netloc = urlsplit(self.base_url + url if not _ABSOLUTE.match(url) else url).netloc
+                netloc = urlsplit(self._joined(url)).netloc
                 raise error_class("InvalidURL")(f"Failed to parse: '{netloc}' is not a valid host or port") from None
             raise
         c = hub.wait_for(op)
@@ -632,11 +631,7 @@ class HttpSession:
         verify = self.verify if verify is None else verify
         if isinstance(verify, str):
             raise NotSupported("verify=<CA bundle path> is not supported by squall: use verify=False or the system CAs")
-        if not _ABSOLUTE.match(url):
-            # Locust joins host and path as text (its _build_url): "/" on https://docs.example/en/latest/ is
-            # /en/latest//, and "graphql" on http://host:8080 is http://host:8080graphql, which fails to
-            # parse (requests' InvalidURL, raised into the task), not a quiet /graphql.
-            url = self.base_url + url
+        url = self._joined(url)
         query = params if not self.params else [*_param_pairs(self.params), *_param_pairs(params or {})]
         if query:
             encoded = query if isinstance(query, str) else urlencode(query, doseq=True)
@@ -676,6 +671,13 @@ class HttpSession:
                 raise ValueError(f"invalid HTTP method {method!r}") from None
             raise
         return prepared, method, header_list, body, sent
+
+    def _joined(self, url: str) -> str:
+        """The call's URL on the session's base, as Locust joins them (its _build_url): as text, so "/" on
+        https://docs.example/en/latest/ is /en/latest//, and "graphql" on http://host:8080 is
+        http://host:8080graphql, which fails to parse (requests' InvalidURL, raised into the task), not a
+        quiet /graphql. A whole URL stays as it is."""
+        return url if _ABSOLUTE.match(url) else self.base_url + url
 
     def __setattr__(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
