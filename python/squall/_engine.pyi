@@ -4,6 +4,8 @@ as the result document's dict, the structure `--json` writes."""
 
 from typing import Any, final
 
+from typing_extensions import disjoint_base
+
 __all__ = [
     "PERCENTILES",
     "Completion",
@@ -12,6 +14,7 @@ __all__ = [
     "Message",
     "Prepared",
     "Progress",
+    "Response",
     "Run",
     "ScriptEngine",
     "TargetError",
@@ -21,6 +24,7 @@ __all__ = [
     "merge_histograms",
     "merge_results",
     "start_demo_broker",
+    "use_response_class",
 ]
 
 __version__: str
@@ -97,21 +101,45 @@ class Prepared:
 
 @final
 class Completion:
-    """What came back for a scripted request or MQTT operation."""
+    """What came back for a scripted MQTT operation (a request's is a Response)."""
 
     id: int
-    status: int
-    """0 when no response arrived (then `error` says why)."""
-    head: bytes | list[tuple[str, str]]
-    """The response's headers: HTTP/1.1's header lines, raw, or HTTP/2's (name, value) pairs as
-    decoded, names lowercased."""
-    body: bytes
     elapsed_us: int
     error: str | None
+    """Why it failed; None when it succeeded."""
+
+@disjoint_base
+class Response:
+    """A scripted request's response, made by `ScriptEngine.poll` (as an instance of the class
+    `use_response_class` set): its headers are parsed when read."""
+
+    def __new__(cls) -> Response: ...
+    @property
+    def id(self) -> int: ...
+    status_code: int
+    """0 when no response arrived (then `error` says why)."""
     url: str
     """The final URL, after redirects."""
-    name: str
-    """The stats name."""
+    content: bytes
+    elapsed_us: int
+    error: str | None
+    encoding: str | None
+    """The encoding `text` decodes with; None: the Content-Type's charset, else UTF-8."""
+    @property
+    def name(self) -> str:
+        """The stats name."""
+    @property
+    def cookies(self) -> dict[str, str]:
+        """The cookies it set (name -> value), from each Set-Cookie header."""
+    @property
+    def request_method(self) -> str: ...
+    def header_pairs(self) -> list[tuple[str, str]]:
+        """Each header as (lower-case name, value), in order, repeated ones apart."""
+    def sent(self) -> tuple[list[tuple[str, str]], bytes]:
+        """The request's headers and body as sent."""
+
+def use_response_class(cls: type[Response]) -> None:
+    """Makes `ScriptEngine.poll`'s responses instances of `cls` (made with no arguments)."""
 
 @final
 class Message:
@@ -130,8 +158,11 @@ class ScriptEngine:
     def send(self, user: int, prepared: Prepared) -> int:
         """Starts `user`'s request of `prepared`; returns its id (UsageError for a URL that cannot be
         requested)."""
-    def poll(self, timeout: float) -> list[Completion]:
-        """Runs the engine until completions are ready or `timeout` seconds pass (GIL released)."""
+    def poll(self, timeout: float, verdicts: list[tuple[Response, str | None]] = ...) -> list[Response | Completion]:
+        """Records `verdicts` (the script's judgements of responses: failure text, None for a success),
+        then runs the engine until completions are ready or `timeout` seconds pass (GIL released)."""
+    def judge(self, verdicts: list[tuple[Response, str | None]]) -> None:
+        """Records `verdicts` now (the last ones before `finish`)."""
     def messages(self) -> list[Message]: ...
     def mqtt_connect(
         self,
@@ -157,7 +188,7 @@ class ScriptEngine:
     def record(
         self, method: str, name: str, elapsed_us: int, status: int, body_bytes: int, failure: str | None = None
     ) -> None:
-        """A verdict the script reached itself (catch_response, or its own request event)."""
+        """A verdict on a request the script names itself (its own request event)."""
     def close_user(self, user: int) -> None:
         """The user stopped: closes its connections and cancels its requests in flight, unmeasured."""
     def cookies(self, user: int) -> list[tuple[str, str, str]]:

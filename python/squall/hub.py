@@ -31,7 +31,7 @@ _TICKS = 1 / TIMER_SLACK  # timer buckets a second
 
 
 if TYPE_CHECKING:
-    from squall._engine import Completion, ScriptEngine
+    from squall._engine import Completion, Response, ScriptEngine
     from squall.contrib.mqtt import MqttClient
 
 # A timer entry is [when, greenlet], a list so that a timer can be cancelled in place: its greenlet
@@ -71,6 +71,8 @@ class Hub:
         self.on_arrivals: Callable[[list[float]], None] | None = None  # the open model's dispatch
         self.gevent: Any = None  # gevent's hub greenlet (squall.gevent_hub), where this hub runs (`use_gevent`)
         self.finished = False  # the engine's test is over (`finish`): nothing to poll until `use_engine`
+        # The scripts' verdicts on responses (catch_response) since the last poll, which records them.
+        self.verdicts: list[tuple[Response, str | None]] = []
 
     def spawn(self, fn: Callable[..., Any], *args: Any) -> greenlet:
         g = greenlet(lambda *_first_switch: fn(*args), parent=self.main)
@@ -110,12 +112,19 @@ class Hub:
             self.sleep(seconds)
         return self.turns
 
-    def wait_for(self, op_id: int) -> Completion:
+    def judge(self, response: Response, failure: str | None) -> None:
+        """The script's verdict on `response` (None: a success): recorded by the engine's next poll,
+        in the same pass, not by a call of its own (one crossing into the engine a request, not two).
+        After the test, nothing is recorded."""
+        if not self.finished:
+            self.verdicts.append((response, failure))
+
+    def wait_for(self, op_id: int) -> Any:
         """Suspends the calling greenlet until operation `op_id` completes; returns its completion."""
         g = getcurrent()
         self.pending[op_id] = g
         try:
-            return _switch(self.main)  # type: ignore[no-any-return]
+            return _switch(self.main)
         except BaseException:
             # Thrown out while waiting: the completion, when it comes, resumes no one. If it came already
             # (dispatched, so no longer pending), its resumption is still queued: taken back.
@@ -253,7 +262,10 @@ class Hub:
         if self.finished:
             _monotonic_sleep(wake)
             return
-        self._dispatch(self.engine.poll(wake))
+        verdicts = self.verdicts
+        if verdicts:
+            self.verdicts = []
+        self._dispatch(self.engine.poll(wake, verdicts))
         if self.on_arrivals is not None:
             arrivals = self.engine.arrivals()
             if arrivals:
@@ -262,6 +274,8 @@ class Hub:
     def finish(self, reason: str, url: str) -> dict[str, Any]:
         """The test is over: the engine's result (the engine is done with; the hub may still run)."""
         self.finished = True
+        verdicts, self.verdicts = self.verdicts, []
+        self.engine.judge(verdicts)
         result: dict[str, Any] = self.engine.finish(reason, url)
         return result
 
@@ -269,6 +283,7 @@ class Hub:
         """The next test's engine (a test started from the dashboard gets a new one)."""
         self.engine = engine
         self.finished = False
+        self.verdicts = []
 
     def use_gevent(self, gevent_hub: Any) -> None:
         """Real gevent (squall.gevent_hub): this hub runs in gevent's hub greenlet (`serve`), which every
@@ -322,7 +337,7 @@ class Hub:
             if not self.ready and not self.pending and not self.watchers and not self.timers:
                 return
 
-    def _dispatch(self, completions: list[Completion]) -> None:
+    def _dispatch(self, completions: list[Any]) -> None:
         for c in completions:
             g = self.pending.pop(c.id, None)
             if g is not None:

@@ -5,13 +5,13 @@
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyBytes, PyDict, PyString, PyType};
 use pythonize::{depythonize, pythonize};
 use squall_engine::mqtt::codec::Version;
 use squall_engine::mqtt::script::{Op, OwnedHello};
 use squall_engine::run::{Load, Progress as EngineProgress, Run as EngineRun, RunCore};
 use squall_engine::script::{
-    Checked, Head, RequestShape, ScriptEngine as Engine, ScriptOptions, ScriptRequest, Verdict,
+    Checked, Endpoint, Head, Judged, RequestShape, ScriptEngine as Engine, ScriptOptions, ScriptRequest, Verdict,
 };
 use squall_engine::stats::result::{self, RunResult};
 use squall_engine::{BenchConfig, StartError, StopReason};
@@ -252,22 +252,115 @@ impl Prepared {
     }
 }
 
-/// What came back for a scripted request or MQTT operation.
+/// What came back for a scripted MQTT operation (a request's is a Response).
 #[pyclass(module = "squall._engine", frozen, get_all)]
 struct Completion {
     id: u64,
-    /// 0 when no response arrived (then `error` says why).
-    status: u16,
-    /// The response's headers: HTTP/1.1's header lines, raw (bytes), or HTTP/2's decoded list of
-    /// (name, value) pairs, names lowercased.
-    head: Py<PyAny>,
-    body: Py<PyBytes>,
     elapsed_us: u64,
+    /// Why it failed; None when it succeeded.
     error: Option<String>,
-    /// The final URL (after redirects).
-    url: String,
+}
+
+/// A scripted request's response, as the engine's poll hands it over: status, URL, body and timing
+/// set once; the headers kept as they came (HTTP/1.1's raw lines, HTTP/2's decoded pairs) and parsed
+/// only when read (`header_pairs`, `cookies`). squall.clients.Response, requests' and Locust's
+/// attributes, is its Python subclass, and `poll` makes instances of that class (`use_response_class`)
+/// without running any Python: the class is called with no arguments and its fields filled here.
+/// `endpoint` and `engine` say where the script's verdict on it goes (`ScriptEngine.poll`'s `verdicts`).
+#[pyclass(module = "squall._engine", subclass)]
+struct Response {
+    #[pyo3(get)]
+    id: u64,
+    /// 0 when no response arrived (then `error` says why).
+    #[pyo3(get, set)]
+    status_code: u16,
+    /// The final URL, after redirects.
+    #[pyo3(get, set)]
+    url: Py<PyAny>,
+    #[pyo3(get, set)]
+    content: Py<PyAny>,
+    #[pyo3(get, set)]
+    elapsed_us: u64,
+    #[pyo3(get, set)]
+    error: Option<Py<PyAny>>,
     /// The stats name.
-    name: String,
+    #[pyo3(get)]
+    name: Py<PyAny>,
+    /// The text encoding `text` decodes with; None: the Content-Type's charset, else UTF-8.
+    #[pyo3(get, set)]
+    encoding: Option<Py<PyAny>>,
+    head: Head,
+    request: Option<Checked>,
+    endpoint: Option<Endpoint>,
+    engine: u64,
+}
+
+#[pymethods]
+impl Response {
+    #[new]
+    fn new(py: Python<'_>) -> Self {
+        Response {
+            id: 0,
+            status_code: 0,
+            url: PyString::intern(py, "").into_any().unbind(),
+            content: PyBytes::new(py, b"").into_any().unbind(),
+            elapsed_us: 0,
+            error: None,
+            name: PyString::intern(py, "").into_any().unbind(),
+            encoding: None,
+            head: Head::default(),
+            request: None,
+            endpoint: None,
+            engine: 0,
+        }
+    }
+
+    /// Each header as (lower-case name, value), in order, repeated ones apart.
+    fn header_pairs(&self) -> Vec<(String, String)> {
+        self.head.pairs()
+    }
+
+    /// The cookies this response set (name -> value), from each Set-Cookie header.
+    #[getter]
+    fn cookies<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let found = PyDict::new(py);
+        for (name, value) in self.head.pairs() {
+            if name == "set-cookie" {
+                let (cookie, rest) = value.split_once('=').unwrap_or((&value, ""));
+                let value = rest.split(';').next().unwrap_or("");
+                found.set_item(cookie.trim(), value.trim())?;
+            }
+        }
+        Ok(found)
+    }
+
+    /// The method of the request it answers.
+    #[getter]
+    fn request_method(&self) -> &str {
+        self.request.as_ref().map_or("", |r| r.method.as_str())
+    }
+
+    /// What was sent: the headers (the session's and the call's, merged) and the body.
+    fn sent<'py>(&self, py: Python<'py>) -> (Vec<(String, String)>, Bound<'py, PyBytes>) {
+        match &self.request {
+            Some(r) => (r.headers.clone(), PyBytes::new(py, &r.body)),
+            None => (Vec::new(), PyBytes::new(py, b"")),
+        }
+    }
+}
+
+/// The Python class `poll` makes responses of (a subclass of Response); the base class until set.
+static RESPONSE_CLASS: Mutex<Option<Py<PyType>>> = Mutex::new(None);
+
+/// Makes `poll`'s responses instances of `cls`, a subclass of Response whose construction takes no
+/// arguments (squall.clients.Response).
+#[pyfunction]
+fn use_response_class(cls: Bound<'_, PyType>) -> PyResult<()> {
+    if !cls.is_subclass_of::<Response>()? {
+        return Err(PyValueError::new_err("the response class must be a subclass of squall._engine.Response"));
+    }
+    *RESPONSE_CLASS.lock().unwrap_or_else(|e| e.into_inner()) = Some(cls.unbind());
+    Ok(())
 }
 
 /// An MQTT message that arrived for a scripted user's subscription.
@@ -294,7 +387,11 @@ impl<T> SameThread<T> {
 #[pyclass(module = "squall._engine", unsendable)]
 struct ScriptEngine {
     engine: Option<Engine>,
+    /// This engine among the process's: a verdict on another engine's response is not recorded here.
+    serial: u64,
 }
+
+static ENGINES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl ScriptEngine {
     fn engine(&self) -> PyResult<&Engine> {
@@ -309,7 +406,8 @@ impl ScriptEngine {
     fn new(insecure: bool, http2: bool) -> PyResult<Self> {
         let engine = Engine::new(ScriptOptions { insecure, http2 })
             .map_err(|e| PyRuntimeError::new_err(format!("cannot start the engine: {e}")))?;
-        Ok(ScriptEngine { engine: Some(engine) })
+        let serial = ENGINES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(ScriptEngine { engine: Some(engine), serial })
     }
 
     /// Starts `user`'s request of `prepared`; returns its id (its completion comes from `poll`).
@@ -317,28 +415,72 @@ impl ScriptEngine {
         self.engine()?.submit(ScriptRequest { user, shape: prepared.shape.clone() }).map_err(usage)
     }
 
-    /// Runs the engine until completions are ready or `timeout` seconds pass (GIL released).
-    fn poll(&self, py: Python<'_>, timeout: f64) -> PyResult<Vec<Completion>> {
+    /// Records `verdicts`, the script's judgements of responses since the last poll (`catch_response`:
+    /// (response, failure text or None), kept by the script rather than sent one by one), then runs
+    /// the engine until completions are ready or `timeout` seconds pass (GIL released). A request's
+    /// completion is a Response (of the class `use_response_class` set), an MQTT operation's a Completion.
+    #[pyo3(signature = (timeout, verdicts=Vec::new()))]
+    fn poll(
+        &self,
+        py: Python<'_>,
+        timeout: f64,
+        verdicts: Vec<(PyRef<'_, Response>, Option<String>)>,
+    ) -> PyResult<Vec<Py<PyAny>>> {
+        self.judge(py, verdicts)?;
         let engine = SameThread(self.engine()?);
         let timeout = Duration::from_secs_f64(timeout.max(0.0));
         let done = py.detach(move || engine.get().poll(timeout));
+        let class = RESPONSE_CLASS.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(|c| c.clone_ref(py));
         done.into_iter()
             .map(|c| {
-                Ok(Completion {
+                let Some((request, endpoint)) = c.request else {
+                    let completion = Completion { id: c.id, elapsed_us: c.elapsed_us, error: c.error };
+                    return Ok(Py::new(py, completion)?.into_any());
+                };
+                let filled = Response {
                     id: c.id,
-                    status: c.status,
-                    head: match c.head {
-                        Head::Raw(raw) => PyBytes::new(py, &raw).into_any().unbind(),
-                        Head::Pairs(pairs) => pairs.into_pyobject(py)?.into_any().unbind(),
-                    },
-                    body: PyBytes::new(py, &c.body).unbind(),
+                    status_code: c.status,
+                    url: PyString::new(py, &c.url).into_any().unbind(),
+                    content: PyBytes::new(py, &c.body).into_any().unbind(),
                     elapsed_us: c.elapsed_us,
-                    error: c.error,
-                    url: c.url,
-                    name: c.name,
-                })
+                    error: c.error.map(|e| PyString::new(py, &e).into_any().unbind()),
+                    name: PyString::new(py, &c.name).into_any().unbind(),
+                    encoding: None,
+                    head: c.head,
+                    request: Some(request),
+                    endpoint: Some(endpoint),
+                    engine: self.serial,
+                };
+                match &class {
+                    Some(class) => {
+                        let made = class.bind(py).call0()?;
+                        *made.cast::<Response>()?.borrow_mut() = filled;
+                        Ok(made.unbind())
+                    }
+                    None => Ok(Py::new(py, filled)?.into_any()),
+                }
             })
             .collect()
+    }
+
+    /// Records the script's verdicts on responses now (the last ones before the engine finishes);
+    /// `poll` takes the others. A verdict on another engine's response is dropped.
+    fn judge(&self, py: Python<'_>, verdicts: Vec<(PyRef<'_, Response>, Option<String>)>) -> PyResult<()> {
+        if verdicts.is_empty() {
+            return Ok(());
+        }
+        let engine = self.engine()?;
+        for (response, failure) in verdicts {
+            let Some(endpoint) = response.endpoint.filter(|_| response.engine == self.serial) else { continue };
+            engine.record(Verdict {
+                of: Judged::Request(endpoint),
+                elapsed_us: response.elapsed_us,
+                status: response.status_code,
+                body_bytes: response.content.bind(py).len().unwrap_or(0) as u64,
+                failure,
+            });
+        }
+        Ok(())
     }
 
     /// MQTT messages that arrived for users' subscriptions.
@@ -411,7 +553,7 @@ impl ScriptEngine {
         Ok(self.engine()?.submit_mqtt(user, |id| Op::Disconnect { id }))
     }
 
-    /// Records a verdict: `catch_response`, or a request event fired by the script itself.
+    /// Records a verdict on a request the script names: a request event it fired itself.
     #[pyo3(signature = (method, name, elapsed_us, status, body_bytes, failure=None))]
     fn record(
         &self,
@@ -422,7 +564,7 @@ impl ScriptEngine {
         body_bytes: u64,
         failure: Option<String>,
     ) -> PyResult<()> {
-        self.engine()?.record(Verdict { method, name, elapsed_us, status, body_bytes, failure });
+        self.engine()?.record(Verdict { of: Judged::Named { method, name }, elapsed_us, status, body_bytes, failure });
         Ok(())
     }
 
@@ -609,6 +751,8 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Progress>()?;
     m.add_class::<Prepared>()?;
     m.add_class::<Completion>()?;
+    m.add_class::<Response>()?;
+    m.add_function(wrap_pyfunction!(use_response_class, m)?)?;
     m.add_class::<Message>()?;
     m.add_class::<ScriptEngine>()?;
     m.add_class::<DemoTarget>()?;

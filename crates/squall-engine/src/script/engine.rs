@@ -68,6 +68,8 @@ pub(super) struct Running {
     pub(super) endpoint: EndpointId,
     pub(super) name: Rc<str>,
     pub(super) url: url::Url,
+    /// The request, handed back with its completion.
+    pub(super) shape: super::Checked,
 }
 
 struct PreparedHead {

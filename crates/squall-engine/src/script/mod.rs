@@ -37,7 +37,7 @@ use crate::run::schedule::{Arrival, Arrivals};
 use crate::run::RunCore;
 use crate::stats::lag::ScheduleReport;
 use crate::stats::result::{self, LoadReport, RunResult};
-use crate::stats::{Failure, FailureKind, Outcome};
+use crate::stats::{EndpointId, Failure, FailureKind, Outcome};
 use crate::types::StopReason;
 use engine::{Engine, OpenModel, Running, WANT_STAMPS};
 use request::run_request;
@@ -79,6 +79,12 @@ pub struct RequestShape {
 /// sent. Only `checked` makes one, so the engine sends only what was checked, and checks it once.
 #[derive(Clone)]
 pub struct Checked(Arc<RequestShape>);
+
+impl std::fmt::Debug for Checked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Checked({} {})", self.method, self.url)
+    }
+}
 
 impl RequestShape {
     pub fn checked(self) -> Result<Checked, String> {
@@ -126,7 +132,15 @@ pub struct Completion {
     pub url: String,
     /// The stats name the request was (or is to be) recorded under.
     pub name: String,
+    /// What it answers: the request as sent, and where the script's verdict on it is recorded (its
+    /// `Verdict::of`); None for an MQTT operation.
+    pub request: Option<(Checked, Endpoint)>,
 }
+
+/// Where a request's statistics are kept: handed out with its completion, so that the script's
+/// verdict (`catch_response`) is recorded without looking its method and name up again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Endpoint(EndpointId);
 
 /// A response's headers as they came, handed to the script without another encoding.
 #[derive(Debug)]
@@ -143,14 +157,44 @@ impl Default for Head {
     }
 }
 
+impl Head {
+    /// Each header as (lower-case name, value): HTTP/1.1's lines read as Latin-1, as http.client
+    /// reads them, name and value trimmed of white space; repeated headers stay apart, in order.
+    pub fn pairs(&self) -> Vec<(String, String)> {
+        match self {
+            Head::Pairs(pairs) => pairs.clone(),
+            Head::Raw(raw) => raw
+                .split(|&b| b == b'\n')
+                .filter_map(|line| {
+                    let colon = line.iter().position(|&b| b == b':')?;
+                    Some((latin1_trimmed(&line[..colon]).to_lowercase(), latin1_trimmed(&line[colon + 1..])))
+                })
+                .collect(),
+        }
+    }
+}
+
+/// `bytes.decode("latin-1").strip()`: every byte a character, white space as Python's `str.isspace`
+/// sees it in that range (Rust's `char::is_whitespace` less 0x1c-0x1f) trimmed from both ends.
+fn latin1_trimmed(bytes: &[u8]) -> String {
+    let text: String = bytes.iter().map(|&b| b as char).collect();
+    text.trim_matches(|c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c)).to_string()
+}
+
 /// A verdict the script reports: for `catch_response`, or a custom request event.
 pub struct Verdict {
-    pub method: String,
-    pub name: String,
+    pub of: Judged,
     pub elapsed_us: u64,
     pub status: u16,
     pub body_bytes: u64,
     pub failure: Option<String>,
+}
+
+/// What a verdict is on: a request the engine sent (`Completion::request`'s endpoint), or a
+/// method and name the script gives (a request event it fires itself).
+pub enum Judged {
+    Request(Endpoint),
+    Named { method: String, name: String },
 }
 
 /// An MQTT message that arrived for a scripted user's subscription.
@@ -246,9 +290,9 @@ impl ScriptEngine {
         let begin = engine.open.borrow_mut().as_mut().and_then(|o| o.begins.remove(&user)).unwrap_or_else(Instant::now);
         let name: Rc<str> = r.name.as_deref().map_or_else(|| known.name.clone(), Rc::from);
         let endpoint = engine.endpoint(&r.method, &name);
-        let (record, deadline, url) = (r.record, Instant::now() + r.timeout, known.url.clone());
+        let (record, deadline, url, shape) = (r.record, Instant::now() + r.timeout, known.url.clone(), r.shape.clone());
         let task = self.local.spawn_local(run_request(engine.clone(), id, r, known, begin, endpoint, name.clone()));
-        let running = Running { user, task: task.abort_handle(), begin, deadline, record, endpoint, name, url };
+        let running = Running { user, task: task.abort_handle(), begin, deadline, record, endpoint, name, url, shape };
         engine.running.borrow_mut().insert(id, running);
         Ok(id)
     }
@@ -393,6 +437,7 @@ impl ScriptEngine {
                 error,
                 url,
                 name,
+                request: Some((r.shape, Endpoint(r.endpoint))),
                 ..Completion::default()
             });
         }
@@ -425,7 +470,10 @@ impl ScriptEngine {
     /// Records the script's own verdict on a request (`catch_response`, or a custom event).
     pub fn record(&self, v: Verdict) {
         let engine = &self.engine;
-        let id = engine.endpoint(&v.method, &v.name);
+        let id = match v.of {
+            Judged::Request(Endpoint(id)) => id,
+            Judged::Named { method, name } => engine.endpoint(&method, &name),
+        };
         let failure = v.failure.map(|m| Failure::new(FailureKind::Script, m));
         let outcome = Outcome::Judged { status: v.status, body_bytes: v.body_bytes, failure };
         engine.recorder.borrow_mut().record(Instant::now(), id, Duration::from_micros(v.elapsed_us), &outcome);
@@ -538,5 +586,36 @@ impl ScriptEngine {
             seconds: core.timeline.all(),
             abandoned,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Head;
+
+    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn raw_head_reads_as_python_reads_latin1_lines() {
+        // What `bytes.decode("latin-1")`, split on CRLF, partitioned at the first ':' and stripped gives.
+        let raw = b"Content-Type:  text/html; charset=utf-8 \r\nSet-Cookie: a=1; Path=/\r\n\
+                    set-cookie: b=2\r\nX-Caf\xe9: cr\xe8me\xa0\r\nX-Sep: \x1cv:w\x1f\r\nnot a header\r\n";
+        let expected = pairs(&[
+            ("content-type", "text/html; charset=utf-8"),
+            ("set-cookie", "a=1; Path=/"),
+            ("set-cookie", "b=2"),
+            ("x-caf\u{e9}", "cr\u{e8}me"),
+            ("x-sep", "v:w"),
+        ]);
+        assert_eq!(Head::Raw(raw.to_vec()).pairs(), expected);
+    }
+
+    #[test]
+    fn http2_pairs_are_handed_over_as_decoded() {
+        let list = pairs(&[("content-type", "text/plain"), ("set-cookie", "a=1"), ("set-cookie", "b=2")]);
+        assert_eq!(Head::Pairs(list.clone()).pairs(), list);
+        assert!(Head::default().pairs().is_empty());
     }
 }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use super::cookies::Jar;
 use super::engine::{Engine, KnownUrl, MAX_HOST};
 use super::pools::Pooled;
-use super::{Completion, Head, ScriptRequest};
+use super::{Completion, Endpoint, Head, ScriptRequest};
 
 pub(super) async fn run_request(
     engine: Rc<Engine>,
@@ -64,6 +64,7 @@ pub(super) async fn run_request(
                 error: None,
                 url,
                 name: name.to_string(),
+                request: Some((r.shape.clone(), Endpoint(endpoint))),
             }
         }
         Err(failure) => {
@@ -77,6 +78,7 @@ pub(super) async fn run_request(
                 error: Some(error),
                 url: known.url.to_string(),
                 name: name.to_string(),
+                request: Some((r.shape.clone(), Endpoint(endpoint))),
                 ..Completion::default()
             }
         }
