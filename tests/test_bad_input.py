@@ -77,7 +77,7 @@ def test_silent_target_times_out_and_ctrl_c_is_prompt(tmp_path, sigint):
     """A server that accepts but never answers the TLS handshake: the pre-run connect times out with
     one line, and Ctrl-C during it ends squall at once instead of after the timeout. Also when squall
     starts with SIGINT ignored (a non-interactive shell's background job: `.ci/run ... &` gave it to
-    every test's squall, and the CI run saw no exit in 10 s; before squall.signals.take_ctrl_c it
+    every test's squall, and the CI run saw no exit in 10 s; before squall.runtime.signals.take_ctrl_c it
     ignored SIGINT until the connect timed out)."""
     import os
     import signal

@@ -139,7 +139,7 @@ def test_descriptor_table_is_sized_before_the_run():
     """Growing the descriptor table mid-run stalls a multithreaded process in socket() for an RCU grace
     period (10-30 ms, seen as late sends); squall grows it once, before starting."""
     code = (
-        "import re, squall.limits as l; l.ensure_open_files(3000); "
+        "import re, squall.runtime.limits as l; l.ensure_open_files(3000); "
         "print(re.search(r'FDSize:\\s+(\\d+)', open('/proc/self/status').read())[1])"
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

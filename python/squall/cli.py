@@ -7,12 +7,13 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from squall import __version__, config, exitcodes, files, signals
+from squall import __version__, config, exitcodes, files
 from squall.commands import bench, demo, mqtt, report
 from squall.errors import UsageError
 from squall.event import events
 from squall.options import run_arguments
 from squall.options.arguments import Parser
+from squall.runtime import signals
 
 if TYPE_CHECKING:
     from squall.shape import LoadTestShape
@@ -120,7 +121,7 @@ def _prepare_run(
 
 def _runs_users_here(known: argparse.Namespace) -> bool:
     """Whether this process runs the locustfile's users itself (so patches the standard library with
-    gevent first, squall.gevent_hub), or only drives processes that do: --processes, --ray, --master and
+    gevent first, squall.runtime.gevent_hub), or only drives processes that do: --processes, --ray, --master and
     --worker start them, --find-limit runs each step in one. A driver keeps the standard library as it is
     (Ray's client, in particular, waits on real threads)."""
     if os.environ.get("SQUALL_WORKER"):

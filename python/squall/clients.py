@@ -22,9 +22,9 @@ from squall import _engine, requests_compat
 from squall._engine import Prepared
 from squall.event import RequestHook
 from squall.exception import CatchResponseError, LocustError, ResponseError
-from squall.hub import current_hub
 from squall.report.locust_errors import error_text
 from squall.requests_compat import CaseInsensitiveDict, NotSupported, error_class
+from squall.runtime.hub import current_hub
 
 if TYPE_CHECKING:
     from types import TracebackType

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from squall import _engine
 from squall.env import Environment
-from squall.hub import Hub
+from squall.runtime.hub import Hub
 
 if TYPE_CHECKING:
     from squall.user.users import User

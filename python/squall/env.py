@@ -19,8 +19,8 @@ from squall.stats import RequestStats
 if TYPE_CHECKING:
     import argparse
 
-    from squall.hub import Hub
-    from squall.open_model import OpenPool
+    from squall.runtime.hub import Hub
+    from squall.runtime.open_model import OpenPool
     from squall.shape import LoadTestShape
     from squall.thresholds import Verdict
     from squall.user.users import User

@@ -25,8 +25,8 @@ import squall.env
 import squall.event
 import squall.exception
 import squall.gevent_compat
-import squall.gevent_hub
 import squall.runners
+import squall.runtime.gevent_hub
 import squall.shape
 import squall.stats
 import squall.user
@@ -61,7 +61,7 @@ ALIASES: dict[str, ModuleType] = {
 
 # Without gevent installed (or with LOCUST_SKIP_MONKEY_PATCH), `import gevent` in a locustfile: squall's
 # cooperative equivalents on its own hub (squall.gevent_compat). With it, gevent is gevent's own
-# (squall.gevent_hub), as under Locust.
+# (squall.runtime.gevent_hub), as under Locust.
 GEVENT_ALIASES: dict[str, ModuleType] = {
     "gevent": squall.gevent_compat,
     "gevent.event": squall.gevent_compat.event,
@@ -140,10 +140,10 @@ _FINDER = _ContribFinder()
 
 def install(gevent: bool = True) -> None:
     """Registers the aliases in `sys.modules`, replacing Locust's own modules if it is installed, after
-    patching the standard library with real gevent as `import locust` does (squall.gevent_hub), or, if
+    patching the standard library with real gevent as `import locust` does (squall.runtime.gevent_hub), or, if
     it is not installed, aliasing gevent to squall's own; `locust.contrib`'s other modules load when a
     file imports them (`_ContribFinder`)."""
-    if not (gevent and squall.gevent_hub.enable()):
+    if not (gevent and squall.runtime.gevent_hub.enable()):
         sys.modules.update(GEVENT_ALIASES)
     sys.modules.update(ALIASES)
     if _FINDER not in sys.meta_path:

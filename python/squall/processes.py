@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from squall import _engine, exitcodes, files
 from squall.errors import UsageError
-from squall.signals import deferred, on_stop_signals
+from squall.runtime.signals import deferred, on_stop_signals
 
 
 def worker() -> tuple[int, int] | None:

@@ -27,7 +27,7 @@ import sys
 import uuid
 from typing import TYPE_CHECKING, Any, Callable
 
-from squall.gevent_hub import NativeThread
+from squall.runtime.gevent_hub import NativeThread
 
 if TYPE_CHECKING:
     from greenlet import greenlet

@@ -50,8 +50,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from squall.env import Environment
-    from squall.hub import Hub
     from squall.runners import Runner
+    from squall.runtime.hub import Hub
 
 # A reading of the engine serves every read for this long: a listener reading ten fields asks once.
 # One `ScriptEngine.live` call costs 0.5 ms with 3 endpoints, 1.8 ms with 20 (measured: 2,000 recorded

@@ -18,7 +18,7 @@ from squall.gevent_compat.exceptions import LoopExit
 from squall.gevent_compat.lock import BoundedSemaphore, RLock, Semaphore
 from squall.gevent_compat.pool import Group, Pool, PoolFull
 from squall.gevent_compat.queue import Empty, Full, JoinableQueue, LifoQueue, PriorityQueue, Queue
-from squall.hub import Hub
+from squall.runtime.hub import Hub
 from squall.user.task import task
 from squall.user.users import User
 
@@ -377,7 +377,7 @@ def test_timers_fire_never_early_at_most_a_bucket_late_in_the_order_of_their_tim
     """Timers against known times (no clock involved): each is due at the end of its millisecond
     bucket, which is at or after its time and less than TIMER_SLACK after it; the timers of one bucket
     come out ordered by time, ties in the order they were set."""
-    from squall.hub import TIMER_SLACK, Timers
+    from squall.runtime.hub import TIMER_SLACK, Timers
 
     timers = Timers()
     times = [10.0004, 10.0001, 10.0001, 10.0031, 10.0009, 12.5]

@@ -6,7 +6,7 @@ import time
 from greenlet import GreenletExit, greenlet
 
 from squall._engine import ScriptEngine
-from squall.hub import Hub
+from squall.runtime.hub import Hub
 
 
 def test_a_greenlet_killed_as_its_timer_falls_due_is_not_resumed_by_that_timer_later():

@@ -152,3 +152,27 @@ def test_the_packages_import_one_another_without_a_cycle():
                 graph[package(module)].append((package(target), line, top))
     cycle = find_cycle(graph)
     assert cycle is None, "package cycle: " + " -> ".join(cycle)
+
+
+# What squall.runtime, the run machinery, may import of squall when it runs: the engine, itself and
+# leaves. Never the Locust facade it runs (users, clients, env), the commands or the distributed
+# run that drive it, the dashboard or the reports beyond their number formats.
+RUNTIME_MAY_IMPORT = {"squall._engine", "squall.errors", "squall.exception", "squall.report.units"}
+
+
+def test_the_run_machinery_sits_below_what_drives_it():
+    """squall.runtime (hub, spawner, open model, gevent's hub, signals, limits, lateness) is one package
+    below both `commands` and `distributed` and the Locust facade (issue 27): its modules import only
+    one another and leaves, and whatever drives a run imports it, not the other way round."""
+    graph = import_graph()
+    runtime = [m for m in graph if m.startswith("squall.runtime")]
+    assert {"squall.runtime.hub", "squall.runtime.spawner", "squall.runtime.gevent_hub"} <= set(runtime)
+    above = [
+        f"{module} imports {target}"
+        for module in runtime
+        for target, _line, _top in graph[module]
+        if not target.startswith("squall.runtime") and target not in RUNTIME_MAY_IMPORT
+    ]
+    assert not above, above
+    users = {m for m, edges in graph.items() for t, _l, _top in edges if t.startswith("squall.runtime")}
+    assert {"squall.commands.run", "squall.user.users", "squall.clients"} <= users

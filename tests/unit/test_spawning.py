@@ -5,8 +5,9 @@ import itertools
 
 import pytest
 
-from squall import processes, spawner
+from squall import processes
 from squall.env import Environment
+from squall.runtime import spawner
 from squall.user.users import User
 
 

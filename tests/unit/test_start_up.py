@@ -11,7 +11,7 @@ NOT_AT_START = {
     "squall.commands.run",
     "squall.contrib.fasthttp",
     "squall.distributed.runs",
-    "squall.hub",
+    "squall.runtime.hub",
     "squall.locust_compat",
     "squall.user.users",
 }
@@ -53,7 +53,7 @@ def test_the_api_still_imports_from_the_package():
 
 def test_gevent_plugins_are_still_called_when_entry_points_are_read_once(tmp_path):
     """squall patches with gevent reading the installed distributions' entry points once, not 25 times
-    (squall.gevent_hub._entry_points_read_once): a real plugin, a distribution on the path with
+    (squall.runtime.gevent_hub._entry_points_read_once): a real plugin, a distribution on the path with
     gevent's entry points, is still called for each event, as often as gevent asks."""
     dist = tmp_path / "squall_probe_plugin-1.0.dist-info"
     dist.mkdir()
@@ -69,7 +69,7 @@ def test_gevent_plugins_are_still_called_when_entry_points_are_read_once(tmp_pat
     code = (
         f"import sys; sys.path.insert(0, {str(tmp_path)!r})\n"
         "from importlib import metadata\n"
-        "from squall import gevent_hub\n"
+        "from squall.runtime import gevent_hub\n"
         "assert gevent_hub.enable()\n"
         "import squall_probe\n"
         "assert metadata.entry_points.__module__ == 'importlib.metadata', 'left patched'\n"

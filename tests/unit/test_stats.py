@@ -11,7 +11,7 @@ import pytest
 from squall import _engine
 from squall.env import Environment
 from squall.event import Events
-from squall.hub import Hub
+from squall.runtime.hub import Hub
 from squall.stats import CACHE_S, StatsError, calculate_response_time_percentile
 
 TIMES_US = [i * 1000 for i in range(1, 1001)]  # 1 ms to 1000 ms, one request each

@@ -10,7 +10,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from squall import _engine, distributed, exitcodes, limit, limits, monitor, outputs, processes, thresholds
+from squall import _engine, distributed, exitcodes, limit, monitor, outputs, processes, thresholds
 from squall.commands.drive import drive, find_limit_by_rate, print_observations, refuse_load_flags
 from squall.distributed import shares
 from squall.distributed.feed import wait_for_start, worker_feed
@@ -24,7 +24,8 @@ from squall.options.arguments import (
 )
 from squall.report import console
 from squall.report.progress import ProgressLine
-from squall.signals import deferred
+from squall.runtime import limits
+from squall.runtime.signals import deferred
 from squall.web import live, page
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from squall.errors import UsageError
 from squall.monitor import GeneratorWatch
 from squall.monitor import summary as monitor_summary
 from squall.options.arguments import to_duration, to_rate
-from squall.signals import on_stop_signals
+from squall.runtime.signals import on_stop_signals
 from squall.web import page
 from squall.web.live import Publisher
 

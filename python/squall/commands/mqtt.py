@@ -12,7 +12,7 @@ import random
 import sys
 from typing import TYPE_CHECKING, Any
 
-from squall import _engine, distributed, exitcodes, limit, limits, monitor, outputs, processes, thresholds
+from squall import _engine, distributed, exitcodes, limit, monitor, outputs, processes, thresholds
 from squall.commands.drive import drive, find_limit_by_rate, print_observations, refuse_load_flags
 from squall.distributed.feed import wait_for_start, worker_feed
 from squall.errors import UsageError
@@ -25,7 +25,8 @@ from squall.options.arguments import (
 )
 from squall.report import mqtt_console
 from squall.report.progress import MqttProgressLine
-from squall.signals import deferred
+from squall.runtime import limits
+from squall.runtime.signals import deferred
 from squall.web import live, page
 
 if TYPE_CHECKING:

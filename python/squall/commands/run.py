@@ -27,8 +27,6 @@ from squall import (
     _engine,
     distributed,
     exitcodes,
-    gevent_hub,
-    limits,
     load_values,
     locust_compat,
     monitor,
@@ -50,17 +48,18 @@ from squall.errors import UsageError
 from squall.event import events
 from squall.exception import UserHung, user_traceback
 from squall.gevent_compat import runs as gevent_runs
-from squall.hub import Hub
 from squall.locustfile import ScriptError
 from squall.log import main_logger, runners_logger, setup_logging, task_logger, user_classes_count
 from squall.monitor import GeneratorWatch
-from squall.open_model import OpenPool
 from squall.options.run_arguments import add_arguments, check_unsupported, locust_aliases
 from squall.report import locust_console, locust_errors, locust_json
 from squall.runners import WorkerRunner
+from squall.runtime import gevent_hub, limits
+from squall.runtime.hub import Hub
+from squall.runtime.open_model import OpenPool
+from squall.runtime.signals import deferred, on_stop_signals
+from squall.runtime.spawner import Spawner
 from squall.shape import LoadTestShape
-from squall.signals import deferred, on_stop_signals
-from squall.spawner import Spawner
 from squall.stats import FiredRequests
 from squall.user.inspectuser import get_ratio, task_ratio_json, task_ratio_text
 from squall.user.task import filter_tasks_by_tags

@@ -27,7 +27,7 @@ from typing import Any, Callable
 from squall import exitcodes, limit, thresholds
 from squall.errors import UsageError
 from squall.options.arguments import to_duration
-from squall.signals import on_stop_signals
+from squall.runtime.signals import on_stop_signals
 
 # Options of `squall -f` a step sets itself (with their values), and flags it drops.
 _VALUED = {

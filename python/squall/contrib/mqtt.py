@@ -27,7 +27,7 @@ from squall.user.users import User
 if TYPE_CHECKING:
     from squall._engine import Completion
     from squall.env import Environment
-    from squall.hub import Hub
+    from squall.runtime.hub import Hub
 
 # paho's callbacks, called with paho's arguments (client, userdata, ...).
 Callback = Callable[..., Any]

@@ -39,7 +39,7 @@ from squall.distributed.actor import Worker
 from squall.distributed.stream import LiveMerge
 from squall.distributed.workers import Command, WorkerState, entry, table
 from squall.report.progress import MqttProgressLine
-from squall.signals import deferred, on_stop_signals
+from squall.runtime.signals import deferred, on_stop_signals
 from squall.web import live as web_live
 
 TICK = 0.25  # seconds between looks at signals, answers and the console

@@ -21,7 +21,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from squall import exitcodes
-from squall.signals import on_stop_signals
+from squall.runtime.signals import on_stop_signals
 from squall.web import page
 from squall.web.live import PartialFiles
 

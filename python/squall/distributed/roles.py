@@ -31,7 +31,7 @@ from squall import exitcodes, processes
 from squall.distributed import auth, cluster
 from squall.distributed.nodes import WORKER_RESOURCE, Node, NodeError, node_ip_towards
 from squall.errors import UsageError
-from squall.signals import on_stop_signals
+from squall.runtime.signals import on_stop_signals
 
 MASTER_WAIT_S = 60.0  # a worker waits this long for its master to listen (Locust's heartbeat timeout)
 GONE_AFTER = 3  # a master whose port refuses this many looks a second apart has ended

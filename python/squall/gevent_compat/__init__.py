@@ -6,7 +6,7 @@ gevent stays real).
 Locust runs its users as greenlets on gevent's hub, so locustfiles use gevent in their tasks: a pool of
 greenlets to make several requests at once, a background greenlet started in `on_start`, an event or a
 semaphore to hold users until all have spawned, a queue between greenlets, a timeout around a slow
-call. squall's users are greenlets on squall's own hub (squall.hub), which real gevent's hub knows
+call. squall's users are greenlets on squall's own hub (squall.runtime.hub), which real gevent's hub knows
 nothing of: a real gevent pool's requests would run one after another, and a real gevent lock waited
 on from a user raises gevent's LoopExit. So this package implements gevent's API (the parts locustfiles
 use, with gevent's signatures and semantics) on squall's hub: a `Greenlet` here is a greenlet squall's

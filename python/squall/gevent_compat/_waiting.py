@@ -31,12 +31,12 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 from greenlet import getcurrent, greenlet
 
 from squall.gevent_compat.exceptions import LoopExit
-from squall.hub import current_hub
+from squall.runtime.hub import current_hub
 
 if TYPE_CHECKING:
     from types import FrameType
 
-    from squall.hub import Hub
+    from squall.runtime.hub import Hub
 
 MAIN_SLICE = 0.001  # how long the main greenlet runs the hub between two looks at what it waits for
 

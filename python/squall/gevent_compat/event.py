@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from squall.gevent_compat._waiting import Waiter, wait_until, wait_woken, wake_all
 from squall.gevent_compat.timeout import Timeout
-from squall.hub import current_hub
+from squall.runtime.hub import current_hub
 
 if TYPE_CHECKING:
     from types import TracebackType

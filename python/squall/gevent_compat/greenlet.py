@@ -21,7 +21,7 @@ from greenlet import GreenletExit, getcurrent, greenlet
 from squall.gevent_compat import runs
 from squall.gevent_compat._waiting import Waiter, hub_is_idle, in_main, run_main_until, schedule
 from squall.gevent_compat.timeout import Timeout
-from squall.hub import current_hub
+from squall.runtime.hub import current_hub
 
 if TYPE_CHECKING:
     from types import TracebackType

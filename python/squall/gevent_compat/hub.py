@@ -17,7 +17,7 @@ from greenlet import GreenletExit, getcurrent
 from squall.gevent_compat._waiting import _real_sleep, adopt, run_main_until
 from squall.gevent_compat.exceptions import LoopExit
 from squall.gevent_compat.greenlet import kill, spawn_raw, wait
-from squall.hub import current_hub
+from squall.runtime.hub import current_hub
 
 __all__ = ["GreenletExit", "LoopExit", "get_hub", "getcurrent", "idle", "kill", "reinit", "sleep", "spawn_raw"]
 

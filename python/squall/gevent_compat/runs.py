@@ -25,14 +25,14 @@ from greenlet import getcurrent, greenlet
 
 from squall.exception import user_traceback
 from squall.gevent_compat._waiting import adopt
-from squall.hub import current_hub
+from squall.runtime.hub import current_hub
 from squall.user.users import User
 
 if TYPE_CHECKING:
     from types import FrameType
 
     from squall.env import Environment
-    from squall.hub import Hub
+    from squall.runtime.hub import Hub
 
 
 class Killable(Protocol):

@@ -17,7 +17,7 @@ from typing import Any, Callable, TypeVar
 from greenlet import getcurrent, greenlet
 
 from squall.gevent_compat import _waiting
-from squall.hub import current_hub
+from squall.runtime.hub import current_hub
 
 __all__ = ["Timeout", "with_timeout"]
 

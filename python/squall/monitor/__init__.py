@@ -51,7 +51,6 @@ import time
 from typing import Any
 
 from squall.errors import UsageError
-from squall.gevent_hub import NativeThread
 from squall.monitor.cgroup import _Cgroup, resolve_cgroup, resolve_container
 
 # The package's public names, wherever they live (callers and tests import them from squall.monitor).
@@ -79,6 +78,7 @@ from squall.monitor.procfs import _Stat as _Stat
 from squall.monitor.procfs import name_matches as name_matches
 from squall.monitor.procfs import parse_stat as parse_stat
 from squall.report.units import size
+from squall.runtime.gevent_hub import NativeThread
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -10,10 +10,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from squall.lateness import Lateness
 from squall.monitor import procfs
 from squall.monitor.procfs import INTERVAL, _read_stat
 from squall.report.units import ms
+from squall.runtime.lateness import Lateness
 
 SATURATED_PERCENT = 90.0  # a thread this busy for SATURATED_FOR seconds in a row is saturated
 SATURATED_FOR = 3
@@ -67,7 +67,7 @@ class _Load:
 class GeneratorWatch:
     """squall watching itself: the CPU of each of its threads, and the send lag of paced loads, to warn
     when the generator, not the target, is what limits the run. Fed once a second by the driving loop
-    (`sample`); cheap: one small /proc read per thread. Late sends warn by `squall.lateness`'s rule
+    (`sample`); cheap: one small /proc read per thread. Late sends warn by `squall.runtime.lateness`'s rule
     (sustained or material); a mean lag that grows every second for LAG_WINDOW seconds, to 10 ms or
     more and at least twice where it began, warns too."""
 
@@ -163,7 +163,7 @@ class GeneratorWatch:
             self.feed(t, None, schedule if isinstance(schedule, dict) else None)
 
     def end(self) -> None:
-        """The run has ended: its lateness is judged on the whole run (`squall.lateness`)."""
+        """The run has ended: its lateness is judged on the whole run (`squall.runtime.lateness`)."""
         self.lateness.end()
 
     def feed(

@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from squall import limits, load_values
+from squall import load_values
 from squall.errors import UsageError
+from squall.runtime import limits
 
 BODY_LIMIT = 65536
 HTTP = ("http", "https")

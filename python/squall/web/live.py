@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from squall import __version__, files, inputs
 from squall.errors import UsageError
-from squall.signals import on_stop_signals
+from squall.runtime.signals import on_stop_signals
 from squall.web import page
 
 if TYPE_CHECKING:

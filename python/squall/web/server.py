@@ -33,9 +33,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from squall.gevent_hub import NativeThread
 from squall.log import get_logs
 from squall.report import locust_csv
+from squall.runtime.gevent_hub import NativeThread
 from squall.web import page
 from squall.web.controls import BODY_LIMIT, StartCheck, read_body, validate
 from squall.web.guard import HEADERS, Guard, is_loopback
@@ -230,7 +230,7 @@ class Dashboard:
 
     def stop(self) -> None:
         # socketserver's shutdown() waits on a threading.Event, gevent's once a locustfile's run patched
-        # the standard library, which a real thread cannot wake (squall.gevent_hub): the server is asked
+        # the standard library, which a real thread cannot wake (squall.runtime.gevent_hub): the server is asked
         # to stop as shutdown() asks it, and its real thread is joined (it polls every 0.5 s).
         self.server._BaseServer__shutdown_request = True  # type: ignore[attr-defined]
         self.thread.join(timeout=5)

@@ -7,11 +7,11 @@ users run. squall does the same while it runs a locustfile (`enable`, unless LOC
 is set, as Locust reads it), with gevent's real package: `import gevent` in a locustfile is gevent's own.
 
 One hub for both: gevent's hub greenlet of the users' thread is `SquallHub`, and while a run is on
-(`bind`) its loop is squall's scheduler (`squall.hub.Hub.serve`): the greenlet every waiting greenlet
+(`bind`) its loop is squall's scheduler (`squall.runtime.hub.Hub.serve`): the greenlet every waiting greenlet
 switches to, squall's users (their requests and timers) and gevent's (its sockets, timers, locks,
 events) alike, and the only one that resumes them, each from its own queue. Each pass runs the users
 ready, then gevent's loop without blocking when it has watchers, then waits in the engine (its epoll,
-its timer). While gevent has watchers, that wait lasts at most `squall.hub.TIMER_SLACK` (1 ms), so a
+its timer). While gevent has watchers, that wait lasts at most `squall.runtime.hub.TIMER_SLACK` (1 ms), so a
 socket a library waits on is noticed within a millisecond of its readiness, as a gevent timer is: the
 engine cannot see gevent's epoll. A run whose users never call a patched library has no gevent watcher
 and waits as before. The run's driver (the main greenlet: its loop, the locustfile's listeners) is one
@@ -34,7 +34,7 @@ from squall.exception import user_traceback
 
 if TYPE_CHECKING:
     from squall.env import Environment
-    from squall.hub import Hub
+    from squall.runtime.hub import Hub
 
 _enabled = False
 
@@ -115,7 +115,7 @@ def bind(hub: Hub, env: Environment) -> Any:
 def user_spawned(g: Any) -> bool:
     """Whether greenlet `g` was spawned by a user, or by a greenlet a user spawned (gevent keeps who
     spawned each of its Greenlets: `spawning_greenlet`, a weak reference); users' greenlets carry
-    `squall_user` (squall.spawner)."""
+    `squall_user` (squall.runtime.spawner)."""
     seen = 0
     while g is not None and seen < 1000:
         if getattr(g, "squall_user", False):

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from greenlet import greenlet
 
     from squall.env import Environment
-    from squall.spawner import Spawner
+    from squall.runtime.spawner import Spawner
     from squall.user.users import User
 
 

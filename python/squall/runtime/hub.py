@@ -18,7 +18,7 @@ import time
 from collections import deque
 from collections.abc import Iterator
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from greenlet import GreenletExit, getcurrent, greenlet
 
@@ -32,7 +32,6 @@ _TICKS = 1 / TIMER_SLACK  # timer buckets a second
 
 if TYPE_CHECKING:
     from squall._engine import Completion, Response, ScriptEngine
-    from squall.contrib.mqtt import MqttClient
 
 # A timer entry is [when, greenlet], a list so that a timer can be cancelled in place: its greenlet
 # becomes this one, finished, which the hub skips as it skips any dead greenlet.
@@ -41,10 +40,16 @@ _CANCELLED.switch()
 
 _current: Hub | None = None
 
-# A wait switches to the hub's greenlet with greenlet's own switch: gevent's hub (squall.gevent_hub)
+# A wait switches to the hub's greenlet with greenlet's own switch: gevent's hub (squall.runtime.gevent_hub)
 # overrides `switch` with bookkeeping of its own waits (a `switch_out` hook) that squall's waits need not
 # pay, twice a request.
 _switch: Callable[[greenlet], Any] = greenlet.switch
+
+
+class MessageSink(Protocol):
+    """Who takes the MQTT messages that arrive for a user's subscriptions (squall.contrib.mqtt's client)."""
+
+    def _deliver(self, topic: str, payload: bytes, qos: int) -> None: ...
 
 
 def current_hub() -> Hub | None:
@@ -65,11 +70,11 @@ class Hub:
         self.throws: dict[greenlet, BaseException] = {}  # what `throw` raises in a greenlet, once it runs
         self.pending: dict[int, greenlet] = {}  # operation id -> the greenlet waiting for its completion
         self.watchers: dict[int, Callable[[Completion], None]] = {}  # MQTT operation id -> callback
-        self.mqtt_clients: dict[int, MqttClient] = {}  # user id -> its MQTT client, for messages
+        self.mqtt_clients: dict[int, MessageSink] = {}  # user id -> its MQTT client, for messages
         self.entered: float | None = None  # when the running greenlet got control; None while the hub runs
         self.turns = 0  # greenlets resumed so far (`pause` tells from it whether a task gave way)
         self.on_arrivals: Callable[[list[float]], None] | None = None  # the open model's dispatch
-        self.gevent: Any = None  # gevent's hub greenlet (squall.gevent_hub), where this hub runs (`use_gevent`)
+        self.gevent: Any = None  # gevent's hub greenlet (squall.runtime.gevent_hub), where this hub runs (`use_gevent`)
         self.finished = False  # the engine's test is over (`finish`): nothing to poll until `use_engine`
         # The scripts' verdicts on responses (catch_response) since the last poll, which records them.
         self.verdicts: list[tuple[Response, str | None]] = []
@@ -286,7 +291,7 @@ class Hub:
         self.verdicts = []
 
     def use_gevent(self, gevent_hub: Any) -> None:
-        """Real gevent (squall.gevent_hub): this hub runs in gevent's hub greenlet (`serve`), which every
+        """Real gevent (squall.runtime.gevent_hub): this hub runs in gevent's hub greenlet (`serve`), which every
         greenlet switches to when it waits, on squall's queues or on gevent's."""
         self.gevent = gevent_hub
         self.main = gevent_hub
@@ -297,7 +302,7 @@ class Hub:
         self.main = getcurrent()
 
     def serve(self, gevent_hub: Any) -> None:
-        """gevent's hub loop while a run is bound to it (squall.gevent_hub): the passes of `run_until`
+        """gevent's hub loop while a run is bound to it (squall.runtime.gevent_hub): the passes of `run_until`
         for good, gevent's loop run without blocking in each while it has watchers, and the wait in the
         engine held to TIMER_SLACK meanwhile (the engine cannot see gevent's epoll). Returns once
         unbound."""
@@ -400,7 +405,7 @@ class Timers:
 
 
 _WHEN = itemgetter(0)  # a timer's time
-_monotonic_sleep = time.sleep  # the standard library's, bound before any patching (squall.gevent_hub)
+_monotonic_sleep = time.sleep  # the standard library's, bound before any patching (squall.runtime.gevent_hub)
 
 
 class _Kill:
