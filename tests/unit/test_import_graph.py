@@ -175,4 +175,4 @@ def test_the_run_machinery_sits_below_what_drives_it():
     ]
     assert not above, above
     users = {m for m, edges in graph.items() for t, _l, _top in edges if t.startswith("squall.runtime")}
-    assert {"squall.commands.run", "squall.user.users", "squall.clients"} <= users
+    assert {"squall.commands.run", "squall.distributed.driver", "squall.clients", "squall.runners"} <= users
