@@ -219,3 +219,31 @@ def test_a_saturated_generator_is_not_the_targets_limit():
     }  # fmt: skip
     step = limit.judge(result, 1000, thresholds.parse_all(limit.DEFAULT_SLOS))
     assert step.generator_bound and "squall-worker-0" in step.reason
+
+
+def test_late_sends_behind_a_bursty_target_are_not_the_generators_limit():
+    """The step CI met (2026-11-26, uvicorn on the same 2 cores): 904 req/s, a mean response of 40.8 ms
+    from the actual send but a p99 of 198 ms, 100 connections, 12% of sends late. On the mean 37
+    connections were busy, at the p99 all 100 and more (904 x 0.193 s = 174): the sends waited for
+    connections held by the target's slow moments, while squall's threads used 5% of a core. Judged the
+    generator's limit, the search had stopped with no limit; it is the connections', and the plan runs
+    the step again with more."""
+    plan = limit.ConnectionPlan(floor=50, budget=20_000)
+    probe = limit.judge(open_step(10**9, 50, 1809, 27.5), 0.0, [])
+    probe.service_us = 27_509
+    plan.observe(probe)
+    lag_us = 4_931
+    result = {
+        "duration_s": 2.0,
+        "aggregate": {"requests": 1809, "failures": 0, "mean_us": 40_798 + lag_us, "max_us": 250_000,
+                      "min_us": 2_000, "percentiles_us": {"50": 22_351, "95": 146_047, "99": 197_887}},
+        "endpoints": [],
+        "timeseries": [{"requests": 904, "percentiles_us": {"50": 33_567}}] * 3,
+        "schedule": {"sent": 1809, "late": 219, "mean_lag_us": lag_us, "arrival": "constant"},
+        "generator": {"saturated": False},
+    }  # fmt: skip
+    slos = thresholds.parse_all(limit.DEFAULT_SLOS)
+    step = limit.judge(result, 904.5, slos, 100, fastest_us=plan.fastest)
+    assert not step.generator_bound and step.connection_bound
+    plan.review(step)
+    assert step.retry and "slow moments" in step.reason and plan.for_rate(904.5) >= 200
