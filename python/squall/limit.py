@@ -50,6 +50,7 @@ HEADROOM = 4.0
 # With every connection busy, the target is the limit if it was queueing: its mean response time (from
 # the actual send) over QUEUEING times the fastest of the search; else squall's connections were.
 QUEUEING = 2.0
+ALL_BUSY = 0.8  # this share of a step's connections busy on the mean (Little's law): every one, at times
 RETRIES = 6  # reruns of steps with more connections, in a whole search
 # A trend is significant when its least-squares slope's t statistic passes the one-sided 99% point of
 # Student's t with n - 2 degrees of freedom (n: the step's whole inner seconds) ...
@@ -83,6 +84,11 @@ class Step:
     checks: list[dict[str, Any]] = field(default_factory=list)  # {check, passed, detail}: why
     verdicts: list[dict[str, Any]] = field(default_factory=list)
     result: dict[str, Any] | None = None  # the step's own result document (not in the JSON's steps)
+
+    @property
+    def busy(self) -> float:
+        """Connections busy on the mean, by Little's law: throughput x mean response from the actual send."""
+        return self.achieved * self.service_us / 1e6
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -214,7 +220,7 @@ def judge(
         # when every connection is busy, which a burst of slow answers makes so with few busy on the
         # mean: uvicorn at 904 req/s, 40.8 ms mean and 198 ms p99, had 37 of 100 busy on the mean and
         # 12% of sends late while squall's threads used 5% of a core (CI, 2026-11-26); not squall's limit.
-        busy = step.achieved * step.service_us / 1e6
+        busy = step.busy
         peak = step.achieved * max(step.service_us, step.p99_us - float(schedule.get("mean_lag_us") or 0.0)) / 1e6
         queueing = fastest_us is not None and step.service_us > QUEUEING * fastest_us
         if queueing:  # sends wait for connections the target is slow to accept or answer: its limit
@@ -235,7 +241,7 @@ def judge(
             )
             return step
         else:  # whose limit: ConnectionPlan.review decides
-            step.connection_bound = busy >= 0.8 * connections or peak >= connections
+            step.connection_bound = busy >= ALL_BUSY * connections or peak >= connections
     elif connections:
         step.check("connections", True, f"sends on time with up to {connections:,} connections")
     for v in verdicts:
@@ -322,11 +328,10 @@ class ConnectionPlan:
         cap = step.connections or self.floor
         schedule = (step.result or {}).get("schedule") or {}
         late, sent = int(schedule.get("late", 0)), int(schedule.get("sent", 0))
-        held = step.achieved * step.service_us / 1e6
         busy = (
             f"{late:,} of {sent:,} sends late with all {cap:,} connections busy "
             f"(Little's law: {step.achieved:,.0f}/s x {step.service_us / 1000:.1f} ms)"
-            if held >= 0.8 * cap
+            if step.busy >= ALL_BUSY * cap
             else f"{late:,} of {sent:,} sends late with all {cap:,} connections busy at the target's slow "
             f"moments (Little's law at its p99: {step.achieved:,.0f}/s x {step.p99_us / 1000:.1f} ms)"
         )

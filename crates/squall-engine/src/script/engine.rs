@@ -64,11 +64,10 @@ pub(super) struct Running {
     pub(super) begin: Instant,
     /// Past this, the watchdog ends it as timed out.
     pub(super) deadline: Instant,
-    pub(super) record: bool,
     pub(super) endpoint: EndpointId,
     pub(super) name: Rc<str>,
     pub(super) url: url::Url,
-    /// The request, handed back with its completion.
+    /// The request, handed back with its completion (and whether the engine records it: `record`).
     pub(super) shape: super::Checked,
 }
 

@@ -290,9 +290,9 @@ impl ScriptEngine {
         let begin = engine.open.borrow_mut().as_mut().and_then(|o| o.begins.remove(&user)).unwrap_or_else(Instant::now);
         let name: Rc<str> = r.name.as_deref().map_or_else(|| known.name.clone(), Rc::from);
         let endpoint = engine.endpoint(&r.method, &name);
-        let (record, deadline, url, shape) = (r.record, Instant::now() + r.timeout, known.url.clone(), r.shape.clone());
+        let (deadline, url, shape) = (Instant::now() + r.timeout, known.url.clone(), r.shape.clone());
         let task = self.local.spawn_local(run_request(engine.clone(), id, r, known, begin, endpoint, name.clone()));
-        let running = Running { user, task: task.abort_handle(), begin, deadline, record, endpoint, name, url, shape };
+        let running = Running { user, task: task.abort_handle(), begin, deadline, endpoint, name, url, shape };
         engine.running.borrow_mut().insert(id, running);
         Ok(id)
     }
@@ -427,7 +427,7 @@ impl ScriptEngine {
             let elapsed = now.saturating_duration_since(r.begin);
             let failure = Failure::new(FailureKind::Timeout, "");
             let error = Some(failure.message());
-            if r.record {
+            if r.shape.record {
                 engine.recorder.borrow_mut().record(now, r.endpoint, elapsed, &Outcome::Failed(failure));
             }
             let (url, name) = (r.url.to_string(), r.name.to_string());
