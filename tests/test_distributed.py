@@ -467,7 +467,10 @@ def test_locust_master_and_workers_run_a_locustfile_end_to_end(nginx, tmp_path):
     config = sorted(p for p in paths if p.startswith("/config/"))
     assert config == ["/config/abc/0", "/config/abc/1"]  # each worker got the master's message
     assert not [p for p in paths if p.startswith("/disk/")]  # the master's locustfile ran, not the disk's
-    assert result["aggregate"]["requests"] == len(paths) > 20
+    # Every request nginx logged is in the merged stats, except those in flight when the workers' users
+    # stopped (CI met one): as in Locust, unmeasured, and the result counts them.
+    measured = result["aggregate"]["requests"]
+    assert measured <= len(paths) <= measured + result["abandoned"] and measured > 20
     master_saw = json.loads(seen.read_text())
     assert master_saw["runner"] == "MasterRunner" and master_saw["test_start"] == 1
     assert sorted(h[0]["index"] for h in master_saw["hellos"]) == [0, 1]

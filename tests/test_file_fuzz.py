@@ -258,7 +258,7 @@ def partial_files(doc):
     """What a run of `doc` would have left beside RUN.json had it crashed: the series and the totals."""
     header = {"squall_partial": 1, **{k: doc.get(k) for k in ("squall_version", "kind", "url", "start_unix", "load")}}
     series = "".join(json.dumps(line) + "\n" for line in [header, *doc["timeseries"]])
-    totals = {k: doc[k] for k in ("aggregate", "endpoints", "errors")}
+    totals = {**{k: doc[k] for k in ("aggregate", "endpoints", "errors")}, "seconds": len(doc["timeseries"])}
     return series.encode(), json.dumps(totals).encode()
 
 

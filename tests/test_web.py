@@ -384,8 +384,12 @@ def test_a_killed_run_leaves_what_it_measured_and_report_renders_it(nginx, brows
     nginx.reset_log()
     out = tmp_path / "r.json"
     proc = squall_process("bench", nginx.url + "/", "-c", 2, "--rate", 200, "-t", "30s", "--json", out, "-q")
-    series = tmp_path / "r.json.partial.jsonl"
-    wait_until(lambda: series.exists() and len(series.read_text().splitlines()) >= 4, "3 seconds saved", proc)
+    series, totals = tmp_path / "r.json.partial.jsonl", tmp_path / "r.json.partial.json"
+
+    def covered():  # the seconds the totals hold (written whole, after the seconds' lines)
+        return json.loads(totals.read_text())["seconds"] if totals.exists() else 0
+
+    wait_until(lambda: covered() >= 3, "3 seconds saved", proc)
     proc.kill()
     proc.communicate(timeout=30)
     seen = nginx.requests_logged()

@@ -159,6 +159,20 @@ def test_a_crashed_runs_partial_files_make_a_result(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+def test_a_partial_run_killed_between_its_seconds_and_their_totals_reads_as_the_totals(tmp_path):
+    """The seconds' lines go first, then the totals (replaced whole): a kill between the two leaves a
+    second the totals do not hold. The report reads as far as the totals go, so its total requests and
+    its chart agree (CI met the page's total 400 beside a chart of 600)."""
+    target = str(tmp_path / "r.json")
+    partial = live.partial_files(target, "http", "http://h/", {"model": "closed"})
+    totals = {"aggregate": endpoint("", "Aggregated", 30), "endpoints": [endpoint("GET", "/", 30)], "errors": []}
+    partial.add({"timeseries": [{"t": 0, "requests": 10}, {"t": 1, "requests": 20}], "totals": totals})
+    partial._line({"t": 2, "requests": 40})  # the next second, its totals never written
+    r = live.read_partial(partial.series_path)
+    assert [p["t"] for p in r["timeseries"]] == [0, 1] and r["duration_s"] == 2.0
+    assert r["aggregate"]["requests"] == sum(p["requests"] for p in r["timeseries"]) == 30
+
+
 def test_compare_shows_the_change_from_the_first_run():
     text = compare_table([("sync", result(100, p95=2000)), ("async", result(150, p95=1000))])
     rows = {line.split()[0]: line for line in text.splitlines() if line.strip()}

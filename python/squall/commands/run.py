@@ -856,6 +856,12 @@ def _judge(result: dict[str, Any], args: argparse.Namespace) -> list[thresholds.
     return thresholds.judge(result, getattr(args, "thresholds", None) or [], getattr(args, "watch", None))
 
 
+def _in_flight(n: int) -> str:
+    """The end's cancelled requests, counted in words that agree with the count."""
+    noun, verb = ("request", "was") if n == 1 else ("requests", "were")
+    return f"{n:,} {noun} in flight when their users stopped {verb} cancelled"
+
+
 def _print_and_write(
     result: dict[str, Any], args: argparse.Namespace, verdicts: list[thresholds.Verdict], code: int, why: str
 ) -> None:
@@ -875,10 +881,7 @@ def _print_and_write(
             side.write("\n" + locust_console.exceptions_report(result["exceptions"]))
     side.flush()
     if result["abandoned"]:
-        sys.stderr.write(
-            f"squall: {result['abandoned']:,} requests in flight when their users stopped were "
-            "cancelled; they are not in the stats\n"
-        )
+        sys.stderr.write(f"squall: {_in_flight(result['abandoned'])}; not in the stats\n")
     written = []
     if args.json_file:
         try:

@@ -108,6 +108,7 @@ class PartialFiles:
         self.series_path = result_path + PARTIAL_SERIES
         self.totals_path = result_path + PARTIAL_TOTALS
         self.series = open(self.series_path, "w", encoding="utf-8")  # noqa: SIM115 (open for the run)
+        self.seconds = 0
         self._line({"squall_partial": 1, **header})
 
     def _line(self, doc: dict[str, Any]) -> None:
@@ -117,9 +118,13 @@ class PartialFiles:
     def add(self, live: dict[str, Any]) -> None:
         for point in live["timeseries"]:
             self._line(point)
+            self.seconds += 1
+        # The totals name the seconds they cover: a kill between the lines above and the replace below
+        # leaves seconds the totals do not hold, which read_partial leaves out (CI met one: the page's
+        # total read 400 beside a chart of 600).
         tmp = self.totals_path + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
-            f.write(page.to_json(live["totals"]))
+            f.write(page.to_json({**live["totals"], "seconds": self.seconds}))
         os.replace(tmp, self.totals_path)
 
     def done(self) -> None:
@@ -140,8 +145,10 @@ class PartialFiles:
 def read_partial(path: str) -> dict[str, Any]:
     """A result document from a crashed run's partial files (`path`: RESULT.partial.jsonl), checked as a
     saved result is (squall.inputs: InputError, one line, for a file that is not one). A line that is not
-    a whole second ends the series (the line being written when the run died); totals that cannot be
-    read are left out, with a warning, as the seconds still make a report."""
+    a whole second ends the series (the line being written when the run died), and so do seconds the
+    totals do not cover yet (the run died between the two writes), so that the page's totals and its
+    chart agree; totals that cannot be read are left out, with a warning, as the seconds still make a
+    report."""
     lines: list[dict[str, Any]] = []
     for n, line in enumerate(inputs.read_text(path).split("\n"), 1):
         try:
@@ -163,6 +170,9 @@ def read_partial(path: str) -> dict[str, Any]:
             totals = read
         except inputs.InputError as e:
             sys.stderr.write(f"squall: warning: {e}; the report has the seconds without the totals\n")
+    covered = totals.get("seconds")
+    if isinstance(covered, int) and not isinstance(covered, bool) and 0 <= covered < len(points):
+        points = points[:covered]  # the run died between a second's line and its totals: as the totals
 
     def text(key: str) -> str:
         return header[key] if isinstance(header.get(key), str) else ""
