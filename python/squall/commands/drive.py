@@ -3,8 +3,8 @@ and SIGTERM."""
 
 from __future__ import annotations
 
+import functools
 import sys
-import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from squall import _engine, exitcodes, limit, outputs
@@ -13,6 +13,7 @@ from squall.errors import UsageError
 from squall.monitor import GeneratorWatch
 from squall.monitor import summary as monitor_summary
 from squall.options.arguments import to_duration, to_rate
+from squall.runtime.follow import Follower
 from squall.runtime.signals import on_stop_signals
 from squall.web import page
 from squall.web.live import Publisher
@@ -24,9 +25,10 @@ if TYPE_CHECKING:
     from squall._engine import Progress, Run
     from squall.monitor import Monitor
     from squall.report.progress import ProgressLine
+    from squall.runtime.follow import Why
     from squall.thresholds import Watch
     from squall.web.live import PartialFiles
-    from squall.web.server import Dashboard
+    from squall.web.server import Dashboard, LiveStore
 
 
 def drive(
@@ -56,30 +58,21 @@ def drive(
     publisher = Publisher(
         lambda cursor: engine_run.live(cursor, 0.0, histograms=histograms), store, partial, generator, monitor
     )
-    if monitor is not None:
-        monitor.start(time.time())
-    started = time.monotonic()
-    if store is not None:
-        store.set(state="running", started=started)
-
+    follower = Follower(_EngineControls(engine_run, store), publisher, dashboard, watch)
+    follower.begin(state="running")
+    kind = store.kind if store is not None else ""
     with on_stop_signals(on_signal):
         try:
             while not engine_run.wait(0.25):
                 progress = engine_run.progress() if (line or store) else None
                 if line and progress:
                     line.show(progress)
-                if dashboard is not None:
-                    _obey(dashboard, engine_run)
-                fields = _fields(progress, dashboard.store.kind) if dashboard and progress else {}
-                live = publisher.tick(**fields)
-                if watch is not None and watch.stops(live, time.monotonic() - started):
-                    engine_run.stop()
+                follower.tick(functools.partial(_fields, progress, kind))
         finally:
             if line:
                 line.clear()
     # The last seconds, and the counts they end with (the MQTT counters a page shows beside them).
-    final = engine_run.progress() if store is not None else None
-    publisher.tick(force=True, **(_fields(final, store.kind) if store is not None and final else {}))
+    follower.end(**_fields(engine_run.progress() if store is not None else None, kind))
     # The command hands the result to the dashboard once it has judged and written it (`store.finish`).
     result = engine_run.result()
     observe(result, generator, monitor)
@@ -105,17 +98,30 @@ def print_observations(result: dict[str, Any], out: Any = None) -> None:
         sys.stderr.write(f"squall: warning: {warning}\n")
 
 
-def _obey(dashboard: Dashboard, engine_run: Run) -> None:
-    """The dashboard's commands a bench or MQTT run takes: stop, reset."""
-    for action, _ in dashboard.take_commands():
-        if action == "stop":
-            engine_run.stop()
-            dashboard.store.set(state="stopping")
-        elif action == "reset":
-            engine_run.reset_totals()
+class _EngineControls:
+    """The page's commands to a bench or MQTT run, whose users the engine holds: Stop and Reset; the
+    page offers no user count for them."""
+
+    def __init__(self, engine_run: Run, store: LiveStore | None) -> None:
+        self.engine_run = engine_run
+        self.store = store
+
+    def stop(self, why: Why) -> None:
+        self.engine_run.stop()
+        if why == "page" and self.store is not None:
+            self.store.set(state="stopping")
+
+    def reset(self) -> None:
+        self.engine_run.reset_totals()
+
+    def set_users(self, users: int, spawn_rate: float) -> None:
+        pass
 
 
-def _fields(p: Progress, kind: str) -> dict[str, Any]:
+def _fields(p: Progress | None, kind: str) -> dict[str, Any]:
+    """What the page shows beside the engine's stream (`kind`: the page's; none without a page)."""
+    if p is None or not kind:
+        return {}
     fields: dict[str, Any] = {"users": p.users}
     if kind == "mqtt":
         fields["mqtt"] = {

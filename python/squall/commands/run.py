@@ -55,6 +55,7 @@ from squall.options.run_arguments import add_arguments, check_unsupported, locus
 from squall.report import locust_console, locust_errors, locust_json
 from squall.runners import WorkerRunner
 from squall.runtime import gevent_hub, limits
+from squall.runtime.follow import Follower
 from squall.runtime.hub import Hub
 from squall.runtime.open_model import OpenPool
 from squall.runtime.signals import deferred, on_stop_signals
@@ -69,7 +70,8 @@ from squall.web import live, page
 if TYPE_CHECKING:
     from types import FrameType
 
-    from squall.web.server import Dashboard
+    from squall.runtime.follow import Why
+    from squall.web.server import Dashboard, LiveStore
 
     # (when, {(method, name): (requests, failures)}) at the last live table, for the recent rates.
     LiveCounts = tuple[float, dict[tuple[str, str], tuple[int, int]]]
@@ -602,30 +604,6 @@ def _drive(
             spawner.set_target(processes.share(int(tick[0]), worker), rate, tick[2] if len(tick) > 2 else None)
         return True
 
-    # As in Locust, -t does not end a shape's test (a shape that wants it reads it: use_common_options).
-    log.starting(None if shape else run_time)
-    if args.rate:
-        open_model(args.rate, run_time)  # exactly rate x run time arrivals
-        runner.target_user_count = users
-    elif not shape:
-        spawner.set_target(users, spawn_rate)
-    start = time.monotonic()
-    deadline = start + run_time if run_time and not shape else None
-    # Locust ticks the shape first, then fires test_start: its listeners see the first tick's users.
-    shaped = shape is None or shape_tick()
-    if watchdog is not None and deadline is not None:
-        watchdog.end(deadline + stop_timeout)  # a task still holding the hub then is ended
-    # Locust's order: test_start sees the runner ready, spawning_complete sees it spawning (its own
-    # listener, registered after the locustfile's, then marks it running and resets the stats).
-    events.test_start.fire(environment=env)
-    runner.state = "spawning"
-    if not args.rate and not shape:
-        log.ramping(users, spawn_rate)  # after test_start, as Locust's runner logs it
-    next_stats = start + STATS_INTERVAL
-    next_tick = start + 1.0
-    last_counts: LiveCounts = (start, {})
-    reason = "completed"
-    watch: thresholds.Watch | None = args.watch
     store = dashboard.store if dashboard else None
     if isinstance(partial, WorkerFeed):  # its driver merges the histograms, exactly
         publisher = live.Publisher(
@@ -642,18 +620,54 @@ def _drive(
         publisher = live.Publisher(read, store, partial, generator, target_monitor)
     else:
         publisher = live.Publisher(hub.engine.live, store, partial, generator, target_monitor)
-    if target_monitor is not None:
-        target_monitor.start(time.time())
+    controls = _ScriptControls(env, spawner, log, shape is not None, store)
+    follower = Follower(controls, publisher, dashboard, args.watch)
+
+    def fields() -> dict[str, Any]:
+        """What the page shows beside the engine's stream, read once a second."""
+        out: dict[str, Any] = {
+            "users": runner.user_count,
+            "target_users": None if env.open_pool else spawner.target,
+            "state": runner.state,
+            "exceptions": [dict(x, nodes="local") for x in env.exceptions.values()],
+        }
+        if store is not None:  # Locust's "Current ratio": the tasks of the users running now
+            counts = runner.user_classes_count
+            out["tasks"] = {"per_class": get_ratio(classes, counts, False), "total": get_ratio(classes, counts, True)}
+        return out
+
+    # As in Locust, -t does not end a shape's test (a shape that wants it reads it: use_common_options).
+    log.starting(None if shape else run_time)
+    if args.rate:
+        open_model(args.rate, run_time)  # exactly rate x run time arrivals
+        runner.target_user_count = users
+    elif not shape:
+        spawner.set_target(users, spawn_rate)
+    start = follower.begin()  # the target's monitor and the page's clock from now
     env.started_at = start
-    if dashboard is not None:
-        dashboard.store.set(started=start)
+    deadline = start + run_time if run_time and not shape else None
+    # Locust ticks the shape first, then fires test_start: its listeners see the first tick's users.
+    shaped = shape is None or shape_tick()
+    if watchdog is not None and deadline is not None:
+        watchdog.end(deadline + stop_timeout)  # a task still holding the hub then is ended
+    # Locust's order: test_start sees the runner ready, spawning_complete sees it spawning (its own
+    # listener, registered after the locustfile's, then marks it running and resets the stats).
+    events.test_start.fire(environment=env)
+    runner.state = "spawning"
+    if not args.rate and not shape:
+        log.ramping(users, spawn_rate)  # after test_start, as Locust's runner logs it
+    next_stats = start + STATS_INTERVAL
+    next_tick = start + 1.0
+    last_counts: LiveCounts = (start, {})
+    reason = "completed"
     while True:
         now = time.monotonic()
         hub.engine.set_users(runner.user_count)
         if isinstance(runner, WorkerRunner):
             runner.deliver()  # the master's messages
-        if runner.quitting:
-            break  # runner.quit() from the script, the page's Stop, or a signal (marked interrupted after)
+        if runner.quitting:  # runner.quit() from the script, the page's Stop, or a signal (marked after)
+            reason = "interrupted" if controls.stopped_by_hand else reason
+            break
         if deadline is not None and now >= deadline:
             reason = "duration"
             log.run_time_reached()
@@ -678,49 +692,14 @@ def _drive(
         if now >= next_stats and not args.only_summary and (args.print_stats or args.headless):
             next_stats = now + STATS_INTERVAL
             last_counts = _print_live(hub.engine, last_counts)
-        if dashboard is not None:
-            for action, command in dashboard.take_commands():
-                if action == "users" and not shape and env.open_pool is None:
-                    users = processes.share(command["users"], worker)
-                    limits.ensure_open_files(max(users, 1))  # checked against the limit by the server
-                    log.ramping(users, command["spawn_rate"] / share)
-                    spawner.set_target(users, command["spawn_rate"] / share)
-                    dashboard.store.set(spawn_rate=command["spawn_rate"])
-                    runner.state = "spawning"
-                elif action == "stop":  # stopped by hand, as Ctrl-C stops a headless run
-                    reason = "interrupted"
-                    runner.quit()
-                elif action == "reset":  # as Locust's web UI: the event, the stats, the exceptions
-                    events.reset_stats.fire()
-                    env.stats.reset_all()
-                    env.exceptions.clear()
-        if publisher.due():  # once a second: the generator's watch, the dashboard, the partial files
-            exceptions = [dict(x, nodes="local") for x in env.exceptions.values()]
-            target = None if env.open_pool else spawner.target
-            fields: dict[str, Any] = {}
-            if store is not None:  # Locust's "Current ratio": the tasks of the users running now
-                counts = runner.user_classes_count
-                fields["tasks"] = {
-                    "per_class": get_ratio(classes, counts, False),
-                    "total": get_ratio(classes, counts, True),
-                }
-            live_now = publisher.tick(
-                force=True,
-                users=runner.user_count,
-                target_users=target,
-                state=runner.state,
-                exceptions=exceptions,
-                **fields,
-            )
-            if watch is not None and watch.stops(live_now, time.monotonic() - start):
-                runner.quit()
+        follower.tick(fields)  # the page's commands; once a second the run so far, and the thresholds
         hub.run_until(min(t for t in (now + 0.1, deadline) if t is not None))
     if watchdog is not None:  # from now on no task may hold the hub past --stop-timeout
         watchdog.end(time.monotonic() + stop_timeout)
     spawner.halt()  # no user starts after the end
     events.test_stopping.fire(environment=env)  # with the runner's state as it was, as in Locust
     runner.state = "cleanup"
-    publisher.tick(force=True, state="stopping")
+    follower.end(state="stopping")
     if env.open_pool is not None and not runner.quitting:
         # No more arrivals; the iterations running, and those waiting for a user, may finish (up to a
         # grace); what still waits then was never started: dropped.
@@ -744,6 +723,42 @@ def _drive(
     runner.state = "stopped"
     events.test_stop.fire(environment=env)
     return reason
+
+
+class _ScriptControls:
+    """The page's commands to a locustfile's run: Stop, as Ctrl-C stops a headless run; Reset, as
+    Locust's web UI (the event, the stats, the exceptions); a new user count, this process's share of
+    it, unless a shape or the open model (--rate) sets the users."""
+
+    def __init__(self, env: Environment, spawner: Spawner, log: _RunLog, shaped: bool, store: LiveStore | None):
+        self.env = env
+        self.spawner = spawner
+        self.log = log
+        self.shaped = shaped
+        self.store = store
+        self.stopped_by_hand = False  # the run's stop reason: interrupted
+
+    def stop(self, why: Why) -> None:
+        self.stopped_by_hand = self.stopped_by_hand or why == "page"
+        self.env.runner.quit()
+
+    def reset(self) -> None:
+        events.reset_stats.fire()
+        self.env.stats.reset_all()
+        self.env.exceptions.clear()
+
+    def set_users(self, users: int, spawn_rate: float) -> None:
+        if self.shaped or self.env.open_pool is not None:
+            return
+        worker = processes.worker()
+        share = worker[1] if worker else 1
+        mine = processes.share(users, worker)
+        limits.ensure_open_files(max(mine, 1))  # checked against the limit by the server
+        self.log.ramping(mine, spawn_rate / share)
+        self.spawner.set_target(mine, spawn_rate / share)
+        if self.store is not None:
+            self.store.set(spawn_rate=spawn_rate)
+        self.env.runner.state = "spawning"
 
 
 class _RunLog:

@@ -39,6 +39,7 @@ from squall.distributed.actor import Worker
 from squall.distributed.stream import LiveMerge
 from squall.distributed.workers import Command, WorkerState, entry, table
 from squall.report.progress import MqttProgressLine
+from squall.runtime.follow import Follower, Why
 from squall.runtime.signals import deferred, on_stop_signals
 from squall.web import live as web_live
 
@@ -118,11 +119,11 @@ class Driver:
         self.workers: list[WorkerState] = []
         self.merge = LiveMerge()
         store = command.dashboard.store if command.dashboard is not None else None
-        self.publisher = web_live.Publisher(self.merge.read, store, command.partial, None, command.monitor)
+        publisher = web_live.Publisher(self.merge.read, store, command.partial, None, command.monitor)
+        self.follower = Follower(self, publisher, command.dashboard, command.watch)
         self.received: list[int] = []
         self.stopping_since: float | None = None
         self.stopped_by_loss = False
-        self.started = time.monotonic()
         self.polls = 0
 
     # -- placing -------------------------------------------------------------------------------------
@@ -189,11 +190,7 @@ class Driver:
 
     def run(self) -> int:
         self.place()
-        if self.command.monitor is not None:
-            self.command.monitor.start(time.time())
-        store = self.command.dashboard.store if self.command.dashboard is not None else None
-        if store is not None:
-            store.set(state="running", started=self.started)
+        self.follower.begin(state="running")
         usage0 = resource.getrusage(resource.RUSAGE_SELF)
         following = time.monotonic()
         with deferred():  # after the run's stop, a second Ctrl-C waits for the merged outputs
@@ -204,7 +201,7 @@ class Driver:
                     if self.command.line is not None:
                         self.command.line.clear()
             self.merge.finish()
-            self.publisher.tick(force=True)
+            self.follower.end()
             usage1 = resource.getrusage(resource.RUSAGE_SELF)
             driver_cpu = (usage1.ru_utime + usage1.ru_stime) - (usage0.ru_utime + usage0.ru_stime)
             self._collect()
@@ -287,12 +284,6 @@ class Driver:
         progress = self._progress()
         if self.command.line is not None and progress:
             self._show(progress)
-        dashboard = self.command.dashboard
-        if dashboard is not None:
-            for action, _ in dashboard.take_commands():
-                if action == "stop":
-                    self.stop_all(signal.SIGINT)
-                    dashboard.store.set(state="stopping")
         runner = self.command.runner
         if runner is not None and runner.outbox:
             outbox, runner.outbox = runner.outbox, []
@@ -300,11 +291,7 @@ class Driver:
                 for w in self.workers:
                     if w.state == "running" and (client_id is None or client_id == w.client_id):
                         w.handle.message.remote(msg_type, data)
-        fields = self._fields(progress) if dashboard is not None else {}
-        live = self.publisher.tick(**fields)
-        watch = self.command.watch
-        if watch is not None and watch.stops(live, now - self.started):
-            self.stop_all(signal.SIGINT)
+        self.follower.tick(lambda: self._fields(progress))
         if self.stopping_since is not None and now - self.stopping_since > STOP_GRACE:
             for w in self.workers:
                 if w.active:
@@ -350,6 +337,20 @@ class Driver:
             self.command.line.clear()
         sys.stderr.write(text + "\n")
         sys.stderr.flush()
+
+    # -- the page's commands and the thresholds (runtime.follow.Controls) ------------------------------
+
+    def stop(self, why: Why) -> None:
+        """Stop on the page or a failed threshold: every worker told, as by Ctrl-C."""
+        self.stop_all(signal.SIGINT)
+        if why == "page" and self.command.dashboard is not None:
+            self.command.dashboard.store.set(state="stopping")
+
+    def reset(self) -> None:
+        """Not offered: the page hides Reset for a distributed run (its totals merge the workers' own)."""
+
+    def set_users(self, users: int, spawn_rate: float) -> None:
+        """Not offered: a distributed bench or MQTT run's load is set by its command line."""
 
     # -- stopping and losing -------------------------------------------------------------------------
 

@@ -258,6 +258,14 @@ class Publisher:
         self.last = 0.0
         self.schedule = LiveSchedule()
 
+    def start(self, started: float, **state: Any) -> None:
+        """The run starts (`started`: time.monotonic()): the target's monitor from now, the page's clock
+        and `state` (its run state, when the run has one of its own)."""
+        if self.monitor is not None:
+            self.monitor.start(time.time())
+        if self.store is not None:
+            self.store.set(started=started, **state)
+
     def due(self) -> bool:
         """A second has passed since the last publication."""
         return time.monotonic() - self.last >= PUBLISH_EVERY
