@@ -142,6 +142,7 @@ def test_bench_live_dashboard_draws_while_running_and_ends_on_the_result(nginx, 
     metrics = api(port, "/metrics")
     assert 'squall_requests_total{method="GET",name="/"}' in metrics
     assert 'squall_response_time_seconds_bucket{method="GET",name="/",le="+Inf"}' in metrics
+    assert "\nsquall_users 4\n" in metrics and "\nsquall_running 1\n" in metrics  # -c 4, running
     shot(page, "bench-live")
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 0, stderr
