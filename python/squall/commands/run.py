@@ -620,7 +620,7 @@ def _drive(
         publisher = live.Publisher(read, store, partial, generator, target_monitor)
     else:
         publisher = live.Publisher(hub.engine.live, store, partial, generator, target_monitor)
-    controls = _ScriptControls(env, spawner, log, shape is not None, store)
+    controls = _ScriptControls(env, spawner, log, shape is not None, store, worker)
     follower = Follower(controls, publisher, dashboard, args.watch)
 
     def fields() -> dict[str, Any]:
@@ -730,12 +730,21 @@ class _ScriptControls:
     Locust's web UI (the event, the stats, the exceptions); a new user count, this process's share of
     it, unless a shape or the open model (--rate) sets the users."""
 
-    def __init__(self, env: Environment, spawner: Spawner, log: _RunLog, shaped: bool, store: LiveStore | None):
+    def __init__(
+        self,
+        env: Environment,
+        spawner: Spawner,
+        log: _RunLog,
+        shaped: bool,
+        store: LiveStore | None,
+        worker: tuple[int, int] | None,
+    ) -> None:
         self.env = env
         self.spawner = spawner
         self.log = log
         self.shaped = shaped
         self.store = store
+        self.worker = worker  # (index, count) among --processes' workers, as _drive read it; None: alone
         self.stopped_by_hand = False  # the run's stop reason: interrupted
 
     def stop(self, why: Why) -> None:
@@ -750,9 +759,8 @@ class _ScriptControls:
     def set_users(self, users: int, spawn_rate: float) -> None:
         if self.shaped or self.env.open_pool is not None:
             return
-        worker = processes.worker()
-        share = worker[1] if worker else 1
-        mine = processes.share(users, worker)
+        share = self.worker[1] if self.worker else 1
+        mine = processes.share(users, self.worker)
         limits.ensure_open_files(max(mine, 1))  # checked against the limit by the server
         self.log.ramping(mine, spawn_rate / share)
         self.spawner.set_target(mine, spawn_rate / share)
