@@ -12,6 +12,7 @@ __all__ = [
     "DemoTarget",
     "MergedHistogram",
     "Message",
+    "NativePlan",
     "Prepared",
     "Progress",
     "Response",
@@ -98,6 +99,23 @@ class Prepared:
         insecure: bool,
         cookies: list[tuple[str, str]] = ...,
     ) -> Prepared: ...
+
+@final
+class NativePlan:
+    """A native user's plan: its weighted task list, each task the requests it makes in order, and its
+    wait, exactly one of `constant` (seconds), `between` ((low, high) seconds), `pacing` (seconds a
+    task) or `poisson` (tasks a second). UsageError for an empty task, a request with `record` False,
+    or not one wait."""
+
+    def __new__(
+        cls,
+        tasks: list[list[Prepared]],
+        *,
+        constant: float | None = None,
+        between: tuple[float, float] | None = None,
+        pacing: float | None = None,
+        poisson: float | None = None,
+    ) -> NativePlan: ...
 
 @final
 class Completion:
@@ -202,6 +220,11 @@ class ScriptEngine:
         """Open model: intended times (seconds since the start) of the arrivals that fell due."""
     def begin_iteration(self, user: int, intended: float) -> None:
         """Open model: `user` starts the iteration of the arrival due at `intended`."""
+    def run_plan(self, user: int, plan: NativePlan) -> int:
+        """Runs `user`'s tasks in the engine; returns the plan's id, whose completion comes when the plan
+        ends (`end_plans`). UsageError for a URL that cannot be requested, nothing sent."""
+    def end_plans(self) -> None:
+        """Ends every native plan at its next wait (at once for a user waiting now)."""
     def set_users(self, users: int) -> None: ...
     def counts(self) -> tuple[int, int]:
         """(completed, failed) so far."""

@@ -67,6 +67,15 @@ class RequestHook(EventHook):
     def __init__(self) -> None:
         super().__init__()
         self.recorder: Callable[..., None] | None = None
+        # While a run is on: called when a listener is added, so that native users (squall.user.native,
+        # which run only while nobody listens) go on in Python, where the listener sees their requests.
+        self.on_listen: Callable[[], None] | None = None
+
+    def add_listener(self, handler: Listener) -> Listener:
+        super().add_listener(handler)
+        if self.on_listen is not None:
+            self.on_listen()
+        return handler
 
     def fire(self, *, reverse: bool = False, **kwargs: Any) -> None:
         if self.recorder is not None:

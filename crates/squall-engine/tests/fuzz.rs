@@ -14,8 +14,8 @@
 
 use bytes::BytesMut;
 use proptest::prelude::*;
-use squall_engine::http::h1::H1Conn;
 use squall_engine::http::h1::MAX_HEAD;
+use squall_engine::http::h1::{H1Conn, Keep};
 use squall_engine::http::h2lean::{encode_head, LeanConn, MAX_CONTINUATIONS, MAX_HEADER_BLOCK};
 use squall_engine::mqtt::codec::Version;
 use squall_engine::mqtt::codec::MAX_INCOMING;
@@ -63,7 +63,7 @@ fn exchange(response: Vec<u8>, piece: usize) -> Option<Result<(u16, Vec<u8>), St
         let mut conn = H1Conn::new(Stream::plain(TcpStream::connect(addr).await.unwrap()));
         let outcome = tokio::time::timeout(
             Duration::from_secs(5),
-            conn.exchange(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", false, true),
+            conn.exchange(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", false, Keep::All),
         )
         .await;
         server.abort();

@@ -10,6 +10,7 @@ use pythonize::{depythonize, pythonize};
 use squall_engine::mqtt::codec::Version;
 use squall_engine::mqtt::script::{Op, OwnedHello};
 use squall_engine::run::{Load, Progress as EngineProgress, Run as EngineRun, RunCore};
+use squall_engine::script::native::{Plan, Wait};
 use squall_engine::script::{
     Checked, Endpoint, Head, Judged, RequestShape, ScriptEngine as Engine, ScriptOptions, ScriptRequest, Verdict,
 };
@@ -252,6 +253,44 @@ impl Prepared {
     }
 }
 
+/// A native user's plan (squall_engine::script::native): its weighted task list, each task the
+/// requests it makes in order, and its wait, given as exactly one of `constant` (seconds), `between`
+/// ((low, high) seconds), `pacing` (seconds a task) or `poisson` (tasks a second).
+#[pyclass(module = "squall._engine", frozen)]
+struct NativePlan {
+    tasks: Vec<Vec<Checked>>,
+    wait: Wait,
+}
+
+#[pymethods]
+impl NativePlan {
+    #[new]
+    #[pyo3(signature = (tasks, *, constant=None, between=None, pacing=None, poisson=None))]
+    fn new(
+        tasks: Vec<Vec<PyRef<'_, Prepared>>>,
+        constant: Option<f64>,
+        between: Option<(f64, f64)>,
+        pacing: Option<f64>,
+        poisson: Option<f64>,
+    ) -> PyResult<Self> {
+        let waits = [
+            constant.map(Wait::Constant),
+            between.map(|(a, b)| Wait::Between(a, b)),
+            pacing.map(Wait::Pacing),
+            poisson.map(Wait::Poisson),
+        ];
+        let mut given = waits.into_iter().flatten();
+        let (Some(wait), None) = (given.next(), given.next()) else {
+            return Err(usage("a native plan takes one wait: constant, between, pacing or poisson"));
+        };
+        let tasks = tasks.iter().map(|t| t.iter().map(|p| p.shape.clone()).collect()).collect();
+        let plan = Plan { tasks, wait };
+        plan.check().map_err(usage)?;
+        let Plan { tasks, wait } = plan;
+        Ok(NativePlan { tasks, wait })
+    }
+}
+
 /// What came back for a scripted MQTT operation (a request's is a Response).
 #[pyclass(module = "squall._engine", frozen, get_all)]
 struct Completion {
@@ -412,7 +451,7 @@ impl ScriptEngine {
 
     /// Starts `user`'s request of `prepared`; returns its id (its completion comes from `poll`).
     fn send(&self, user: u64, prepared: &Prepared) -> PyResult<u64> {
-        self.engine()?.submit(ScriptRequest { user, shape: prepared.shape.clone() }).map_err(usage)
+        self.engine()?.submit(ScriptRequest { user, shape: prepared.shape.clone(), read: true }).map_err(usage)
     }
 
     /// Records `verdicts`, the script's judgements of responses since the last poll (`catch_response`:
@@ -616,6 +655,19 @@ impl ScriptEngine {
         Ok(())
     }
 
+    /// Runs `user`'s tasks in the engine (`plan`); returns the plan's id, whose completion comes when
+    /// the plan ends (`end_plans`). UsageError for a URL that cannot be requested, nothing sent.
+    fn run_plan(&self, user: u64, plan: &NativePlan) -> PyResult<u64> {
+        let plan = Plan { tasks: plan.tasks.clone(), wait: plan.wait };
+        self.engine()?.run_plan(user, plan).map_err(usage)
+    }
+
+    /// Ends every native plan at its next wait (at once for a user waiting now).
+    fn end_plans(&self) -> PyResult<()> {
+        self.engine()?.end_plans();
+        Ok(())
+    }
+
     /// The number of users now.
     fn set_users(&self, users: u64) -> PyResult<()> {
         self.engine()?.set_users(users);
@@ -750,6 +802,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Run>()?;
     m.add_class::<Progress>()?;
     m.add_class::<Prepared>()?;
+    m.add_class::<NativePlan>()?;
     m.add_class::<Completion>()?;
     m.add_class::<Response>()?;
     m.add_function(wrap_pyfunction!(use_response_class, m)?)?;

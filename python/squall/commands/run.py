@@ -343,6 +343,7 @@ def _run_here(
     # A request the locustfile fires itself (a custom client) is counted, as Locust's stats listen to
     # the event; squall's own clients recorded theirs in the engine and only notify the listeners.
     events.request.recorder = FiredRequests(lambda: hub.engine)
+    events.request.on_listen = hub.end_plans  # native users go on in Python, seen by the new listener
     events.init.fire(environment=env, runner=env.runner, web_ui=env.use_dashboard(dashboard, args.web_login))
 
     received: list[int] = []
@@ -426,6 +427,7 @@ def _run_here(
             signal.signal(signal.SIGALRM, previous_alarm)
             events.user_error.remove_listener(_log_task_error)
             events.request.recorder = None
+            events.request.on_listen = None
             gevent_hub.unbind(hub)
         if idle and last is not None:  # Ctrl-C after the dashboard's tests: Locust's end of its web UI
             assert dashboard is not None
@@ -709,6 +711,7 @@ def _drive(
             hub.run_until(min(drain_by, time.monotonic() + 0.05))
     if stop_timeout > 0:  # users finish the task they are in, up to --stop-timeout
         runner.stopping = True
+        hub.end_plans()  # native users too: each at its next wait
         stop_by = time.monotonic() + stop_timeout
         while runner.users and time.monotonic() < stop_by:
             hub.run_until(min(stop_by, time.monotonic() + 0.1))

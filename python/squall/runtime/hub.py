@@ -129,6 +129,11 @@ class Hub:
         if not self.finished:
             self.verdicts.append((response, failure))
 
+    def end_plans(self) -> None:
+        """Ends the native users' plans (squall.user.native) at their next wait; their greenlets resume."""
+        if not self.finished:
+            self.engine.end_plans()
+
     def wait_for(self, op_id: int) -> Any:
         """Suspends the calling greenlet until operation `op_id` completes; returns its completion."""
         g = getcurrent()

@@ -14,6 +14,7 @@ from greenlet import GreenletExit
 
 from squall.clients import HttpSession, ResponseContextManager
 from squall.exception import StopUser, UserHung, user_traceback
+from squall.user import native
 from squall.user.task import DefaultTaskSet, Task, TaskHolderMeta
 from squall.user.wait_time import WaitTime, constant
 
@@ -74,6 +75,9 @@ class User(metaclass=TaskHolderMeta):
                 return
             if self.environment.open_pool is not None:
                 self.environment.open_pool.first_iteration(self)
+            plan = native.plan_for(self)
+            if plan is not None and native.run(self, plan):
+                raise StopUser()  # the test is ending and the plan's last task is done (--stop-timeout)
             DefaultTaskSet(self).run()
         except (StopUser, GreenletExit):
             try:

@@ -10,14 +10,21 @@ from typing import Any, Callable
 WaitTime = Callable[[Any], float]
 
 
+def _said(kind: str, value: Any, wait: WaitTime) -> WaitTime:
+    """`wait` marked with what it is (`squall_wait`), so that a native user's engine can wait the same
+    (squall.user.native)."""
+    wait.squall_wait = (kind, value)  # type: ignore[attr-defined]  # functions take attributes
+    return wait
+
+
 def between(min_wait: float, max_wait: float) -> WaitTime:
     """A random wait, uniform between the two bounds (seconds)."""
-    return lambda instance: min_wait + random.random() * (max_wait - min_wait)
+    return _said("between", (min_wait, max_wait), lambda instance: min_wait + random.random() * (max_wait - min_wait))
 
 
 def constant(wait_time: float) -> WaitTime:
     """The same wait every time."""
-    return lambda instance: wait_time
+    return _said("constant", wait_time, lambda instance: wait_time)
 
 
 def constant_pacing(wait_time: float) -> WaitTime:
@@ -30,7 +37,7 @@ def constant_pacing(wait_time: float) -> WaitTime:
         instance._squall_task_started = now + wait
         return wait
 
-    return pacing
+    return _said("pacing", wait_time, pacing)
 
 
 def constant_throughput(task_runs_per_second: float) -> WaitTime:
@@ -43,4 +50,4 @@ def poisson(rate: float) -> WaitTime:
     process of `rate` a second per user (Locust's)."""
     if rate <= 0:
         raise ValueError(f"poisson() requires a positive rate, got: {rate}")
-    return lambda instance: random.expovariate(rate)
+    return _said("poisson", rate, lambda instance: random.expovariate(rate))

@@ -3,7 +3,7 @@
 //! HTTP/1.1 and HTTP/2 requests, and the watchdog that times requests out.
 
 use super::Bench;
-use crate::http::h1::{H1Conn, Timing};
+use crate::http::h1::{H1Conn, Keep, Timing};
 use crate::http::h2lean::{Head, LeanConn};
 use crate::net::Connector;
 use crate::run::dispatch::{Dispatch, Slot};
@@ -288,8 +288,16 @@ async fn h1_request(ctx: &ThreadCtx, conn: &mut Option<H1Conn>, conn_index: usiz
     };
     let spec = &ctx.shared.spec;
     let mut t = Timing::default();
-    let resp = crate::http::h1::exchange_keepalive(conn, open, &spec.h1_bytes, ctx.head, false, spec.keepalive, &mut t)
-        .await?;
+    let resp = crate::http::h1::exchange_keepalive(
+        conn,
+        open,
+        &spec.h1_bytes,
+        ctx.head,
+        Keep::Nothing,
+        spec.keepalive,
+        &mut t,
+    )
+    .await?;
     Ok((resp.status, resp.body_bytes, resp.wire_bytes, t))
 }
 

@@ -59,6 +59,18 @@ impl Timing {
 
 /// An error, and whether the request may be sent again on a fresh connection: a reused keep-alive
 /// connection the server had already closed fails before any response byte, and the request never ran.
+/// What of a response an exchange keeps beyond its status and sizes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Keep {
+    /// Nothing (bench): the head is parsed for the body's framing only, the body counted and dropped.
+    Nothing,
+    /// The Set-Cookie values and a redirect's Location (a script's request whose response nobody
+    /// reads: a native user's, script/native.rs); the body is counted and dropped.
+    Cookies,
+    /// Everything a script may read: the header lines, Set-Cookie, Location and the body.
+    All,
+}
+
 pub struct ExchangeError {
     pub failure: Failure,
     pub retryable: bool,
@@ -73,7 +85,7 @@ pub async fn exchange_keepalive(
     mut open: impl AsyncFnMut() -> Result<H1Conn, Failure>,
     request: &[u8],
     head_request: bool,
-    keep: bool,
+    keep: Keep,
     reuse: bool,
     timing: &mut Timing,
 ) -> Result<Response, Failure> {
@@ -209,7 +221,7 @@ impl H1Conn {
         &mut self,
         request: &[u8],
         head_request: bool,
-        keep: bool,
+        keep: Keep,
     ) -> Result<Response, ExchangeError> {
         let reused = self.served > 0;
         let fail = |failure: Failure, retryable: bool| ExchangeError { failure, retryable };
@@ -230,7 +242,7 @@ impl H1Conn {
                     resp.status = status;
                     resp.close = close;
                     if let Some((head, set_cookies, location)) = kept {
-                        resp.raw_head = Some(head);
+                        resp.raw_head = head;
                         resp.set_cookies = set_cookies;
                         resp.location = location;
                     }
@@ -252,7 +264,7 @@ impl H1Conn {
                 Err(e) => return Err(fail(classify_io(&e, "before responding"), reused && untouched)),
             }
         };
-        let mut body = if keep { Some(Vec::new()) } else { None };
+        let mut body = if keep == Keep::All { Some(Vec::new()) } else { None };
         let read = match body_kind {
             BodyKind::Empty => Ok(()),
             BodyKind::Length(n) => self.read_exact_body(n, &mut body).await,
@@ -389,9 +401,10 @@ enum Head {
     },
 }
 
-type Kept = (Vec<u8>, Vec<String>, Option<String>);
+/// The header lines (with `Keep::All`), the Set-Cookie values and the Location.
+type Kept = (Option<Vec<u8>>, Vec<String>, Option<String>);
 
-fn parse_head(buf: &[u8], head_request: bool, keep: bool) -> Result<Head, Failure> {
+fn parse_head(buf: &[u8], head_request: bool, keep: Keep) -> Result<Head, Failure> {
     match parse_head_with::<FEW_HEADERS>(buf, head_request, keep) {
         Err(httparse::Error::TooManyHeaders) => parse_head_with::<MAX_HEADERS>(buf, head_request, keep),
         other => other,
@@ -407,7 +420,7 @@ fn parse_head(buf: &[u8], head_request: bool, keep: bool) -> Result<Head, Failur
 fn parse_head_with<const N: usize>(
     buf: &[u8],
     head_request: bool,
-    keep: bool,
+    keep: Keep,
 ) -> Result<Result<Head, Failure>, httparse::Error> {
     let mut slots = [httparse::EMPTY_HEADER; N];
     let mut parsed = httparse::Response::new(&mut slots);
@@ -420,7 +433,7 @@ fn parse_head_with<const N: usize>(
         return Ok(Ok(Head::Interim(len)));
     }
     Ok(head_facts(&parsed, head_request).map(|(body, close)| {
-        let kept = keep.then(|| {
+        let kept = (keep != Keep::Nothing).then(|| {
             let value = |v: &[u8]| String::from_utf8_lossy(v).into_owned();
             let set_cookies = parsed
                 .headers
@@ -431,7 +444,8 @@ fn parse_head_with<const N: usize>(
             let location =
                 parsed.headers.iter().find(|h| h.name.eq_ignore_ascii_case("location")).map(|h| value(h.value));
             let lines_start = buf.iter().position(|&b| b == b'\n').map_or(len, |i| i + 1);
-            (buf[lines_start.min(len)..len].to_vec(), set_cookies, location)
+            let lines = (keep == Keep::All).then(|| buf[lines_start.min(len)..len].to_vec());
+            (lines, set_cookies, location)
         });
         Head::Complete { len, status, body, close, kept }
     }))
@@ -514,11 +528,11 @@ mod tests {
         ])
         .await;
         let mut c = conn(addr).await;
-        let r = c.exchange(REQ, false, true).await.ok().unwrap();
+        let r = c.exchange(REQ, false, Keep::All).await.ok().unwrap();
         assert_eq!((r.status, r.body.as_deref()), (200, Some(&b"hello"[..])));
-        let r = c.exchange(REQ, false, true).await.ok().unwrap();
+        let r = c.exchange(REQ, false, Keep::All).await.ok().unwrap();
         assert_eq!((r.status, r.body.as_deref()), (201, Some(&b"abcde"[..])));
-        let r = c.exchange(REQ, false, false).await.ok().unwrap();
+        let r = c.exchange(REQ, false, Keep::Nothing).await.ok().unwrap();
         assert_eq!((r.status, r.body_bytes, r.close), (204, 0, false));
         assert_eq!(c.served, 3);
     }
@@ -530,17 +544,30 @@ mod tests {
         let raw: &'static [u8] = Box::leak(format!("{HEAD}{many}\r\nok").into_bytes().into_boxed_slice());
         let addr = serve(vec![raw]).await;
         let mut c = conn(addr).await;
-        let r = c.exchange(REQ, false, true).await.ok().unwrap();
+        let r = c.exchange(REQ, false, Keep::All).await.ok().unwrap();
         let head = String::from_utf8(r.raw_head.unwrap()).unwrap();
         assert_eq!((r.status, head.lines().filter(|l| !l.is_empty()).count()), (200, 61));
         assert!(head.starts_with("Content-Length: 2\r\nX-H0: v\r\n"), "{head}");
     }
 
     #[tokio::test]
+    async fn keeping_cookies_keeps_set_cookie_and_location_only() {
+        let addr = serve(vec![
+            b"HTTP/1.1 302 Found\r\nSet-Cookie: a=1\r\nLocation: /b\r\nset-cookie: c=2\r\nContent-Length: 3\r\n\r\nabc",
+        ])
+        .await;
+        let mut c = conn(addr).await;
+        let r = c.exchange(REQ, false, Keep::Cookies).await.ok().unwrap();
+        assert_eq!((r.status, r.body_bytes, r.wire_bytes > 3), (302, 3, true));
+        assert_eq!((r.set_cookies, r.location.as_deref()), (vec!["a=1".to_string(), "c=2".to_string()], Some("/b")));
+        assert!(r.raw_head.is_none() && r.body.is_none());
+    }
+
+    #[tokio::test]
     async fn close_delimited_body_and_counting_without_keeping() {
         let addr = serve(vec![b"HTTP/1.0 200 OK\r\n\r\n0123456789"]).await;
         let mut c = conn(addr).await;
-        let r = c.exchange(REQ, false, false).await.ok().unwrap();
+        let r = c.exchange(REQ, false, Keep::Nothing).await.ok().unwrap();
         assert_eq!((r.body_bytes, r.close, r.body.is_none()), (10, true, true));
     }
 
@@ -548,7 +575,7 @@ mod tests {
     async fn truncated_body_is_a_mid_response_close() {
         let addr = serve(vec![b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\nonly-this"]).await;
         let mut c = conn(addr).await;
-        let e = c.exchange(REQ, false, false).await.err().unwrap();
+        let e = c.exchange(REQ, false, Keep::Nothing).await.err().unwrap();
         assert_eq!(e.failure.message(), "server closed the connection mid-response");
         assert!(!e.retryable);
     }
@@ -572,7 +599,7 @@ mod tests {
         });
         let mut c = conn(addr).await;
         for _ in 0..2 {
-            c.exchange(REQ, false, false).await.ok().unwrap();
+            c.exchange(REQ, false, Keep::Nothing).await.ok().unwrap();
             let p = c.timing().phases(std::time::Instant::now());
             let (w, rx) = (p.waiting.unwrap().as_micros(), p.receiving.unwrap().as_micros());
             assert!((40_000..55_000).contains(&w), "waiting {w} µs");
@@ -585,7 +612,7 @@ mod tests {
         let addr = serve(vec![b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"]).await;
         let mut c = conn(addr).await;
         // (`serve` writes 7 bytes at a time: the reads may take several, so only what holds either way)
-        c.exchange(REQ, false, false).await.ok().unwrap();
+        c.exchange(REQ, false, Keep::Nothing).await.ok().unwrap();
         let end = std::time::Instant::now();
         let (t, p) = (c.timing(), c.timing().phases(end));
         assert!(p.connect.is_none() && p.tls.is_none());
@@ -610,12 +637,21 @@ mod tests {
     /// Issue 26: what a server sends without end fails the request as too large, at the bound.
     #[tokio::test]
     async fn endless_framing_and_bodies_are_too_large() {
-        let cases: [(&'static [u8], bool, &str); 5] = [
-            (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1;ext=", false, "chunk size line above 4096 bytes"),
-            (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T: ", false, "trailers above 64 KiB"),
-            (b"HTTP/1.1 200 OK\r\nX-Endless: ", false, "response head above 64 KiB"),
-            (b"HTTP/1.1 200 OK\r\nContent-Length: 1000000000\r\n\r\n", true, "response body above 64 MiB"),
-            (b"HTTP/1.1 200 OK\r\n\r\n", true, "response body above 64 MiB"),
+        let cases: [(&'static [u8], Keep, &str); 6] = [
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1;ext=",
+                Keep::Nothing,
+                "chunk size line above 4096 bytes",
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T: ",
+                Keep::Nothing,
+                "trailers above 64 KiB",
+            ),
+            (b"HTTP/1.1 200 OK\r\nX-Endless: ", Keep::Nothing, "response head above 64 KiB"),
+            (b"HTTP/1.1 200 OK\r\nX-Endless: ", Keep::Cookies, "response head above 64 KiB"),
+            (b"HTTP/1.1 200 OK\r\nContent-Length: 1000000000\r\n\r\n", Keep::All, "response body above 64 MiB"),
+            (b"HTTP/1.1 200 OK\r\n\r\n", Keep::All, "response body above 64 MiB"),
         ];
         for (head, keep, what) in cases {
             let mut c = conn(endless(head).await).await;
@@ -626,7 +662,8 @@ mod tests {
         }
         // Bench keeps no body: an endless one is only a long response (its timeout ends it).
         let mut c = conn(endless(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000000\r\n\r\n").await).await;
-        let long = tokio::time::timeout(std::time::Duration::from_millis(200), c.exchange(REQ, false, false)).await;
+        let long =
+            tokio::time::timeout(std::time::Duration::from_millis(200), c.exchange(REQ, false, Keep::Nothing)).await;
         assert!(long.is_err(), "still reading");
     }
 
@@ -634,7 +671,7 @@ mod tests {
     async fn garbage_is_a_protocol_error() {
         let addr = serve(vec![b"SSH-2.0-OpenSSH\r\n\r\n"]).await;
         let mut c = conn(addr).await;
-        let e = c.exchange(REQ, false, false).await.err().unwrap();
+        let e = c.exchange(REQ, false, Keep::Nothing).await.err().unwrap();
         assert_eq!(e.failure.kind, FailureKind::Protocol);
     }
 }

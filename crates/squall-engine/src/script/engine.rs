@@ -71,6 +71,27 @@ pub(super) struct Running {
     pub(super) shape: super::Checked,
 }
 
+/// A native user (`native`) as the engine and its script see it.
+pub(super) struct NativeUser {
+    /// The plan's operation id: its end is a completion under it.
+    pub(super) op: u64,
+    pub(super) task: RefCell<Option<tokio::task::AbortHandle>>,
+    /// A request is in flight (a stopped user's is counted abandoned).
+    pub(super) in_flight: Cell<bool>,
+    /// Between two tasks: ending the plan now cuts no task short.
+    pub(super) waiting: Cell<bool>,
+    /// The plan ends at its next wait.
+    pub(super) ending: Cell<bool>,
+}
+
+impl NativeUser {
+    pub(super) fn abort(&self) {
+        if let Some(t) = self.task.borrow_mut().take() {
+            t.abort();
+        }
+    }
+}
+
 struct PreparedHead {
     method: String,
     url: String,
@@ -107,6 +128,8 @@ pub(super) struct Engine {
     pub(super) mqtt: RefCell<HashMap<u64, UserTx>>,
     /// Requests not yet completed, by id.
     pub(super) running: RefCell<HashMap<u64, Running>>,
+    /// The native users (`native`), by user id.
+    pub(super) native: RefCell<HashMap<u64, Rc<NativeUser>>>,
     /// How many of them are sent and wait for their response on a connection whose reads the kernel
     /// stamps: when that is all of them, `poll` may leave them unread until the script's next timer.
     pub(super) awaiting: Rc<Cell<usize>>,
@@ -181,6 +204,7 @@ impl Engine {
             ready: Notify::new(),
             mqtt: RefCell::default(),
             running: RefCell::default(),
+            native: RefCell::default(),
             awaiting: Rc::default(),
             could_defer: Cell::new(0),
             stamping: Cell::new(false),

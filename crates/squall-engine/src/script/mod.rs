@@ -26,6 +26,7 @@
 
 pub mod cookies;
 mod engine;
+pub mod native;
 mod pools;
 mod request;
 
@@ -108,6 +109,9 @@ impl std::ops::Deref for Checked {
 pub struct ScriptRequest {
     pub user: u64,
     pub shape: Checked,
+    /// The script reads the response (its headers and body are kept for it); false for a native
+    /// user's request, whose response is only counted (`native`).
+    pub read: bool,
 }
 
 impl std::ops::Deref for ScriptRequest {
@@ -348,8 +352,8 @@ impl ScriptEngine {
     /// the wait was not deferred.
     fn deferred(&self, wake: Instant) -> bool {
         let engine = &self.engine;
-        if engine.options.http2 || !engine.mqtt.borrow().is_empty() {
-            return false;
+        if engine.options.http2 || !engine.mqtt.borrow().is_empty() || !engine.native.borrow().is_empty() {
+            return false; // (a native user's responses are timed when read: they must not wait)
         }
         self.turn(1); // sends what the script has just submitted: no send waits
         let all_await = engine.awaiting.get() == engine.running.borrow().len();
@@ -467,6 +471,38 @@ impl ScriptEngine {
         id
     }
 
+    /// Runs `user`'s tasks natively (`native`): returns the plan's id, whose completion comes when the
+    /// plan ends (`end_plans`). A plan whose URL cannot be requested, or that the engine cannot run,
+    /// is an error at once, nothing sent.
+    pub fn run_plan(&self, user: u64, plan: native::Plan) -> Result<u64, String> {
+        if self.engine.open.borrow().is_some() {
+            return Err("the open model starts each iteration itself: no native plan".into());
+        }
+        let op = self.next_id();
+        let (state, run) = native::start(&self.engine, user, op, plan)?;
+        *state.task.borrow_mut() = Some(self.local.spawn_local(run).abort_handle());
+        if let Some(old) = self.engine.native.borrow_mut().insert(user, state) {
+            old.abort();
+        }
+        Ok(op)
+    }
+
+    /// Ends every native plan at its next wait (at once for a user waiting now): the test is ending
+    /// and users finish their task (`--stop-timeout`), or the script must see each request again.
+    pub fn end_plans(&self) {
+        let engine = &self.engine;
+        let users: Vec<(u64, Rc<engine::NativeUser>)> =
+            engine.native.borrow().iter().map(|(u, n)| (*u, n.clone())).collect();
+        for (user, n) in users {
+            if n.waiting.get() {
+                n.abort();
+                native::end(engine, user, &n);
+            } else {
+                n.ending.set(true);
+            }
+        }
+    }
+
     /// Records the script's own verdict on a request (`catch_response`, or a custom event).
     pub fn record(&self, v: Verdict) {
         let engine = &self.engine;
@@ -491,6 +527,12 @@ impl ScriptEngine {
             }
             !theirs
         });
+        if let Some(n) = engine.native.borrow_mut().remove(&user) {
+            n.abort();
+            if n.in_flight.get() {
+                engine.cancelled.set(engine.cancelled.get() + 1);
+            }
+        }
         engine.pool.borrow_mut().users.remove(&user);
         engine.jars.borrow_mut().remove(&user);
         engine.mqtt.borrow_mut().remove(&user); // its task says goodbye and ends
@@ -535,9 +577,13 @@ impl ScriptEngine {
         let core = engine.core.clone();
         core.set_reason(reason);
         let duration = core.elapsed();
-        let abandoned = engine.cancelled.get() + engine.running.borrow().len() as u64;
+        let native_in_flight = engine.native.borrow().values().filter(|n| n.in_flight.get()).count() as u64;
+        let abandoned = engine.cancelled.get() + engine.running.borrow().len() as u64 + native_in_flight;
         for (_, r) in engine.running.borrow_mut().drain() {
             r.task.abort();
+        }
+        for (_, n) in engine.native.borrow_mut().drain() {
+            n.abort();
         }
         engine.mqtt.borrow_mut().clear(); // MQTT users say goodbye
         rt.block_on(local.run_until(async {

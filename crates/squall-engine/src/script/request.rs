@@ -1,7 +1,7 @@
 //! A scripted request's path: its exchange on the user's connection to its origin (HTTP/1.1 or
 //! HTTP/2), the redirects it follows, and its timing and record once it completes.
 
-use crate::http::h1::{H1Conn, Timing};
+use crate::http::h1::{H1Conn, Keep, Timing};
 use crate::http::h2::{build_request, H2Conn};
 use crate::http::request::needs_length;
 use crate::http::response::Response;
@@ -26,22 +26,57 @@ pub(super) async fn run_request(
     endpoint: EndpointId,
     name: Rc<str>,
 ) {
-    let result = follow(&engine, &r, &known).await;
+    let (result, elapsed) = measure(&engine, &r, &known, begin, endpoint).await;
+    let completion = match result {
+        Ok((mut resp, url)) => Completion {
+            id,
+            status: resp.status,
+            head: match (resp.raw_head.take(), resp.headers.take()) {
+                (None, Some(pairs)) => Head::Pairs(pairs),
+                (raw, _) => Head::Raw(raw.unwrap_or_default()),
+            },
+            body: resp.body.take().unwrap_or_default(),
+            elapsed_us: elapsed.as_micros() as u64,
+            error: None,
+            url,
+            name: name.to_string(),
+            request: Some((r.shape.clone(), Endpoint(endpoint))),
+        },
+        Err(failure) => Completion {
+            id,
+            elapsed_us: elapsed.as_micros() as u64,
+            error: Some(failure.message()),
+            url: known.url.to_string(),
+            name: name.to_string(),
+            request: Some((r.shape.clone(), Endpoint(endpoint))),
+            ..Completion::default()
+        },
+    };
+    engine.running.borrow_mut().remove(&id);
+    engine.push(completion);
+}
+
+/// Sends the request (following its redirects), times it from `begin` and records it under
+/// `endpoint` unless the script judges it (`record` false). Returns the final response and its URL,
+/// or the failure, with the latency recorded.
+pub(super) async fn measure(
+    engine: &Engine,
+    r: &ScriptRequest,
+    known: &KnownUrl,
+    begin: Instant,
+    endpoint: EndpointId,
+) -> (Result<(Response, String), Failure>, Duration) {
+    let result = follow(engine, r, known).await;
     let now = Instant::now();
-    let (elapsed, end) = match &result {
-        // Timed to when the kernel received the response's end (its read may have been deferred:
-        // `DEFER`), less what earlier hops of a redirect waited to be read.
-        Ok((resp, _, deferred, _, _)) => {
+    match result {
+        Ok((resp, url, deferred, mut phases, timing)) => {
+            // Timed to when the kernel received the response's end (its read may have been deferred:
+            // `DEFER`), less what earlier hops of a redirect waited to be read.
             let end = match resp.received {
                 Stamp::At(t) if t >= begin && t <= now => t,
                 _ => now,
             };
-            (end.saturating_duration_since(begin).saturating_sub(*deferred), end)
-        }
-        Err(_) => (now.saturating_duration_since(begin), now),
-    };
-    let completion = match result {
-        Ok((mut resp, url, _, mut phases, timing)) => {
+            let elapsed = end.saturating_duration_since(begin).saturating_sub(deferred);
             if r.record {
                 let outcome =
                     Outcome::Response { status: resp.status, body_bytes: resp.body_bytes, wire_bytes: resp.wire_bytes };
@@ -52,39 +87,16 @@ pub(super) async fn run_request(
                     recorder.record_timing(endpoint, &phases);
                 }
             }
-            Completion {
-                id,
-                status: resp.status,
-                head: match (resp.raw_head.take(), resp.headers.take()) {
-                    (None, Some(pairs)) => Head::Pairs(pairs),
-                    (raw, _) => Head::Raw(raw.unwrap_or_default()),
-                },
-                body: resp.body.take().unwrap_or_default(),
-                elapsed_us: elapsed.as_micros() as u64,
-                error: None,
-                url,
-                name: name.to_string(),
-                request: Some((r.shape.clone(), Endpoint(endpoint))),
-            }
+            (Ok((resp, url)), elapsed)
         }
         Err(failure) => {
-            let error = failure.message();
+            let elapsed = now.saturating_duration_since(begin);
             if r.record {
-                engine.recorder.borrow_mut().record(now, endpoint, elapsed, &Outcome::Failed(failure));
+                engine.recorder.borrow_mut().record(now, endpoint, elapsed, &Outcome::Failed(failure.clone()));
             }
-            Completion {
-                id,
-                elapsed_us: elapsed.as_micros() as u64,
-                error: Some(error),
-                url: known.url.to_string(),
-                name: name.to_string(),
-                request: Some((r.shape.clone(), Endpoint(endpoint))),
-                ..Completion::default()
-            }
+            (Err(failure), elapsed)
         }
-    };
-    engine.running.borrow_mut().remove(&id);
-    engine.push(completion);
+    }
 }
 
 /// The request, and the redirects it leads to when asked to follow them. Returns the final response,
@@ -213,8 +225,16 @@ pub(super) async fn exchange(
         Some(Pooled::H1(idle)) => idle.pop(),
         _ => None,
     };
-    if let Some(c) = conn.as_mut().filter(|_| engine.wants_stamps()) {
-        c.stamp();
+    // A native user's request (nobody reads its response) is read when it arrives, never deferred:
+    // its connection neither stamps nor counts as awaiting (`DEFER`).
+    let deferrable = r.read && engine.wants_stamps();
+    if let Some(c) = conn.as_mut() {
+        if deferrable {
+            c.stamp();
+        }
+        if !r.read {
+            c.awaiting = None;
+        }
     }
     // The connection opened for this request, if one was: its connect and TLS phases.
     let opened = Cell::new(Phases::default());
@@ -225,15 +245,18 @@ pub(super) async fn exchange(
         engine.recorder.borrow_mut().record_connect(t0.elapsed());
         opened.set(Phases { connect: Some(o.tcp), tls: o.tls, ..Phases::default() });
         let mut conn = H1Conn::new(stream);
-        conn.awaiting = Some(engine.awaiting.clone());
-        if engine.wants_stamps() {
+        if r.read {
+            conn.awaiting = Some(engine.awaiting.clone());
+        }
+        if deferrable {
             conn.stamp();
         }
         Ok(conn)
     };
     let mut timing = Timing::default();
+    let keep = if r.read { Keep::All } else { Keep::Cookies };
     let resp =
-        crate::http::h1::exchange_keepalive(&mut conn, open, &bytes, method == "HEAD", true, true, &mut timing).await?;
+        crate::http::h1::exchange_keepalive(&mut conn, open, &bytes, method == "HEAD", keep, true, &mut timing).await?;
     match resp.received {
         Stamp::At(_) => engine.stamping.set(true),
         Stamp::Missing => engine.stamping.set(false),

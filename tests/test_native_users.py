@@ -1,0 +1,139 @@
+"""Native users (squall.user.native): users whose tasks are only requests with fixed arguments run them
+in the engine. Judged by what the server received (tests/servers/recorder.py) against squall's own
+statistics, and against the same file run with every task in Python (SQUALL_NATIVE_TASKS=0)."""
+
+import csv
+import math
+import os
+from pathlib import Path
+
+import pytest
+
+from support import squall
+from test_locust_corpus import Recorder, received
+
+FILES = Path(__file__).parent / "locustfiles"
+SESSION = "session=s3ss10n"  # the cookie the recorder's /login sets
+
+
+@pytest.fixture(scope="module")
+def recorder():
+    r = Recorder()
+    yield r
+    r.stop()
+
+
+def run(recorder, tmp_path, name, *extra, native=True, env=None):
+    """Runs tests/locustfiles/NAME headless against the recorder; returns (process, CSV prefix, records)."""
+    recorder.reset()
+    prefix = tmp_path / ("native" if native else "python")
+    environ = dict(os.environ, SQUALL_NATIVE_TASKS="1" if native else "0", **(env or {}))
+    args = ["-f", FILES / name, "--headless", "-H", recorder.url, "--csv", prefix, "--loglevel", "DEBUG", *extra]
+    p = squall(*args, env=environ, timeout=60)
+    assert p.returncode in (0, 1), p.stderr[-3000:]
+    return p, prefix, recorder.log()
+
+
+def stats(prefix):
+    rows = csv.DictReader(open(f"{prefix}_stats.csv"))
+    return {(r["Type"], r["Name"]): (int(r["Request Count"]), int(r["Failure Count"])) for r in rows}
+
+
+def failure_messages(prefix):
+    return {r["Error"] for r in csv.DictReader(open(f"{prefix}_failures.csv"))}
+
+
+def logged(records, method, path):
+    return sum(1 for r in records if r["method"] == method and r["path"] == path)
+
+
+def test_native_users_send_what_python_sends_and_count_what_the_server_received(recorder, tmp_path):
+    users, seconds = 6, 3
+    common = ("-u", users, "-r", users, "-t", f"{seconds}s")
+    p, prefix, records = run(recorder, tmp_path, "native.py", *common)
+    assert "Shop runs natively" in p.stderr and "Api runs natively" in p.stderr, p.stderr[-2000:]
+    q, python_prefix, python_records = run(recorder, tmp_path, "native.py", *common, native=False)
+    assert "runs its tasks in Python: SQUALL_NATIVE_TASKS=0" in q.stderr
+
+    # The same requests, byte for byte in what the server compares (method, path, query, headers,
+    # cookies, body), as the Python path sends them: only how many of each differs.
+    assert set(received(records)) == set(received(python_records))
+
+    # Every request of a Shop user after its login carries the login's cookie (the user's jar, shared
+    # by on_start in Python and the tasks in the engine).
+    shop = [r for r in records if r["path"] in ("/items", "/cart", "/redirect/done", "/done", "/status/503")]
+    assert shop and all(SESSION in dict(r["headers"]).get("cookie", "") for r in shop)
+
+    # squall's counts against the server's: each logged request was measured, except at most one in
+    # flight per user at the end (cancelled unmeasured, as in Locust).
+    counted = stats(prefix)
+    expected = {
+        ("GET", "items"): ("GET", "/items"),
+        ("POST", "/cart"): ("POST", "/cart"),
+        ("GET", "/redirect/done"): ("GET", "/done"),  # one request, the redirect followed
+        ("GET", "/status/503"): ("GET", "/status/503"),
+        ("HEAD", "/items"): ("HEAD", "/items"),
+        ("GET", "/ping"): ("GET", "/ping"),
+        ("POST", "/form"): ("POST", "/form"),
+        ("DELETE", "/things/1"): ("DELETE", "/things/1"),
+    }
+    for key, (method, path) in expected.items():
+        measured, on_server = counted[key][0], logged(records, method, path)
+        assert 0 < measured <= on_server <= measured + users, (key, measured, on_server)
+    assert counted[("GET", "/status/503")][1] == counted[("GET", "/status/503")][0] > 0  # every one failed
+    assert sum(f for key, (_, f) in counted.items() if key[1] != "Aggregated") == counted[("GET", "/status/503")][1]
+    assert failure_messages(prefix) == failure_messages(python_prefix)
+
+    # Weights: browse (3) against buy (1), task by task a Bernoulli draw of p = 3/4; within 5 standard
+    # deviations of the binomial.
+    browse, buy = counted[("GET", "items")][0], counted[("POST", "/cart")][0]
+    n = browse + buy
+    assert abs(browse - 0.75 * n) < 5 * math.sqrt(n * 0.75 * 0.25), (browse, buy)
+
+    # Wait times, by their math: constant_throughput(20) starts a Shop user's task at most every 50 ms
+    # (the first after a whole period), 3 users; between(0.02, 0.04) waits at least 20 ms, 3 Api users.
+    # Exact upper bounds; below them the rate is the server's (the recorder answers in about 40 ms:
+    # Nagle's algorithm against delayed ACKs, for either path), so the lower bound is half the Python
+    # path's on the same server, just before.
+    python_counted = stats(python_prefix)
+    python_n = python_counted[("GET", "items")][0] + python_counted[("POST", "/cart")][0]
+    assert 0.5 * python_n <= n <= 3 * (seconds / 0.05 + 1), (n, python_n)
+    pings, python_pings = counted[("GET", "/ping")][0], python_counted[("GET", "/ping")][0]
+    assert 0.5 * python_pings <= pings <= 3 * (seconds / 0.02 + 1), (pings, python_pings)
+
+
+def test_a_request_listener_added_mid_run_sees_the_requests_that_follow(recorder, tmp_path):
+    seen_file = tmp_path / "seen"
+    p, prefix, records = run(
+        recorder, tmp_path, "native_listener.py", "-u", 4, "-r", 4, "-t", "3s", env={"SEEN_FILE": str(seen_file)}
+    )
+    assert "Steady runs natively" in p.stderr
+    total = stats(prefix)[("GET", "/a")][0]
+    seen = int(seen_file.read_text())
+    # The listener came at 1 s of 3: it sees the requests of the last 2 s (two thirds, less the users'
+    # start-up), each of them also counted once in the statistics.
+    assert 0.4 * total <= seen <= total, (seen, total)
+    assert total <= logged(records, "GET", "/a") <= total + 4
+
+
+def test_stop_timeout_lets_native_users_finish_their_task(recorder, tmp_path):
+    args = ("Pairs", "-u", 5, "-r", 5, "-t", "1s", "--stop-timeout", "5s")
+    p, prefix, records = run(recorder, tmp_path, "native_pairs.py", *args)
+    assert "Pairs runs natively" in p.stderr
+    first, second = logged(records, "GET", "/delay/300"), logged(records, "GET", "/after")
+    assert first == second > 0, (first, second)  # every task begun was finished
+    counted = stats(prefix)
+    assert counted[("GET", "/delay/300")][0] == first and counted[("GET", "/after")][0] == second
+
+
+def test_a_native_request_past_its_timeout_fails_as_in_python(recorder, tmp_path):
+    runs = {}
+    for native in (True, False):
+        args = ("Slow", "-u", 2, "-r", 2, "-t", "2s")
+        p, prefix, records = run(recorder, tmp_path, "native_pairs.py", *args, native=native)
+        counted = stats(prefix)[("GET", "/delay/1000")]
+        # Each user's request ends 0.3 s in: about 2 s / 0.3 s of them a user, every one a failure.
+        assert counted[0] == counted[1] and 2 * 4 <= counted[0] <= 2 * (2 / 0.3 + 1), counted
+        assert counted[0] <= logged(records, "GET", "/delay/1000") <= counted[0] + 2
+        runs[native] = failure_messages(prefix)
+    assert runs[True] == runs[False] and len(runs[True]) == 1, runs

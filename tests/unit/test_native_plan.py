@@ -1,0 +1,82 @@
+"""squall.user.native's reading of task bytecode: which tasks are requests only, and what they call."""
+
+import random
+
+from squall.user.native import KEYWORDS, task_calls
+
+PATH = "/global"
+
+
+def index(self):
+    self.client.get("/")
+
+
+def several(self):
+    self.client.get("/items?page=2", name="items", headers={"X-Trace": "t1"})
+    self.client.post("/cart", json={"id": 7, "qty": [1, 2], "tags": ("a", "b")}, data=None)
+    self.client.request("PATCH", "/thing", timeout=2.5, allow_redirects=False)
+
+
+def reads_the_response(self):
+    r = self.client.get("/")
+    r.json()
+
+
+def judges_it(self):
+    with self.client.get("/", catch_response=True) as r:
+        r.success()
+
+
+def uses_a_global(self):
+    self.client.get(PATH)
+
+
+def draws_a_number(self):
+    self.client.get(f"/item/{random.randint(1, 9)}")
+
+
+def loops(self):
+    for _ in range(3):
+        self.client.get("/")
+
+
+def other_attribute(self):
+    self.other.get("/")
+
+
+def nothing(self):
+    pass
+
+
+def returns_it(self):
+    return self.client.get("/")
+
+
+def graphql(self):
+    self.client.graphql("{ a }")
+
+
+def test_a_task_of_client_calls_with_constants_reads_as_its_calls():
+    assert task_calls(index) == [("get", ("/",), {})]
+    assert task_calls(several) == [
+        ("get", ("/items?page=2",), {"name": "items", "headers": {"X-Trace": "t1"}}),
+        ("post", ("/cart",), {"json": {"id": 7, "qty": [1, 2], "tags": ("a", "b")}, "data": None}),
+        ("request", ("PATCH", "/thing"), {"timeout": 2.5, "allow_redirects": False}),
+    ]
+
+
+def test_a_task_that_does_anything_else_is_not_a_plan():
+    for t in (reads_the_response, judges_it, uses_a_global, draws_a_number, loops, other_attribute, nothing):
+        assert task_calls(t) is None, t.__name__
+    for t in (returns_it, graphql, lambda self: self.client.get("/"), print):
+        assert task_calls(t) is None
+
+
+def test_keywords_that_need_python_to_see_the_response_keep_a_task_in_python():
+    # task_calls reads them; the plan refuses them (squall.user.native._prepared_call).
+    assert task_calls(lambda_free_catch) == [("get", ("/",), {"catch_response": True})]
+    assert not {"catch_response", "hooks", "auth", "files"} & KEYWORDS
+
+
+def lambda_free_catch(self):
+    self.client.get("/", catch_response=True)
