@@ -42,7 +42,9 @@ def aggregated_requests(prefix):
 
 
 AB_GEVENT = bool(os.environ.get("SQUALL_BENCH_AB_GEVENT"))
-SQUALLS = ("squall", "squall-nogevent")  # the second: without gevent's patching (AB_GEVENT)
+# squall as it runs the files (their users native: tasks that are requests only run in the engine),
+# squall with every task in Python (SQUALL_NATIVE_TASKS=0), and without gevent's patching (AB_GEVENT).
+SQUALLS = ("squall", "squall-python", "squall-nogevent")
 
 
 def command(tool, flavour, url, users, secs, prefix):
@@ -71,7 +73,10 @@ def run_once(tool, flavour, url, users, secs, tmp):
     cmd = command(tool, flavour, url, users, secs, prefix)
     if tool == "locust":
         cmd += ["--loglevel", "WARNING"]
-    env = dict(os.environ, LOCUST_SKIP_MONKEY_PATCH="1") if tool == "squall-nogevent" else None
+    env = {
+        "squall-nogevent": dict(os.environ, LOCUST_SKIP_MONKEY_PATCH="1"),
+        "squall-python": dict(os.environ, SQUALL_NATIVE_TASKS="0"),
+    }.get(tool)
     out, cpu, rss, code = run_measured(cmd, core=1, env=env, timeout=secs * 4 + 60)
     if code not in (0, 1):
         raise RuntimeError(f"{tool} {flavour} exited {code}:\n{out[-2000:]}")
@@ -126,7 +131,8 @@ def throughput(rounds, secs, users=50, flavours=("fasthttp", "httpuser")):
             floor = build_floor(d)
             for r in range(rounds):
                 for flavour in flavours:
-                    for tool in ("squall", "locust", "floor", "goose", *(("squall-nogevent",) if AB_GEVENT else ())):
+                    tools = ("squall", "squall-python", "locust", "floor", "goose")
+                    for tool in (*tools, *(("squall-nogevent",) if AB_GEVENT else ())):
                         if tool in ("floor", "goose"):
                             if flavour == "httpuser":
                                 continue  # the same user as fasthttp's, measured once a round
@@ -214,16 +220,16 @@ def write(results, think, many, rounds, secs):
         r = [per_cpu(x) / per_cpu(y) for x, y in zip(results[(tool, flavour)], results[(peer, peer_flavour)])]
         return f"**{median(r):.2f}** ({min(r):.2f}–{max(r):.2f})"
 
-    def row(label, flavour, floor_flavour):
-        sq, lo, fl = results[("squall", flavour)], results[("locust", flavour)], results[("floor", floor_flavour)]
+    def row(label, flavour, floor_flavour, tool="squall"):
+        sq, lo, fl = results[(tool, flavour)], results[("locust", flavour)], results[("floor", floor_flavour)]
         go = results.get(("goose", floor_flavour))
         return (
             f"| {label} | {median([s['rps'] for s in sq]):,.0f} | {median([per_cpu(s) for s in sq]):,.0f} | "
             f"{median([s['rps'] for s in lo]):,.0f} | {median([per_cpu(s) for s in lo]):,.0f} | "
-            f"{ratios('squall', flavour, flavour)} | {median([per_cpu(s) for s in fl]):,.0f} | "
-            f"{ratios('floor', flavour, floor_flavour)} | {against('squall', flavour, 'floor', floor_flavour)} | "
+            f"{ratios(tool, flavour, flavour)} | {median([per_cpu(s) for s in fl]):,.0f} | "
+            f"{ratios('floor', flavour, floor_flavour)} | {against(tool, flavour, 'floor', floor_flavour)} | "
             + (
-                f"{median([per_cpu(s) for s in go]):,.0f} | {against('squall', flavour, 'goose', floor_flavour)} |"
+                f"{median([per_cpu(s) for s in go]):,.0f} | {against(tool, flavour, 'goose', floor_flavour)} |"
                 if go
                 else "– | – |"
             )
@@ -247,16 +253,22 @@ def write(results, think, many, rounds, secs):
         "ratio to Locust is the ceiling of squall's (HttpUser's row divides FastHttpUser's floor by its Locust).",
         "Goose 0.19 (bench/goose, the same user scripted in Rust, all users started at once, its metrics kept from",
         "the first request) runs in the same rounds; HttpUser's row compares with that one Goose user.",
+        "The files' users are native (python/squall/user/native.py: a task that is only requests with fixed",
+        "arguments runs in the engine, no Python per request); the rows \"tasks in Python\" are the same files",
+        "run by squall with `SQUALL_NATIVE_TASKS=0` in the same rounds: what any other task costs.",
         "",
         *header,
         row("FastHttpUser", "fasthttp", "fasthttp"),
         row("HttpUser", "httpuser", "fasthttp"),
+        row("FastHttpUser, tasks in Python", "fasthttp", "fasthttp", "squall-python"),
+        row("HttpUser, tasks in Python", "httpuser", "fasthttp", "squall-python"),
         "",
         f"With think time: 1,000 FastHttpUser users with `between(0.1, 0.2)` (at most 6,667 req/s), {secs} s, "
         "same setup:",
         "",
         *header,
         row("FastHttpUser, `between(0.1, 0.2)`", "think", "think"),
+        row("FastHttpUser, `between(0.1, 0.2)`, tasks in Python", "think", "think", "squall-python"),
         "",
         f"{many['users']:,} users with `between(1, 2)` in one squall process: **{many['rss_mb']:.0f} MB** max RSS "
         f"(target: under 1 GB); {many['rate']:,.0f} req/s over {many['seconds']} s once all were running, "

@@ -3,13 +3,14 @@ in the engine. Judged by what the server received (tests/servers/recorder.py) ag
 statistics, and against the same file run with every task in Python (SQUALL_NATIVE_TASKS=0)."""
 
 import csv
+import json
 import math
 import os
 from pathlib import Path
 
 import pytest
 
-from support import squall
+from support import serving, squall
 from test_locust_corpus import Recorder, received
 
 FILES = Path(__file__).parent / "locustfiles"
@@ -137,3 +138,26 @@ def test_a_native_request_past_its_timeout_fails_as_in_python(recorder, tmp_path
         assert counted[0] <= logged(records, "GET", "/delay/1000") <= counted[0] + 2
         runs[native] = failure_messages(prefix)
     assert runs[True] == runs[False] and len(runs[True]) == 1, runs
+
+
+def test_native_users_that_think_time_responses_when_they_arrived(tmp_path):
+    """Native users that think read their responses once a millisecond (script/mod.rs `TICK`), each
+    timed by the kernel's receive stamp: against a server that answers exactly 20 ms after each request
+    (tests/servers/delay_server.py, about 0.1 ms late at most), no response may read faster, and the
+    mean may not read later than the Python path's (whose stamped reads test_ground_truth checks against
+    the server's own send times) by more than a quarter of the millisecond a tick could add unstamped
+    (half a millisecond on average)."""
+    means = {}
+    with serving("delay_server.py", 20) as port:
+        for native in ("1", "0"):
+            out = tmp_path / native
+            args = ["-f", FILES / "native_think.py", "--headless", "-u", 50, "-r", 50, "-t", "4s"]
+            p = squall(*args, "-H", f"http://127.0.0.1:{port}", "--json-file", out, "--loglevel", "DEBUG",
+                       env=dict(os.environ, SQUALL_NATIVE_TASKS=native), timeout=60)  # fmt: skip
+            assert p.returncode == 0, p.stderr[-2000:]
+            assert ("Thinking runs natively" in p.stderr) == (native == "1")
+            (row,) = json.loads(Path(f"{out}.json").read_text())
+            assert row["num_requests"] > 1000 and row["num_failures"] == 0, row
+            assert row["min_response_time"] >= 20.0, row
+            means[native] = row["total_response_time"] / row["num_requests"]
+    assert means["1"] <= means["0"] + 0.25, means

@@ -451,7 +451,9 @@ impl ScriptEngine {
 
     /// Starts `user`'s request of `prepared`; returns its id (its completion comes from `poll`).
     fn send(&self, user: u64, prepared: &Prepared) -> PyResult<u64> {
-        self.engine()?.submit(ScriptRequest { user, shape: prepared.shape.clone(), read: true }).map_err(usage)
+        self.engine()?
+            .submit(ScriptRequest { user, shape: prepared.shape.clone(), read: true, stamp: false })
+            .map_err(usage)
     }
 
     /// Records `verdicts`, the script's judgements of responses since the last poll (`catch_response`:

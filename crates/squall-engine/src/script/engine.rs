@@ -82,6 +82,8 @@ pub(super) struct NativeUser {
     pub(super) waiting: Cell<bool>,
     /// The plan ends at its next wait.
     pub(super) ending: Cell<bool>,
+    /// Its wait time is never 0 (its reads can wait for the engine's next tick: `TICK`).
+    pub(super) thinks: bool,
 }
 
 impl NativeUser {
@@ -128,8 +130,12 @@ pub(super) struct Engine {
     pub(super) mqtt: RefCell<HashMap<u64, UserTx>>,
     /// Requests not yet completed, by id.
     pub(super) running: RefCell<HashMap<u64, Running>>,
-    /// The native users (`native`), by user id.
+    /// The native users (`native`), by user id, and how many of them think between tasks.
     pub(super) native: RefCell<HashMap<u64, Rc<NativeUser>>>,
+    pub(super) native_thinking: Cell<usize>,
+    /// Native users' requests in flight, and a wake-up for `poll` when one is sent (see `TICK`).
+    pub(super) native_in_flight: Cell<usize>,
+    pub(super) native_sent: Notify,
     /// How many of them are sent and wait for their response on a connection whose reads the kernel
     /// stamps: when that is all of them, `poll` may leave them unread until the script's next timer.
     pub(super) awaiting: Rc<Cell<usize>>,
@@ -205,6 +211,9 @@ impl Engine {
             mqtt: RefCell::default(),
             running: RefCell::default(),
             native: RefCell::default(),
+            native_thinking: Cell::new(0),
+            native_in_flight: Cell::new(0),
+            native_sent: Notify::new(),
             awaiting: Rc::default(),
             could_defer: Cell::new(0),
             stamping: Cell::new(false),
@@ -214,6 +223,22 @@ impl Engine {
             next_id: Cell::new(1),
             open: RefCell::new(None),
         }
+    }
+
+    /// Adds a native user (replacing one the same user had).
+    pub(super) fn add_native(&self, user: u64, state: Rc<NativeUser>) {
+        self.native_thinking.set(self.native_thinking.get() + state.thinks as usize);
+        if let Some(old) = self.native.borrow_mut().insert(user, state) {
+            old.abort();
+            self.native_thinking.set(self.native_thinking.get() - old.thinks as usize);
+        }
+    }
+
+    /// Removes a native user: its plan ended, or the user stopped.
+    pub(super) fn remove_native(&self, user: u64) -> Option<Rc<NativeUser>> {
+        let n = self.native.borrow_mut().remove(&user)?;
+        self.native_thinking.set(self.native_thinking.get() - n.thinks as usize);
+        Some(n)
     }
 
     /// No completion and no MQTT message for the script yet.

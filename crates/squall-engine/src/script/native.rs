@@ -48,6 +48,15 @@ pub enum Wait {
 }
 
 impl Wait {
+    /// Never 0: a user thinks between tasks.
+    pub fn thinks(&self) -> bool {
+        match *self {
+            Wait::Constant(s) | Wait::Pacing(s) => s > 0.0,
+            Wait::Between(a, _) => a > 0.0,
+            Wait::Poisson(_) => true,
+        }
+    }
+
     /// The next wait, at `now`; `paced` is the last task's start for `Pacing`.
     fn next(&self, rng: &mut SmallRng, paced: &mut Option<Instant>, now: Instant) -> Duration {
         let seconds = match *self {
@@ -121,7 +130,8 @@ pub(super) fn start(
             let known = engine.known_url(&shape.base, &shape.url)?;
             let name: Rc<str> = shape.name.as_deref().map_or_else(|| known.name.clone(), Rc::from);
             let endpoint = engine.endpoint(&shape.method, &name);
-            steps.push(Step { request: ScriptRequest { user, shape, read: false }, known, endpoint });
+            let request = ScriptRequest { user, shape, read: false, stamp: plan.wait.thinks() };
+            steps.push(Step { request, known, endpoint });
         }
         tasks.push(steps);
     }
@@ -131,6 +141,7 @@ pub(super) fn start(
         in_flight: Cell::new(false),
         waiting: Cell::new(false),
         ending: Cell::new(false),
+        thinks: plan.wait.thinks(),
     });
     Ok((state.clone(), run(engine.clone(), user, state, tasks, plan.wait)))
 }
@@ -141,7 +152,7 @@ async fn run(engine: Rc<Engine>, user: u64, state: Rc<NativeUser>, tasks: Vec<Ve
     loop {
         let task = &tasks[if tasks.len() == 1 { 0 } else { rng.random_range(0..tasks.len()) }];
         for step in task {
-            state.in_flight.set(true);
+            let _flight = Flight::new(&engine, &state);
             let begin = Instant::now();
             let sent = measure(&engine, &step.request, &step.known, begin, step.endpoint);
             // A timer a request, as tokio keeps it (a wheel slot set and cleared: no wake-up unless it
@@ -152,7 +163,6 @@ async fn run(engine: Rc<Engine>, user: u64, state: Rc<NativeUser>, tasks: Vec<Ve
                 let failed = Outcome::Failed(Failure::new(FailureKind::Timeout, ""));
                 engine.recorder.borrow_mut().record(now, step.endpoint, now.saturating_duration_since(begin), &failed);
             }
-            state.in_flight.set(false);
         }
         if state.ending.get() {
             end(&engine, user, &state);
@@ -169,9 +179,28 @@ async fn run(engine: Rc<Engine>, user: u64, state: Rc<NativeUser>, tasks: Vec<Ve
     }
 }
 
+/// A native request in flight, counted while it lives (an aborted task drops it).
+struct Flight<'a>(&'a Engine, &'a NativeUser);
+
+impl<'a> Flight<'a> {
+    fn new(engine: &'a Engine, state: &'a NativeUser) -> Flight<'a> {
+        state.in_flight.set(true);
+        engine.native_in_flight.set(engine.native_in_flight.get() + 1);
+        engine.native_sent.notify_one();
+        Flight(engine, state)
+    }
+}
+
+impl Drop for Flight<'_> {
+    fn drop(&mut self) {
+        self.1.in_flight.set(false);
+        self.0.native_in_flight.set(self.0.native_in_flight.get() - 1);
+    }
+}
+
 /// The plan of `user` is over: its greenlet resumes with the plan's completion.
 pub(super) fn end(engine: &Engine, user: u64, state: &NativeUser) {
-    engine.native.borrow_mut().remove(&user);
+    engine.remove_native(user);
     engine.push(Completion { id: state.op, ..Completion::default() });
 }
 

@@ -227,7 +227,7 @@ pub(super) async fn exchange(
     };
     // A native user's request (nobody reads its response) is read when it arrives, never deferred:
     // its connection neither stamps nor counts as awaiting (`DEFER`).
-    let deferrable = r.read && engine.wants_stamps();
+    let deferrable = if r.read { engine.wants_stamps() } else { r.stamp };
     if let Some(c) = conn.as_mut() {
         if deferrable {
             c.stamp();
