@@ -254,7 +254,7 @@ def write(results, think, many, rounds, secs):
         "Goose 0.19 (bench/goose, the same user scripted in Rust, all users started at once, its metrics kept from",
         "the first request) runs in the same rounds; HttpUser's row compares with that one Goose user.",
         "The files' users are native (python/squall/user/native.py: a task that is only requests with fixed",
-        "arguments runs in the engine, no Python per request); the rows \"tasks in Python\" are the same files",
+        'arguments runs in the engine, no Python per request); the rows "tasks in Python" are the same files',
         "run by squall with `SQUALL_NATIVE_TASKS=0` in the same rounds: what any other task costs.",
         "",
         *header,
