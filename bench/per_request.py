@@ -22,6 +22,9 @@ from common import BENCH, PinnedNginx, cli, median, run_measured, write_section
 EVENTS = ("raw_syscalls:sys_enter", "syscalls:sys_enter_epoll_wait", "context-switches")
 WORKLOADS = (("fasthttp", 50), ("think", 1000))
 MARK = "## What a scripted request costs: CPU, system calls and switches per request"
+# squall as it runs the files (their users native: squall.user.native), and with every task in Python.
+SQUALLS = ("squall", "squall-python")
+NAMES = {"squall": "squall (native users)", "squall-python": "squall, tasks in Python (`SQUALL_NATIVE_TASKS=0`)"}
 
 
 def perf_stat(cmd, out_file):
@@ -42,9 +45,10 @@ def one(tool, flavour, users, secs, nginx, floor, tmp, switches=False):
     """One measured run of `tool`; a dict of per-request costs."""
     stat = tmp / f"{tool}.stat"
     env = dict(os.environ)
-    if tool == "squall":
-        prefix = tmp / f"squall-{flavour}"
+    if tool in SQUALLS:
+        prefix = tmp / f"{tool}-{flavour}"
         cmd = sb.command("squall", flavour, nginx.url, users, secs, prefix)
+        env["SQUALL_NATIVE_TASKS"] = "0" if tool == "squall-python" else "1"
         if switches:
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(BENCH / "counting"), env.get("PYTHONPATH")]))
             env["SQUALL_BENCH_SWITCHES"] = str(tmp / "switches")
@@ -55,7 +59,7 @@ def one(tool, flavour, users, secs, nginx, floor, tmp, switches=False):
     out, cpu, _, code = run_measured(perf_stat(cmd, stat), core=1, env=env, timeout=secs * 4 + 60)
     if code not in (0, 1):
         raise RuntimeError(f"{tool} exited {code}: {out[-2000:]}")
-    n = sb.aggregated_requests(prefix) if tool == "squall" else int(out.split()[-1])
+    n = sb.aggregated_requests(prefix) if tool in SQUALLS else int(out.split()[-1])
     if switches:
         return int((tmp / "switches").read_text()) / n
     c = read_stat(stat)
@@ -77,7 +81,7 @@ def measure(rounds, secs):
             floor = sb.build_floor(d)
             for r in range(rounds):
                 for flavour, users in WORKLOADS:
-                    for tool in ("floor", "squall", "goose"):
+                    for tool in ("floor", *SQUALLS, "goose"):
                         if tool == "goose" and not sb.GOOSE.exists():
                             continue
                         s = one(tool, flavour, users, secs, nginx, floor, tmp)
@@ -87,7 +91,8 @@ def measure(rounds, secs):
                             file=sys.stderr,
                         )
             for flavour, users in WORKLOADS:
-                results[(flavour, "switches")] = one("squall", flavour, users, secs, nginx, floor, tmp, switches=True)
+                for tool in SQUALLS:
+                    results[(flavour, "switches", tool)] = one(tool, flavour, users, secs, nginx, floor, tmp, True)
     finally:
         nginx.stop()
     return results
@@ -101,15 +106,15 @@ def table(results):
     ]
     labels = {"fasthttp": "50 users, `constant(0)`", "think": "1,000 users, `between(0.1, 0.2)`"}
     for flavour, _ in WORKLOADS:
-        for tool in ("floor", "squall", "goose"):
+        for tool in ("floor", *SQUALLS, "goose"):
             runs = results.get((flavour, tool))
             if not runs:
                 continue
             m = {k: median([r[k] for r in runs]) for k in runs[0]}
-            switches = f"{results[(flavour, 'switches')]:.2f}" if tool == "squall" else ""
+            switches = f"{results[(flavour, 'switches', tool)]:.2f}" if tool in SQUALLS else ""
             lines.append(
-                f"| {labels[flavour]} | {tool} | {m['cpu_us']:.1f} | {m['syscalls']:.2f} | {m['epoll_waits']:.2f} "
-                f"| {m['context_switches']:.3f} | {switches} |"
+                f"| {labels[flavour]} | {NAMES.get(tool, tool)} | {m['cpu_us']:.1f} | {m['syscalls']:.2f} "
+                f"| {m['epoll_waits']:.2f} | {m['context_switches']:.3f} | {switches} |"
             )
     return lines
 

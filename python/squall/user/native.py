@@ -290,7 +290,7 @@ def run(user: User, plan: NativePlan) -> bool:
     False when the user is to go on in Python (a request listener was added)."""
     hub = user.hub
     try:
-        op = hub.engine.run_plan(user.user_id, plan)
+        op = hub.engine.run_plan(user.client.user_id, plan)  # the session's connections and jar
     except UsageError:
         return False  # a URL the engine refuses: Python reports it where the task makes it
     hub.wait_for(op)
