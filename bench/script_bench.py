@@ -153,6 +153,38 @@ def throughput(rounds, secs, users=50, flavours=("fasthttp", "httpuser")):
     return results
 
 
+STEADY = (4, 14)  # the two run lengths (s) whose difference is a run's steady state (`steady`)
+
+
+def steady(rounds, flavour="think", users=1000):
+    """Each generator's requests per CPU-second once running: the difference of a 14 s and a 4 s run's CPU
+    over the difference of their requests, so that start-up and shutdown (imports, making 1,000 users and
+    their connections, writing the files) cancel out, for every generator alike; the same rounds."""
+    nginx = PinnedNginx(core=0)
+    results = {}
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            floor = build_floor(d)
+            for r in range(rounds):
+                for tool in ("squall", "squall-python", "locust", "floor", "goose"):
+                    runs = []
+                    for secs in STEADY:
+                        if tool == "floor":
+                            runs.append(run_floor(floor, nginx.port, flavour, users, secs))
+                        elif tool == "goose":
+                            runs.append(run_goose(nginx.url, flavour, users, secs))
+                        else:
+                            runs.append(run_once(tool, flavour, nginx.url, users, secs, Path(d)))
+                    short, long = runs
+                    s = {"requests": long["requests"] - short["requests"], "cpu": long["cpu"] - short["cpu"]}
+                    results.setdefault(tool, []).append(s)
+                    rate = s["requests"] / s["cpu"]
+                    print(f"round {r + 1} steady {tool:15} {rate:>9,.0f} req/CPU-s", file=sys.stderr)
+    finally:
+        nginx.stop()
+    return results
+
+
 def cpu_seconds(pid):
     """User + system CPU seconds of a process so far (its threads included)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -207,7 +239,7 @@ def core_share(cmd, secs, settle):
     return (c1 - c0) / (w1 - w0), usage, out
 
 
-def write(results, think, many, rounds, secs):
+def write(results, think, many, rounds, secs, steady_think):
     per_cpu = lambda s: s["requests"] / s["cpu"]
     results = {**results, **think}
 
@@ -270,6 +302,13 @@ def write(results, think, many, rounds, secs):
         row("FastHttpUser, `between(0.1, 0.2)`", "think", "think"),
         row("FastHttpUser, `between(0.1, 0.2)`, tasks in Python", "think", "think", "squall-python"),
         "",
+        f"The same users once running (`steady`: the difference of a {STEADY[1]} s and a {STEADY[0]} s run of each",
+        "generator, CPU over requests, so that start-up and shutdown cancel out for all alike; same rounds):",
+        "",
+        "| generator | req per CPU-s once running | share of the floor | ÷ Goose | ÷ Locust |",
+        "|---|---:|---:|---:|---:|",
+        *steady_rows(steady_think),
+        "",
         f"{many['users']:,} users with `between(1, 2)` in one squall process: **{many['rss_mb']:.0f} MB** max RSS "
         f"(target: under 1 GB); {many['rate']:,.0f} req/s over {many['seconds']} s once all were running, "
         f"{100 * many['rate'] / many['theory']:.1f}% of the theoretical {many['theory']:,.0f} req/s, on "
@@ -295,6 +334,22 @@ def write(results, think, many, rounds, secs):
     write_section(lines)
 
 
+def steady_rows(steady_think):
+    per_cpu = lambda s: s["requests"] / s["cpu"]
+    names = {"squall": "squall (native users)", "squall-python": "squall, tasks in Python", "locust": "Locust"}
+    names |= {"floor": "floor", "goose": "Goose 0.19"}
+
+    def against(tool, peer):
+        r = [per_cpu(x) / per_cpu(y) for x, y in zip(steady_think[tool], steady_think[peer])]
+        return f"**{median(r):.2f}** ({min(r):.2f}–{max(r):.2f})"
+
+    return [
+        f"| {names[tool]} | {median([per_cpu(s) for s in runs]):,.0f} | {against(tool, 'floor')} | "
+        f"{against(tool, 'goose')} | {against(tool, 'locust')} |"
+        for tool, runs in steady_think.items()
+    ]
+
+
 LOCUST_VERSION = (BENCH / "requirements-locust.txt").read_text().split("locust==")[1].split()[0]
 
 
@@ -302,8 +357,9 @@ def main():
     args = cli(__doc__)
     results = throughput(args.rounds, args.seconds)
     think = throughput(args.rounds, args.seconds, users=1000, flavours=("think",))
+    steady_think = steady(args.rounds)
     many = many_users()
-    write(results, think, many, args.rounds, args.seconds)
+    write(results, think, many, args.rounds, args.seconds, steady_think)
 
 
 if __name__ == "__main__":

@@ -461,6 +461,7 @@ class HttpSession:
         user, the session belongs to the running test (made in a `test_start` listener, say). Every
         request is recorded in the engine whatever `request_event` is; its listeners are notified of
         each (`pool_manager`, urllib3's, has nothing to tune: the engine keeps the connections)."""
+        object.__setattr__(self, "_prepared", {})
         self.base_url, credentials = split_userinfo(base_url or "")
         self.user = user
         self.request_event = request_event
@@ -676,7 +677,9 @@ class HttpSession:
 
     def __setattr__(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
-        if name != "request_name":  # a setting that may change what a call sends: prepare calls anew
+        # A setting that may change what a call sends: calls are prepared anew (nothing to forget while
+        # none is kept, as when __init__ sets its 24 attributes).
+        if name != "request_name" and self.__dict__.get("_prepared"):
             object.__setattr__(self, "_prepared", {})
 
     @staticmethod
