@@ -79,7 +79,7 @@ def _when_imported(name: str, patch: Callable[[Any], None]) -> None:
         def find_spec(fullname: str, path: Any = None, target: Any = None) -> Any:
             if fullname != name:
                 return None
-            sys.meta_path.remove(Finder)  # type: ignore[arg-type]  # a class with find_spec is a finder
+            sys.meta_path.remove(Finder)
             import importlib.util
 
             spec = importlib.util.find_spec(fullname)
@@ -94,7 +94,7 @@ def _when_imported(name: str, patch: Callable[[Any], None]) -> None:
             spec.loader.exec_module = exec_module  # type: ignore[method-assign]  # this spec's loader only
             return spec
 
-    sys.meta_path.insert(0, Finder)  # type: ignore[arg-type]
+    sys.meta_path.insert(0, Finder)
 
 
 @contextmanager
