@@ -80,3 +80,13 @@ def test_keywords_that_need_python_to_see_the_response_keep_a_task_in_python():
 
 def lambda_free_catch(self):
     self.client.get("/", catch_response=True)
+
+
+def test_locusts_wait_times_say_what_they_are_for_the_engine():
+    from squall.user.wait_time import between, constant, constant_pacing, constant_throughput, poisson
+
+    assert between(0.1, 0.2).squall_wait == ("between", (0.1, 0.2))
+    assert constant(3).squall_wait == ("constant", 3)
+    assert constant_pacing(2).squall_wait == ("pacing", 2)
+    assert constant_throughput(4).squall_wait == ("pacing", 0.25)
+    assert poisson(5).squall_wait == ("poisson", 5)
