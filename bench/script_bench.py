@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from common import BENCH, PinnedNginx, cli, median, run_measured, write_section
@@ -123,33 +124,44 @@ def run_goose(url, flavour, users, secs):
     return {"requests": n, "cpu": cpu, "rss": rss, "rps": n / secs}
 
 
-def throughput(rounds, secs, users=50, flavours=("fasthttp", "httpuser")):
+TOOLS = ("squall", "squall-python", "locust", "floor", "goose")  # every round runs each
+
+
+def run_tool(tool, flavour, users, secs, nginx, floor, tmp):
+    """One run of any generator on the file's users and think time; requests, CPU and rate."""
+    if tool == "floor":
+        return run_floor(floor, nginx.port, flavour, users, secs)
+    if tool == "goose":
+        return run_goose(nginx.url, flavour, users, secs)
+    return run_once(tool, flavour, nginx.url, users, secs, Path(tmp))
+
+
+@contextmanager
+def pinned_target():
+    """nginx on core 0, a scratch directory, and the floor built in it: what every round needs."""
     nginx = PinnedNginx(core=0)
-    results = {}
     try:
         with tempfile.TemporaryDirectory() as d:
-            floor = build_floor(d)
-            for r in range(rounds):
-                for flavour in flavours:
-                    tools = ("squall", "squall-python", "locust", "floor", "goose")
-                    for tool in (*tools, *(("squall-nogevent",) if AB_GEVENT else ())):
-                        if tool in ("floor", "goose"):
-                            if flavour == "httpuser":
-                                continue  # the same user as fasthttp's, measured once a round
-                            if tool == "floor":
-                                s = run_floor(floor, nginx.port, flavour, users, secs)
-                            else:
-                                s = run_goose(nginx.url, flavour, users, secs)
-                        else:
-                            s = run_once(tool, flavour, nginx.url, users, secs, Path(d))
-                        results.setdefault((tool, flavour), []).append(s)
-                        print(
-                            f"round {r + 1} {tool:15} {flavour:9} {s['rps']:>9,.0f} req/s "
-                            f"{s['requests'] / s['cpu']:>9,.0f} req/CPU-s",
-                            file=sys.stderr,
-                        )
+            yield nginx, build_floor(d), d
     finally:
         nginx.stop()
+
+
+def throughput(rounds, secs, users=50, flavours=("fasthttp", "httpuser")):
+    results = {}
+    with pinned_target() as (nginx, floor, d):
+        for r in range(rounds):
+            for flavour in flavours:
+                for tool in (*TOOLS, *(("squall-nogevent",) if AB_GEVENT else ())):
+                    if tool in ("floor", "goose") and flavour == "httpuser":
+                        continue  # the same user as fasthttp's, measured once a round
+                    s = run_tool(tool, flavour, users, secs, nginx, floor, d)
+                    results.setdefault((tool, flavour), []).append(s)
+                    print(
+                        f"round {r + 1} {tool:15} {flavour:9} {s['rps']:>9,.0f} req/s "
+                        f"{s['requests'] / s['cpu']:>9,.0f} req/CPU-s",
+                        file=sys.stderr,
+                    )
     return results
 
 
@@ -160,28 +172,15 @@ def steady(rounds, flavour="think", users=1000):
     """Each generator's requests per CPU-second once running: the difference of a 14 s and a 4 s run's CPU
     over the difference of their requests, so that start-up and shutdown (imports, making 1,000 users and
     their connections, writing the files) cancel out, for every generator alike; the same rounds."""
-    nginx = PinnedNginx(core=0)
     results = {}
-    try:
-        with tempfile.TemporaryDirectory() as d:
-            floor = build_floor(d)
-            for r in range(rounds):
-                for tool in ("squall", "squall-python", "locust", "floor", "goose"):
-                    runs = []
-                    for secs in STEADY:
-                        if tool == "floor":
-                            runs.append(run_floor(floor, nginx.port, flavour, users, secs))
-                        elif tool == "goose":
-                            runs.append(run_goose(nginx.url, flavour, users, secs))
-                        else:
-                            runs.append(run_once(tool, flavour, nginx.url, users, secs, Path(d)))
-                    short, long = runs
-                    s = {"requests": long["requests"] - short["requests"], "cpu": long["cpu"] - short["cpu"]}
-                    results.setdefault(tool, []).append(s)
-                    rate = s["requests"] / s["cpu"]
-                    print(f"round {r + 1} steady {tool:15} {rate:>9,.0f} req/CPU-s", file=sys.stderr)
-    finally:
-        nginx.stop()
+    with pinned_target() as (nginx, floor, d):
+        for r in range(rounds):
+            for tool in TOOLS:
+                short, long = (run_tool(tool, flavour, users, secs, nginx, floor, d) for secs in STEADY)
+                s = {"requests": long["requests"] - short["requests"], "cpu": long["cpu"] - short["cpu"]}
+                results.setdefault(tool, []).append(s)
+                rate = s["requests"] / s["cpu"]
+                print(f"round {r + 1} steady {tool:15} {rate:>9,.0f} req/CPU-s", file=sys.stderr)
     return results
 
 
