@@ -258,8 +258,7 @@ impl Prepared {
 /// ((low, high) seconds), `pacing` (seconds a task) or `poisson` (tasks a second).
 #[pyclass(module = "squall._engine", frozen)]
 struct NativePlan {
-    tasks: Vec<Vec<Checked>>,
-    wait: Wait,
+    plan: Plan,
 }
 
 #[pymethods]
@@ -286,8 +285,7 @@ impl NativePlan {
         let tasks = tasks.iter().map(|t| t.iter().map(|p| p.shape.clone()).collect()).collect();
         let plan = Plan { tasks, wait };
         plan.check().map_err(usage)?;
-        let Plan { tasks, wait } = plan;
-        Ok(NativePlan { tasks, wait })
+        Ok(NativePlan { plan })
     }
 }
 
@@ -660,8 +658,7 @@ impl ScriptEngine {
     /// Runs `user`'s tasks in the engine (`plan`); returns the plan's id, whose completion comes when
     /// the plan ends (`end_plans`). UsageError for a URL that cannot be requested, nothing sent.
     fn run_plan(&self, user: u64, plan: &NativePlan) -> PyResult<u64> {
-        let plan = Plan { tasks: plan.tasks.clone(), wait: plan.wait };
-        self.engine()?.run_plan(user, plan).map_err(usage)
+        self.engine()?.run_plan(user, plan.plan.clone()).map_err(usage)
     }
 
     /// Ends every native plan at its next wait (at once for a user waiting now).

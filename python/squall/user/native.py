@@ -205,9 +205,8 @@ def _prepared_call(client: HttpSession, call: Call) -> Prepared | None:
     return None
 
 
-def _session_ok(user: User, client: Any) -> bool:
-    if not isinstance(client, HttpSession) or "client" not in user.__dict__:
-        return False
+def _session_ok(client: HttpSession) -> bool:
+    """squall's own session as it comes: nothing of it but its settings may see or change a request."""
     cls = type(client)
     own = all(
         getattr(getattr(cls, attr, None), "__module__", None) in _SESSION_MODULES
@@ -264,7 +263,7 @@ def _plan(user: User) -> tuple[NativePlan | None, str]:
         return None, "its wait_time is not one of constant, between, constant_pacing, constant_throughput, poisson"
     if not user.tasks:
         return None, "it has no tasks"
-    if not isinstance(client, HttpSession) or not _session_ok(user, client):
+    if not isinstance(client, HttpSession) or not _session_ok(client):
         return None, "its client is not squall's own session as it comes (or something listens to its requests)"
     tasks: list[list[Prepared]] = []
     made: dict[int, list[Prepared]] = {}  # per task function: a weight of w lists it w times

@@ -57,8 +57,6 @@ impl Timing {
     }
 }
 
-/// An error, and whether the request may be sent again on a fresh connection: a reused keep-alive
-/// connection the server had already closed fails before any response byte, and the request never ran.
 /// What of a response an exchange keeps beyond its status and sizes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Keep {
@@ -71,6 +69,8 @@ pub enum Keep {
     All,
 }
 
+/// An error, and whether the request may be sent again on a fresh connection: a reused keep-alive
+/// connection the server had already closed fails before any response byte, and the request never ran.
 pub struct ExchangeError {
     pub failure: Failure,
     pub retryable: bool,

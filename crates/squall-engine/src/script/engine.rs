@@ -17,7 +17,7 @@ use tokio::sync::Notify;
 
 use super::cookies::Jar;
 use super::pools::Pools;
-use super::{Completion, Message, ScriptOptions};
+use super::{Completion, Message, RequestShape, ScriptOptions};
 
 /// Parsed URLs kept per base: scripts that build a unique URL per request must not grow it forever.
 const MAX_URLS: usize = 10_000;
@@ -266,6 +266,25 @@ impl Engine {
         let id = self.core.timeline.add_name(method, name);
         self.endpoints.borrow_mut().entry(name.to_string()).or_default().push((method.to_string(), id));
         id
+    }
+
+    /// Where a request goes and is recorded: its URL (`known_url`), its stats name (the script's, or
+    /// the path and query) and that name's endpoint.
+    pub(super) fn resolve(&self, r: &RequestShape) -> Result<(KnownUrl, Rc<str>, EndpointId), String> {
+        let known = self.known_url(&r.base, &r.url)?;
+        let name: Rc<str> = r.name.as_deref().map_or_else(|| known.name.clone(), Rc::from);
+        let endpoint = self.endpoint(&r.method, &name);
+        Ok((known, name, endpoint))
+    }
+
+    /// A request past its timeout: its failure ("request timed out"), recorded with the time it took
+    /// unless the script judges the request (`record` false).
+    pub(super) fn timed_out(&self, now: Instant, endpoint: EndpointId, elapsed: Duration, record: bool) -> Failure {
+        let failure = Failure::new(FailureKind::Timeout, "");
+        if record {
+            self.recorder.borrow_mut().record(now, endpoint, elapsed, &Outcome::Failed(failure.clone()));
+        }
+        failure
     }
 
     /// The parsed URL, its origin index and default name; cached, since scripts request the same

@@ -300,13 +300,11 @@ impl ScriptEngine {
     /// requested (no host, a bad URL) is an error at once.
     pub fn submit(&self, r: ScriptRequest) -> Result<u64, String> {
         let engine = &self.engine;
-        let known = engine.known_url(&r.base, &r.url)?;
+        let (known, name, endpoint) = engine.resolve(&r)?;
         let id = self.next_id();
         let user = r.user;
         // The first request of an open-model iteration counts from the iteration's intended start.
         let begin = engine.open.borrow_mut().as_mut().and_then(|o| o.begins.remove(&user)).unwrap_or_else(Instant::now);
-        let name: Rc<str> = r.name.as_deref().map_or_else(|| known.name.clone(), Rc::from);
-        let endpoint = engine.endpoint(&r.method, &name);
         let (deadline, url, shape) = (Instant::now() + r.timeout, known.url.clone(), r.shape.clone());
         let task = self.local.spawn_local(run_request(engine.clone(), id, r, known, begin, endpoint, name.clone()));
         let running = Running { user, task: task.abort_handle(), begin, deadline, endpoint, name, url, shape };
@@ -384,7 +382,7 @@ impl ScriptEngine {
     fn deferred(&self, wake: Instant) -> bool {
         let engine = &self.engine;
         if engine.options.http2 || !engine.mqtt.borrow().is_empty() || !engine.native.borrow().is_empty() {
-            return false; // (a native user's responses are timed when read: they must not wait)
+            return false; // (native users read as responses come, or wait in ticks of their own: `TICK`)
         }
         self.turn(1); // sends what the script has just submitted: no send waits
         let all_await = engine.awaiting.get() == engine.running.borrow().len();
@@ -392,13 +390,7 @@ impl ScriptEngine {
             engine.could_defer.set(engine.could_defer.get() + 1);
         }
         if engine.nothing_ready() && all_await && engine.stamping.get() {
-            let now = Instant::now();
-            if wake > now {
-                std::thread::sleep(wake - now);
-            }
-            engine.deferred_at.set(Some(now));
-            stamp_reads(true);
-            self.turn(2); // reads every response that came meanwhile, with its receive time
+            self.sleep_then_read(wake);
             return true;
         }
         !engine.nothing_ready()
@@ -423,17 +415,23 @@ impl ScriptEngine {
     /// or `wake` has come.
     fn tick(&self, wake: Instant) -> bool {
         let engine = &self.engine;
-        let now = Instant::now();
-        let since = now.saturating_duration_since(engine.core.start);
+        let since = Instant::now().saturating_duration_since(engine.core.start);
         let next = engine.core.start + TICK * (since.as_nanos() / TICK.as_nanos() + 1) as u32;
-        let until = next.min(wake);
+        self.sleep_then_read(next.min(wake));
+        !engine.nothing_ready() || Instant::now() >= wake
+    }
+
+    /// Sleeps until `until` without waking for responses, then reads every response that came
+    /// meanwhile, each timed by its receive stamp, and runs the users it resumed (what `DEFER` and
+    /// `TICK` both do).
+    fn sleep_then_read(&self, until: Instant) {
+        let now = Instant::now();
         if until > now {
             std::thread::sleep(until - now);
         }
-        engine.deferred_at.set(Some(now));
+        self.engine.deferred_at.set(Some(now));
         stamp_reads(true);
-        self.turn(2); // reads what came (with its receive time), then runs the users it resumed
-        !engine.nothing_ready() || Instant::now() >= wake
+        self.turn(2);
     }
 
     /// `yields` turns of the runtime without waiting: each runs the tasks that are ready, then polls
@@ -492,11 +490,7 @@ impl ScriptEngine {
             let Some(r) = engine.running.borrow_mut().remove(&id) else { continue };
             r.task.abort();
             let elapsed = now.saturating_duration_since(r.begin);
-            let failure = Failure::new(FailureKind::Timeout, "");
-            let error = Some(failure.message());
-            if r.shape.record {
-                engine.recorder.borrow_mut().record(now, r.endpoint, elapsed, &Outcome::Failed(failure));
-            }
+            let error = Some(engine.timed_out(now, r.endpoint, elapsed, r.shape.record).message());
             let (url, name) = (r.url.to_string(), r.name.to_string());
             engine.push(Completion {
                 id,

@@ -23,7 +23,7 @@
 //! the user's greenlet. A stopped user (`close_user`) ends its plan at once, a request in flight
 //! abandoned as a script's is.
 
-use crate::stats::{EndpointId, Failure, FailureKind, Outcome};
+use crate::stats::EndpointId;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Exp1};
@@ -81,6 +81,7 @@ impl Wait {
 
 /// A user's tasks as the engine runs them: the weighted list (a task of weight w appears w times, as
 /// in Locust's), each task its requests in order.
+#[derive(Clone)]
 pub struct Plan {
     pub tasks: Vec<Vec<Checked>>,
     pub wait: Wait,
@@ -125,14 +126,13 @@ pub(super) fn start(
     plan: Plan,
 ) -> Result<(Rc<NativeUser>, impl std::future::Future<Output = ()> + 'static), String> {
     plan.check()?;
+    let thinks = plan.wait.thinks();
     let mut tasks = Vec::with_capacity(plan.tasks.len());
     for task in plan.tasks {
         let mut steps = Vec::with_capacity(task.len());
         for shape in task {
-            let known = engine.known_url(&shape.base, &shape.url)?;
-            let name: Rc<str> = shape.name.as_deref().map_or_else(|| known.name.clone(), Rc::from);
-            let endpoint = engine.endpoint(&shape.method, &name);
-            let request = ScriptRequest { user, shape, read: false, stamp: plan.wait.thinks() };
+            let (known, _, endpoint) = engine.resolve(&shape)?;
+            let request = ScriptRequest { user, shape, read: false, stamp: thinks };
             steps.push(Step { request, known, endpoint });
         }
         tasks.push(steps);
@@ -143,7 +143,7 @@ pub(super) fn start(
         in_flight: Cell::new(false),
         waiting: Cell::new(false),
         ending: Cell::new(false),
-        thinks: plan.wait.thinks(),
+        thinks,
     });
     Ok((state.clone(), run(engine.clone(), user, state, tasks, plan.wait)))
 }
@@ -162,8 +162,7 @@ async fn run(engine: Rc<Engine>, user: u64, state: Rc<NativeUser>, tasks: Vec<Ve
             // watchdog does (`ScriptEngine::time_out`).
             if tokio::time::timeout(step.request.timeout, sent).await.is_err() {
                 let now = Instant::now();
-                let failed = Outcome::Failed(Failure::new(FailureKind::Timeout, ""));
-                engine.recorder.borrow_mut().record(now, step.endpoint, now.saturating_duration_since(begin), &failed);
+                engine.timed_out(now, step.endpoint, now.saturating_duration_since(begin), true);
             }
         }
         if state.ending.get() {

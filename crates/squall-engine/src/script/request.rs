@@ -225,8 +225,8 @@ pub(super) async fn exchange(
         Some(Pooled::H1(idle)) => idle.pop(),
         _ => None,
     };
-    // A native user's request (nobody reads its response) is read when it arrives, never deferred:
-    // its connection neither stamps nor counts as awaiting (`DEFER`).
+    // A native user's request (nobody reads its response) never counts as awaiting the script's
+    // deferral (`DEFER`); its connection stamps when its user thinks (its reads wait for `TICK`).
     let deferrable = if r.read { engine.wants_stamps() } else { r.stamp };
     if let Some(c) = conn.as_mut() {
         if deferrable {
