@@ -29,10 +29,15 @@ class Run:
 class Page:
     """The dashboard's side the follower reads: the commands its page posted, in order."""
 
-    def __init__(self, *commands):
+    def __init__(self, run, *commands):
+        self.run = run
         self.commands = queue.Queue()
+        self.answered = []  # what the run had been told when the page's answers were let go
         for c in commands:
             self.commands.put(c)
+
+    def obeyed(self):
+        self.answered.append(list(self.run.told))
 
     def take_commands(self):
         out = []
@@ -57,9 +62,11 @@ def stream(p95_us):
 def test_the_page_commands_reach_the_run_in_the_order_they_came():
     run = Run()
     read, _ = stream(1000)
-    page = Page(("users", {"users": "40", "spawn_rate": 4}), ("reset", {}), ("stop", {}))
+    page = Page(run, ("users", {"users": "40", "spawn_rate": 4}), ("reset", {}), ("stop", {}))
     Follower(run, live.Publisher(read), page).tick()
     assert run.told == [("users", 40, 4.0), ("reset",), ("stop", "page")]
+    # The page's answers go once all three were done (what it reads next shows them).
+    assert page.answered == [run.told]
 
 
 def test_the_run_so_far_is_read_once_a_second_and_its_fields_only_then():

@@ -191,3 +191,40 @@ def test_the_downloads_of_a_test_that_has_counted_nothing_yet():
     assert ",Aggregated,0,0," in locust_csv.stats_csv(so_far)
     assert locust_csv.failures_csv(so_far) and locust_csv.exceptions_csv(so_far)
     assert "squall-data" in page.report(so_far, store.meta)
+
+
+def test_a_command_is_answered_once_the_run_obeyed_it():
+    """The server's handler waits for the driving thread to take and do its command (a Reset then shows
+    in what the page reads next); with no test running, nothing waits."""
+    import threading
+    import time
+
+    from squall.web.server import Dashboard
+
+    store = LiveStore({"controls": {}}, "http")
+    dashboard = Dashboard(store, "127.0.0.1", 0)
+    try:
+        store.state = "running"
+        done = []
+
+        def run_loop():  # the driving thread's pass, 0.2 s after the command came
+            time.sleep(0.2)
+            for action, _ in dashboard.take_commands():
+                done.append(action)
+            dashboard.obeyed()
+
+        first = dashboard.put_command("reset", {})
+        loop = threading.Thread(target=run_loop)
+        started = time.monotonic()
+        loop.start()
+        assert dashboard.wait_obeyed(first) and done == ["reset"]
+        assert time.monotonic() - started >= 0.2
+        loop.join()
+        second = dashboard.put_command("stop", {})
+        assert second == first + 1
+        assert not dashboard.wait_obeyed(second, timeout=0.05)  # nobody took it: answered anyway
+        store.state = "stopped"
+        started = time.monotonic()
+        assert not dashboard.wait_obeyed(second, timeout=5) and time.monotonic() - started < 1
+    finally:
+        dashboard.server.server_close()

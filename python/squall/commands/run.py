@@ -827,7 +827,9 @@ def _wait_for_start(dashboard: Dashboard, received: list[int], again: bool = Fal
         dashboard.store.set(state="ready")
     dashboard.store.set(startable=True)
     while not received:
-        for action, command in dashboard.take_commands():
+        taken = dashboard.take_commands()
+        dashboard.obeyed()  # (a Start's answer does not wait; a Stop's here is obeyed below)
+        for action, command in taken:
             if action == "start":
                 return command
             if action == "stop" and not again:

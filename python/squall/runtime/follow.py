@@ -49,6 +49,9 @@ class Commands(Protocol):
 
     def take_commands(self) -> list[tuple[str, dict[str, Any]]]: ...
 
+    def obeyed(self) -> None:
+        """The commands taken were done: their answers may go (the page then reads their effect)."""
+
 
 class Watching(Protocol):
     """squall.thresholds.Watch: whether the run so far fails a threshold that aborts it."""
@@ -102,6 +105,7 @@ class Follower:
                 self.controls.reset()
             elif action == "users":
                 self.controls.set_users(int(command["users"]), float(command["spawn_rate"]))
+        self.commands.obeyed()
 
     def end(self, **fields: Any) -> dict[str, Any] | None:
         """The run's last seconds published, whenever the last tick was."""

@@ -13,7 +13,9 @@ resumes it later in a wait it has moved on to."""
 
 from __future__ import annotations
 
+import gc
 import heapq
+import sys
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -78,6 +80,8 @@ class Hub:
         self.finished = False  # the engine's test is over (`finish`): nothing to poll until `use_engine`
         # The scripts' verdicts on responses (catch_response) since the last poll, which records them.
         self.verdicts: list[tuple[Response, str | None]] = []
+        # Engines of past tests, held until this thread drops them (`use_engine`).
+        self.retired: list[ScriptEngine] = []
 
     def spawn(self, fn: Callable[..., Any], *args: Any) -> greenlet:
         g = greenlet(lambda *_first_switch: fn(*args), parent=self.main)
@@ -295,10 +299,21 @@ class Hub:
         return result
 
     def use_engine(self, engine: ScriptEngine) -> None:
-        """The next test's engine (a test started from the dashboard gets a new one)."""
+        """The next test's engine (a test started from the dashboard gets a new one).
+
+        The last one must be dropped on this thread: an engine is bound to the thread that made it, and
+        one dropped elsewhere is leaked with an error on stderr. The past test's users, sessions and
+        greenlets hold it in reference cycles, which the garbage collector frees in whichever thread
+        it runs when it runs (the dashboard's thread, serving a page, say). So the hub holds past
+        engines itself, collects those cycles here, and drops each engine nothing else holds any more;
+        one still held (by something the test left alive) waits for the next test's start."""
+        self.retired.append(self.engine)
         self.engine = engine
         self.finished = False
         self.verdicts = []
+        gc.collect()
+        # Held by the list, the loop's name and getrefcount's argument, nothing else: dropped here.
+        self.retired = [e for e in self.retired if sys.getrefcount(e) > 3]
 
     def use_gevent(self, gevent_hub: Any) -> None:
         """Real gevent (squall.runtime.gevent_hub): this hub runs in gevent's hub greenlet (`serve`), which every

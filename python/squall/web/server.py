@@ -45,6 +45,11 @@ from squall.web.metrics import prometheus
 TIMEOUT_S = 30.0  # a client silent this long mid-request (or idle on a kept-alive connection) is dropped
 LINGER_S, LINGER_BYTES = 2.0, 1 << 20  # what is read and dropped of a client's unread input when closing
 
+# A command's answer waits for the run to obey it this long at most (a task holding the run's thread);
+# after it, the answer says ok: the command is queued and is obeyed when the run's loop next passes.
+OBEY_WAIT_S = 2.0
+
+RUNNING = ("spawning", "running")  # the states in which a run's loop takes the page's commands
 STATES = ("ready", "spawning", "running", "stopping", "stopped")
 
 
@@ -206,6 +211,13 @@ class Dashboard:
     def __init__(self, store: LiveStore, host: str, port: int, auth: str | None = None) -> None:
         self.store = store
         self.commands: queue.Queue[tuple[str, dict[str, Any]]] = queue.Queue()
+        # A command is answered once the run obeyed it (`obeyed`), so that what the page (or a script)
+        # reads after the answer already shows it: commands are numbered as they are put, and the
+        # driving thread counts those it took and obeyed. Each count is written by one thread only.
+        self._put_lock = threading.Lock()  # the handlers' (threads, or greenlets of the server's thread)
+        self._put = 0
+        self._taken = 0
+        self._obeyed = 0
         self.auth = auth
         self.guard = Guard(host)
         self.check_start: StartCheck | None = None  # squall -f: the command line's checks of a Start
@@ -242,13 +254,38 @@ class Dashboard:
         self.thread.join(timeout=5)
         self.server.server_close()
 
+    def put_command(self, action: str, command: dict[str, Any]) -> int:
+        """Queues a command for the driving thread; returns its number, for `wait_obeyed`."""
+        with self._put_lock:
+            self._put += 1
+            self.commands.put((action, command))
+            return self._put
+
     def take_commands(self) -> list[tuple[str, dict[str, Any]]]:
+        """The commands since the last take, in order (the driving thread; `obeyed` when done)."""
         out = []
         while True:
             try:
                 out.append(self.commands.get_nowait())
             except queue.Empty:
+                self._taken += len(out)
                 return out
+
+    def obeyed(self) -> None:
+        """The driving thread did what every command it took asked."""
+        self._obeyed = self._taken
+
+    def wait_obeyed(self, number: int, timeout: float = OBEY_WAIT_S) -> bool:
+        """Whether command `number` was obeyed within `timeout` seconds, while a test runs. Polled: the
+        driving thread may be a gevent hub's, which no lock of this thread's can wake
+        (squall.runtime.gevent_hub); a loop passes over the commands every 0.1 s, so 10 ms polls add at
+        most a tenth to the wait."""
+        deadline = time.monotonic() + timeout
+        while self._obeyed < number:
+            if time.monotonic() >= deadline or self.store.state not in RUNNING:
+                return False  # (no run left to obey it: the test ended, or has not started)
+            time.sleep(0.01)
+        return True
 
 
 class _Server(ThreadingHTTPServer):
@@ -482,7 +519,9 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError as e:
             self._json({"ok": False, "error": str(e)}, 400)
             return
-        dashboard.commands.put((action, command))
+        number = dashboard.put_command(action, command)
+        if action != "start":  # (a Start is answered when taken: the page then follows the test's state)
+            dashboard.wait_obeyed(number)
         self._json({"ok": True})
 
 
