@@ -161,3 +161,19 @@ def test_native_users_that_think_time_responses_when_they_arrived(tmp_path):
             assert row["min_response_time"] >= 20.0, row
             means[native] = row["total_response_time"] / row["num_requests"]
     assert means["1"] <= means["0"] + 0.25, means
+
+
+def test_users_whose_sessions_differ_each_send_their_own(recorder, tmp_path):
+    """A header on_start sets per user is in each of that user's requests: users share a plan only
+    where their sessions are set alike."""
+    p, _, records = run(recorder, tmp_path, "native_per_user.py", "-u", 5, "-r", 50, "-t", "2s")
+    assert "Mine runs natively" in p.stderr, p.stderr[-2000:]
+    sent = [dict(r["headers"]).get("x-user") for r in records if r["path"] == "/mine"]
+    assert len(sent) > 5 * 10  # each user requests every 50 ms for about 2 s
+    assert sorted(set(sent)) == [f"u{i}" for i in range(5)]
+    # Each user's requests go out on its own connection: its header on every one of them.
+    by_connection = {}
+    for r in records:
+        if r["path"] == "/mine":
+            by_connection.setdefault(r["peer"], set()).add(dict(r["headers"]).get("x-user"))
+    assert len(by_connection) >= 5 and all(len(users) == 1 for users in by_connection.values()), by_connection

@@ -61,9 +61,12 @@ class CaseInsensitiveDict(MutableMapping[str, Any]):
     __slots__ = ("_sent", "_store")
 
     def __init__(self, data: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None, **kw: Any) -> None:
-        self._store: dict[str, tuple[str, Any]] = {}
         self._sent: list[tuple[str, str]] | None = None  # the headers as sent, kept until one changes
-        self.update(data or {}, **kw)
+        if isinstance(data, tuple) and not kw:  # a session's defaults: pairs (MutableMapping.update is slower)
+            self._store: dict[str, tuple[str, Any]] = {k.lower(): (k, v) for k, v in data}
+        else:
+            self._store = {}
+            self.update(data or {}, **kw)
 
     def __setitem__(self, key: str, value: Any) -> None:
         self._sent = None

@@ -61,6 +61,7 @@ class Handler(BaseHTTPRequestHandler):
                     "query": parse_qsl(parts.query, keep_blank_values=True),
                     "headers": [[k.lower(), v] for k, v in self.headers.items()],
                     "body": body.decode("latin-1"),
+                    "peer": self.client_address[1],  # the client's port: one per connection
                 }
             )
         segments = parts.path.strip("/").split("/")

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from squall.clients import HttpSession, Response, ResponseContextManager, RestResponseContextManager
+from squall.clients import HttpSession, Response, ResponseContextManager, RestResponseContextManager, _plain_settings
 from squall.requests_compat import NotSupported
 from squall.user.users import HttpUser, User
 
@@ -70,10 +70,17 @@ class FastHttpSession(HttpSession):
             raise NotSupported("FastHttpUser.ssl_context_factory is not supported by squall: set insecure instead")
         super().__init__(base_url, request_event, user)
         # `client_pool` and `concurrency` tune geventhttpclient's pools: nothing to tune in the engine.
-        self.default_insecure = insecure
-        self.max_redirects = max_redirects
-        self.max_retries = max_retries
-        self.timeout = min(network_timeout, connection_timeout)
+        settings = {
+            "default_insecure": insecure,
+            "max_redirects": max_redirects,
+            "max_retries": max_retries,
+            "timeout": min(network_timeout, connection_timeout),
+        }
+        if _plain_settings(type(self), settings):  # (as HttpSession's: at once)
+            self.__dict__.update(settings)
+        else:
+            for attr, value in settings.items():
+                setattr(self, attr, value)
         if headers:
             self.headers.update(headers)
 
