@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from typing import TYPE_CHECKING
@@ -41,6 +42,7 @@ def build_parser() -> tuple[Parser, argparse.ArgumentParser]:
 
 def main(argv: list[str] | None = None) -> int:
     signals.take_ctrl_c()
+    program = argv is None  # the process's own command line: it exits when this returns
     argv = sys.argv[1:] if argv is None else argv
     typed = argv  # as typed: the reports and the dashboard show it so
     if argv and argv[0].startswith("-") and argv[0] not in ("-h", "--help", "-V", "--version"):
@@ -73,6 +75,13 @@ def main(argv: list[str] | None = None) -> int:
         return exitcodes.OK
     finally:
         signals.ending()
+        if program:
+            # The interpreter's exit then skips collecting what is left (its last gc pass, whose
+            # objects it would only free): 0.06 of the 0.075 CPU-s that exit took after 1,000 users
+            # (wait4 against the locustfile's atexit). atexit handlers still run, and objects still go
+            # as their last reference does; only objects in reference cycles are not finalized, which
+            # CPython does not promise at exit either.
+            gc.freeze()
 
 
 def _written(code: int) -> int:
