@@ -31,7 +31,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use super::engine::{Engine, KnownUrl, NativeUser};
+use super::engine::{Engine, H1Bytes, KnownUrl, NativeUser};
 use super::request::measure;
 use super::{Checked, Completion, ScriptRequest};
 
@@ -110,11 +110,13 @@ impl Plan {
     }
 }
 
-/// A request of the plan, resolved once: its URL, stats endpoint and the request as sent.
+/// A request of the plan, resolved once: its URL, stats endpoint, the request and (over HTTP/1.1)
+/// its bytes as sent.
 struct Step {
     request: ScriptRequest,
     known: KnownUrl,
     endpoint: EndpointId,
+    bytes: Option<H1Bytes>,
 }
 
 /// Resolves the plan's requests for `user` (a URL that cannot be requested is an error, before
@@ -132,8 +134,10 @@ pub(super) fn start(
         let mut steps = Vec::with_capacity(task.len());
         for shape in task {
             let (known, _, endpoint) = engine.resolve(&shape)?;
+            let bytes = (!engine.options.http2)
+                .then(|| engine.h1_prepared(&shape.method, &known.url, &shape.headers, &shape.body));
             let request = ScriptRequest { user, shape, read: false, stamp: thinks };
-            steps.push(Step { request, known, endpoint });
+            steps.push(Step { request, known, endpoint, bytes });
         }
         tasks.push(steps);
     }
@@ -156,7 +160,7 @@ async fn run(engine: Rc<Engine>, user: u64, state: Rc<NativeUser>, tasks: Vec<Ve
         for step in task {
             let _flight = Flight::new(&engine, &state);
             let begin = Instant::now();
-            let sent = measure(&engine, &step.request, &step.known, begin, step.endpoint);
+            let sent = measure(&engine, &step.request, &step.known, step.bytes.as_ref(), begin, step.endpoint);
             // A timer a request, as tokio keeps it (a wheel slot set and cleared: no wake-up unless it
             // fires); past it the exchange is dropped, its connection closed, as the script's
             // watchdog does (`ScriptEngine::time_out`).

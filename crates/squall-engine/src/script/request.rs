@@ -13,7 +13,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use super::cookies::Jar;
-use super::engine::{Engine, KnownUrl, MAX_HOST};
+use super::engine::{Engine, H1Bytes, KnownUrl, MAX_HOST};
 use super::pools::Pooled;
 use super::{Completion, Endpoint, Head, ScriptRequest};
 
@@ -26,9 +26,9 @@ pub(super) async fn run_request(
     endpoint: EndpointId,
     name: Rc<str>,
 ) {
-    let (result, elapsed) = measure(&engine, &r, &known, begin, endpoint).await;
+    let (result, elapsed) = measure(&engine, &r, &known, None, begin, endpoint).await;
     let completion = match result {
-        Ok((mut resp, url)) => Completion {
+        Ok((mut resp, redirected)) => Completion {
             id,
             status: resp.status,
             head: match (resp.raw_head.take(), resp.headers.take()) {
@@ -38,7 +38,7 @@ pub(super) async fn run_request(
             body: resp.body.take().unwrap_or_default(),
             elapsed_us: elapsed.as_micros() as u64,
             error: None,
-            url,
+            url: redirected.unwrap_or_else(|| known.url.to_string()),
             name: name.to_string(),
             request: Some((r.shape.clone(), Endpoint(endpoint))),
         },
@@ -57,16 +57,18 @@ pub(super) async fn run_request(
 }
 
 /// Sends the request (following its redirects), times it from `begin` and records it under
-/// `endpoint` unless the script judges it (`record` false). Returns the final response and its URL,
-/// or the failure, with the latency recorded.
+/// `endpoint` unless the script judges it (`record` false). Returns the final response and, if a
+/// redirect led elsewhere, its URL; or the failure; with the latency recorded. `first`: the request's
+/// bytes made beforehand (a native user's, `native`), else they are made as it is sent.
 pub(super) async fn measure(
     engine: &Engine,
     r: &ScriptRequest,
     known: &KnownUrl,
+    first: Option<&H1Bytes>,
     begin: Instant,
     endpoint: EndpointId,
-) -> (Result<(Response, String), Failure>, Duration) {
-    let result = follow(engine, r, known).await;
+) -> (Result<(Response, Option<String>), Failure>, Duration) {
+    let result = follow(engine, r, known, first).await;
     let now = Instant::now();
     match result {
         Ok((resp, url, deferred, mut phases, timing)) => {
@@ -100,44 +102,46 @@ pub(super) async fn measure(
 }
 
 /// The request, and the redirects it leads to when asked to follow them. Returns the final response,
-/// its URL, how long the responses of earlier hops waited to be read after they arrived (the
-/// generator's own delay, not the server's), the phases of the connects and earlier hops (summed), and
-/// what the last exchange saw of its own (HTTP/1.1). Cookies set along the way go into the user's jar (and so
-/// with the following hops); an `Authorization` header is not sent on to another host, nor from https
-/// to http.
+/// its URL if a redirect led elsewhere, how long the responses of earlier hops waited to be read after
+/// they arrived (the generator's own delay, not the server's), the phases of the connects and earlier
+/// hops (summed), and what the last exchange saw of its own (HTTP/1.1). Cookies set along the way go
+/// into the user's jar (and so with the following hops); an `Authorization` header is not sent on to
+/// another host, nor from https to http. `prepared`: the first hop's bytes, made beforehand.
 pub(super) async fn follow(
     engine: &Engine,
     r: &ScriptRequest,
     first: &KnownUrl,
-) -> Result<(Response, String, Duration, Phases, Timing), Failure> {
+    prepared: Option<&H1Bytes>,
+) -> Result<(Response, Option<String>, Duration, Phases, Timing), Failure> {
     let (mut url, mut origin) = (std::borrow::Cow::Borrowed(&first.url), first.origin);
     let (mut method, mut body) = (r.method.as_str(), std::borrow::Cow::Borrowed(&r.body[..]));
     let mut headers = std::borrow::Cow::Borrowed(&r.headers[..]);
     let (mut hops, mut deferred, mut phases) = (0, Duration::ZERO, Phases::default());
     loop {
-        let host = url.host_str().unwrap_or_default().to_string();
+        let host = url.host_str().unwrap_or_default();
         let cookie = if headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("cookie")) {
             None // the script's own Cookie header wins, as in requests
         } else {
             let jars = engine.jars.borrow();
             match jars.get(&r.user) {
-                Some(jar) => jar.header_for(&host, &r.cookies),
-                None => Jar::default().header_for(&host, &r.cookies),
+                Some(jar) => jar.header_for(host, &r.cookies),
+                None => Jar::default().header_for(host, &r.cookies),
             }
         };
+        let bytes = if hops == 0 { prepared } else { None };
         let (resp, opened, timing) =
-            exchange(engine, r, origin, method, &url, &headers, cookie.as_deref(), &body).await?;
+            exchange(engine, r, origin, method, &url, &headers, cookie.as_deref(), &body, bytes).await?;
         phases.add(&opened);
         if !resp.set_cookies.is_empty() {
             let mut jars = engine.jars.borrow_mut();
             let jar = jars.entry(r.user).or_default();
             for c in &resp.set_cookies {
-                jar.set_from_header(&host, c);
+                jar.set_from_header(host, c);
             }
         }
         let redirect = matches!(resp.status, 301 | 302 | 303 | 307 | 308);
         let (Some(location), true, Some(max)) = (resp.location.clone(), redirect, r.max_redirects) else {
-            return Ok((resp, url.to_string(), deferred, phases, timing));
+            return Ok((resp, (hops > 0).then(|| url.to_string()), deferred, phases, timing));
         };
         let now = Instant::now();
         let end = match resp.received {
@@ -186,6 +190,7 @@ pub(super) async fn exchange(
     headers: &[(String, String)],
     cookie: Option<&str>,
     body: &[u8],
+    prepared: Option<&H1Bytes>,
 ) -> Result<(Response, Phases, Timing), Failure> {
     let (user, insecure) = (r.user, r.insecure);
     let key = (user, origin, insecure);
@@ -220,7 +225,18 @@ pub(super) async fn exchange(
         }
         return Ok((resp, Phases::default(), Timing::default())); // (HTTP/2 is not broken down: stats::timing)
     }
-    let bytes = engine.h1_bytes(method, url, headers, cookie, body);
+    let made;
+    let bytes: &[u8] = match (prepared, cookie) {
+        (Some(p), None) => &p.whole,
+        (Some(p), Some(_)) => {
+            made = engine.h1_bytes_from(&p.head, method, cookie, body);
+            &made
+        }
+        (None, _) => {
+            made = engine.h1_bytes(method, url, headers, cookie, body);
+            &made
+        }
+    };
     let mut conn = match engine.pool.borrow_mut().get(key) {
         Some(Pooled::H1(idle)) => idle.pop(),
         _ => None,
@@ -256,7 +272,7 @@ pub(super) async fn exchange(
     let mut timing = Timing::default();
     let keep = if r.read { Keep::All } else { Keep::Cookies };
     let resp =
-        crate::http::h1::exchange_keepalive(&mut conn, open, &bytes, method == "HEAD", keep, true, &mut timing).await?;
+        crate::http::h1::exchange_keepalive(&mut conn, open, bytes, method == "HEAD", keep, true, &mut timing).await?;
     match resp.received {
         Stamp::At(_) => engine.stamping.set(true),
         Stamp::Missing => engine.stamping.set(false),
