@@ -188,6 +188,21 @@ def test_users_start_one_over_rate_apart_as_in_locust(clock):
     assert hub.slept == [0.005] * 19  # 20 users over the next 0.1 s: the first at once, the rest 5 ms apart
 
 
+def test_above_200_a_second_users_start_in_groups_of_those_due_within_5_ms(clock):
+    """-r 1000: a wake-up every 5 ms starts the 5 users due by then (each at most 5 ms late), not one
+    wake-up a user; the rate over the step is the same."""
+    clock.tick = 0.0
+    hub = FakeHub()
+    s = spawner.Spawner(Environment(hub=hub), [user_class("A")])
+    s.set_target(1000, 1000.0)
+    s.step()
+    assert len(s.spawned) == 1 and hub.slept == []
+    clock.now += 0.1
+    s.step()
+    assert len(s.spawned) == 101  # 100 users over the next 0.1 s
+    assert all(abs(t - 0.005) < 1e-9 for t in hub.slept) and len(hub.slept) == 20
+
+
 def test_done_when_every_user_started_and_stopped(clock):
     env = Environment(hub=FakeHub())
     s = spawner.Spawner(env, [user_class("A")])
