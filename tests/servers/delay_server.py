@@ -7,15 +7,23 @@ With BODY_DELAY_MS, the response's head goes out after DELAY_MS and its body BOD
 sends, TCP_NODELAY: two segments), so that a client's time to first byte and its time receiving are
 both known.
 
+`GET /__late` answers how late the answers since the last such request went out (JSON: their count
+and mean lateness in ms beyond DELAY_MS, from the request's last byte read to the answer's send), and
+starts the count again: a loaded host makes the server late, and a test can take that out.
+
 usage: python delay_server.py PORT DELAY_MS [BODY_DELAY_MS]; prints "ready" once it listens.
 """
 
+import json
 import socket
 import sys
 import threading
 import time
 
 from listener import listening
+
+lock = threading.Lock()
+late = [0, 0.0]  # answers since the last GET /__late, and their summed lateness in seconds
 
 
 def serve(conn, delay, body_delay):
@@ -28,10 +36,21 @@ def serve(conn, delay, body_delay):
                 if not data:
                     return
                 buf += data
-            _, buf = buf.split(b"\r\n\r\n", 1)
+            received = time.monotonic()
+            head, buf = buf.split(b"\r\n\r\n", 1)
+            if head.startswith(b"GET /__late "):
+                with lock:
+                    body = json.dumps({"count": late[0], "mean_late_ms": late[1] / max(late[0], 1) * 1000})
+                    late[:] = [0, 0.0]
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body.encode()))
+                continue
             time.sleep(delay)
             if body_delay is None:
+                sent = time.monotonic()
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                with lock:
+                    late[0] += 1
+                    late[1] += sent - received - delay
             else:
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n")
                 time.sleep(body_delay)
