@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from squall.clients import HttpSession, Response, ResponseContextManager, RestResponseContextManager, _plain_settings
+from squall.clients import HttpSession, Response, ResponseContextManager, RestResponseContextManager, set_settings
 from squall.requests_compat import NotSupported
 from squall.user.users import HttpUser, User
 
@@ -76,11 +76,7 @@ class FastHttpSession(HttpSession):
             "max_retries": max_retries,
             "timeout": min(network_timeout, connection_timeout),
         }
-        if _plain_settings(type(self), settings):  # (as HttpSession's: at once)
-            self.__dict__.update(settings)
-        else:
-            for attr, value in settings.items():
-                setattr(self, attr, value)
+        set_settings(self, settings)
         if headers:
             self.headers.update(headers)
 

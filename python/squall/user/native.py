@@ -292,9 +292,9 @@ _PLANS_KEPT = 1024  # distinct plans kept (a file whose users' sessions differ p
 def _plan_key(user: User, client: HttpSession, wait: dict[str, Any]) -> tuple[Any, ...] | None:
     """What a plan is made from: the user's tasks and wait, and every setting of its session that
     `HttpSession._prepare` reads (the session is squall's own, unmodified: `_session_ok`). None when
-    something is not kept by value (query params or proxies set on the session, a header whose value
-    cannot be hashed): the plan is made for the user alone."""
-    if client.params or client.proxies:
+    something is not kept by value (query params or proxies set on the session, headers replaced by
+    another mapping, a header whose value cannot be hashed): the plan is made for the user alone."""
+    if client.params or client.proxies or not isinstance(client.headers, CaseInsensitiveDict):
         return None
     try:
         key = (
@@ -303,7 +303,7 @@ def _plan_key(user: User, client: HttpSession, wait: dict[str, Any]) -> tuple[An
             tuple(wait.items()),
             type(client),
             client.base_url,
-            tuple(client.headers._store.values()) if isinstance(client.headers, CaseInsensitiveDict) else None,
+            tuple(client.headers._store.values()),
             client.verify,
             client.cert,
             client.timeout,
@@ -314,7 +314,7 @@ def _plan_key(user: User, client: HttpSession, wait: dict[str, Any]) -> tuple[An
         hash(key)
     except TypeError:
         return None
-    return None if key[5] is None else key
+    return key
 
 
 def _made_plan(user: User, client: HttpSession, wait: dict[str, Any]) -> tuple[NativePlan | None, str]:
