@@ -186,7 +186,11 @@ def test_locustfile_dashboard_starts_changes_users_and_stops_from_the_page(nginx
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 0, stderr
     r = json.loads(out.read_text())
-    assert r["aggregate"]["requests"] == nginx.requests_logged() > 0
+    # Every request nginx served was measured, but those in flight when Stop ended their users: cancelled
+    # unmeasured and counted apart (`abandoned`; nginx may or may not have logged each), as
+    # test_distributed counts them. (A local run read 210 measured against 211 logged: one in flight.)
+    measured, abandoned = r["aggregate"]["requests"], r["abandoned"]
+    assert 0 < measured <= nginx.requests_logged() <= measured + abandoned, abandoned
     assert max(s["users"] for s in r["timeseries"]) == 5
     # Controls that make no sense are refused, never queued.
     assert "Traceback" not in stderr
