@@ -190,3 +190,19 @@ def test_users_whose_sessions_differ_each_send_their_own(recorder, tmp_path):
         if r["path"] == "/mine":
             by_connection.setdefault(r["peer"], set()).add(dict(r["headers"]).get("x-user"))
     assert len(by_connection) >= 5 and all(len(users) == 1 for users in by_connection.values()), by_connection
+
+
+def test_a_native_user_keeps_one_connection_from_on_start_to_on_stop(recorder, tmp_path):
+    """The engine keeps a native user's connection in the user (not its pool) between requests: it
+    takes the one on_start's request left in the pool, and hands it back when the plan ends, as the
+    same task in Python would use one connection throughout. Judged by the client ports the server saw."""
+    args = ("-u", 3, "-r", 30, "-t", "1s", "--stop-timeout", "2s")
+    p, _, records = run(recorder, tmp_path, "native_handover.py", *args)
+    assert "Handover runs natively" in p.stderr, p.stderr[-2000:]
+    peers = {}
+    for r in records:
+        peers.setdefault(dict(r["headers"]).get("x-user"), {}).setdefault(r["path"], set()).add(r["peer"])
+    assert sorted(peers) == ["u0", "u1", "u2"], peers
+    for user, paths in peers.items():
+        assert set(paths) == {"/hello", "/mine", "/bye"}, (user, paths)
+        assert paths["/hello"] == paths["/mine"] == paths["/bye"] and len(paths["/mine"]) == 1, (user, paths)

@@ -338,7 +338,11 @@ impl ScriptEngine {
                     let mut ticking = false;
                     self.rt.block_on(self.local.run_until(async {
                         while engine.nothing_ready() {
-                            let wake = wake_at();
+                            // (The watchdog's next scan, while native users' requests are in flight.)
+                            let wake = match self.watch_due() {
+                                Some(due) => wake_at().min(due),
+                                None => wake_at(),
+                            };
                             tokio::select! {
                                 _ = engine.ready.notified() => {}
                                 _ = engine.native_sent.notified(), if engine.native_thinking.get() > 0 => {
@@ -347,7 +351,12 @@ impl ScriptEngine {
                                         break;
                                     }
                                 }
-                                _ = self.timer.sleep_until(wake) => if wake == deadline || arrival_due() { break },
+                                _ = self.timer.sleep_until(wake) => {
+                                    if wake == deadline || arrival_due() {
+                                        break;
+                                    }
+                                    self.watch(Instant::now());
+                                }
                             }
                         }
                     }));
@@ -358,10 +367,7 @@ impl ScriptEngine {
             }
         }
         let now = Instant::now();
-        if now.duration_since(engine.last_watch.get()) >= WATCH_TICK {
-            engine.last_watch.set(now);
-            self.time_out(now);
-        }
+        self.watch(now);
         if let Some(open) = engine.open.borrow_mut().as_mut() {
             let OpenModel { arrivals, due, .. } = open;
             arrivals.take_due(now.saturating_duration_since(start).as_secs_f64(), due);
@@ -418,7 +424,23 @@ impl ScriptEngine {
         let since = Instant::now().saturating_duration_since(engine.core.start);
         let next = engine.core.start + TICK * (since.as_nanos() / TICK.as_nanos() + 1) as u32;
         self.sleep_then_read(next.min(wake));
-        !engine.nothing_ready() || Instant::now() >= wake
+        let now = Instant::now();
+        self.watch(now);
+        !engine.nothing_ready() || now >= wake
+    }
+
+    /// The watchdog, if its time has come (`WATCH_TICK`): requests past their timeout end.
+    fn watch(&self, now: Instant) {
+        if now.duration_since(self.engine.last_watch.get()) >= WATCH_TICK {
+            self.engine.last_watch.set(now);
+            self.time_out(now);
+        }
+    }
+
+    /// When `poll` must wake for the watchdog, whatever else it waits for: native users' requests
+    /// have no timer of their own (`Engine::native_deadlines`).
+    fn watch_due(&self) -> Option<Instant> {
+        (self.engine.native_in_flight.get() > 0).then(|| self.engine.last_watch.get() + WATCH_TICK)
     }
 
     /// Sleeps until `until` without waking for responses, then reads every response that came
@@ -481,9 +503,28 @@ impl ScriptEngine {
     }
 
     /// Ends the requests past their timeout: each is cancelled (its connection closes) and counted
-    /// as a failure, "request timed out", with its time so far.
+    /// as a failure, "request timed out", with its time so far. A native user's request ends at its
+    /// task's next poll, which it wakes (the task records the failure: `native`).
     fn time_out(&self, now: Instant) {
         let engine = &self.engine;
+        let late: Vec<u64> = engine
+            .native_deadlines
+            .borrow_mut()
+            .iter_mut()
+            .filter(|(deadline, _)| deadline.is_some_and(|d| d <= now))
+            .map(|(deadline, user)| {
+                *deadline = None;
+                *user
+            })
+            .collect();
+        for user in late {
+            let Some(n) = engine.native.borrow().get(&user).cloned() else { continue };
+            n.expired.set(true);
+            let waker = n.waker.borrow().clone();
+            if let Some(waker) = waker {
+                waker.wake();
+            }
+        }
         let expired: Vec<u64> =
             engine.running.borrow().iter().filter(|(_, r)| r.deadline <= now).map(|(id, _)| *id).collect();
         for id in expired {

@@ -28,10 +28,13 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Exp1};
 use std::cell::{Cell, RefCell};
+use std::future::Future;
 use std::rc::Rc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use super::engine::{Engine, H1Bytes, KnownUrl, NativeUser};
+use super::pools::Pooled;
 use super::request::measure;
 use super::{Checked, Completion, ScriptRequest};
 
@@ -141,6 +144,9 @@ pub(super) fn start(
         }
         tasks.push(steps);
     }
+    let mut origins = tasks.iter().flatten().map(|s: &Step| (s.known.origin, s.request.insecure));
+    let first = origins.next();
+    let home = first.filter(|&o| origins.all(|other| other == o) && !engine.options.http2);
     let state = Rc::new(NativeUser {
         op,
         task: RefCell::new(None),
@@ -148,6 +154,11 @@ pub(super) fn start(
         waiting: Cell::new(false),
         ending: Cell::new(false),
         thinks,
+        home,
+        conn: RefCell::new(None),
+        slot: engine.native_slot(user),
+        expired: Cell::new(false),
+        waker: RefCell::new(None),
     });
     Ok((state.clone(), run(engine.clone(), user, state, tasks, plan.wait)))
 }
@@ -160,11 +171,26 @@ async fn run(engine: Rc<Engine>, user: u64, state: Rc<NativeUser>, tasks: Vec<Ve
         for step in task {
             let _flight = Flight::new(&engine, &state);
             let begin = Instant::now();
-            let sent = measure(&engine, &step.request, &step.known, step.bytes.as_ref(), begin, step.endpoint);
-            // A timer a request, as tokio keeps it (a wheel slot set and cleared: no wake-up unless it
-            // fires); past it the exchange is dropped, its connection closed, as the script's
-            // watchdog does (`ScriptEngine::time_out`).
-            if tokio::time::timeout(step.request.timeout, sent).await.is_err() {
+            let held = (state.home == Some((step.known.origin, step.request.insecure))).then_some(&state.conn);
+            let sent = measure(&engine, &step.request, &step.known, step.bytes.as_ref(), held, begin, step.endpoint);
+            // Past its deadline the watchdog ends the request (`ScriptEngine::time_out`, every
+            // `WATCH_TICK`): the exchange is dropped, its connection closed, as a script's is.
+            engine.set_native_deadline(state.slot, begin.checked_add(step.request.timeout));
+            state.expired.set(false);
+            let mut sent = std::pin::pin!(sent);
+            let done = std::future::poll_fn(|cx| {
+                if state.expired.replace(false) {
+                    return Poll::Ready(false);
+                }
+                let polled = sent.as_mut().poll(cx).map(|_| true);
+                if polled.is_pending() {
+                    state.park(cx.waker());
+                }
+                polled
+            })
+            .await;
+            engine.set_native_deadline(state.slot, None);
+            if !done {
                 let now = Instant::now();
                 engine.timed_out(now, step.endpoint, now.saturating_duration_since(begin), true);
             }
@@ -206,6 +232,13 @@ impl Drop for Flight<'_> {
 /// The plan of `user` is over: its greenlet resumes with the plan's completion.
 pub(super) fn end(engine: &Engine, user: u64, state: &NativeUser) {
     engine.remove_native(user);
+    // Its connection goes back to the user's pool, for the requests its greenlet makes next.
+    if let (Some((origin, insecure)), Some(conn)) = (state.home, state.conn.borrow_mut().take()) {
+        let mut pools = engine.pool.borrow_mut();
+        if let Pooled::H1(idle) = pools.get_or_insert((user, origin, insecure), || Pooled::H1(Vec::new())) {
+            idle.push(conn);
+        }
+    }
     engine.push(Completion { id: state.op, ..Completion::default() });
 }
 

@@ -8,7 +8,7 @@ use crate::http::response::Response;
 use crate::net::Stamp;
 use crate::stats::{EndpointId, Failure, FailureKind, Outcome, Phases};
 use bytes::Bytes;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -26,7 +26,7 @@ pub(super) async fn run_request(
     endpoint: EndpointId,
     name: Rc<str>,
 ) {
-    let (result, elapsed) = measure(&engine, &r, &known, None, begin, endpoint).await;
+    let (result, elapsed) = measure(&engine, &r, &known, None, None, begin, endpoint).await;
     let completion = match result {
         Ok((mut resp, redirected)) => Completion {
             id,
@@ -59,16 +59,18 @@ pub(super) async fn run_request(
 /// Sends the request (following its redirects), times it from `begin` and records it under
 /// `endpoint` unless the script judges it (`record` false). Returns the final response and, if a
 /// redirect led elsewhere, its URL; or the failure; with the latency recorded. `first`: the request's
-/// bytes made beforehand (a native user's, `native`), else they are made as it is sent.
+/// bytes made beforehand (a native user's, `native`), else they are made as it is sent; `held`: the
+/// connection a native user keeps to the request's origin (`NativeUser::conn`), else the pool's.
 pub(super) async fn measure(
     engine: &Engine,
     r: &ScriptRequest,
     known: &KnownUrl,
     first: Option<&H1Bytes>,
+    held: Option<&RefCell<Option<H1Conn>>>,
     begin: Instant,
     endpoint: EndpointId,
 ) -> (Result<(Response, Option<String>), Failure>, Duration) {
-    let result = follow(engine, r, known, first).await;
+    let result = follow(engine, r, known, first, held).await;
     let now = Instant::now();
     match result {
         Ok((resp, url, deferred, mut phases, timing)) => {
@@ -106,12 +108,14 @@ pub(super) async fn measure(
 /// they arrived (the generator's own delay, not the server's), the phases of the connects and earlier
 /// hops (summed), and what the last exchange saw of its own (HTTP/1.1). Cookies set along the way go
 /// into the user's jar (and so with the following hops); an `Authorization` header is not sent on to
-/// another host, nor from https to http. `prepared`: the first hop's bytes, made beforehand.
+/// another host, nor from https to http. `prepared` and `held`: the first hop's bytes, made
+/// beforehand, and its connection, kept by its native user.
 pub(super) async fn follow(
     engine: &Engine,
     r: &ScriptRequest,
     first: &KnownUrl,
     prepared: Option<&H1Bytes>,
+    held: Option<&RefCell<Option<H1Conn>>>,
 ) -> Result<(Response, Option<String>, Duration, Phases, Timing), Failure> {
     let (mut url, mut origin) = (std::borrow::Cow::Borrowed(&first.url), first.origin);
     let (mut method, mut body) = (r.method.as_str(), std::borrow::Cow::Borrowed(&r.body[..]));
@@ -128,9 +132,9 @@ pub(super) async fn follow(
                 None => Jar::default().header_for(host, &r.cookies),
             }
         };
-        let bytes = if hops == 0 { prepared } else { None };
+        let (bytes, conn) = if hops == 0 { (prepared, held) } else { (None, None) };
         let (resp, opened, timing) =
-            exchange(engine, r, origin, method, &url, &headers, cookie.as_deref(), &body, bytes).await?;
+            exchange(engine, r, origin, method, &url, &headers, cookie.as_deref(), &body, bytes, conn).await?;
         phases.add(&opened);
         if !resp.set_cookies.is_empty() {
             let mut jars = engine.jars.borrow_mut();
@@ -191,6 +195,7 @@ pub(super) async fn exchange(
     cookie: Option<&str>,
     body: &[u8],
     prepared: Option<&H1Bytes>,
+    held: Option<&RefCell<Option<H1Conn>>>,
 ) -> Result<(Response, Phases, Timing), Failure> {
     let (user, insecure) = (r.user, r.insecure);
     let key = (user, origin, insecure);
@@ -237,10 +242,13 @@ pub(super) async fn exchange(
             &made
         }
     };
-    let mut conn = match engine.pool.borrow_mut().get(key) {
+    // A native user's own connection, else one from its pool (where its script's requests left one:
+    // on_start's, say).
+    let kept = held.and_then(|kept| kept.borrow_mut().take());
+    let mut conn = kept.or_else(|| match engine.pool.borrow_mut().get(key) {
         Some(Pooled::H1(idle)) => idle.pop(),
         _ => None,
-    };
+    });
     // A native user's request (nobody reads its response) never counts as awaiting the script's
     // deferral (`DEFER`); its connection stamps when its user thinks (its reads wait for `TICK`).
     let deferrable = if r.read { engine.wants_stamps() } else { r.stamp };
@@ -278,10 +286,14 @@ pub(super) async fn exchange(
         Stamp::Missing => engine.stamping.set(false),
         Stamp::Unasked => {}
     }
-    if let Some(c) = conn {
-        if let Pooled::H1(idle) = engine.pool.borrow_mut().get_or_insert(key, || Pooled::H1(Vec::new())) {
-            idle.push(c);
+    match (conn, held) {
+        (Some(c), Some(kept)) => *kept.borrow_mut() = Some(c),
+        (Some(c), None) => {
+            if let Pooled::H1(idle) = engine.pool.borrow_mut().get_or_insert(key, || Pooled::H1(Vec::new())) {
+                idle.push(c);
+            }
         }
+        (None, _) => {}
     }
     Ok((resp, opened.get(), timing))
 }
