@@ -19,6 +19,7 @@ use tokio::sync::Notify;
 
 use super::cookies::Jar;
 use super::pools::Pools;
+use super::think::Thinkers;
 use super::{Completion, Message, RequestShape, ScriptOptions};
 
 /// Parsed URLs kept per base: scripts that build a unique URL per request must not grow it forever.
@@ -168,6 +169,8 @@ pub(super) struct Engine {
     /// instead of a tokio timer a request (set and cleared in the timer wheel's lists, among other
     /// users' cold entries: 2% of a 1,000-user run's CPU).
     pub(super) native_deadlines: RefCell<Vec<(Option<Instant>, u64)>>,
+    /// Native users thinking, woken by the engine's passes (`think`).
+    pub(super) thinkers: RefCell<Thinkers>,
     native_free: RefCell<Vec<usize>>,
     /// Native users' requests in flight, and a wake-up for `poll` when one is sent (see `TICK`).
     pub(super) native_in_flight: Cell<usize>,
@@ -227,6 +230,7 @@ impl Engine {
     /// The engine of a run that has just started (`core`), with its settings.
     pub(super) fn new(options: ScriptOptions, core: Arc<RunCore>) -> Engine {
         let alpn: &[&[u8]] = if options.http2 { &[b"h2"] } else { &[b"http/1.1"] };
+        let start = core.start;
         Engine {
             options,
             recorder: RefCell::new(Recorder::new(core.timeline.clone())),
@@ -249,6 +253,7 @@ impl Engine {
             native: RefCell::default(),
             native_thinking: Cell::new(0),
             native_deadlines: RefCell::new(Vec::new()),
+            thinkers: RefCell::new(Thinkers::new(start)),
             native_free: RefCell::new(Vec::new()),
             native_in_flight: Cell::new(0),
             native_sent: Notify::new(),

@@ -29,6 +29,7 @@ mod engine;
 pub mod native;
 mod pools;
 mod request;
+mod think;
 
 use crate::http::request::{check_headers, check_method};
 use crate::mqtt::script::Op;
@@ -338,11 +339,11 @@ impl ScriptEngine {
                     let mut ticking = false;
                     self.rt.block_on(self.local.run_until(async {
                         while engine.nothing_ready() {
-                            // (The watchdog's next scan, while native users' requests are in flight.)
-                            let wake = match self.watch_due() {
-                                Some(due) => wake_at().min(due),
-                                None => wake_at(),
-                            };
+                            // (The watchdog's next scan, while native users' requests are in flight,
+                            // and the next native users' think times to end: `think`.)
+                            engine.thinkers.borrow_mut().wake(Instant::now());
+                            let thinkers = engine.thinkers.borrow().next_due();
+                            let wake = [self.watch_due(), thinkers].into_iter().flatten().fold(wake_at(), Instant::min);
                             tokio::select! {
                                 _ = engine.ready.notified() => {}
                                 _ = engine.native_sent.notified(), if engine.native_thinking.get() > 0 => {
@@ -460,6 +461,7 @@ impl ScriptEngine {
     /// the sockets once.
     fn turn(&self, yields: usize) {
         self.rt.block_on(self.local.run_until(async {
+            self.engine.thinkers.borrow_mut().wake(Instant::now());
             for _ in 0..yields {
                 tokio::task::yield_now().await;
             }

@@ -204,10 +204,28 @@ async fn run(engine: Rc<Engine>, user: u64, state: Rc<NativeUser>, tasks: Vec<Ve
         if pause.is_zero() {
             tokio::task::yield_now().await; // as gevent.sleep(0): the others run first
         } else {
-            tokio::time::sleep(pause).await;
+            think(&engine, Instant::now() + pause).await;
         }
         state.waiting.set(false);
     }
+}
+
+/// Waits until `until`, woken by the engine's passes (`Thinkers`) rather than a tokio timer.
+async fn think(engine: &Engine, until: Instant) {
+    let ms = engine.thinkers.borrow().millisecond(until);
+    let mut added = false;
+    std::future::poll_fn(|cx| {
+        let mut thinkers = engine.thinkers.borrow_mut();
+        if thinkers.passed(ms) {
+            return Poll::Ready(());
+        }
+        if !added {
+            thinkers.add(ms, cx.waker().clone());
+            added = true;
+        }
+        Poll::Pending
+    })
+    .await
 }
 
 /// A native request in flight, counted while it lives (an aborted task drops it).
