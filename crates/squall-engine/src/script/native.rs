@@ -34,7 +34,6 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use super::engine::{Engine, H1Bytes, KnownUrl, NativeUser};
-use super::pools::Pooled;
 use super::request::measure;
 use super::{Checked, Completion, ScriptRequest};
 
@@ -252,10 +251,7 @@ pub(super) fn end(engine: &Engine, user: u64, state: &NativeUser) {
     engine.remove_native(user);
     // Its connection goes back to the user's pool, for the requests its greenlet makes next.
     if let (Some((origin, insecure)), Some(conn)) = (state.home, state.conn.borrow_mut().take()) {
-        let mut pools = engine.pool.borrow_mut();
-        if let Pooled::H1(idle) = pools.get_or_insert((user, origin, insecure), || Pooled::H1(Vec::new())) {
-            idle.push(conn);
-        }
+        engine.pool.borrow_mut().give_back((user, origin, insecure), conn);
     }
     engine.push(Completion { id: state.op, ..Completion::default() });
 }

@@ -50,6 +50,13 @@ impl Pools {
         let pools = self.users.get_mut(&key.0).expect("just found or added");
         &mut pools.last_mut().expect("just found or added").1
     }
+
+    /// An idle HTTP/1.1 connection back among the user's connections to the origin.
+    pub(super) fn give_back(&mut self, key: (u64, usize, bool), conn: H1Conn) {
+        if let Pooled::H1(idle) = self.get_or_insert(key, || Pooled::H1(Vec::new())) {
+            idle.push(conn);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -288,11 +288,7 @@ pub(super) async fn exchange(
     }
     match (conn, held) {
         (Some(c), Some(kept)) => *kept.borrow_mut() = Some(c),
-        (Some(c), None) => {
-            if let Pooled::H1(idle) = engine.pool.borrow_mut().get_or_insert(key, || Pooled::H1(Vec::new())) {
-                idle.push(c);
-            }
-        }
+        (Some(c), None) => engine.pool.borrow_mut().give_back(key, c),
         (None, _) => {}
     }
     Ok((resp, opened.get(), timing))
