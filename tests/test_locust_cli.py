@@ -291,6 +291,27 @@ def test_options_of_a_locustfile_take_env_vars_and_secrets_stay_hidden(odd_serve
     assert "s3cret-value" not in (tmp_path / "r.html").read_text()
 
 
+def test_a_test_stop_listener_reads_every_request_at_once(odd_server, tmp_path):
+    """A test_stop listener that reads the stats (as report plugins and --reset-stats's own do) gets
+    every request the users made, the second in progress included, without waiting for that second to
+    end: before, the read waited for the engine to publish it, 0.9 s of a 2 s run's stop (the run ends
+    just after a whole second of the engine's clock, so the rest of that second was nearly all of one).
+    What it read is what the server served, less at most one request a user cut short by the stop (2
+    users)."""
+    before = odd_server.served("/ok")
+    out = tmp_path / "read.json"
+    p = squall(
+        "-f", FILES / "stop_reader.py", "-H", odd_server.url, "--headless", "-u", 2, "-r", 2, "-t", "2s",
+        "--only-summary", cwd=tmp_path, env=clean_env(STOP_READ_FILE=str(out)),
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    read = json.loads(out.read_text())
+    served = odd_server.served("/ok") - before
+    assert read["requests"] > 100  # 2 users, 10 ms apart: about 200 a second
+    assert read["requests"] <= served <= read["requests"] + 2, (read, served)
+    assert read["took"] < 0.3, read
+
+
 def test_reset_stats_and_equal_weights(odd_server, tmp_path):
     """--equal-weights: weights.py's 3:1 tasks run 1:1 (the share of each is within 5 sigma of 0.5 for
     the requests counted); --reset-stats says so when spawning completes, and the stats then leave out

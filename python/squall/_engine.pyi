@@ -228,6 +228,8 @@ class ScriptEngine:
     def set_users(self, users: int) -> None: ...
     def counts(self) -> tuple[int, int]:
         """(completed, failed) so far."""
+    def publish_now(self) -> None:
+        """Publishes what the users recorded now, the second in progress included (the users are done)."""
     def live(self, cursor: int, histograms: bool = False) -> dict[str, Any]:
         """The live stream and totals (see `Run.live`); never waits."""
     def reset_totals(self) -> None:

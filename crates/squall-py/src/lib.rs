@@ -283,7 +283,7 @@ impl NativePlan {
             return Err(usage("a native plan takes one wait: constant, between, pacing or poisson"));
         };
         let tasks = tasks.iter().map(|t| t.iter().map(|p| p.shape.clone()).collect()).collect();
-        let plan = Plan { tasks, wait };
+        let plan = Plan::new(tasks, wait);
         plan.check().map_err(usage)?;
         Ok(NativePlan { plan })
     }
@@ -450,7 +450,7 @@ impl ScriptEngine {
     /// Starts `user`'s request of `prepared`; returns its id (its completion comes from `poll`).
     fn send(&self, user: u64, prepared: &Prepared) -> PyResult<u64> {
         self.engine()?
-            .submit(ScriptRequest { user, shape: prepared.shape.clone(), read: true, stamp: false })
+            .submit(user, ScriptRequest { shape: prepared.shape.clone(), read: true, stamp: false })
             .map_err(usage)
     }
 
@@ -658,7 +658,7 @@ impl ScriptEngine {
     /// Runs `user`'s tasks in the engine (`plan`); returns the plan's id, whose completion comes when
     /// the plan ends (`end_plans`). UsageError for a URL that cannot be requested, nothing sent.
     fn run_plan(&self, user: u64, plan: &NativePlan) -> PyResult<u64> {
-        self.engine()?.run_plan(user, plan.plan.clone()).map_err(usage)
+        self.engine()?.run_plan(user, &plan.plan).map_err(usage)
     }
 
     /// Ends every native plan at its next wait (at once for a user waiting now).
@@ -676,6 +676,12 @@ impl ScriptEngine {
     /// (completed, failed) so far.
     fn counts(&self) -> PyResult<(u64, u64)> {
         Ok(self.engine()?.counts())
+    }
+
+    /// Publishes what the users recorded now, the second in progress included (the users are done).
+    fn publish_now(&self) -> PyResult<()> {
+        self.engine()?.publish_now();
+        Ok(())
     }
 
     /// The live stream and totals (see `Run.live`); never waits.

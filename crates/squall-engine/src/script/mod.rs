@@ -106,9 +106,9 @@ impl std::ops::Deref for Checked {
     }
 }
 
-/// One request from a script: a user's send of a checked shape.
+/// One request of a script: a checked shape and how it is sent (the user sending it is given beside
+/// it, so that a native plan's requests serve all its users: `native::Steps`).
 pub struct ScriptRequest {
-    pub user: u64,
     pub shape: Checked,
     /// The script reads the response (its headers and body are kept for it); false for a native
     /// user's request, whose response is only counted (`native`).
@@ -299,15 +299,15 @@ impl ScriptEngine {
 
     /// Starts a request; its completion comes from `poll` under the returned id. A URL that cannot be
     /// requested (no host, a bad URL) is an error at once.
-    pub fn submit(&self, r: ScriptRequest) -> Result<u64, String> {
+    pub fn submit(&self, user: u64, r: ScriptRequest) -> Result<u64, String> {
         let engine = &self.engine;
         let (known, name, endpoint) = engine.resolve(&r)?;
         let id = self.next_id();
-        let user = r.user;
         // The first request of an open-model iteration counts from the iteration's intended start.
         let begin = engine.open.borrow_mut().as_mut().and_then(|o| o.begins.remove(&user)).unwrap_or_else(Instant::now);
         let (deadline, url, shape) = (Instant::now() + r.timeout, known.url.clone(), r.shape.clone());
-        let task = self.local.spawn_local(run_request(engine.clone(), id, r, known, begin, endpoint, name.clone()));
+        let task =
+            self.local.spawn_local(run_request(engine.clone(), id, user, r, known, begin, endpoint, name.clone()));
         let running = Running { user, task: task.abort_handle(), begin, deadline, endpoint, name, url, shape };
         engine.running.borrow_mut().insert(id, running);
         Ok(id)
@@ -574,7 +574,7 @@ impl ScriptEngine {
     /// Runs `user`'s tasks natively (`native`): returns the plan's id, whose completion comes when the
     /// plan ends (`end_plans`). A plan whose URL cannot be requested, or that the engine cannot run,
     /// is an error at once, nothing sent.
-    pub fn run_plan(&self, user: u64, plan: native::Plan) -> Result<u64, String> {
+    pub fn run_plan(&self, user: u64, plan: &native::Plan) -> Result<u64, String> {
         if self.engine.open.borrow().is_some() {
             return Err("the open model starts each iteration itself: no native plan".into());
         }
@@ -666,6 +666,18 @@ impl ScriptEngine {
     /// (completed, failed) so far.
     pub fn counts(&self) -> (u64, u64) {
         self.engine.core.timeline.counts()
+    }
+
+    /// The users are done: what they recorded is published now, the second in progress included,
+    /// instead of once that second has ended (up to a second later). Something recorded later in the
+    /// same second counts in the live totals and the result, not in the stream (`stream`'s late counts).
+    pub fn publish_now(&self) {
+        let now = Instant::now();
+        let mut recorder = self.engine.recorder.borrow_mut();
+        recorder.roll(now);
+        recorder.flush();
+        let second = now.saturating_duration_since(self.engine.core.start).as_secs();
+        self.engine.core.timeline.publish_until(second + 1);
     }
 
     /// Ends the run: what is still in flight is abandoned (counted, not measured), the connections

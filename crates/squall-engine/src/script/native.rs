@@ -23,7 +23,6 @@
 //! the user's greenlet. A stopped user (`close_user`) ends its plan at once, a request in flight
 //! abandoned as a script's is.
 
-use crate::stats::EndpointId;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Exp1};
@@ -33,8 +32,8 @@ use std::rc::Rc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use super::engine::{Engine, H1Bytes, KnownUrl, NativeUser};
-use super::request::measure;
+use super::engine::{Engine, NativeUser, Step, Steps};
+use super::request::{measure, Sender};
 use super::{Checked, Completion, ScriptRequest};
 
 /// The wait between a native user's tasks: Locust's wait-time functions, with their math.
@@ -87,9 +86,19 @@ impl Wait {
 pub struct Plan {
     pub tasks: Vec<Vec<Checked>>,
     pub wait: Wait,
+    /// Which plan it is: its users share its requests resolved once (`Engine::plans`); a clone is the
+    /// same plan.
+    id: u64,
 }
 
+/// The next plan's id.
+static PLANS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 impl Plan {
+    pub fn new(tasks: Vec<Vec<Checked>>, wait: Wait) -> Plan {
+        Plan { tasks, wait, id: PLANS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) }
+    }
+
     /// Checks what only a script can get wrong: a task list, a task with a request, requests the
     /// engine records itself, waits that are numbers.
     pub fn check(&self) -> Result<(), String> {
@@ -112,33 +121,52 @@ impl Plan {
     }
 }
 
-/// A request of the plan, resolved once: its URL, stats endpoint, the request and (over HTTP/1.1)
-/// its bytes as sent.
-struct Step {
-    request: ScriptRequest,
-    known: KnownUrl,
-    endpoint: EndpointId,
-    bytes: Option<H1Bytes>,
-}
-
-/// Resolves the plan's requests for `user` (a URL that cannot be requested is an error, before
-/// anything is sent) and returns the user's state and the future that runs it.
+/// Starts `user` on `plan`: its requests resolved for this engine once, at its first user's start (a
+/// URL that cannot be requested is an error, before anything is sent), and shared by all its users
+/// (`Steps`). Returns the user's state and the future that runs it.
 pub(super) fn start(
     engine: &Rc<Engine>,
     user: u64,
     op: u64,
-    plan: Plan,
+    plan: &Plan,
 ) -> Result<(Rc<NativeUser>, impl std::future::Future<Output = ()> + 'static), String> {
+    let kept = engine.plans.borrow().get(&plan.id).cloned();
+    let steps = match kept {
+        Some(steps) => steps,
+        None => {
+            let steps = Rc::new(resolve(engine, plan)?);
+            engine.plans.borrow_mut().insert(plan.id, steps.clone());
+            steps
+        }
+    };
+    let state = Rc::new(NativeUser {
+        op,
+        task: RefCell::new(None),
+        in_flight: Cell::new(false),
+        waiting: Cell::new(false),
+        ending: Cell::new(false),
+        thinks: plan.wait.thinks(),
+        home: steps.home,
+        conn: RefCell::new(None),
+        slot: engine.native_slot(user),
+        expired: Cell::new(false),
+        waker: RefCell::new(None),
+    });
+    Ok((state.clone(), run(engine.clone(), user, state, steps, plan.wait)))
+}
+
+/// The plan's requests resolved for `engine`: their URLs, endpoints and (over HTTP/1.1) bytes.
+fn resolve(engine: &Engine, plan: &Plan) -> Result<Steps, String> {
     plan.check()?;
     let thinks = plan.wait.thinks();
     let mut tasks = Vec::with_capacity(plan.tasks.len());
-    for task in plan.tasks {
+    for task in &plan.tasks {
         let mut steps = Vec::with_capacity(task.len());
         for shape in task {
-            let (known, _, endpoint) = engine.resolve(&shape)?;
+            let (known, _, endpoint) = engine.resolve(shape)?;
             let bytes = (!engine.options.http2)
                 .then(|| engine.h1_prepared(&shape.method, &known.url, &shape.headers, &shape.body));
-            let request = ScriptRequest { user, shape, read: false, stamp: thinks };
+            let request = ScriptRequest { shape: shape.clone(), read: false, stamp: thinks };
             steps.push(Step { request, known, endpoint, bytes });
         }
         tasks.push(steps);
@@ -146,23 +174,11 @@ pub(super) fn start(
     let mut origins = tasks.iter().flatten().map(|s: &Step| (s.known.origin, s.request.insecure));
     let first = origins.next();
     let home = first.filter(|&o| origins.all(|other| other == o) && !engine.options.http2);
-    let state = Rc::new(NativeUser {
-        op,
-        task: RefCell::new(None),
-        in_flight: Cell::new(false),
-        waiting: Cell::new(false),
-        ending: Cell::new(false),
-        thinks,
-        home,
-        conn: RefCell::new(None),
-        slot: engine.native_slot(user),
-        expired: Cell::new(false),
-        waker: RefCell::new(None),
-    });
-    Ok((state.clone(), run(engine.clone(), user, state, tasks, plan.wait)))
+    Ok(Steps { tasks, home })
 }
 
-async fn run(engine: Rc<Engine>, user: u64, state: Rc<NativeUser>, tasks: Vec<Vec<Step>>, wait: Wait) {
+async fn run(engine: Rc<Engine>, user: u64, state: Rc<NativeUser>, steps: Rc<Steps>, wait: Wait) {
+    let tasks = &steps.tasks;
     let mut rng = SmallRng::from_rng(&mut rand::rng());
     let mut paced = None;
     loop {
@@ -171,7 +187,8 @@ async fn run(engine: Rc<Engine>, user: u64, state: Rc<NativeUser>, tasks: Vec<Ve
             let _flight = Flight::new(&engine, &state);
             let begin = Instant::now();
             let held = (state.home == Some((step.known.origin, step.request.insecure))).then_some(&state.conn);
-            let sent = measure(&engine, &step.request, &step.known, step.bytes.as_ref(), held, begin, step.endpoint);
+            let sender = Sender { user, bytes: step.bytes.as_ref(), held };
+            let sent = measure(&engine, sender, &step.request, &step.known, begin, step.endpoint);
             // Past its deadline the watchdog ends the request (`ScriptEngine::time_out`, every
             // `WATCH_TICK`): the exchange is dropped, its connection closed, as a script's is.
             engine.set_native_deadline(state.slot, begin.checked_add(step.request.timeout));
@@ -306,9 +323,9 @@ mod tests {
 
     #[test]
     fn a_plan_without_requests_is_refused() {
-        let empty = Plan { tasks: vec![], wait: Wait::Constant(0.0) };
+        let empty = Plan::new(vec![], Wait::Constant(0.0));
         assert!(empty.check().is_err());
-        let hollow = Plan { tasks: vec![vec![]], wait: Wait::Constant(0.0) };
+        let hollow = Plan::new(vec![vec![]], Wait::Constant(0.0));
         assert!(hollow.check().is_err());
     }
 }

@@ -17,16 +17,18 @@ use super::engine::{Engine, H1Bytes, KnownUrl, MAX_HOST};
 use super::pools::Pooled;
 use super::{Completion, Endpoint, Head, ScriptRequest};
 
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn run_request(
     engine: Rc<Engine>,
     id: u64,
+    user: u64,
     r: ScriptRequest,
     known: KnownUrl,
     begin: Instant,
     endpoint: EndpointId,
     name: Rc<str>,
 ) {
-    let (result, elapsed) = measure(&engine, &r, &known, None, None, begin, endpoint).await;
+    let (result, elapsed) = measure(&engine, Sender::script(user), &r, &known, begin, endpoint).await;
     let completion = match result {
         Ok((mut resp, redirected)) => Completion {
             id,
@@ -56,21 +58,36 @@ pub(super) async fn run_request(
     engine.push(completion);
 }
 
+/// Who sends a request, and what a native user brings to it: the request's bytes made beforehand
+/// (`native::Steps`), else they are made as it is sent, and the connection it keeps to the request's
+/// origin (`NativeUser::conn`), else the pool's. Both serve the first hop only (a redirect's next
+/// hops are made as they come).
+#[derive(Clone, Copy)]
+pub(super) struct Sender<'a> {
+    pub user: u64,
+    pub bytes: Option<&'a H1Bytes>,
+    pub held: Option<&'a RefCell<Option<H1Conn>>>,
+}
+
+impl Sender<'_> {
+    /// A script's request: nothing made beforehand, the connection from the user's pool.
+    pub fn script(user: u64) -> Sender<'static> {
+        Sender { user, bytes: None, held: None }
+    }
+}
+
 /// Sends the request (following its redirects), times it from `begin` and records it under
 /// `endpoint` unless the script judges it (`record` false). Returns the final response and, if a
-/// redirect led elsewhere, its URL; or the failure; with the latency recorded. `first`: the request's
-/// bytes made beforehand (a native user's, `native`), else they are made as it is sent; `held`: the
-/// connection a native user keeps to the request's origin (`NativeUser::conn`), else the pool's.
+/// redirect led elsewhere, its URL; or the failure; with the latency recorded.
 pub(super) async fn measure(
     engine: &Engine,
+    sender: Sender<'_>,
     r: &ScriptRequest,
     known: &KnownUrl,
-    first: Option<&H1Bytes>,
-    held: Option<&RefCell<Option<H1Conn>>>,
     begin: Instant,
     endpoint: EndpointId,
 ) -> (Result<(Response, Option<String>), Failure>, Duration) {
-    let result = follow(engine, r, known, first, held).await;
+    let result = follow(engine, sender, r, known).await;
     let now = Instant::now();
     match result {
         Ok((resp, url, deferred, mut phases, timing)) => {
@@ -108,15 +125,14 @@ pub(super) async fn measure(
 /// they arrived (the generator's own delay, not the server's), the phases of the connects and earlier
 /// hops (summed), and what the last exchange saw of its own (HTTP/1.1). Cookies set along the way go
 /// into the user's jar (and so with the following hops); an `Authorization` header is not sent on to
-/// another host, nor from https to http. `prepared` and `held`: the first hop's bytes, made
-/// beforehand, and its connection, kept by its native user.
+/// another host, nor from https to http.
 pub(super) async fn follow(
     engine: &Engine,
+    sender: Sender<'_>,
     r: &ScriptRequest,
     first: &KnownUrl,
-    prepared: Option<&H1Bytes>,
-    held: Option<&RefCell<Option<H1Conn>>>,
 ) -> Result<(Response, Option<String>, Duration, Phases, Timing), Failure> {
+    let user = sender.user;
     let (mut url, mut origin) = (std::borrow::Cow::Borrowed(&first.url), first.origin);
     let (mut method, mut body) = (r.method.as_str(), std::borrow::Cow::Borrowed(&r.body[..]));
     let mut headers = std::borrow::Cow::Borrowed(&r.headers[..]);
@@ -127,18 +143,18 @@ pub(super) async fn follow(
             None // the script's own Cookie header wins, as in requests
         } else {
             let jars = engine.jars.borrow();
-            match jars.get(&r.user) {
+            match jars.get(&user) {
                 Some(jar) => jar.header_for(host, &r.cookies),
                 None => Jar::default().header_for(host, &r.cookies),
             }
         };
-        let (bytes, conn) = if hops == 0 { (prepared, held) } else { (None, None) };
+        let hop = if hops == 0 { sender } else { Sender::script(user) };
         let (resp, opened, timing) =
-            exchange(engine, r, origin, method, &url, &headers, cookie.as_deref(), &body, bytes, conn).await?;
+            exchange(engine, hop, r, origin, method, &url, &headers, cookie.as_deref(), &body).await?;
         phases.add(&opened);
         if !resp.set_cookies.is_empty() {
             let mut jars = engine.jars.borrow_mut();
-            let jar = jars.entry(r.user).or_default();
+            let jar = jars.entry(user).or_default();
             for c in &resp.set_cookies {
                 jar.set_from_header(host, c);
             }
@@ -187,6 +203,7 @@ pub(super) async fn follow(
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn exchange(
     engine: &Engine,
+    sender: Sender<'_>,
     r: &ScriptRequest,
     origin: usize,
     method: &str,
@@ -194,10 +211,9 @@ pub(super) async fn exchange(
     headers: &[(String, String)],
     cookie: Option<&str>,
     body: &[u8],
-    prepared: Option<&H1Bytes>,
-    held: Option<&RefCell<Option<H1Conn>>>,
 ) -> Result<(Response, Phases, Timing), Failure> {
-    let (user, insecure) = (r.user, r.insecure);
+    let Sender { user, bytes: prepared, held } = sender;
+    let insecure = r.insecure;
     let key = (user, origin, insecure);
     if engine.options.http2 {
         let conn = {
