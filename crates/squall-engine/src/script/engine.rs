@@ -83,8 +83,8 @@ pub(super) struct Step {
     pub(super) bytes: Option<H1Bytes>,
 }
 
-/// A native plan's requests resolved for this engine (`Engine::plans`): made once, at its first
-/// user's start, and shared by every user that runs the plan, instead of a resolution and a copy of
+/// A native plan's requests resolved for this engine (`Engine::plan_steps`): made once, at its first
+/// user's start, and shared by every user that runs the plan (made again if all of them stopped), instead of a resolution and a copy of
 /// each request per user (for a `GET /`: its 176-byte step, URL text and request bytes, about 0.3 KB).
 /// perf had put 1.3% of a 1,000-user think run's CPU on the first read of a user's own URL text
 /// (`host_str`, for the cookie jar: cold in cache); with one copy, an A/B of 6 alternated rounds read
@@ -191,8 +191,11 @@ pub(super) struct Engine {
     /// instead of a tokio timer a request (set and cleared in the timer wheel's lists, among other
     /// users' cold entries: 2% of a 1,000-user run's CPU).
     pub(super) native_deadlines: RefCell<Vec<(Option<Instant>, u64)>>,
-    /// Native plans' requests, resolved once for all their users (`Steps`), by plan (`Plan::id`).
-    pub(super) plans: RefCell<HashMap<u64, Rc<Steps>>>,
+    /// Native plans' requests, resolved once for all their users (`Steps`), by plan (`Plan::id`),
+    /// while a user runs them (`plan_steps`, `keep_plan_steps`).
+    plans: RefCell<HashMap<u64, std::rc::Weak<Steps>>>,
+    /// How many plans were kept after the last sweep of those no user runs any more.
+    plans_swept: Cell<usize>,
     /// Native users thinking, woken by the engine's passes (`think`).
     pub(super) thinkers: RefCell<Thinkers>,
     native_free: RefCell<Vec<usize>>,
@@ -278,6 +281,7 @@ impl Engine {
             native_thinking: Cell::new(0),
             native_deadlines: RefCell::new(Vec::new()),
             plans: RefCell::new(HashMap::default()),
+            plans_swept: Cell::new(0),
             thinkers: RefCell::new(Thinkers::new(start)),
             native_free: RefCell::new(Vec::new()),
             native_in_flight: Cell::new(0),
@@ -309,6 +313,24 @@ impl Engine {
         self.native_thinking.set(self.native_thinking.get() - n.thinks as usize);
         self.free_native_slot(n.slot);
         Some(n)
+    }
+
+    /// The requests of plan `id` as resolved for a user that runs it now, if one does.
+    pub(super) fn plan_steps(&self, id: u64) -> Option<Rc<Steps>> {
+        self.plans.borrow().get(&id).and_then(std::rc::Weak::upgrade)
+    }
+
+    /// Keeps plan `id`'s requests for its next users while any user runs them. A file whose users
+    /// each have a plan of their own (sessions set per user) makes one a user: once the plans kept
+    /// are twice those left at the last sweep (64 at least), the plans no user runs are forgotten,
+    /// so that a long run that starts and stops users holds only its users' plans.
+    pub(super) fn keep_plan_steps(&self, id: u64, steps: &Rc<Steps>) {
+        let mut plans = self.plans.borrow_mut();
+        if plans.len() >= 64.max(2 * self.plans_swept.get()) {
+            plans.retain(|_, kept| kept.strong_count() > 0);
+            self.plans_swept.set(plans.len());
+        }
+        plans.insert(id, Rc::downgrade(steps));
     }
 
     /// A place in `native_deadlines` for `user`.
@@ -506,5 +528,45 @@ impl Engine {
         }
         finish_h1(&mut out, method, body, true);
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn steps() -> Rc<Steps> {
+        Rc::new(Steps { tasks: Vec::new(), home: None })
+    }
+
+    #[test]
+    fn plans_are_kept_while_a_user_runs_them_and_swept_after() {
+        let engine = Engine::new(ScriptOptions::default(), RunCore::new());
+        let running: Vec<Rc<Steps>> = (0..10)
+            .map(|id| {
+                let s = steps();
+                engine.keep_plan_steps(id, &s);
+                s
+            })
+            .collect();
+        for id in 10..64 {
+            engine.keep_plan_steps(id, &steps()); // plans whose users have all stopped
+        }
+        assert_eq!(engine.plans.borrow().len(), 64);
+        assert!(Rc::ptr_eq(&engine.plan_steps(3).unwrap(), &running[3]));
+        assert!(engine.plan_steps(20).is_none());
+        // The 65th plan sweeps the 54 no user runs: 10 are left, and the new one.
+        let new = steps();
+        engine.keep_plan_steps(64, &new);
+        assert_eq!(engine.plans.borrow().len(), 11);
+        assert!(Rc::ptr_eq(&engine.plan_steps(64).unwrap(), &new));
+        // The next sweep waits for 64 again (twice the 10 left is less).
+        for id in 65..118 {
+            engine.keep_plan_steps(id, &steps());
+        }
+        assert_eq!(engine.plans.borrow().len(), 64);
+        drop(running);
+        engine.keep_plan_steps(118, &steps());
+        assert_eq!(engine.plans.borrow().len(), 2); // plan 64 (`new`) and 118
     }
 }

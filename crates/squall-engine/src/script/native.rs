@@ -86,7 +86,7 @@ impl Wait {
 pub struct Plan {
     pub tasks: Vec<Vec<Checked>>,
     pub wait: Wait,
-    /// Which plan it is: its users share its requests resolved once (`Engine::plans`); a clone is the
+    /// Which plan it is: its users share its requests resolved once (`Engine::plan_steps`); a clone is the
     /// same plan.
     id: u64,
 }
@@ -130,12 +130,11 @@ pub(super) fn start(
     op: u64,
     plan: &Plan,
 ) -> Result<(Rc<NativeUser>, impl std::future::Future<Output = ()> + 'static), String> {
-    let kept = engine.plans.borrow().get(&plan.id).cloned();
-    let steps = match kept {
+    let steps = match engine.plan_steps(plan.id) {
         Some(steps) => steps,
         None => {
             let steps = Rc::new(resolve(engine, plan)?);
-            engine.plans.borrow_mut().insert(plan.id, steps.clone());
+            engine.keep_plan_steps(plan.id, &steps);
             steps
         }
     };
