@@ -107,7 +107,7 @@ impl std::ops::Deref for Checked {
 }
 
 /// One request of a script: a checked shape and how it is sent (the user sending it is given beside
-/// it, so that a native plan's requests serve all its users: `native::Steps`).
+/// it, so that a native plan's requests serve all its users: `engine::Steps`).
 pub struct ScriptRequest {
     pub shape: Checked,
     /// The script reads the response (its headers and body are kept for it); false for a native

@@ -59,7 +59,7 @@ pub(super) async fn run_request(
 }
 
 /// Who sends a request, and what a native user brings to it: the request's bytes made beforehand
-/// (`native::Steps`), else they are made as it is sent, and the connection it keeps to the request's
+/// (`engine::Steps`), else they are made as it is sent, and the connection it keeps to the request's
 /// origin (`NativeUser::conn`), else the pool's. Both serve the first hop only (a redirect's next
 /// hops are made as they come).
 #[derive(Clone, Copy)]
