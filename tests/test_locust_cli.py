@@ -312,6 +312,27 @@ def test_a_test_stop_listener_reads_every_request_at_once(odd_server, tmp_path):
     assert read["took"] < 0.3, read
 
 
+def test_a_run_ends_promptly_once_its_time_is_up(odd_server, tmp_path):
+    """From "--run-time limit reached" to "Shutting down", a run whose users end at once (2 users with
+    `constant(0)`, no on_stop, --reset-stats's test_stop listener) spends only its own work, about 0.02
+    s here: before, it waited 0.21 s (0.1 s for the killed users in slices of 0.1, 0.1 s more for
+    gevent's hub to leave squall's loop, and up to a second for --reset-stats's read). The bound, 0.15
+    s, is below the least of those waits together and above that work on a host several times slower."""
+    p = squall(
+        "-f", FILES / "weights.py", "-H", odd_server.url, "--headless", "-u", 2, "-r", 100, "-t", "1s",
+        "--only-summary", "--reset-stats", cwd=tmp_path, env=clean_env(STOP_AFTER_REQUESTS=10**9),
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    at = {
+        m[5].strip(): datetime.strptime(m[1], "%Y-%m-%d %H:%M:%S,%f")
+        for m in map(LOG_LINE.match, p.stderr.splitlines())
+        if m
+    }
+    end = at["--run-time limit reached, shutting down"]
+    exit_ = at["Shutting down (exit code 0)"]
+    assert (exit_ - end).total_seconds() < 0.15, (end, exit_)
+
+
 def test_reset_stats_and_equal_weights(odd_server, tmp_path):
     """--equal-weights: weights.py's 3:1 tasks run 1:1 (the share of each is within 5 sigma of 0.5 for
     the requests counted); --reset-stats says so when spawning completes, and the stats then leave out

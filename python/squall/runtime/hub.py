@@ -336,6 +336,8 @@ class Hub:
         try:
             while gevent_hub.squall is self:
                 first = self._pass()
+                if gevent_hub.squall is not self:
+                    break  # unbound in the pass (the driver's `unbind` waits for it): not a 0.1 s wait more
                 gevent_busy = loop.activecnt
                 if gevent_busy:
                     loop.run(nowait=True)  # its ready callbacks and watchers: they resume its greenlets
