@@ -84,8 +84,9 @@ pub(super) struct Step {
 }
 
 /// A native plan's requests resolved for this engine (`Engine::plan_steps`): made once, at its first
-/// user's start, and shared by every user that runs the plan (made again if all of them stopped), instead of a resolution and a copy of
-/// each request per user (for a `GET /`: its 176-byte step, URL text and request bytes, about 0.3 KB).
+/// user's start, and shared by every user that runs the plan (made again if all of them stopped),
+/// instead of a resolution and a copy of each request per user (for a `GET /`: its 176-byte step, URL
+/// text and request bytes, about 0.3 KB).
 /// perf had put 1.3% of a 1,000-user think run's CPU on the first read of a user's own URL text
 /// (`host_str`, for the cookie jar: cold in cache); with one copy, an A/B of 6 alternated rounds read
 /// 1.03 (0.88-1.21) once running and 1.03 (0.92-1.12) over 10 s runs: within the noise.

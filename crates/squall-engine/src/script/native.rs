@@ -86,8 +86,8 @@ impl Wait {
 pub struct Plan {
     pub tasks: Vec<Vec<Checked>>,
     pub wait: Wait,
-    /// Which plan it is: its users share its requests resolved once (`Engine::plan_steps`); a clone is the
-    /// same plan.
+    /// Which plan it is: its users share its requests resolved once (`Engine::plan_steps`); a clone is
+    /// the same plan.
     id: u64,
 }
 
