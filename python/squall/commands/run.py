@@ -711,22 +711,18 @@ def _drive(
         # No more arrivals; the iterations running, and those waiting for a user, may finish (up to a
         # grace); what still waits then was never started: dropped.
         hub.engine.set_rate(0.0, args.arrival)
-        drain_by = time.monotonic() + max(stop_timeout, 10.0)
-        while not env.open_pool.all_idle() and time.monotonic() < drain_by:
-            hub.run_until(min(drain_by, time.monotonic() + 0.05))
+        pool = env.open_pool
+        hub.run_while(lambda: not pool.all_idle(), time.monotonic() + max(stop_timeout, 10.0), 0.05)
     if stop_timeout > 0:  # users finish the task they are in, up to --stop-timeout
         runner.stopping = True
         hub.end_plans()  # native users too: each at its next wait
-        stop_by = time.monotonic() + stop_timeout
-        while runner.users and time.monotonic() < stop_by:
-            hub.run_until(min(stop_by, time.monotonic() + STOP_POLL_S))
+        hub.run_while(lambda: bool(runner.users), time.monotonic() + stop_timeout, STOP_POLL_S)
     for g in list(runner.users.values()):
         hub.kill(g)
     gevent_runs.kill_user_greenlets()  # the greenlets users spawned (gevent.spawn, pools) end with them
     spawned = gevent_hub.kill_user_spawned() if gevent_hub.enabled() else []  # the same with real gevent
     grace_end = time.monotonic() + max(stop_timeout, 10.0)
-    while (runner.users or any(not g.dead for g in spawned)) and time.monotonic() < grace_end:
-        hub.run_until(time.monotonic() + STOP_POLL_S)
+    hub.run_while(lambda: bool(runner.users) or any(not g.dead for g in spawned), grace_end, STOP_POLL_S)
     gevent_runs.finish_user_greenlets(hub, grace_end)  # and those their on_stop spawned
     runner.state = "stopped"
     events.test_stop.fire(environment=env)

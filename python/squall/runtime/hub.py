@@ -245,6 +245,12 @@ class Hub:
                 wake = 0.1 if until is None else until - now if until > now else 0.0
             self._wait(wake)
 
+    def run_while(self, busy: Callable[[], bool], until: float, every: float) -> None:
+        """Runs the hub while `busy()` holds, up to the monotonic `until`, looking every `every` seconds
+        (the end of a run waiting for its users and iterations to finish)."""
+        while busy() and time.monotonic() < until:
+            self.run_until(min(until, time.monotonic() + every))
+
     def _pass(self) -> float | None:
         """One pass: the timers due now join the ready, then every greenlet ready at its start runs once
         (one that only yields, as an MQTT publisher with no wait, runs again on the next pass, after the
