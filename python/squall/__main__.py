@@ -1,7 +1,18 @@
+"""The `squall` command (pyproject's [project.scripts]) and `python -m squall`."""
+
 from __future__ import annotations
 
 import sys
 
-from squall.cli import main
+from squall import start_up
 
-sys.exit(main())
+
+def main() -> int:
+    start_up.pause()  # until the user's code begins: see squall.start_up
+    from squall.cli import main as command_line
+
+    return command_line()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

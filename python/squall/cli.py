@@ -8,7 +8,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from squall import __version__, config, exitcodes, files
+from squall import __version__, config, exitcodes, files, start_up
 from squall.commands import bench, demo, mqtt, report
 from squall.errors import UsageError
 from squall.event import events
@@ -58,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
             if isinstance(loaded, int):
                 return loaded
         args = parser.parse_args(argv)
+        start_up.resume()  # (if the locustfile's load did not already)
         args.loaded, args.argv, args.typed_argv, args.parser = loaded, argv, typed, run_parser
         if not args.command:
             parser.print_help(sys.stderr)

@@ -51,12 +51,10 @@ def test_the_api_still_imports_from_the_package():
     assert {"squall.user.users", "squall.contrib.fasthttp"} <= loaded
 
 
-def test_gevent_plugins_are_still_called_when_entry_points_are_read_once(tmp_path):
-    """squall patches with gevent reading the installed distributions' entry points once, not 25 times
-    (squall.runtime.gevent_hub._entry_points_read_once): a real plugin, a distribution on the path with
-    gevent's entry points, is still called for each event, as often as gevent asks."""
+def probe_plugin(tmp_path):
+    """A distribution in `tmp_path` whose gevent plugins note the events they are called with."""
     dist = tmp_path / "squall_probe_plugin-1.0.dist-info"
-    dist.mkdir()
+    dist.mkdir(parents=True)
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: squall-probe-plugin\nVersion: 1.0\n")
     (dist / "entry_points.txt").write_text(
         "[gevent.plugins.monkey.will_patch_module]\nprobe = squall_probe:will_patch\n"
@@ -66,8 +64,12 @@ def test_gevent_plugins_are_still_called_when_entry_points_are_read_once(tmp_pat
         "seen = []\ndef will_patch(event):\n    seen.append(event.module_name)\n"
         "def did_patch_all(event):\n    seen.append('all')\n"
     )
+
+
+def plugins_called(path_entries):
+    """The events squall's patching called the probe's plugins with, `path_entries` first on sys.path."""
     code = (
-        f"import sys; sys.path.insert(0, {str(tmp_path)!r})\n"
+        f"import sys; sys.path[:0] = {[str(p) for p in path_entries]!r}\n"
         "from importlib import metadata\n"
         "from squall.runtime import gevent_hub\n"
         "assert gevent_hub.enable()\n"
@@ -76,6 +78,84 @@ def test_gevent_plugins_are_still_called_when_entry_points_are_read_once(tmp_pat
         "print(' '.join(squall_probe.seen))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
-    seen = out.stdout.split()
+    return out.stdout.split()
+
+
+def test_gevent_plugins_are_still_called_when_found_without_importlib_metadata(tmp_path):
+    """squall patches with gevent finding its plugins once, without importlib.metadata
+    (squall.runtime.gevent_plugins), not by asking it 25 times: a real plugin, a distribution on the path
+    with gevent's entry points, is still called for each event, as often as gevent asks."""
+    probe_plugin(tmp_path)
+    seen = plugins_called([tmp_path])
     assert seen[-1] == "all"
     assert {"socket", "ssl", "_thread", "time"} <= set(seen)  # modules patch_all patches, announced
+
+
+def test_gevent_plugins_in_a_zip_on_the_path_are_read_through_importlib_metadata(tmp_path):
+    """A zip on sys.path is read by importlib.metadata alone: squall asks it (once), and the plugin
+    zipped there is called as gevent would call it."""
+    import zipfile
+
+    probe_plugin(tmp_path / "src")
+    with zipfile.ZipFile(tmp_path / "plugins.zip", "w") as z:
+        for f in (tmp_path / "src").rglob("*"):
+            z.write(f, f.relative_to(tmp_path / "src"))
+    seen = plugins_called([tmp_path / "plugins.zip"])
+    assert seen[-1] == "all" and {"socket", "ssl"} <= set(seen)
+
+
+def test_the_plugins_found_are_importlib_metadatas(tmp_path):
+    """Ground truth: importlib.metadata's own answer on the same path, for every gevent group. The path
+    holds a plugin twice (a later copy of a distribution is not counted, as importlib.metadata does not),
+    an .egg-info, comments and blank lines, and the environment's own distributions (gevent's plugin)."""
+    first, later = tmp_path / "first", tmp_path / "later"
+    probe_plugin(first)
+    probe_plugin(later)
+    (later / "squall_probe_plugin-1.0.dist-info" / "entry_points.txt").write_text(
+        "[gevent.plugins.monkey.will_patch_all]\nshadowed = squall_probe:will_patch\n"
+    )
+    egg = first / "Other.Probe-2.0.egg-info"
+    egg.mkdir()
+    (egg / "PKG-INFO").write_text("Metadata-Version: 1.1\nName: Other.Probe\nVersion: 2.0\n")
+    (egg / "entry_points.txt").write_text(
+        "# a comment\n\n[console_scripts]\nprobe = squall_probe:main\n\n"
+        "[gevent.plugins.monkey.did_patch_module]\n  egg =  squall_probe : did_patch_all [extra]\n"
+    )
+    code = (
+        f"import sys; sys.path[:0] = [{str(first)!r}, {str(later)!r}]\n"
+        "from importlib import metadata\n"
+        "from squall.runtime import gevent_plugins\n"
+        "found = gevent_plugins.read()\n"
+        "named = {e.group for d in metadata.distributions() for e in d.entry_points}\n"
+        "groups = sorted({g for g in named if g.startswith('gevent.plugins.')} | set(found))\n"
+        "for g in groups:\n"
+        "    print(g, sorted((e.name, e.value) for e in metadata.entry_points(group=g)),\n"
+        "          sorted((e.name, e.value) for e in found.get(g, [])))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    lines = out.stdout.splitlines()
+    assert len(lines) >= 3, out.stdout  # the probe's two groups and the egg's, gevent's own beside them
+    for line in lines:
+        group, rest = line.split(" ", 1)
+        truth, ours = rest.split("] [")
+        assert truth + "]" == "[" + ours, line
+    assert "shadowed" not in out.stdout and "'egg'" in out.stdout
+
+
+def test_the_collector_is_paused_until_the_locustfile_runs(tmp_path):
+    """`squall -f` starts with the cyclic garbage collector paused (squall.start_up) and resumes it
+    before the locustfile's code runs: the file finds it on, and squall's start-up frozen."""
+    lf = tmp_path / "gc_probe.py"
+    lf.write_text(
+        "import gc, os, sys\n"
+        "sys.stdout.write(f'{gc.isenabled()} {gc.get_freeze_count()}\\n'); sys.stdout.flush(); os._exit(0)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "squall", "-f", str(lf), "--headless", "-H", "http://127.0.0.1:9"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    enabled, frozen = out.stdout.split()
+    assert enabled == "True", out.stdout + out.stderr
+    assert int(frozen) > 10_000  # squall's and gevent's modules' objects

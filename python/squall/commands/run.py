@@ -33,6 +33,7 @@ from squall import (
     otel,
     outputs,
     processes,
+    start_up,
     thresholds,
 )
 from squall import locustfile as locustfiles
@@ -127,6 +128,7 @@ def load_locustfile(spec: str, users_here: bool = True) -> tuple[list[type[User]
     when they cannot load."""
     locust_compat.install(gevent=users_here)
     time.sleep = cooperative_sleep
+    start_up.resume()  # the file's code is the user's: its garbage is collected as ever
     return locustfiles.load(spec)
 
 
