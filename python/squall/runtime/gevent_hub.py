@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable
 
 from squall.exception import user_traceback
+from squall.runtime import gevent_plugins
 
 if TYPE_CHECKING:
     from squall.env import Environment
@@ -102,8 +103,6 @@ def _plugins_found_once() -> Iterator[None]:
     """While gevent patches: its plugins found once, without importlib.metadata where
     `squall.runtime.gevent_plugins` can (0.034 CPU-s of the start-up), else read once through it."""
     from gevent import events
-
-    from squall.runtime import gevent_plugins
 
     found = gevent_plugins.read() if hasattr(events, "notify_and_call_entry_points") else None
     if found is None:
