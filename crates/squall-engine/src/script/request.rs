@@ -216,35 +216,9 @@ pub(super) async fn exchange(
     let insecure = r.insecure;
     let key = (user, origin, insecure);
     if engine.options.http2 {
-        let conn = {
-            let mut pool = engine.pool.borrow_mut();
-            match pool.get_or_insert(key, || Pooled::H2(Rc::new(H2Conn::new(user as usize)))) {
-                Pooled::H2(c) => c.clone(),
-                Pooled::H1(_) => unreachable!("a run is HTTP/2 or HTTP/1.1 throughout"),
-            }
-        };
-        let connector = engine.connector(origin, insecure).await?;
-        let mut all = headers.to_vec();
-        if let Some(c) = cookie {
-            all.push(("cookie".into(), c.to_string()));
-        }
-        let has_length = headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-length"));
-        if !has_length && needs_length(method, body) {
-            all.push(("content-length".into(), body.len().to_string()));
-        }
-        let req = build_request(method, url, &all).map_err(|m| Failure::new(FailureKind::Protocol, m))?;
-        let on_connect = |t| engine.recorder.borrow_mut().record_connect(t);
-        let mut resp =
-            conn.exchange(&connector, &req, &Bytes::copy_from_slice(body), true, on_connect, &Cell::new(false)).await?;
-        // Set-Cookie and Location picked out; the list goes to the script as it is (`Head::Pairs`).
-        for (k, v) in resp.headers.iter().flatten() {
-            if k == "set-cookie" {
-                resp.set_cookies.push(v.clone());
-            } else if k == "location" {
-                resp.location = Some(v.clone());
-            }
-        }
-        return Ok((resp, Phases::default(), Timing::default())); // (HTTP/2 is not broken down: stats::timing)
+        // Boxed: HTTP/2's exchange (its connect and TLS with it) would otherwise make every request's
+        // state as large, HTTP/1.1's too: see `exchange_h2`.
+        return Box::pin(exchange_h2(engine, key, method, url, headers, cookie, body)).await;
     }
     let made;
     let bytes: &[u8] = match (prepared, cookie) {
@@ -308,4 +282,52 @@ pub(super) async fn exchange(
         (None, _) => {}
     }
     Ok((resp, opened.get(), timing))
+}
+
+/// A request's exchange over HTTP/2 on the user's connection to its origin (`key`).
+///
+/// Its own function, awaited boxed: a future is as large as the largest state of its awaits, and
+/// HTTP/2's (the h2 exchange, the connect and TLS handshake under it) made `exchange`, and so every
+/// native user's task, several kilobytes, each request's path moving and touching more memory
+/// (perf: the task's poll loads at offsets above 4 KB). A box per HTTP/2 request is one allocation.
+#[allow(clippy::too_many_arguments)]
+async fn exchange_h2(
+    engine: &Engine,
+    key: (u64, usize, bool),
+    method: &str,
+    url: &url::Url,
+    headers: &[(String, String)],
+    cookie: Option<&str>,
+    body: &[u8],
+) -> Result<(Response, Phases, Timing), Failure> {
+    let (user, origin, insecure) = key;
+    let conn = {
+        let mut pool = engine.pool.borrow_mut();
+        match pool.get_or_insert(key, || Pooled::H2(Rc::new(H2Conn::new(user as usize)))) {
+            Pooled::H2(c) => c.clone(),
+            Pooled::H1(_) => unreachable!("a run is HTTP/2 or HTTP/1.1 throughout"),
+        }
+    };
+    let connector = engine.connector(origin, insecure).await?;
+    let mut all = headers.to_vec();
+    if let Some(c) = cookie {
+        all.push(("cookie".into(), c.to_string()));
+    }
+    let has_length = headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-length"));
+    if !has_length && needs_length(method, body) {
+        all.push(("content-length".into(), body.len().to_string()));
+    }
+    let req = build_request(method, url, &all).map_err(|m| Failure::new(FailureKind::Protocol, m))?;
+    let on_connect = |t| engine.recorder.borrow_mut().record_connect(t);
+    let mut resp =
+        conn.exchange(&connector, &req, &Bytes::copy_from_slice(body), true, on_connect, &Cell::new(false)).await?;
+    // Set-Cookie and Location picked out; the list goes to the script as it is (`Head::Pairs`).
+    for (k, v) in resp.headers.iter().flatten() {
+        if k == "set-cookie" {
+            resp.set_cookies.push(v.clone());
+        } else if k == "location" {
+            resp.location = Some(v.clone());
+        }
+    }
+    Ok((resp, Phases::default(), Timing::default())) // (HTTP/2 is not broken down: stats::timing)
 }
