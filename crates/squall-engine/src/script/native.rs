@@ -14,8 +14,8 @@
 //! Why: with Python in the loop a request costs a task's bytecode, two greenlet switches, a crossing
 //! each way and a response object (12.3 µs of Python a request saturated, 39.4 µs with think time,
 //! bench/RESULTS.md); a plan costs none of them. Measured (bench/script_bench.py, 50 users
-//! `constant(0)`, the same file both ways): 0.84 of the C floor's requests per CPU-second against 0.43
-//! in Python; 1,000 users `between(0.1, 0.2)` once running 0.73 against 0.28.
+//! `constant(0)`, the same file both ways): 0.86 of the C floor's requests per CPU-second against 0.47
+//! in Python; 1,000 users `between(0.1, 0.2)` once running 0.67 against 0.23.
 //!
 //! Ending: the test's end (`--stop-timeout`: users finish their task) ends each plan at its next wait
 //! (`ScriptEngine::end_plans`), and so does a `request` listener added mid-run (the users go on in

@@ -148,9 +148,9 @@ pub(super) async fn follow(
                 None => Jar::default().header_for(host, &r.cookies),
             }
         };
-        let hop = if hops == 0 { sender } else { Sender::script(user) };
-        let (resp, opened, timing) =
-            exchange(engine, hop, r, origin, method, &url, &headers, cookie.as_deref(), &body).await?;
+        let by = if hops == 0 { sender } else { Sender::script(user) };
+        let hop = Hop { method, url: &url, headers: &headers, cookie: cookie.as_deref(), body: &body };
+        let (resp, opened, timing) = exchange(engine, by, r, origin, hop).await?;
         phases.add(&opened);
         if !resp.set_cookies.is_empty() {
             let mut jars = engine.jars.borrow_mut();
@@ -200,25 +200,32 @@ pub(super) async fn follow(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// One hop of a request as it goes on the wire: a redirect's next hop may change its method, URL,
+/// headers and body, and the user's cookies for its host.
+#[derive(Clone, Copy)]
+pub(super) struct Hop<'a> {
+    pub method: &'a str,
+    pub url: &'a url::Url,
+    pub headers: &'a [(String, String)],
+    pub cookie: Option<&'a str>,
+    pub body: &'a [u8],
+}
+
 pub(super) async fn exchange(
     engine: &Engine,
     sender: Sender<'_>,
     r: &ScriptRequest,
     origin: usize,
-    method: &str,
-    url: &url::Url,
-    headers: &[(String, String)],
-    cookie: Option<&str>,
-    body: &[u8],
+    hop: Hop<'_>,
 ) -> Result<(Response, Phases, Timing), Failure> {
     let Sender { user, bytes: prepared, held } = sender;
+    let Hop { method, url, headers, cookie, body } = hop;
     let insecure = r.insecure;
     let key = (user, origin, insecure);
     if engine.options.http2 {
         // Boxed: HTTP/2's exchange (its connect and TLS with it) would otherwise make every request's
         // state as large, HTTP/1.1's too: see `exchange_h2`.
-        return Box::pin(exchange_h2(engine, key, method, url, headers, cookie, body)).await;
+        return Box::pin(exchange_h2(engine, key, hop)).await;
     }
     let made;
     let bytes: &[u8] = match (prepared, cookie) {
@@ -290,17 +297,13 @@ pub(super) async fn exchange(
 /// HTTP/2's (the h2 exchange, the connect and TLS handshake under it) made `exchange`, and so every
 /// native user's task, several kilobytes, each request's path moving and touching more memory
 /// (perf: the task's poll loads at offsets above 4 KB). A box per HTTP/2 request is one allocation.
-#[allow(clippy::too_many_arguments)]
 async fn exchange_h2(
     engine: &Engine,
     key: (u64, usize, bool),
-    method: &str,
-    url: &url::Url,
-    headers: &[(String, String)],
-    cookie: Option<&str>,
-    body: &[u8],
+    hop: Hop<'_>,
 ) -> Result<(Response, Phases, Timing), Failure> {
     let (user, origin, insecure) = key;
+    let Hop { method, url, headers, cookie, body } = hop;
     let conn = {
         let mut pool = engine.pool.borrow_mut();
         match pool.get_or_insert(key, || Pooled::H2(Rc::new(H2Conn::new(user as usize)))) {
