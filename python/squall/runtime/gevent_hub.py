@@ -100,21 +100,21 @@ def _when_imported(name: str, patch: Callable[[Any], None]) -> None:
 
 @contextmanager
 def _plugins_found_once() -> Iterator[None]:
-    """While gevent patches: its plugins found once, without importlib.metadata where
-    `squall.runtime.gevent_plugins` can (0.034 CPU-s of the start-up), else read once through it."""
+    """While gevent patches, its plugins (called before and after each of the 25 modules it patches) come
+    from one reading of the installed distributions (`gevent_plugins.found`), not one each time: each
+    reading through importlib.metadata went over every distribution's metadata, 0.46 of patch_all's
+    0.62 CPU-s with this project's 113 (cProfile). They are called as gevent calls them."""
     from gevent import events
 
-    found = gevent_plugins.read() if hasattr(events, "notify_and_call_entry_points") else None
-    if found is None:
-        with _entry_points_read_once():
-            yield
+    if not hasattr(events, "notify_and_call_entry_points"):
+        yield  # a gevent that finds its plugins some other way: as it does
         return
+    plugins = gevent_plugins.found()
     real = events.notify_and_call_entry_points
 
     def notify_and_call_entry_points(event: Any) -> None:
-        # gevent's own, its plugins from what was found: each loaded and called with the event
         events.notify(event)
-        for plugin in found.get(event.ENTRY_POINT_NAME, ()):
+        for plugin in plugins(event.ENTRY_POINT_NAME):
             plugin.load()(event)
 
     events.notify_and_call_entry_points = notify_and_call_entry_points
@@ -122,30 +122,6 @@ def _plugins_found_once() -> Iterator[None]:
         yield
     finally:
         events.notify_and_call_entry_points = real
-
-
-@contextmanager
-def _entry_points_read_once() -> Iterator[None]:
-    """gevent's patch_all asks importlib.metadata for its plugins' entry points 25 times (before and after
-    each module it patches), and each ask reads every installed distribution's metadata: 0.46 of
-    patch_all's 0.62 CPU-s with this project's 113 distributions (cProfile), a tenth of a 6-second
-    scripted run's CPU. Nothing is installed meanwhile, so the first answer serves them all; the plugins
-    found are the same and are called as before."""
-    from importlib import metadata
-
-    real = metadata.entry_points
-    everything: list[Any] = []
-
-    def entry_points(**params: Any) -> Any:
-        if not everything:
-            everything.append(real())
-        return everything[0].select(**params) if params else everything[0]
-
-    metadata.entry_points = entry_points
-    try:
-        yield
-    finally:
-        metadata.entry_points = real
 
 
 def enabled() -> bool:

@@ -8,7 +8,7 @@ until the locustfile is loaded (alternated runs, `python -c` with gevent's looku
 This reads the same files the way importlib.metadata finds them, for the one case it can do as well:
 every entry of `sys.path` a plain directory (no zip, no egg) and no import finder of another kind that
 lists distributions; then only the `entry_points.txt` files that name a gevent group are parsed.
-Anything else (`read` returns None) and the caller asks importlib.metadata as gevent does.
+Anything else (`read` returns None) and `found` asks importlib.metadata, once.
 
 Found as importlib.metadata finds them: in `sys.path` order, each directory's `*.dist-info` and
 `*.egg-info` folders, a distribution seen twice (by its normalized name) counted where it is first.
@@ -21,9 +21,10 @@ import importlib.machinery
 import os
 import re
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import reduce
-from typing import Any
+from typing import Any, Callable
 
 GROUPS = "gevent.plugins."  # the groups' common prefix
 # importlib.metadata.EntryPoint's pattern: `module[.sub]:attr[.attr] [extras]`.
@@ -44,6 +45,21 @@ class EntryPoint:
             raise ValueError(f"entry point {self.name} = {self.value!r} is not `module:attribute`")
         module = importlib.import_module(match.group("module"))
         return reduce(getattr, filter(None, (match.group("attr") or "").split(".")), module)
+
+
+def found() -> Callable[[str], Iterable[Any]]:
+    """The plugins of a gevent group, by its name, from one reading of the installed distributions:
+    `read`'s where it can tell, else importlib.metadata's entry points read once and selected by
+    group."""
+    fast = read()
+    if fast is not None:
+        return lambda group: fast.get(group, ())
+    from importlib import metadata
+
+    everything: Any = metadata.entry_points()
+    if not hasattr(everything, "select"):  # Python 3.9: a dict of groups
+        return lambda group: everything.get(group, ())
+    return lambda group: everything.select(group=group)
 
 
 def read() -> dict[str, list[EntryPoint]] | None:
