@@ -92,10 +92,7 @@ pub async fn exchange_keepalive(
     for _attempt in 0..2 {
         let c = match conn {
             Some(c) => c,
-            // Boxed: a connect's future (DNS, TCP, a TLS handshake) is kilobytes, and unboxed it would
-            // be part of every exchange's state, made and moved per request though it runs per
-            // connection (script/request.rs `exchange_h2` says what that cost).
-            None => conn.insert(Box::pin(open()).await?),
+            None => conn.insert(open().await?),
         };
         match c.exchange(request, head_request, keep).await {
             Ok(resp) => {
