@@ -9,7 +9,6 @@ import sys
 from typing import TYPE_CHECKING
 
 from squall import __version__, config, exitcodes, files, start_up
-from squall.commands import bench, demo, mqtt, report
 from squall.errors import UsageError
 from squall.event import events
 from squall.options import run_arguments
@@ -21,15 +20,20 @@ if TYPE_CHECKING:
     from squall.user.users import User
 
 
-def build_parser() -> tuple[Parser, argparse.ArgumentParser]:
-    """The parser of the whole command line, and the `run` command's own (which config files fill)."""
+def build_parser(run_only: bool = False) -> tuple[Parser, argparse.ArgumentParser]:
+    """The parser of the whole command line, and the `run` command's own (which config files fill).
+    `run_only`: the other commands are left out, and their modules unloaded (a command line that is
+    `run`'s cannot name them: start-up, see `main`)."""
     parser = Parser(prog="squall", description="Load testing scripted like Locust, fast like wrk.")
     parser.add_argument("-V", "--version", action="version", version=f"squall {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-    bench.add_parser(commands)
-    mqtt.add_parser(commands)
-    demo.add_parser(commands)
-    report.add_parsers(commands)
+    if not run_only:
+        from squall.commands import bench, demo, mqtt, report  # (start-up: `run` has no use for them)
+
+        bench.add_parser(commands)
+        mqtt.add_parser(commands)
+        demo.add_parser(commands)
+        report.add_parsers(commands)
     run_parser = commands.add_parser(
         "run",
         help="run a locustfile (also: squall -f FILE ...)",
@@ -47,7 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     typed = argv  # as typed: the reports and the dashboard show it so
     if argv and argv[0].startswith("-") and argv[0] not in ("-h", "--help", "-V", "--version"):
         argv = ["run", *argv]  # Locust's command line: squall -f locustfile.py -u 10 ...
-    parser, run_parser = build_parser()
+    # `squall -f`/`run` builds only its own parser: the other commands' modules (bench's, with the
+    # breaking-point search and the distributed driver's workers) are not imported for it.
+    parser, run_parser = build_parser(run_only=bool(argv) and argv[0] == "run")
     try:
         loaded = None
         if argv and argv[0] == "run" and {"-h", "--help"} & set(argv):

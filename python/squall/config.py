@@ -22,9 +22,6 @@ from typing import Any
 
 from squall import inputs
 
-if sys.version_info >= (3, 11):
-    import tomllib
-
 TRUE = {"1", "true", "yes", "on"}
 FALSE = {"0", "false", "no", "off", ""}
 
@@ -55,6 +52,8 @@ def _read_conf(path: str | Path) -> dict[str, str]:
 
 def _read_pyproject(path: str | Path) -> dict[str, Any]:
     if sys.version_info >= (3, 11):
+        import tomllib  # (start-up: 8 ms to import, and only a pyproject.toml needs it)
+
         text = _text(path)
         try:
             data = tomllib.loads(text)

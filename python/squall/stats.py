@@ -35,7 +35,6 @@ Policy:
 
 from __future__ import annotations
 
-import hashlib
 import sys
 import time
 from collections import defaultdict
@@ -713,6 +712,8 @@ class StatsError:
 
     @classmethod
     def create_key(cls, method: str, name: str, error: Exception | str | None) -> str:
+        import hashlib  # (start-up: OpenSSL's 4 ms, for runs that have errors)
+
         key = f"{method}.{name}.{StatsError.parse_error(error)!r}"
         return hashlib.sha256(key.encode("utf-8")).hexdigest()
 

@@ -40,9 +40,7 @@ from squall import locustfile as locustfiles
 from squall.clients import split_userinfo
 from squall.commands import run_checks, run_limit
 from squall.commands.drive import observe, print_observations
-from squall.distributed import roles
 from squall.distributed.feed import FEED_ENV, WorkerFeed, wait_for_start, worker_feed
-from squall.distributed.runs import run_locustfile
 from squall.durations import parse_duration
 from squall.env import Environment
 from squall.errors import UsageError
@@ -180,8 +178,10 @@ def run(args: argparse.Namespace) -> int:
     args.stop_timeout = stop_timeout
     classes, shape_class = args.loaded  # loaded by the command line, before its final parse
     worker = processes.worker()
-    node_role = roles.role(args) if worker is None else None  # Locust's --master / --worker (on Ray)
+    node_role = distributed.role(args) if worker is None else None  # Locust's --master / --worker (on Ray)
     if node_role == "worker":  # its engines run the master's locustfile, not this one
+        from squall.distributed import roles  # (start-up: a run that is not distributed never loads it)
+
         return roles.run_worker(args)
     if args.locustfile == "-":
         raise UsageError("-f - is for --worker: the master sends its locustfile")
@@ -206,6 +206,8 @@ def run(args: argparse.Namespace) -> int:
     if distributed.requested(args) or node_role == "master":
         if not args.headless:
             sys.stderr.write("squall: the dashboard does not follow distributed runs yet; running headless\n")
+        from squall.distributed.runs import run_locustfile  # (start-up: as roles above)
+
         return run_locustfile(args, users, _final_output, classes, shape_class)
     if worker is None and args.processes != 1:
         if not args.headless:

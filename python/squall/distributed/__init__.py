@@ -11,8 +11,10 @@ from __future__ import annotations
 import argparse
 
 from squall import processes
-from squall.distributed.workers import ON_LOSS
 from squall.errors import UsageError
+
+# What a distributed run does when a worker or its node is lost (--on-worker-loss).
+ON_LOSS = ("stop", "continue", "replace")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,6 +49,16 @@ def _positive(text: str) -> int:
     if n < 1:
         raise argparse.ArgumentTypeError(f"invalid number of workers '{text}'")
     return n
+
+
+def role(args: argparse.Namespace) -> str | None:
+    """`master`, `worker` or None, from Locust's flags (a distributed run's own workers have none)."""
+    master, worker = bool(getattr(args, "master", False)), bool(getattr(args, "worker", False))
+    if master and worker:
+        raise UsageError("--master and --worker: a process is one or the other")
+    if (master or worker) and getattr(args, "ray", None):
+        raise UsageError("--ray with --master or --worker: the master opens the cluster itself")
+    return "master" if master else "worker" if worker else None
 
 
 def requested(args: argparse.Namespace) -> bool:

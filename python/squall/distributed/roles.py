@@ -38,16 +38,6 @@ GONE_AFTER = 3  # a master whose port refuses this many looks a second apart has
 WAITING_EVERY_S = 5.0  # the master's "waiting for workers" line
 
 
-def role(args: argparse.Namespace) -> str | None:
-    """`master`, `worker` or None, from Locust's flags (a distributed run's own workers have none)."""
-    master, worker = bool(getattr(args, "master", False)), bool(getattr(args, "worker", False))
-    if master and worker:
-        raise UsageError("--master and --worker: a process is one or the other")
-    if (master or worker) and getattr(args, "ray", None):
-        raise UsageError("--ray with --master or --worker: the master opens the cluster itself")
-    return "master" if master else "worker" if worker else None
-
-
 def master_address(args: argparse.Namespace, ray: ModuleType) -> tuple[str, int]:
     """The head's address: `--master-bind-host` (this machine's own address for `*`) and port."""
     host = args.master_bind_host

@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from squall.web.live import PartialFiles
     from squall.web.server import Dashboard
 
-ON_LOSS = ("stop", "continue", "replace")
 SHARE_UNITS = {"connections": "conn", "requests": "req", "rate": "req/s", "clients": "clients", "users": "users"}
 
 
