@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 def build_parser(run_only: bool = False) -> tuple[Parser, argparse.ArgumentParser]:
     """The parser of the whole command line, and the `run` command's own (which config files fill).
-    `run_only`: the other commands are left out, and their modules unloaded (a command line that is
+    `run_only`: the other commands are left out and their modules not imported (a command line that is
     `run`'s cannot name them: start-up, see `main`)."""
     parser = Parser(prog="squall", description="Load testing scripted like Locust, fast like wrk.")
     parser.add_argument("-V", "--version", action="version", version=f"squall {__version__}")
@@ -51,15 +51,16 @@ def main(argv: list[str] | None = None) -> int:
     typed = argv  # as typed: the reports and the dashboard show it so
     if argv and argv[0].startswith("-") and argv[0] not in ("-h", "--help", "-V", "--version"):
         argv = ["run", *argv]  # Locust's command line: squall -f locustfile.py -u 10 ...
+    is_run = bool(argv) and argv[0] == "run"
     # `squall -f`/`run` builds only its own parser: the other commands' modules (bench's, with the
     # breaking-point search and the distributed driver's workers) are not imported for it.
-    parser, run_parser = build_parser(run_only=bool(argv) and argv[0] == "run")
+    parser, run_parser = build_parser(run_only=is_run)
     try:
         loaded = None
-        if argv and argv[0] == "run" and {"-h", "--help"} & set(argv):
+        if is_run and {"-h", "--help"} & set(argv):
             run_parser.print_help()  # as Locust, whatever else is there (`squall -f --help`)
             return exitcodes.OK
-        if argv and argv[0] == "run":
+        if is_run:
             loaded = _prepare_run(parser, run_parser, argv)
             if isinstance(loaded, int):
                 return loaded

@@ -17,6 +17,19 @@ NOT_AT_START = {
 }
 
 
+def probe_locustfile(tmp_path, line):
+    """`squall -f` on a locustfile that runs `line` (gc, os and sys imported) as squall loads it, then
+    exits at once; the finished process."""
+    lf = tmp_path / "probe.py"
+    lf.write_text(f"import gc, os, sys\n{line}; sys.stdout.flush(); os._exit(0)\n")
+    return subprocess.run(
+        [sys.executable, "-m", "squall", "-f", str(lf), "--headless", "-H", "http://127.0.0.1:9"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
 def loaded_after(code):
     out = subprocess.run(
         [sys.executable, "-c", f"{code}\nimport sys\nprint('\\n'.join(sys.modules))"],
@@ -51,14 +64,7 @@ NOT_FOR_A_RUN = {
 
 
 def test_a_run_loads_only_what_its_flags_ask_for(tmp_path):
-    lf = tmp_path / "modules_probe.py"
-    lf.write_text("import os, sys\nsys.stdout.write(' '.join(sys.modules) + '\\n'); sys.stdout.flush(); os._exit(0)\n")
-    out = subprocess.run(
-        [sys.executable, "-m", "squall", "-f", str(lf), "--headless", "-H", "http://127.0.0.1:9"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    out = probe_locustfile(tmp_path, "sys.stdout.write(' '.join(sys.modules) + '\\n')")
     loaded = set(out.stdout.split())
     assert "squall.commands.run" in loaded and "squall.limit" in loaded, out.stdout + out.stderr
     assert not loaded & NOT_FOR_A_RUN, sorted(loaded & NOT_FOR_A_RUN)
@@ -175,17 +181,7 @@ def test_the_plugins_found_are_importlib_metadatas(tmp_path):
 def test_the_collector_is_paused_until_the_locustfile_runs(tmp_path):
     """`squall -f` starts with the cyclic garbage collector paused (squall.start_up) and resumes it
     before the locustfile's code runs: the file finds it on, and squall's start-up frozen."""
-    lf = tmp_path / "gc_probe.py"
-    lf.write_text(
-        "import gc, os, sys\n"
-        "sys.stdout.write(f'{gc.isenabled()} {gc.get_freeze_count()}\\n'); sys.stdout.flush(); os._exit(0)\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-m", "squall", "-f", str(lf), "--headless", "-H", "http://127.0.0.1:9"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    out = probe_locustfile(tmp_path, "sys.stdout.write(f'{gc.isenabled()} {gc.get_freeze_count()}\\n')")
     enabled, frozen = out.stdout.split()
     assert enabled == "True", out.stdout + out.stderr
     assert int(frozen) > 10_000  # squall's and gevent's modules' objects
