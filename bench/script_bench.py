@@ -5,6 +5,9 @@ nginx (one worker, `return 200`) on core 0, the generator on core 1, every gener
 squall's ratio to Locust is the median of the per-round ratios of requests per CPU-second.
 - without think time: 50 users with `constant(0)` for 10 s (FastHttpUser and HttpUser files);
 - with think time: 1,000 FastHttpUser users with `between(0.1, 0.2)` for 10 s (at most 6,667 req/s);
+- whole runs of that think-time file as long as our users run theirs (`--long`, 100 s: the seeds' headless
+  runs are 100 s and 300 s), the floor's and squall's alternated: start-up and shutdown included, as in
+  the 10 s rows, but at the share of a run they have in a user's;
 - 10,000 users with `between(1, 2)` in one squall process: its RSS, its achieved rate against the
   theoretical 10,000 / 1.5 = 6,667 req/s, and the CPU it spends for it once all users run.
 Goose (crates.io `goose` 0.19, the Locust-like load tester whose users are scripted in Rust; built by
@@ -17,7 +20,7 @@ library (LOCUST_SKIP_MONKEY_PATCH=1: squall's own gevent stand-in, blocking libr
 and the section says what the patching costs squall per CPU-second.
 Appends its section to RESULTS.md.
 
-usage: python bench/script_bench.py [--rounds 5] [--seconds 10] [--skip-install]
+usage: python bench/script_bench.py [--rounds 5] [--seconds 10] [--long 100] [--skip-install]
 """
 
 import csv
@@ -167,6 +170,12 @@ def throughput(rounds, secs, users=50, flavours=("fasthttp", "httpuser")):
 
 STEADY = (4, 14)  # the two run lengths (s) whose difference is a run's steady state (`steady`)
 
+# The length of a whole run as users run theirs: the seeds' headless runs (shared/seeds) are 100 s and
+# 300 s long. A 10 s run is a benchmark's length: squall's start-up and shutdown (the interpreter, the
+# imports, gevent's patching, 1,000 Python users made, 0.35 CPU-s together) are a fifth of its CPU there
+# and a fortieth in a 100 s run; the floor's are about nothing at either length.
+LONG = 100
+
 
 def steady(rounds, flavour="think", users=1000):
     """Each generator's requests per CPU-second once running: the difference of a 14 s and a 4 s run's CPU
@@ -181,6 +190,20 @@ def steady(rounds, flavour="think", users=1000):
                 results.setdefault(tool, []).append(s)
                 rate = s["requests"] / s["cpu"]
                 print(f"round {r + 1} steady {tool:15} {rate:>9,.0f} req/CPU-s", file=sys.stderr)
+    return results
+
+
+def long_runs(rounds, secs, flavour="think", users=1000):
+    """Whole runs of `secs` (`LONG`) of the think-time file by the floor and by squall, alternated (the
+    first of a round switches each round); their requests per CPU-second, start-up and shutdown included."""
+    results = {"secs": secs, "floor": [], "squall": []}
+    with pinned_target() as (nginx, floor, d):
+        for r in range(rounds):
+            for tool in ("floor", "squall") if r % 2 == 0 else ("squall", "floor"):
+                s = run_tool(tool, flavour, users, secs, nginx, floor, d)
+                results[tool].append(s)
+                rate = s["requests"] / s["cpu"]
+                print(f"round {r + 1} {secs} s {tool:15} {rate:>9,.0f} req/CPU-s", file=sys.stderr)
     return results
 
 
@@ -238,7 +261,7 @@ def core_share(cmd, secs, settle):
     return (c1 - c0) / (w1 - w0), usage, out
 
 
-def write(results, think, many, rounds, secs, steady_think):
+def write(results, think, many, rounds, secs, steady_think, long=None):
     per_cpu = lambda s: s["requests"] / s["cpu"]
     results = {**results, **think}
 
@@ -308,6 +331,7 @@ def write(results, think, many, rounds, secs, steady_think):
         "|---|---:|---:|---:|---:|",
         *steady_rows(steady_think),
         "",
+        *long_lines(long),
         f"{many['users']:,} users with `between(1, 2)` in one squall process: **{many['rss_mb']:.0f} MB** max RSS "
         f"(target: under 1 GB); {many['rate']:,.0f} req/s over {many['seconds']} s once all were running, "
         f"{100 * many['rate'] / many['theory']:.1f}% of the theoretical {many['theory']:,.0f} req/s, on "
@@ -349,16 +373,39 @@ def steady_rows(steady_think):
     ]
 
 
+def long_lines(long):
+    """The whole runs as long as users run theirs (`long_runs`), if measured."""
+    if not long:
+        return []
+    per_cpu = lambda s: s["requests"] / s["cpu"]
+    floor, squall, secs = long["floor"], long["squall"], long["secs"]
+    share = [per_cpu(q) / per_cpu(f) for f, q in zip(floor, squall)]
+    requests = {tool: f"{median([s['requests'] for s in runs]):,.0f}" for tool, runs in (("f", floor), ("q", squall))}
+    return [
+        f"Whole runs as long as the seeds' (`--long`: {secs} s; their headless runs are 100 s and 300 s), the same",
+        f"1,000 users `between(0.1, 0.2)`, the floor's and squall's alternated, {len(share)} rounds: start-up and",
+        "shutdown counted as in the 10 s rows, at the share of a run they have in a user's.",
+        "",
+        "| generator | requests a run | req per CPU-s | share of the floor |",
+        "|---|---:|---:|---:|",
+        f"| squall (native users) | {requests['q']} | {median([per_cpu(s) for s in squall]):,.0f} | "
+        f"**{median(share):.2f}** ({min(share):.2f}–{max(share):.2f}) |",
+        f"| floor | {requests['f']} | {median([per_cpu(s) for s in floor]):,.0f} | 1.00 |",
+        "",
+    ]
+
+
 LOCUST_VERSION = (BENCH / "requirements-locust.txt").read_text().split("locust==")[1].split()[0]
 
 
 def main():
-    args = cli(__doc__)
+    args = cli(__doc__, lambda ap: ap.add_argument("--long", type=int, default=LONG, help="0: no long runs"))
     results = throughput(args.rounds, args.seconds)
     think = throughput(args.rounds, args.seconds, users=1000, flavours=("think",))
     steady_think = steady(args.rounds)
+    long = long_runs(args.rounds, args.long) if args.long else None
     many = many_users()
-    write(results, think, many, args.rounds, args.seconds, steady_think)
+    write(results, think, many, args.rounds, args.seconds, steady_think, long)
 
 
 if __name__ == "__main__":

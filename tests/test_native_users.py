@@ -206,3 +206,60 @@ def test_a_native_user_keeps_one_connection_from_on_start_to_on_stop(recorder, t
     for user, paths in peers.items():
         assert set(paths) == {"/hello", "/mine", "/bye"}, (user, paths)
         assert paths["/hello"] == paths["/mine"] == paths["/bye"] and len(paths["/mine"]) == 1, (user, paths)
+
+
+@pytest.mark.parametrize("mode", ["close-after-3", "announce-3", "chunked", "cookie", "split"])
+def test_what_one_read_cannot_finish_goes_on_in_the_users_exchange(tmp_path, mode):
+    """Native users that think, a request a task, have their requests sent and their responses read by
+    the engine's passes (script/native.rs `send_now`, `receive_now`) while their tasks sleep; a response
+    that is not whole in one read, or asks for more than its status and sizes (a cookie, a close, a
+    chunked body), goes on in the user's own exchange, from what was read. Against a server that does
+    each of those (tests/servers/keepalive_server.py), judged by what it answered: every answer counted,
+    none failed, the retries after a close not counted twice, the cookie sent with every request after
+    it was set, the body's size and the split answer's time as the server made them."""
+    users = 20
+    with serving("keepalive_server.py", mode) as port:
+        url = f"http://127.0.0.1:{port}"
+        prefix = tmp_path / mode
+        args = ["-f", FILES / "native_driven.py", "Driven", "--headless", "-u", users, "-r", users, "-t", "3s"]
+        p = squall(*args, "-H", url, "--csv", prefix, "--loglevel", "DEBUG", timeout=60)
+        assert p.returncode == 0, p.stderr[-3000:]
+        assert "Driven runs natively" in p.stderr, p.stderr[-2000:]
+        with urllib.request.urlopen(url + "/__log", timeout=10) as r:
+            answered = json.loads(r.read())
+    (row,) = [r for r in csv.DictReader(open(f"{prefix}_stats.csv")) if r["Name"] == "/"]
+    count, failures = int(row["Request Count"]), int(row["Failure Count"])
+    # 20 users a request every 30 ms on average: about 2,000 in 3 s (half of that on a slow host).
+    assert count > 1000 and failures == 0, row
+    # Every answer counted but those still on their way when the run ended (a user's at most).
+    assert len(answered) - users <= count <= len(answered), (count, len(answered))
+    connections = {}
+    for number, cookie in answered:
+        connections.setdefault(number, []).append(cookie)
+    if mode in ("close-after-3", "announce-3"):
+        assert all(len(c) <= 3 for c in connections.values()), connections
+        assert len(connections) >= len(answered) / 3, (len(connections), len(answered))
+    elif mode == "cookie":
+        assert len(connections) == users, len(connections)  # (nothing closes: one a user)
+        assert all(not c[0] and all(c[1:]) for c in connections.values()), connections
+    elif mode == "chunked":
+        assert float(row["Average Content Size"]) == 5.0, row
+    elif mode == "split":
+        assert float(row["Min Response Time"]) >= 5.0, row
+
+
+def test_a_request_the_engine_sent_fails_at_its_timeout(tmp_path):
+    """A request the engine's pass sent (`send_now`) and the server answers too late ends at its
+    timeout, a failure, as in Python; its connection closes and the user's next request opens another."""
+    with serving("delay_server.py", 1000) as port:
+        url = f"http://127.0.0.1:{port}"
+        prefix = tmp_path / "late"
+        args = ["-f", FILES / "native_driven.py", "Late", "--headless", "-u", 3, "-r", 3, "-t", "2s"]
+        p = squall(*args, "-H", url, "--csv", prefix, "--loglevel", "DEBUG", timeout=60)
+        assert p.returncode == 1, p.stderr[-3000:]
+        assert "Late runs natively" in p.stderr, p.stderr[-2000:]
+    counted = stats(prefix)[("GET", "/")]
+    # Each user's request ends 0.3 s in (the watchdog looks every 10 ms), then 20-40 ms of thinking:
+    # 2 s / 0.35 s, 5 to 7 a user.
+    assert counted[0] == counted[1] and 3 * 4 <= counted[0] <= 3 * 7, counted
+    assert failure_messages(prefix) == {"Request timed out"} or len(failure_messages(prefix)) == 1

@@ -137,6 +137,27 @@ pub struct H1Conn {
     written: Option<Instant>,
     reads: u32,
     first_byte: Option<Instant>,
+    /// The next exchange's request, already written (`send_now`): when, and how much of it.
+    sent: Option<Sent>,
+    /// What a read ahead of the exchange failed with (`receive_now`), for the exchange's first read.
+    failed: Option<io::Error>,
+}
+
+/// What `H1Conn::receive_now` made of what came for a request sent ahead.
+pub enum Received {
+    /// The whole response: its exchange is over.
+    Whole(Response, Timing),
+    /// Nothing yet.
+    Nothing,
+    /// The exchange must go on (`H1Conn::exchange`), from what was read.
+    Exchange,
+}
+
+/// A request written ahead of its exchange (`H1Conn::send_now`).
+struct Sent {
+    at: Instant,
+    request: Rc<[u8]>,
+    written: usize,
 }
 
 /// One exchange counted in `H1Conn::awaiting` while it lives (a task aborted mid-exchange drops it).
@@ -168,7 +189,83 @@ impl H1Conn {
             written: None,
             reads: 0,
             first_byte: None,
+            sent: None,
+            failed: None,
         }
+    }
+
+    /// Writes `request` now, without waiting, as the next exchange's: for a caller that sends at a
+    /// moment of its own and reads the response when it comes (`receive_now`), else has the exchange
+    /// read it (which then writes only what the socket did not take). Over plain TCP whose reads the
+    /// kernel stamps only, so that a response read late is still timed by its arrival. Returns when
+    /// the write began (the request's time counts from it, as an exchange's does), or None if nothing
+    /// was written: the exchange then sends it as usual.
+    pub fn send_now(&mut self, request: &Rc<[u8]>) -> Option<Instant> {
+        let Stream::Plain(tcp) = &self.io else { return None };
+        if !tcp.stamps() || self.sent.is_some() || self.start != self.end {
+            return None;
+        }
+        let at = Instant::now();
+        match tcp.try_write(request) {
+            Ok(n) if n > 0 => {
+                self.sent = Some(Sent { at, request: request.clone(), written: n });
+                self.io.tcp_mut().take_received(); // a stamp from before this request is not its response's
+                (self.written, self.reads, self.first_byte) = (Some(at), 0, None);
+                Some(at)
+            }
+            _ => None,
+        }
+    }
+
+    /// Reads, without waiting, what came for the request sent ahead (`send_now`), and ends its exchange
+    /// when that is the whole response, of the kind nothing but its status and sizes are wanted of:
+    /// a head with nothing to follow (no Set-Cookie, no Location, no close) and the body it announces,
+    /// all in this one read. Anything else stays buffered for the exchange, which goes on from it as
+    /// if it had read it itself (`Received::Exchange`), and so do a read's end of stream and error.
+    pub fn receive_now(&mut self, head_request: bool) -> Received {
+        let Some(sent) = self.sent.as_ref() else { return Received::Exchange };
+        if sent.written < sent.request.len() || self.start != self.end || self.failed.is_some() {
+            return Received::Exchange;
+        }
+        let at = sent.at;
+        (self.start, self.end) = (0, 0);
+        let n = match self.io.tcp_mut().try_read_now(&mut self.buf) {
+            Ok(0) => return Received::Exchange,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Received::Nothing,
+            Err(e) => {
+                self.failed = Some(e); // the exchange's first read returns it
+                return Received::Exchange;
+            }
+        };
+        (self.end, self.reads) = (n, 1);
+        let Ok(Head::Complete { len, status, body, close: false, kept }) =
+            parse_head(self.buffered(), head_request, Keep::Cookies)
+        else {
+            return Received::Exchange;
+        };
+        if kept.is_some_and(|(_, cookies, location)| !cookies.is_empty() || location.is_some()) {
+            return Received::Exchange;
+        }
+        let body_bytes = match body {
+            BodyKind::Empty => 0,
+            BodyKind::Length(b) if b <= (n - len) as u64 => b,
+            _ => return Received::Exchange,
+        };
+        self.consume(len + body_bytes as usize);
+        self.sent = None;
+        self.served += 1;
+        (self.written, self.first_byte) = (Some(at), None);
+        let received = self.io.tcp_mut().take_received();
+        let resp =
+            Response { status, body_bytes, wire_bytes: len as u64 + body_bytes, received, ..Response::default() };
+        Received::Whole(resp, self.timing())
+    }
+
+    /// Ready once the connection has bytes to read, or has ended; until then `cx` is woken when it
+    /// does. Reads nothing.
+    pub fn poll_read_ready(&self, cx: &mut std::task::Context<'_>) -> std::task::Poll<io::Result<()>> {
+        self.io.tcp().poll_read_ready(cx)
     }
 
     /// What the last exchange saw of its phases.
@@ -211,6 +308,9 @@ impl H1Conn {
                 self.buf.resize(self.buf.len() * 2, 0);
             }
         }
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
         let n = self.io.read(&mut self.buf[self.end..]).await?;
         self.end += n;
         self.reads += (n > 0) as u32;
@@ -225,13 +325,25 @@ impl H1Conn {
     ) -> Result<Response, ExchangeError> {
         let reused = self.served > 0;
         let fail = |failure: Failure, retryable: bool| ExchangeError { failure, retryable };
-        self.io.tcp_mut().take_received(); // a stamp from before this request is not its response's
-        if let Err(e) = write_request(&mut self.io, request).await {
+        // A request written ahead (`send_now`) is this exchange's: the rest of it goes now, if any, and
+        // what was read of its response since (`receive_now`) is its first read.
+        let write = match self.sent.take() {
+            None => {
+                self.io.tcp_mut().take_received(); // a stamp from before this request is not its response's
+                let written = write_request(&mut self.io, request).await;
+                (self.written, self.reads, self.first_byte) = (Some(Instant::now()), 0, None);
+                written
+            }
+            Some(Sent { request, written, .. }) if written < request.len() => {
+                write_request(&mut self.io, &request[written..]).await
+            }
+            Some(_) => Ok(()),
+        };
+        if let Err(e) = write {
             return Err(fail(classify_io(&e, "before responding"), reused));
         }
         let _awaiting = self.awaiting.as_ref().filter(|_| self.io.tcp().stamps()).map(Awaiting::new);
         let mut resp = Response::default();
-        (self.written, self.reads, self.first_byte) = (Some(Instant::now()), 0, None);
         let body_kind = loop {
             match parse_head(self.buffered(), head_request, keep).map_err(|f| fail(f, false))? {
                 Head::Interim(n) => {

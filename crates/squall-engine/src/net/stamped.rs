@@ -89,6 +89,45 @@ impl Tcp {
     pub fn take_received(&mut self) -> Stamp {
         std::mem::take(&mut self.received)
     }
+
+    /// Writes what the socket takes now, without waiting (tokio's `try_write`).
+    pub fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+        self.io.try_write(buf)
+    }
+
+    /// Ready once bytes (or the end of the stream) can be read; until then `cx` is woken when they
+    /// can. Reads nothing.
+    pub fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.io.poll_read_ready(cx)
+    }
+
+    /// A read without waiting, as `poll_read` reads (stamped when this thread asks): WouldBlock when
+    /// nothing came, which the reactor says without a system call until the socket's next event.
+    pub fn try_read_now(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let room = buf.len();
+        let n = if !self.stamps || !ASK.with(|a| a.get()) {
+            self.received = Stamp::Unasked;
+            self.io.try_read(buf)?
+        } else {
+            let fd = self.io.as_raw_fd();
+            // SAFETY: initialized bytes seen as possibly uninitialized; recvmsg writes only bytes.
+            let uninit = unsafe { &mut *(buf as *mut [u8] as *mut [MaybeUninit<u8>]) };
+            let (n, stamp) = self.io.try_io(Interest::READABLE, || recv_stamped(fd, uninit))?;
+            if n > 0 {
+                self.received = stamp.map_or(Stamp::Missing, |t| Stamp::At(to_instant(t)));
+            }
+            n
+        };
+        if n > 0 && n < room {
+            self.drained(); // (as `poll_read`)
+        }
+        Ok(n)
+    }
+
+    /// The socket is drained: its readiness is forgotten until its next event (see `poll_read`).
+    fn drained(&self) {
+        let _ = self.io.try_io(Interest::READABLE, || Err::<(), _>(io::ErrorKind::WouldBlock.into()));
+    }
 }
 
 fn enable(fd: RawFd) -> io::Result<()> {
@@ -173,7 +212,7 @@ impl AsyncRead for Tcp {
                         // at 1,000 users `between(0.1, 0.2)` (strace: 11,018 EAGAIN reads for 32,673
                         // requests). Bytes that arrive after this read raise readiness anew (a new
                         // edge, seen by the reactor's next turn), so none waits unseen.
-                        let _ = me.io.try_io(Interest::READABLE, || Err::<(), _>(io::ErrorKind::WouldBlock.into()));
+                        me.drained();
                     }
                     return Poll::Ready(Ok(()));
                 }

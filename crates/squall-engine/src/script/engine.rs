@@ -20,6 +20,7 @@ use tokio::sync::Notify;
 use super::cookies::Jar;
 use super::pools::Pools;
 use super::think::Thinkers;
+use super::wait::Pace;
 use super::{Completion, Message, RequestShape, ScriptOptions};
 
 /// Parsed URLs kept per base: scripts that build a unique URL per request must not grow it forever.
@@ -97,8 +98,19 @@ pub(super) struct Steps {
     pub(super) home: Option<(usize, bool)>,
 }
 
+/// A thinking native user as its slot in the ring of think times keeps it (`Thinkers`): its task's
+/// waker, or the user itself if the engine's pass may send its next request (native.rs `send_now`;
+/// if it may not after all, it wakes the task by the waker the user keeps: `NativeUser::park`).
+pub(super) enum Thinker {
+    Wakes(Waker),
+    Sends(Rc<NativeUser>),
+}
+
 /// A native user (`native`) as the engine and its script see it.
 pub(super) struct NativeUser {
+    /// Its id, and its plan's requests.
+    pub(super) user: u64,
+    pub(super) steps: Rc<Steps>,
     /// The plan's operation id: its end is a completion under it.
     pub(super) op: u64,
     pub(super) task: RefCell<Option<tokio::task::AbortHandle>>,
@@ -121,10 +133,20 @@ pub(super) struct NativeUser {
     /// at the task's next poll, which `waker` asks for.
     pub(super) expired: Cell<bool>,
     pub(super) waker: RefCell<Option<Waker>>,
+    /// Its wait and the draws of its waits and tasks.
+    pub(super) pace: RefCell<Pace>,
+    /// Its thinks and requests can be run by the engine's passes, its task asleep (native.rs `rest`).
+    pub(super) driven: bool,
+    /// While they are: the task it thinks before or whose request is in flight (None: its own task
+    /// runs it), when the engine's pass sent that request, and whether the task must take over.
+    pub(super) armed: Cell<Option<usize>>,
+    pub(super) sent: Cell<Option<Instant>>,
+    pub(super) handback: Cell<bool>,
 }
 
 impl NativeUser {
     pub(super) fn abort(&self) {
+        self.armed.set(None); // the engine's pass must not send for it any more (`native::send_now`)
         if let Some(t) = self.task.borrow_mut().take() {
             t.abort();
         }
@@ -197,9 +219,13 @@ pub(super) struct Engine {
     plans: RefCell<HashMap<u64, std::rc::Weak<Steps>>>,
     /// How many plans were kept after the last sweep of those no user runs any more.
     plans_swept: Cell<usize>,
-    /// Native users thinking, woken by the engine's passes (`think`).
-    pub(super) thinkers: RefCell<Thinkers>,
+    /// Native users thinking, woken by the engine's passes (`think`), or their next request sent by
+    /// them (native.rs `send_now`).
+    pub(super) thinkers: RefCell<Thinkers<Thinker>>,
     native_free: RefCell<Vec<usize>>,
+    /// The requests the engine's passes sent for driven native users, whose responses they read
+    /// (native.rs `send_now`, `receive_now`).
+    pub(super) driven: RefCell<Vec<Rc<NativeUser>>>,
     /// Native users' requests in flight, and a wake-up for `poll` when one is sent (see `TICK`).
     pub(super) native_in_flight: Cell<usize>,
     pub(super) native_sent: Notify,
@@ -285,6 +311,7 @@ impl Engine {
             plans_swept: Cell::new(0),
             thinkers: RefCell::new(Thinkers::new(start)),
             native_free: RefCell::new(Vec::new()),
+            driven: RefCell::new(Vec::new()),
             native_in_flight: Cell::new(0),
             native_sent: Notify::new(),
             awaiting: Rc::default(),

@@ -30,6 +30,7 @@ pub mod native;
 mod pools;
 mod request;
 mod think;
+mod wait;
 
 use crate::http::request::{check_headers, check_method};
 use crate::mqtt::script::Op;
@@ -240,7 +241,8 @@ const DEFER: Duration = Duration::from_millis(1);
 /// once a millisecond, at its start, reads every response that came meanwhile (each timed by the
 /// kernel's receive stamp, net/stamped.rs) and sends what their timers made due, instead of waking
 /// for each response; as bench/floor.c does with think time. Users whose timers fall in the same
-/// millisecond (tokio's timers have that granularity) share the wake-up.
+/// millisecond (tokio's timers have that granularity) share the wake-up. The requests of driven users
+/// (native.rs) the tick sends and reads itself, their tasks asleep.
 ///
 /// Why: 1,000 native users `between(0.1, 0.2)` woke 0.65 times a request in epoll (perf stat), the
 /// floor 0.15 (one wake a millisecond for about 6.7 requests).
@@ -330,6 +332,9 @@ impl ScriptEngine {
                 self.turn(1); // lets the runtime poll I/O once
             } else if !(timeout <= DEFER && self.deferred(wake_at())) {
                 loop {
+                    if !self.reads_in_ticks() {
+                        native::hand_back_all(engine); // their responses wake their tasks from now on
+                    }
                     if self.ticks() {
                         if self.tick(wake_at()) {
                             break;
@@ -341,7 +346,7 @@ impl ScriptEngine {
                         while engine.nothing_ready() {
                             // (The watchdog's next scan, while native users' requests are in flight,
                             // and the next native users' think times to end: `think`.)
-                            engine.thinkers.borrow_mut().wake(Instant::now());
+                            native::wake_thinkers(engine, Instant::now(), self.reads_in_ticks());
                             let thinkers = engine.thinkers.borrow().next_due();
                             let wake = [self.watch_due(), thinkers].into_iter().flatten().fold(wake_at(), Instant::min);
                             tokio::select! {
@@ -407,9 +412,14 @@ impl ScriptEngine {
     /// and nothing else waits for a response (the script's requests, MQTT: they wake the script as
     /// they come), over HTTP/1.1 on connections the kernel stamps.
     fn ticks(&self) -> bool {
+        self.engine.native_in_flight.get() > 0 && self.reads_in_ticks()
+    }
+
+    /// Whether `poll` waits in ticks once native users' requests are in flight (`ticks`): then the
+    /// engine's passes may send and read driven users' requests (native.rs `send_now`).
+    fn reads_in_ticks(&self) -> bool {
         let engine = &self.engine;
-        engine.native_in_flight.get() > 0
-            && engine.native_thinking.get() == engine.native.borrow().len()
+        engine.native_thinking.get() == engine.native.borrow().len()
             && engine.running.borrow().is_empty()
             && engine.mqtt.borrow().is_empty()
             && !engine.options.http2
@@ -461,9 +471,12 @@ impl ScriptEngine {
     /// the sockets once.
     fn turn(&self, yields: usize) {
         self.rt.block_on(self.local.run_until(async {
-            self.engine.thinkers.borrow_mut().wake(Instant::now());
-            for _ in 0..yields {
+            native::wake_thinkers(&self.engine, Instant::now(), self.reads_in_ticks());
+            for i in 0..yields {
                 tokio::task::yield_now().await;
+                if i == 0 {
+                    native::receive_now(&self.engine); // (the reactor has just looked at the sockets)
+                }
             }
         }));
     }
@@ -627,6 +640,7 @@ impl ScriptEngine {
         });
         if let Some(n) = engine.remove_native(user) {
             n.abort();
+            n.conn.borrow_mut().take(); // (its slot in the ring of think times may keep it a while)
             if n.in_flight.get() {
                 engine.cancelled.set(engine.cancelled.get() + 1);
             }

@@ -17,68 +17,43 @@
 //! `constant(0)`, the same file both ways): 0.86 of the C floor's requests per CPU-second against 0.47
 //! in Python; 1,000 users `between(0.1, 0.2)` once running 0.67 against 0.23.
 //!
+//! Driven users (`NativeUser::driven`): a plan whose every task is one request over the user's own
+//! HTTP/1.1 connection, with a think before each, runs in the engine's passes while `poll` reads in
+//! ticks (`TICK`), the user's task asleep (`rest`). The pass that ends a think sends the request
+//! (`send_now`: the prepared bytes, once no cookie would go with them) and a later pass reads its
+//! response when the reactor says it came (`receive_now`), records it as `measure` records any
+//! (`record_response`: timed from the send to the kernel's receive stamp), draws the next think and
+//! task, and puts the user back in the ring. Whatever one read does not finish simply (a response in
+//! pieces, a chunked body, a Set-Cookie, a Location, a close, an end of stream, an error, a timeout)
+//! goes back to the user's task, whose exchange goes on from the bytes read (`hand_back`), and so does
+//! every user when `poll` stops reading in ticks (`hand_back_all`).
+//!
+//! Why: a request through the task costs two of its polls (one to send, one to read), each through
+//! tokio's task machinery into the task's cold memory: about half the engine's 7 µs a request over
+//! the floor's 1.4 (perf, 1,000 users `between(0.1, 0.2)`). Driven, it costs neither: the engine's
+//! share of the run's samples went from 29.8% to 22.9%, and the CPU once running 0.91x (0.71-0.99, 8
+//! alternated rounds of 6 s). Sending alone from the pass, the task still waking to read, had saved
+//! nothing measurable (1.00x, 10 rounds): the task's poll was the cost, not where the send was made.
+//!
 //! Ending: the test's end (`--stop-timeout`: users finish their task) ends each plan at its next wait
 //! (`ScriptEngine::end_plans`), and so does a `request` listener added mid-run (the users go on in
 //! Python, where it sees their requests). The plan's end is a completion under its id, which resumes
 //! the user's greenlet. A stopped user (`close_user`) ends its plan at once, a request in flight
 //! abandoned as a script's is.
 
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
-use rand_distr::{Distribution, Exp1};
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::rc::Rc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use super::engine::{Engine, NativeUser, Step, Steps};
-use super::request::{measure, Sender};
+use super::engine::{Engine, NativeUser, Step, Steps, Thinker};
+use super::request::{cookie_header, measure, note_stamp, record_response, Sender};
+use super::wait::Pace;
+pub use super::wait::Wait;
 use super::{Checked, Completion, ScriptRequest};
-
-/// The wait between a native user's tasks: Locust's wait-time functions, with their math.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Wait {
-    /// `constant(s)`: s seconds.
-    Constant(f64),
-    /// `between(a, b)`: uniform in [a, b).
-    Between(f64, f64),
-    /// `constant_pacing(s)` (and `constant_throughput(n)`, s = 1/n): `max(0, s - time since the last
-    /// task began)`, the first wait a whole s (as squall's Python `constant_pacing`).
-    Pacing(f64),
-    /// `poisson(rate)`: exponential of mean 1/rate.
-    Poisson(f64),
-}
-
-impl Wait {
-    /// Never 0: a user thinks between tasks.
-    pub fn thinks(&self) -> bool {
-        match *self {
-            Wait::Constant(s) | Wait::Pacing(s) => s > 0.0,
-            Wait::Between(a, _) => a > 0.0,
-            Wait::Poisson(_) => true,
-        }
-    }
-
-    /// The next wait, at `now`; `paced` is the last task's start for `Pacing`.
-    fn next(&self, rng: &mut SmallRng, paced: &mut Option<Instant>, now: Instant) -> Duration {
-        let seconds = match *self {
-            Wait::Constant(s) => s,
-            Wait::Between(a, b) => a + rng.random::<f64>() * (b - a),
-            Wait::Pacing(s) => {
-                let ran = paced.map_or(0.0, |started| now.saturating_duration_since(started).as_secs_f64());
-                let wait = (s - ran).max(0.0);
-                *paced = Some(now + Duration::from_secs_f64(wait));
-                wait
-            }
-            Wait::Poisson(rate) => {
-                let e: f64 = Exp1.sample(rng);
-                e / rate
-            }
-        };
-        Duration::try_from_secs_f64(seconds).unwrap_or(Duration::ZERO)
-    }
-}
+use crate::http::h1::Received;
+use crate::stats::Phases;
 
 /// A user's tasks as the engine runs them: the weighted list (a task of weight w appears w times, as
 /// in Locust's), each task its requests in order.
@@ -130,7 +105,7 @@ pub(super) fn start(
     op: u64,
     plan: &Plan,
 ) -> Result<(Rc<NativeUser>, impl std::future::Future<Output = ()> + 'static), String> {
-    let steps = match engine.plan_steps(plan.id) {
+    let steps: Rc<Steps> = match engine.plan_steps(plan.id) {
         Some(steps) => steps,
         None => {
             let steps = Rc::new(resolve(engine, plan)?);
@@ -138,20 +113,32 @@ pub(super) fn start(
             steps
         }
     };
+    let home = steps.home;
+    // The engine's pass may run its requests (`send_now`, `receive_now`): each task one request over
+    // its own HTTP/1.1 connection, with a think before it.
+    let driven =
+        home.is_some() && plan.wait.thinks() && steps.tasks.iter().all(|t| t.len() == 1 && t[0].bytes.is_some());
     let state = Rc::new(NativeUser {
+        user,
+        steps,
         op,
         task: RefCell::new(None),
         in_flight: Cell::new(false),
         waiting: Cell::new(false),
         ending: Cell::new(false),
         thinks: plan.wait.thinks(),
-        home: steps.home,
+        home,
         conn: RefCell::new(None),
         slot: engine.native_slot(user),
         expired: Cell::new(false),
         waker: RefCell::new(None),
+        pace: RefCell::new(Pace::new(plan.wait)),
+        driven,
+        armed: Cell::new(None),
+        sent: Cell::new(None),
+        handback: Cell::new(false),
     });
-    Ok((state.clone(), run(engine.clone(), user, state, steps, plan.wait)))
+    Ok((state.clone(), run(engine.clone(), state)))
 }
 
 /// The plan's requests resolved for `engine`: their URLs, endpoints and (over HTTP/1.1) bytes.
@@ -176,22 +163,30 @@ fn resolve(engine: &Engine, plan: &Plan) -> Result<Steps, String> {
     Ok(Steps { tasks, home })
 }
 
-async fn run(engine: Rc<Engine>, user: u64, state: Rc<NativeUser>, steps: Rc<Steps>, wait: Wait) {
+async fn run(engine: Rc<Engine>, state: Rc<NativeUser>) {
+    let (user, steps) = (state.user, state.steps.clone());
     let tasks = &steps.tasks;
-    let mut rng = SmallRng::from_rng(&mut rand::rng());
-    let mut paced = None;
+    let _flight = Flight(&engine, &state);
+    // The next task, and when the engine's pass sent its request (`send_now`), if it did.
+    let (mut task, mut sent) = (state.pace.borrow_mut().pick(tasks.len()), None);
     loop {
-        let task = &tasks[if tasks.len() == 1 { 0 } else { rng.random_range(0..tasks.len()) }];
-        for step in task {
-            let _flight = Flight::new(&engine, &state);
-            let begin = Instant::now();
+        for (i, step) in tasks[task].iter().enumerate() {
+            let ahead = if i == 0 { sent.take() } else { None };
+            let begin = match ahead {
+                Some(at) => at, // counted in flight, its deadline set, when it went (`send_now`)
+                None => {
+                    flight_begins(&engine, &state);
+                    let begin = Instant::now();
+                    engine.set_native_deadline(state.slot, begin.checked_add(step.request.timeout));
+                    state.expired.set(false);
+                    begin
+                }
+            };
             let held = (state.home == Some((step.known.origin, step.request.insecure))).then_some(&state.conn);
             let sender = Sender { user, bytes: step.bytes.as_ref(), held };
             let sent = measure(&engine, sender, &step.request, &step.known, begin, step.endpoint);
             // Past its deadline the watchdog ends the request (`ScriptEngine::time_out`, every
             // `WATCH_TICK`): the exchange is dropped, its connection closed, as a script's is.
-            engine.set_native_deadline(state.slot, begin.checked_add(step.request.timeout));
-            state.expired.set(false);
             let mut sent = std::pin::pin!(sent);
             let done = std::future::poll_fn(|cx| {
                 if state.expired.replace(false) {
@@ -204,22 +199,28 @@ async fn run(engine: Rc<Engine>, user: u64, state: Rc<NativeUser>, steps: Rc<Ste
                 polled
             })
             .await;
-            engine.set_native_deadline(state.slot, None);
             if !done {
+                // (A request sent ahead may time out before an exchange took its connection.)
+                state.conn.borrow_mut().take();
                 let now = Instant::now();
                 engine.timed_out(now, step.endpoint, now.saturating_duration_since(begin), true);
             }
+            request_ends(&engine, &state);
         }
         if state.ending.get() {
             end(&engine, user, &state);
             return;
         }
-        let pause = wait.next(&mut rng, &mut paced, Instant::now());
+        let now = Instant::now();
+        let pause = state.pace.borrow_mut().wait(now);
+        task = state.pace.borrow_mut().pick(tasks.len());
         state.waiting.set(true);
         if pause.is_zero() {
             tokio::task::yield_now().await; // as gevent.sleep(0): the others run first
+        } else if state.driven {
+            (task, sent) = rest(&engine, &state, now + pause, task).await;
         } else {
-            think(&engine, Instant::now() + pause).await;
+            think(&engine, now + pause).await;
         }
         state.waiting.set(false);
     }
@@ -235,7 +236,7 @@ async fn think(engine: &Engine, until: Instant) {
             return Poll::Ready(());
         }
         if !added {
-            thinkers.add(ms, cx.waker().clone());
+            thinkers.add(ms, Thinker::Wakes(cx.waker().clone()));
             added = true;
         }
         Poll::Pending
@@ -243,22 +244,173 @@ async fn think(engine: &Engine, until: Instant) {
     .await
 }
 
-/// A native request in flight, counted while it lives (an aborted task drops it).
-struct Flight<'a>(&'a Engine, &'a NativeUser);
+/// A driven user's think (`NativeUser::driven`): until `until`, then `task`, and the thinks and tasks
+/// after it, run by the engine's passes while they can (`send_now`, `receive_now`), the user's task
+/// asleep. It wakes when they hand the user back (`hand_back`): for the task to send (returned with
+/// None) or to go on with the exchange of the one they sent (with when it went), or when the watchdog
+/// ends that one.
+async fn rest(engine: &Engine, state: &Rc<NativeUser>, until: Instant, task: usize) -> (usize, Option<Instant>) {
+    state.armed.set(Some(task));
+    let ms = engine.thinkers.borrow().millisecond(until);
+    engine.thinkers.borrow_mut().add(ms, Thinker::Sends(state.clone()));
+    std::future::poll_fn(|cx| {
+        if state.handback.replace(false) || (state.expired.get() && state.sent.get().is_some()) {
+            let task = state.armed.take().unwrap_or(task);
+            return Poll::Ready((task, state.sent.take()));
+        }
+        state.park(cx.waker());
+        Poll::Pending
+    })
+    .await
+}
 
-impl<'a> Flight<'a> {
-    fn new(engine: &'a Engine, state: &'a NativeUser) -> Flight<'a> {
-        state.in_flight.set(true);
-        engine.native_in_flight.set(engine.native_in_flight.get() + 1);
-        engine.native_sent.notify_one();
-        Flight(engine, state)
+/// The engine's pass, for the users whose think has ended (`Thinkers::wake`): a driven one's request
+/// goes now if the engine reads in ticks (`sends`: see `TICK`) and it may (`send_now`); any other is
+/// woken, to send its own.
+pub(super) fn wake_thinkers(engine: &Engine, now: Instant, sends: bool) {
+    engine.thinkers.borrow_mut().wake(now, |t| match t {
+        Thinker::Wakes(waker) => waker.wake(),
+        Thinker::Sends(user) => {
+            if user.armed.get().is_none() {
+                return; // stopped meanwhile
+            }
+            if !(sends && send_now(engine, &user)) {
+                hand_back(&user);
+            }
+        }
+    });
+}
+
+/// Sends the request of the task a driven user thinks before (`rest`), now, on its own connection, as
+/// its exchange would: the same bytes (its cookies are checked as a request's are: with any, the
+/// exchange makes the request), timed from now, counted in flight, its deadline set. Its response is
+/// read by the engine's pass (`receive_now`). False if it did not go: cookies, no idle stamping
+/// connection, or the socket took nothing.
+fn send_now(engine: &Engine, state: &Rc<NativeUser>) -> bool {
+    let Some(task) = state.armed.get() else { return false };
+    let step = &state.steps.tasks[task][0];
+    let Some(bytes) = step.bytes.as_ref() else { return false };
+    let host = step.known.url.host_str().unwrap_or_default();
+    if cookie_header(engine, state.user, &step.request, &step.request.headers, host).is_some() {
+        return false;
+    }
+    let mut conn = state.conn.borrow_mut();
+    let Some(c) = conn.as_mut() else { return false };
+    let Some(at) = c.send_now(&bytes.whole) else { return false };
+    drop(conn);
+    state.waiting.set(false);
+    state.sent.set(Some(at));
+    flight_begins(engine, state);
+    engine.set_native_deadline(state.slot, at.checked_add(step.request.timeout));
+    state.expired.set(false);
+    engine.driven.borrow_mut().push(state.clone());
+    true
+}
+
+/// The engine's pass, for the requests it sent (`send_now`): reads what came for each, without
+/// waiting (a socket with nothing new costs no system call: the reactor's last turn said so), and
+/// records a response read whole, as `measure` does, then draws the user's next think and task and
+/// puts it back in the ring; else hands the user back, its exchange to go on from what was read.
+pub(super) fn receive_now(engine: &Engine) {
+    if engine.driven.borrow().is_empty() {
+        return;
+    }
+    let mut driven = std::mem::take(&mut *engine.driven.borrow_mut());
+    driven.retain(|state| {
+        let (Some(task), Some(begin)) = (state.armed.get(), state.sent.get()) else {
+            return false; // stopped, timed out or handed back meanwhile
+        };
+        let step = &state.steps.tasks[task][0];
+        let received = match state.conn.borrow_mut().as_mut() {
+            Some(c) => c.receive_now(step.request.method == "HEAD"),
+            None => Received::Exchange,
+        };
+        match received {
+            Received::Nothing => true,
+            Received::Exchange => {
+                hand_back(state);
+                false
+            }
+            Received::Whole(resp, timing) => {
+                note_stamp(engine, resp.received);
+                let now = Instant::now();
+                let seen = (Duration::ZERO, Phases::default(), timing);
+                record_response(engine, &step.request, begin, step.endpoint, &resp, seen, now);
+                state.sent.set(None);
+                request_ends(engine, state);
+                next(engine, state, now);
+                false
+            }
+        }
+    });
+    driven.append(&mut engine.driven.borrow_mut()); // (none: nothing sends while this runs)
+    *engine.driven.borrow_mut() = driven;
+}
+
+/// A driven user's request ended in the engine's pass (`receive_now`) at `now`: its plan ends if the
+/// test is ending, else it thinks before its next task, in the ring again (`rest` goes on).
+fn next(engine: &Engine, state: &Rc<NativeUser>, now: Instant) {
+    if state.ending.get() {
+        state.abort(); // its task ends here, asleep in `rest`
+        end(engine, state.user, state);
+        return;
+    }
+    let (pause, task) = {
+        let mut pace = state.pace.borrow_mut();
+        (pace.wait(now), pace.pick(state.steps.tasks.len()))
+    };
+    state.armed.set(Some(task));
+    state.waiting.set(true);
+    if pause.is_zero() {
+        hand_back(state); // (`constant_pacing` behind its period: the task runs it at once)
+        return;
+    }
+    let ms = engine.thinkers.borrow().millisecond(now + pause);
+    engine.thinkers.borrow_mut().add(ms, Thinker::Sends(state.clone()));
+}
+
+/// The user's task takes over from the engine's pass (`rest` returns): to send its next request, or
+/// to go on with the exchange of the one sent.
+fn hand_back(state: &NativeUser) {
+    state.handback.set(true);
+    let waker = state.waker.borrow().clone();
+    if let Some(waker) = waker {
+        waker.wake();
     }
 }
 
+/// Every request the engine's pass sent goes back to its user's task, whose exchange reads it as
+/// responses come: when `poll` stops reading in ticks (`TICK`).
+pub(super) fn hand_back_all(engine: &Engine) {
+    for state in std::mem::take(&mut *engine.driven.borrow_mut()) {
+        if state.armed.get().is_some() && state.sent.get().is_some() {
+            hand_back(&state);
+        }
+    }
+}
+
+/// A native user's request is sent: counted in flight (see `TICK`).
+fn flight_begins(engine: &Engine, state: &NativeUser) {
+    state.in_flight.set(true);
+    engine.native_in_flight.set(engine.native_in_flight.get() + 1);
+    engine.native_sent.notify_one();
+}
+
+/// Its request is over (or abandoned, its task aborted: `Flight`): no longer in flight, its deadline
+/// cleared.
+fn request_ends(engine: &Engine, state: &NativeUser) {
+    engine.set_native_deadline(state.slot, None);
+    if state.in_flight.replace(false) {
+        engine.native_in_flight.set(engine.native_in_flight.get() - 1);
+    }
+}
+
+/// A native user's task: a request it has in flight when the task ends (aborted) is no longer counted.
+struct Flight<'a>(&'a Engine, &'a NativeUser);
+
 impl Drop for Flight<'_> {
     fn drop(&mut self) {
-        self.1.in_flight.set(false);
-        self.0.native_in_flight.set(self.0.native_in_flight.get() - 1);
+        request_ends(self.0, self.1);
     }
 }
 
@@ -275,50 +427,6 @@ pub(super) fn end(engine: &Engine, user: u64, state: &NativeUser) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn waits(w: Wait, n: usize) -> Vec<f64> {
-        let mut rng = SmallRng::seed_from_u64(7);
-        let mut paced = None;
-        let now = Instant::now();
-        (0..n).map(|_| w.next(&mut rng, &mut paced, now).as_secs_f64()).collect()
-    }
-
-    #[test]
-    fn constant_and_between_keep_their_bounds() {
-        assert!(waits(Wait::Constant(0.25), 10).iter().all(|&s| (s - 0.25).abs() < 1e-9));
-        let b = waits(Wait::Between(0.1, 0.2), 10_000);
-        assert!(b.iter().all(|&s| (0.1..0.2).contains(&s)));
-        // Uniform on [0.1, 0.2): mean 0.15, standard deviation 0.1/sqrt(12) = 0.0289; the mean of
-        // 10,000 is within 5 standard errors (0.0289 / 100 * 5 = 0.0014) of it.
-        let mean = b.iter().sum::<f64>() / b.len() as f64;
-        assert!((mean - 0.15).abs() < 0.0015, "{mean}");
-    }
-
-    #[test]
-    fn poisson_waits_have_mean_one_over_rate() {
-        // Exponential of rate 4: mean 0.25, standard deviation 0.25; 10,000 draws: standard error
-        // 0.0025, 5 of them 0.0125.
-        let p = waits(Wait::Poisson(4.0), 10_000);
-        let mean = p.iter().sum::<f64>() / p.len() as f64;
-        assert!((mean - 0.25).abs() < 0.0125, "{mean}");
-    }
-
-    #[test]
-    fn pacing_waits_out_the_rest_of_the_period() {
-        let mut rng = SmallRng::seed_from_u64(1);
-        let mut paced = None;
-        let t0 = Instant::now();
-        let w = Wait::Pacing(1.0);
-        // The first wait is the whole period (squall's Python constant_pacing); the task then
-        // begins at t0 + 1 s.
-        assert_eq!(w.next(&mut rng, &mut paced, t0), Duration::from_secs(1));
-        // That task ran 0.3 s: 0.7 s left of its period.
-        let after = t0 + Duration::from_millis(1300);
-        assert_eq!(w.next(&mut rng, &mut paced, after), Duration::from_millis(700));
-        // A task that overran its period starts the next at once.
-        let late = t0 + Duration::from_millis(2000) + Duration::from_millis(1500);
-        assert_eq!(w.next(&mut rng, &mut paced, late), Duration::ZERO);
-    }
 
     #[test]
     fn a_native_users_task_stays_small() {

@@ -90,24 +90,8 @@ pub(super) async fn measure(
     let result = follow(engine, sender, r, known).await;
     let now = Instant::now();
     match result {
-        Ok((resp, url, deferred, mut phases, timing)) => {
-            // Timed to when the kernel received the response's end (its read may have been deferred:
-            // `DEFER`), less what earlier hops of a redirect waited to be read.
-            let end = match resp.received {
-                Stamp::At(t) if t >= begin && t <= now => t,
-                _ => now,
-            };
-            let elapsed = end.saturating_duration_since(begin).saturating_sub(deferred);
-            if r.record {
-                let outcome =
-                    Outcome::Response { status: resp.status, body_bytes: resp.body_bytes, wire_bytes: resp.wire_bytes };
-                let mut recorder = engine.recorder.borrow_mut();
-                recorder.record(now, endpoint, elapsed, &outcome);
-                if timing.written.is_some() {
-                    phases.add(&timing.phases(end));
-                    recorder.record_timing(endpoint, &phases);
-                }
-            }
+        Ok((resp, url, deferred, phases, timing)) => {
+            let elapsed = record_response(engine, r, begin, endpoint, &resp, (deferred, phases, timing), now);
             (Ok((resp, url)), elapsed)
         }
         Err(failure) => {
@@ -117,6 +101,48 @@ pub(super) async fn measure(
             }
             (Err(failure), elapsed)
         }
+    }
+}
+
+/// Records `resp`, the response to `r` sent at `begin` (unless the script judges it: `record` false),
+/// with what its exchanges saw (`follow`'s: how long earlier hops' responses waited to be read, the
+/// phases of the connects and earlier hops, the last exchange's timing); returns its latency. Timed to
+/// when the kernel received the response's end (its read may have been deferred: `DEFER`, `TICK`),
+/// less what earlier hops of a redirect waited to be read.
+pub(super) fn record_response(
+    engine: &Engine,
+    r: &ScriptRequest,
+    begin: Instant,
+    endpoint: EndpointId,
+    resp: &Response,
+    (deferred, mut phases, timing): (Duration, Phases, Timing),
+    now: Instant,
+) -> Duration {
+    let end = match resp.received {
+        Stamp::At(t) if t >= begin && t <= now => t,
+        _ => now,
+    };
+    let elapsed = end.saturating_duration_since(begin).saturating_sub(deferred);
+    if r.record {
+        let outcome =
+            Outcome::Response { status: resp.status, body_bytes: resp.body_bytes, wire_bytes: resp.wire_bytes };
+        let mut recorder = engine.recorder.borrow_mut();
+        recorder.record(now, endpoint, elapsed, &outcome);
+        if timing.written.is_some() {
+            phases.add(&timing.phases(end));
+            recorder.record_timing(endpoint, &phases);
+        }
+    }
+    elapsed
+}
+
+/// Whether the engine may go on timing reads by the kernel's receive stamps, after a response read
+/// with or without one (`Engine::stamping`).
+pub(super) fn note_stamp(engine: &Engine, received: Stamp) {
+    match received {
+        Stamp::At(_) => engine.stamping.set(true),
+        Stamp::Missing => engine.stamping.set(false),
+        Stamp::Unasked => {}
     }
 }
 
@@ -139,15 +165,7 @@ pub(super) async fn follow(
     let (mut hops, mut deferred, mut phases) = (0, Duration::ZERO, Phases::default());
     loop {
         let host = url.host_str().unwrap_or_default();
-        let cookie = if headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("cookie")) {
-            None // the script's own Cookie header wins, as in requests
-        } else {
-            let jars = engine.jars.borrow();
-            match jars.get(&user) {
-                Some(jar) => jar.header_for(host, &r.cookies),
-                None => Jar::default().header_for(host, &r.cookies),
-            }
-        };
+        let cookie = cookie_header(engine, user, r, &headers, host);
         let by = if hops == 0 { sender } else { Sender::script(user) };
         let hop = Hop { method, url: &url, headers: &headers, cookie: cookie.as_deref(), body: &body };
         let (resp, opened, timing) = exchange(engine, by, r, origin, hop).await?;
@@ -197,6 +215,24 @@ pub(super) async fn follow(
             body = std::borrow::Cow::Borrowed(&[]);
         }
         hops += 1;
+    }
+}
+
+/// The Cookie header of a hop to `host` with `headers`: the user's cookies for the host and the
+/// request's own, unless the script sets the header itself (its own wins, as in requests).
+pub(super) fn cookie_header(
+    engine: &Engine,
+    user: u64,
+    r: &ScriptRequest,
+    headers: &[(String, String)],
+    host: &str,
+) -> Option<String> {
+    if headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("cookie")) {
+        return None;
+    }
+    match engine.jars.borrow().get(&user) {
+        Some(jar) => jar.header_for(host, &r.cookies),
+        None => Jar::default().header_for(host, &r.cookies),
     }
 }
 
@@ -286,11 +322,7 @@ pub(super) async fn exchange(
     let keep = if r.read { Keep::All } else { Keep::Cookies };
     let resp =
         crate::http::h1::exchange_keepalive(&mut conn, open, bytes, method == "HEAD", keep, true, &mut timing).await?;
-    match resp.received {
-        Stamp::At(_) => engine.stamping.set(true),
-        Stamp::Missing => engine.stamping.set(false),
-        Stamp::Unasked => {}
-    }
+    note_stamp(engine, resp.received);
     match (conn, held) {
         (Some(c), Some(kept)) => *kept.borrow_mut() = Some(c),
         (Some(c), None) => engine.pool.borrow_mut().give_back(key, c),

@@ -1,6 +1,7 @@
 //! Native users' think times, woken by the engine's passes instead of a tokio timer each.
 //!
-//! Policy: a native user that thinks (`native`) puts its task's waker in the slot of the millisecond
+//! Policy: a native user that thinks (`native`) puts its task's waker (or itself, when the engine's
+//! pass is to send its next request: native.rs `send_now`) in the slot of the millisecond
 //! its wait ends (rounded up: a wait never ends sooner than asked, as tokio's timers, whose
 //! granularity is also a millisecond); every pass of the engine (`ScriptEngine::turn`, and `poll`'s
 //! waits, which wake for the next slot due) wakes the users whose millisecond has come. The slots are
@@ -13,22 +14,23 @@
 //! processing was 3-4% of the run's CPU (perf: `process_at_time`, `Sleep::poll`); here a user's wait
 //! is one push onto a small vector and one wake.
 
-use std::task::Waker;
 use std::time::{Duration, Instant};
 
 /// Milliseconds in the ring: waits up to about 4 s are looked at once.
 const SLOTS: u64 = 4096;
 
-pub(super) struct Thinkers {
+/// The ring of think times; `T` is what a user leaves in its slot, handed back when its millisecond
+/// comes (`wake`): its task's waker (native.rs `Thinker`).
+pub(super) struct Thinkers<T> {
     start: Instant,
     /// The first millisecond (since `start`) whose users are not yet woken.
     next: u64,
-    slots: Vec<Vec<(u64, Waker)>>,
+    slots: Vec<Vec<(u64, T)>>,
     waiting: usize,
 }
 
-impl Thinkers {
-    pub(super) fn new(start: Instant) -> Thinkers {
+impl<T> Thinkers<T> {
+    pub(super) fn new(start: Instant) -> Thinkers<T> {
         Thinkers { start, next: 0, slots: (0..SLOTS).map(|_| Vec::new()).collect(), waiting: 0 }
     }
 
@@ -42,14 +44,14 @@ impl Thinkers {
         ms < self.next
     }
 
-    /// `waker` is woken once millisecond `ms` has come.
-    pub(super) fn add(&mut self, ms: u64, waker: Waker) {
-        self.slots[(ms % SLOTS) as usize].push((ms, waker));
+    /// `user` is handed back once millisecond `ms` has come.
+    pub(super) fn add(&mut self, ms: u64, user: T) {
+        self.slots[(ms % SLOTS) as usize].push((ms, user));
         self.waiting += 1;
     }
 
-    /// Wakes every user whose millisecond has come by `now`; returns how many.
-    pub(super) fn wake(&mut self, now: Instant) -> usize {
+    /// Hands every user whose millisecond has come by `now` to `due`; returns how many.
+    pub(super) fn wake(&mut self, now: Instant, mut due: impl FnMut(T)) -> usize {
         let upto = now.saturating_duration_since(self.start).as_millis() as u64;
         if upto < self.next {
             return 0;
@@ -61,7 +63,7 @@ impl Thinkers {
                 let mut i = 0;
                 while i < slot.len() {
                     if slot[i].0 <= upto {
-                        slot.swap_remove(i).1.wake();
+                        due(slot.swap_remove(i).1);
                         woken += 1;
                     } else {
                         i += 1; // a later lap's
@@ -96,7 +98,12 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
-    use std::task::Wake;
+    use std::task::{Wake, Waker};
+
+    /// What the engine does with a user whose time has come, at its simplest: wakes its task.
+    fn wake(t: &mut Thinkers<Waker>, now: Instant) -> usize {
+        t.wake(now, Waker::wake)
+    }
 
     struct Count(AtomicUsize);
 
@@ -118,7 +125,7 @@ mod tests {
     #[test]
     fn a_wait_ends_in_the_first_millisecond_not_before_it() {
         let t0 = Instant::now();
-        let t = Thinkers::new(t0);
+        let t = Thinkers::<Waker>::new(t0);
         assert_eq!(t.millisecond(t0 + ms(150)), 150);
         assert_eq!(t.millisecond(t0 + ms(150) + Duration::from_nanos(1)), 151);
         assert_eq!(t.millisecond(t0), 0);
@@ -133,15 +140,15 @@ mod tests {
         t.add(100, wa);
         t.add(150, wb);
         assert_eq!(t.next_due(), Some(t0 + ms(100)));
-        assert_eq!(t.wake(t0 + ms(99) + Duration::from_micros(999)), 0);
+        assert_eq!(wake(&mut t, t0 + ms(99) + Duration::from_micros(999)), 0);
         assert!(!t.passed(100));
-        assert_eq!(t.wake(t0 + ms(100)), 1);
+        assert_eq!(wake(&mut t, t0 + ms(100)), 1);
         assert!(t.passed(100) && !t.passed(101));
         assert_eq!((a.0.load(Ordering::SeqCst), b.0.load(Ordering::SeqCst)), (1, 0));
         assert_eq!(t.next_due(), Some(t0 + ms(150)));
         // A late pass wakes all that came meanwhile, once.
-        assert_eq!(t.wake(t0 + ms(400)), 1);
-        assert_eq!(t.wake(t0 + ms(401)), 0);
+        assert_eq!(wake(&mut t, t0 + ms(400)), 1);
+        assert_eq!(wake(&mut t, t0 + ms(401)), 0);
         assert_eq!((a.0.load(Ordering::SeqCst), b.0.load(Ordering::SeqCst)), (1, 1));
         assert_eq!((t.waiting(), t.next_due()), (0, None));
     }
@@ -154,12 +161,12 @@ mod tests {
         let (short, ws) = waker();
         t.add(SLOTS + 10, wl); // the same slot as millisecond 10
         t.add(10, ws);
-        assert_eq!(t.wake(t0 + ms(10)), 1);
+        assert_eq!(wake(&mut t, t0 + ms(10)), 1);
         assert_eq!((long.0.load(Ordering::SeqCst), short.0.load(Ordering::SeqCst)), (0, 1));
         // Its slot counts as the next due (a lower bound), and is passed over until its lap.
         assert_eq!(t.next_due(), Some(t0 + ms(SLOTS + 10)));
-        assert_eq!(t.wake(t0 + ms(SLOTS + 9)), 0);
-        assert_eq!(t.wake(t0 + ms(SLOTS + 10)), 1);
+        assert_eq!(wake(&mut t, t0 + ms(SLOTS + 9)), 0);
+        assert_eq!(wake(&mut t, t0 + ms(SLOTS + 10)), 1);
         assert_eq!(long.0.load(Ordering::SeqCst), 1);
     }
 
@@ -175,7 +182,7 @@ mod tests {
             })
             .collect();
         // 10 s later: every wait (the last at 9.6 s) has ended, each woken once.
-        assert_eq!(t.wake(t0 + ms(10_000)), 100);
+        assert_eq!(wake(&mut t, t0 + ms(10_000)), 100);
         assert!(counts.iter().all(|c| c.0.load(Ordering::SeqCst) == 1));
         assert_eq!(t.waiting(), 0);
     }
