@@ -115,9 +115,10 @@ pub(super) fn start(
     };
     let home = steps.home;
     // The engine's pass may run its requests (`send_now`, `receive_now`): each task one request over
-    // its own HTTP/1.1 connection, with a think before it.
-    let driven =
-        home.is_some() && plan.wait.thinks() && steps.tasks.iter().all(|t| t.len() == 1 && t[0].bytes.is_some());
+    // its own plain HTTP/1.1 connection (TLS's records are the task's to write and read), with a think
+    // before it.
+    let one_plain = |t: &Vec<Step>| t.len() == 1 && t[0].bytes.is_some() && t[0].known.url.scheme() == "http";
+    let driven = home.is_some() && plan.wait.thinks() && steps.tasks.iter().all(one_plain);
     let state = Rc::new(NativeUser {
         user,
         steps,
