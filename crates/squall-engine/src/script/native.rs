@@ -397,10 +397,15 @@ fn flight_begins(engine: &Engine, state: &NativeUser) {
     engine.native_sent.notify_one();
 }
 
-/// Its request is over (or abandoned, its task aborted: `Flight`): no longer in flight, its deadline
-/// cleared.
+/// Its request is over: its deadline cleared, no longer in flight.
 fn request_ends(engine: &Engine, state: &NativeUser) {
     engine.set_native_deadline(state.slot, None);
+    flight_ends(engine, state);
+}
+
+/// No longer in flight (also an abandoned request's, its task aborted: `Flight`; not its deadline, whose
+/// slot a stopped user has given up: `Engine::remove_native`).
+fn flight_ends(engine: &Engine, state: &NativeUser) {
     if state.in_flight.replace(false) {
         engine.native_in_flight.set(engine.native_in_flight.get() - 1);
     }
@@ -411,7 +416,7 @@ struct Flight<'a>(&'a Engine, &'a NativeUser);
 
 impl Drop for Flight<'_> {
     fn drop(&mut self) {
-        request_ends(self.0, self.1);
+        flight_ends(self.0, self.1);
     }
 }
 
