@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 
-from listener import listening
+from listener import heads, listening
 
 lock = threading.Lock()
 late = [0, 0.0]  # answers since the last GET /__late, and their summed lateness in seconds
@@ -29,15 +29,8 @@ late = [0, 0.0]  # answers since the last GET /__late, and their summed lateness
 def serve(conn, delay, body_delay):
     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     with conn:
-        buf = b""
-        while True:
-            while b"\r\n\r\n" not in buf:
-                data = conn.recv(65536)
-                if not data:
-                    return
-                buf += data
+        for head in heads(conn):
             received = time.monotonic()
-            head, buf = buf.split(b"\r\n\r\n", 1)
             if head.startswith(b"GET /__late "):
                 with lock:
                     body = json.dumps({"count": late[0], "mean_late_ms": late[1] / max(late[0], 1) * 1000})

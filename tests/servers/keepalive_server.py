@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 
-from listener import listening
+from listener import heads, listening
 
 lock = threading.Lock()
 log = []  # [connection, had a cookie] per request answered since the last GET /__log
@@ -54,14 +54,8 @@ def answer(conn, mode, served):
 def serve(conn, number, mode):
     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     with conn:
-        buf, served = b"", 0
-        while True:
-            while b"\r\n\r\n" not in buf:
-                data = conn.recv(65536)
-                if not data:
-                    return
-                buf += data
-            head, buf = buf.split(b"\r\n\r\n", 1)
+        served = 0
+        for head in heads(conn):
             if head.startswith(b"GET /__log "):
                 with lock:
                     body = json.dumps(log).encode()

@@ -29,3 +29,17 @@ def recv_stamped(conn, size=65536):
             sec, nsec = struct.unpack("qq", payload[:16])
             return data, sec + nsec / 1e9
     return data, None
+
+
+def heads(conn):
+    """Each request head `conn` sends (its bytes up to the blank line, bodies left unread: these
+    servers' requests are GETs), as each comes; ends when the client closes."""
+    buf = b""
+    while True:
+        while b"\r\n\r\n" not in buf:
+            data = conn.recv(65536)
+            if not data:
+                return
+            buf += data
+        head, buf = buf.split(b"\r\n\r\n", 1)
+        yield head

@@ -137,7 +137,7 @@ pub struct H1Conn {
     written: Option<Instant>,
     reads: u32,
     first_byte: Option<Instant>,
-    /// The next exchange's request, already written (`send_now`): when, and how much of it.
+    /// The next exchange's request, already written (`send_now`), and how much of it (when: `written`).
     sent: Option<Sent>,
     /// What a read ahead of the exchange failed with (`receive_now`), for the exchange's first read.
     failed: Option<io::Error>,
@@ -155,7 +155,6 @@ pub enum Received {
 
 /// A request written ahead of its exchange (`H1Conn::send_now`).
 struct Sent {
-    at: Instant,
     request: Rc<[u8]>,
     written: usize,
 }
@@ -208,7 +207,7 @@ impl H1Conn {
         let at = Instant::now();
         match tcp.try_write(request) {
             Ok(n) if n > 0 => {
-                self.sent = Some(Sent { at, request: request.clone(), written: n });
+                self.sent = Some(Sent { request: request.clone(), written: n });
                 self.io.tcp_mut().take_received(); // a stamp from before this request is not its response's
                 (self.written, self.reads, self.first_byte) = (Some(at), 0, None);
                 Some(at)
@@ -227,7 +226,6 @@ impl H1Conn {
         if sent.written < sent.request.len() || self.start != self.end || self.failed.is_some() {
             return Received::Exchange;
         }
-        let at = sent.at;
         (self.start, self.end) = (0, 0);
         let n = match self.io.tcp_mut().try_read_now(&mut self.buf) {
             Ok(0) => return Received::Exchange,
@@ -255,7 +253,6 @@ impl H1Conn {
         self.consume(len + body_bytes as usize);
         self.sent = None;
         self.served += 1;
-        (self.written, self.first_byte) = (Some(at), None);
         let received = self.io.tcp_mut().take_received();
         let resp =
             Response { status, body_bytes, wire_bytes: len as u64 + body_bytes, received, ..Response::default() };
@@ -334,7 +331,7 @@ impl H1Conn {
                 (self.written, self.reads, self.first_byte) = (Some(Instant::now()), 0, None);
                 written
             }
-            Some(Sent { request, written, .. }) if written < request.len() => {
+            Some(Sent { request, written }) if written < request.len() => {
                 write_request(&mut self.io, &request[written..]).await
             }
             Some(_) => Ok(()),

@@ -213,8 +213,8 @@ async fn run(engine: Rc<Engine>, state: Rc<NativeUser>) {
             return;
         }
         let now = Instant::now();
-        let pause = state.pace.borrow_mut().wait(now);
-        task = state.pace.borrow_mut().pick(tasks.len());
+        let pause;
+        (pause, task) = state.pace.borrow_mut().next(now, tasks.len());
         state.waiting.set(true);
         if pause.is_zero() {
             tokio::task::yield_now().await; // as gevent.sleep(0): the others run first
@@ -356,10 +356,7 @@ fn next(engine: &Engine, state: &Rc<NativeUser>, now: Instant) {
         end(engine, state.user, state);
         return;
     }
-    let (pause, task) = {
-        let mut pace = state.pace.borrow_mut();
-        (pace.wait(now), pace.pick(state.steps.tasks.len()))
-    };
+    let (pause, task) = state.pace.borrow_mut().next(now, state.steps.tasks.len());
     state.armed.set(Some(task));
     state.waiting.set(true);
     if pause.is_zero() {

@@ -64,9 +64,9 @@ impl Pace {
         Pace { wait, rng: SmallRng::from_rng(&mut rand::rng()), paced: None }
     }
 
-    /// The wait after a task that ended at `now`.
-    pub(super) fn wait(&mut self, now: Instant) -> Duration {
-        self.wait.next(&mut self.rng, &mut self.paced, now)
+    /// The wait after a task that ended at `now`, and the task of `tasks` that follows it.
+    pub(super) fn next(&mut self, now: Instant, tasks: usize) -> (Duration, usize) {
+        (self.wait.next(&mut self.rng, &mut self.paced, now), self.pick(tasks))
     }
 
     /// The next task of `tasks` (a weighted list: uniform, as Locust's `random.choice`).
