@@ -57,10 +57,16 @@ http {{
   keepalive_requests 100000000;
   keepalive_timeout 120s;
   client_body_temp_path {dir}/body;
-  server {{ listen 127.0.0.1:{port} backlog=8192; location / {{ return 200 "hello\\n"; }} }}
+  server {{ listen 127.0.0.1:{port} backlog=8192; location / {{ return 200 "hello\\n"; }}
+    location /api/ {{ default_type application/json; return 200 '{api_body}'; }} }}
   {tls_server}
 }}
 """
+
+
+# What /api/ answers, to any method: the JSON a REST endpoint returns, which bench/locustfiles/shop*.py
+# read (a token for their login, an id and fields for their checks).
+API_BODY = '{"id": 42, "token": "t0k3n", "name": "widget", "price": 9.5, "tags": ["a", "b"], "ok": true}'
 
 
 TLS_SERVER = """server {{ listen 127.0.0.1:{port} ssl http2 backlog=8192; ssl_certificate {dir}/cert.pem;
@@ -102,7 +108,7 @@ class PinnedNginx:
                 capture_output=True,
             )
             tls_server = TLS_SERVER.format(dir=self.dir, port=self.tls_port)
-        conf = NGINX_CONF.format(dir=self.dir, port=self.port, mask=mask, tls_server=tls_server)
+        conf = NGINX_CONF.format(dir=self.dir, port=self.port, mask=mask, tls_server=tls_server, api_body=API_BODY)
         (self.dir / "nginx.conf").write_text(conf)
         binary = shutil.which("nginx") or "/usr/sbin/nginx"
         self.proc = subprocess.Popen(

@@ -8,6 +8,7 @@ from typing_extensions import disjoint_base
 
 __all__ = [
     "PERCENTILES",
+    "CallBase",
     "Completion",
     "DemoTarget",
     "MergedHistogram",
@@ -22,6 +23,7 @@ __all__ = [
     "UsageError",
     "__version__",
     "histogram_percentiles",
+    "long_digit_run",
     "merge_histograms",
     "merge_results",
     "start_demo_broker",
@@ -101,6 +103,29 @@ class Prepared:
     ) -> Prepared: ...
 
 @final
+class CallBase:
+    """What every call of a session shares while its settings hold: its base URL, its headers
+    (UsageError for a CR or LF in one), its timeout in seconds, the redirects it follows, and whether
+    certificates go unchecked."""
+
+    def __new__(
+        cls, base: str, headers: list[tuple[str, str]], timeout: float, max_redirects: int, insecure: bool
+    ) -> CallBase: ...
+    def prepare(
+        self,
+        method: str,
+        url: str,
+        name: str | None,
+        record: bool,
+        follow: bool,
+        body: bytes | None = None,
+        headers: list[tuple[str, str]] | None = None,
+        content_type: str | None = None,
+        timeout: float | None = None,
+    ) -> Prepared:
+        """The call as a Prepared (a native plan's request); the arguments as `ScriptEngine.send_call`'s."""
+
+@final
 class NativePlan:
     """A native user's plan: its weighted task list, each task the requests it makes in order, and its
     wait, exactly one of `constant` (seconds), `between` ((low, high) seconds), `pacing` (seconds a
@@ -150,14 +175,25 @@ class Response:
     def cookies(self) -> dict[str, str]:
         """The cookies it set (name -> value), from each Set-Cookie header."""
     @property
+    def text(self) -> str:
+        """The body decoded with `encoding`, else the Content-Type's charset, else UTF-8 (bad bytes
+        replaced)."""
+    @property
+    def ok(self) -> bool:
+        """A response came, and its status is below 400."""
+    @property
     def request_method(self) -> str: ...
     def header_pairs(self) -> list[tuple[str, str]]:
         """Each header as (lower-case name, value), in order, repeated ones apart."""
     def sent(self) -> tuple[list[tuple[str, str]], bytes]:
         """The request's headers and body as sent."""
 
-def use_response_class(cls: type[Response]) -> None:
-    """Makes `ScriptEngine.poll`'s responses instances of `cls` (made with no arguments)."""
+def long_digit_run(data: bytes) -> bool:
+    """Whether `data` holds a run of 19 or more ASCII digits (an integer a JSON body may hold past 64 bits)."""
+
+def use_response_class(cls: type[Response], caught: type[Response] | None = None) -> None:
+    """Makes `ScriptEngine.poll`'s responses instances of `cls` (made with no arguments), and those of
+    requests the script judges (`record` False) instances of `caught` (`cls` if not given)."""
 
 @final
 class Message:
@@ -176,6 +212,25 @@ class ScriptEngine:
     def send(self, user: int, prepared: Prepared) -> int:
         """Starts `user`'s request of `prepared`; returns its id (UsageError for a URL that cannot be
         requested)."""
+    def send_call(
+        self,
+        user: int,
+        base: CallBase,
+        method: str,
+        url: str,
+        name: str | None,
+        record: bool,
+        follow: bool,
+        body: bytes | None = None,
+        headers: list[tuple[str, str]] | None = None,
+        content_type: str | None = None,
+        timeout: float | None = None,
+    ) -> int:
+        """Starts `user`'s call on the session's `base`; returns its id, as `send`. `url` whole or joined
+        to the base as text (as Locust joins them); `name` None: the path and query; `record` False: the
+        script judges it; `follow`: redirects are followed; `headers`: the call's merged with the
+        session's (None: the session's); `content_type`: the body's, after the headers; `timeout` None:
+        the session's."""
     def poll(self, timeout: float, verdicts: list[tuple[Response, str | None]] = ...) -> list[Response | Completion]:
         """Records `verdicts` (the script's judgements of responses: failure text, None for a success),
         then runs the engine until completions are ready or `timeout` seconds pass (GIL released)."""

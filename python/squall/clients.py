@@ -18,8 +18,10 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, Callable, TypedDict, overload
 from urllib.parse import unquote, urlencode, urlsplit, urlunsplit
 
+import orjson
+
 from squall import _engine, requests_compat
-from squall._engine import Prepared
+from squall._engine import CallBase, Prepared
 from squall.event import RequestHook
 from squall.exception import CatchResponseError, LocustError, ResponseError
 from squall.report.locust_errors import error_text
@@ -52,16 +54,10 @@ if TYPE_CHECKING:
         cert: str | tuple[str, str] | None
         json: Any
 
-    # A prepared call: (what the engine sends, its method, the session's headers as they were
-    # converted for it; see HttpSession._prepare).
-    _Entry = tuple[Prepared, str, list[tuple[str, str]] | None]
 
 DEFAULT_TIMEOUT = 60.0
 # What Locust's clients take as a whole URL; anything else is joined to the base as text.
 _ABSOLUTE = re.compile(r"^https?://", re.IGNORECASE)
-# The calls a session keeps prepared: a script that makes a new URL each time (an id in the path) keeps
-# only its first ones, and prepares the others each time as if none were kept.
-_PREPARED_PER_SESSION = 64
 # The ids of sessions made without a user, apart from users' ids (the engine keys connections by them).
 _standalone_ids = itertools.count(1 << 40)
 
@@ -130,7 +126,7 @@ class SentRequest:
 class Response(_engine.Response):
     """What a request came to: requests' Response attributes that locustfiles use. The engine makes it
     (its base class holds the status, URL, body, timing and the headers as they came, parsed in Rust
-    when read); this class adds what requests and Locust say of it."""
+    when read, and gives `text` and `ok`); this class adds what requests and Locust say of it."""
 
     __slots__ = ("_headers",)
 
@@ -159,10 +155,6 @@ class Response(_engine.Response):
             return ""
 
     @property
-    def ok(self) -> bool:
-        return self.error is None and 0 < self.status_code < 400
-
-    @property
     def is_redirect(self) -> bool:
         return "location" in self.headers and self.status_code in (301, 302, 303, 307, 308)
 
@@ -170,15 +162,18 @@ class Response(_engine.Response):
     def history(self) -> list[Response]:
         return []  # redirects are followed in the engine, timed as one request; their responses are not kept
 
-    @property
-    def text(self) -> str:
-        encoding = self.encoding
-        if encoding is None:
-            ctype = self.headers.get("content-type", "")
-            encoding = ctype.split("charset=", 1)[1].split(";")[0].strip() if "charset=" in ctype else "utf-8"
-        return self.content.decode(encoding, errors="replace")
-
     def json(self, **kwargs: Any) -> Any:
+        content = self.content
+        if not kwargs and type(content) is bytes and not _engine.long_digit_run(content):
+            # orjson where it reads the body as the standard library would: it refuses what json.loads
+            # reads otherwise (NaN and Infinity, a lone surrogate, a BOM, UTF-16), which then goes to
+            # json.loads below, and reads an integer past 64 bits as a float, so a body that may hold
+            # one (19 digits in a row) goes there first. 3.5 µs -> 1.3 µs for a 100-byte object on the
+            # development host (timeit), the file's own cost in Locust too.
+            try:
+                return orjson.loads(content)
+            except orjson.JSONDecodeError:
+                pass
         try:
             return jsonlib.loads(self.content, **kwargs)
         except ValueError as e:
@@ -226,8 +221,10 @@ class Response(_engine.Response):
     def __enter__(self) -> Response:
         raise LocustError(_WITH_BLOCK)
 
-    def __exit__(self, *exc: object) -> None:
-        pass
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        return None  # (never entered: __enter__ raises)
 
     def __bool__(self) -> bool:
         return self.ok
@@ -236,40 +233,30 @@ class Response(_engine.Response):
         return f"<Response [{self.status_code}]>"
 
 
-_engine.use_response_class(Response)
-
-
-class ResponseContextManager:
+class ResponseContextManager(Response):
     """`with self.client.get(..., catch_response=True) as response:` — the block decides success, as in
     Locust: `success()` or `failure()` win; else a ResponseError raised in the block fails it; else its
     status does. Any other exception leaves the block unreported and goes on to the task (Locust's rule:
     the exceptions table shows it). A failure is recorded under Locust's text for it, the repr of its
     exception (`CatchResponseError('...')`, `HTTPError('404 Client Error: ... for url: NAME')`).
 
-    The response's attributes read through (`_through`, set up below the class): its fields, which a
-    script may also set (`response.encoding = ...`), go to the response; anything else a script hangs
-    on it (`resp.js` in `rest`) stays on this wrapper. Read through descriptors rather than
-    `__getattr__`, and set without a `__setattr__` of its own: a caught request's wrapper cost 8 µs of
-    a 34 µs request that way (`bench/locustfiles/catch.py`, 50 users), against 25 µs uncaught."""
+    It is the response itself, as Locust's ResponseContextManager is a subclass of its response: the
+    engine makes a caught request's response of this class (`_engine.use_response_class`), so the
+    script reads its fields without a wrapper between (each read through one cost a Python call, and
+    the wrapper's making, entering and reading 8 µs of a 34 µs caught request: bench/locustfiles/
+    catch.py, 50 users). Without __slots__: a script may hang its own attributes on it (`resp.js` in
+    `rest`), as on Locust's."""
 
-    __slots__ = ("__dict__", "_default_failure", "_entered", "_failure", "_judged", "_meta", "_response", "_session")
     js: Any  # the body parsed as JSON, which `rest()` hangs on it (squall.user.users.rest)
-
-    def __init__(self, response: Response, session: HttpSession, meta: RequestMeta) -> None:
-        self._response = response
-        self._session = session  # which records the verdict (`HttpSession._report`)
-        self._meta = meta
-        self._judged = False  # success() or failure() was called
-        self._failure: BaseException | None = None
-        self._entered = False
-        # What "judged at exit" means beyond the status (GraphQL errors).
-        self._default_failure: str | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._response, name)
-
-    def _report(self, failure: BaseException | None) -> None:
-        self._session._report(self._response, failure, self._meta)
+    # Set by the session that made the request (HttpSession.request): who records the verdict, and the
+    # request event's context.
+    _session: HttpSession
+    _context: Mapping[str, Any] | None = None
+    _entered = False
+    _judged = False  # success() or failure() was called
+    _failure: BaseException | None = None
+    # What "judged at exit" means beyond the status (GraphQL errors).
+    _default_failure: str | None = None
 
     def __enter__(self) -> ResponseContextManager:
         self._entered = True
@@ -286,18 +273,28 @@ class ResponseContextManager:
                 self._report(exc)
                 return True
             return False
-        failed = self._response.exception(self._meta[1])  # Locust names the request, not its URL, here
+        failed = None if self.error is None and self.status_code < 400 else self.exception(self.name)
         if failed is None and self._default_failure:
             failed = CatchResponseError(self._default_failure)
         self._report(failed)
         return True
+
+    def _report(self, failure: BaseException | None) -> None:
+        """The verdict: recorded by the engine's next poll (Hub.judge); the listeners of the request
+        event, if any, told now (Locust names the request, not its URL, in its failure)."""
+        session = self._session
+        session.hub.judge(self, error_text(failure) if failure is not None else None)
+        events = session.request_event
+        if events:
+            meta = (self.request_method, self.name, self.url, self._context or {})
+            session._fire(events, self, meta, failure)
 
     def success(self) -> None:
         if not self._entered:
             raise LocustError(_NOT_ENTERED.format("success()"))
         self._judged, self._failure = True, None
 
-    def failure(self, exc: object) -> None:
+    def failure(self, exc: object) -> None:  # type: ignore[override]  # Locust's: the reason is not optional here
         """Marks the request failed; `exc` is a message or an exception."""
         if not self._entered:
             raise LocustError(_NOT_ENTERED.format("failure(...)"))
@@ -305,40 +302,7 @@ class ResponseContextManager:
         self._failure = exc if isinstance(exc, Exception) else CatchResponseError(exc)
 
 
-class _ReadThrough:
-    """A response attribute read through a ResponseContextManager; a value the script sets on the
-    wrapper under the same name shadows it (a non-data descriptor)."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __get__(self, wrapper: ResponseContextManager | None, owner: type | None = None) -> Any:
-        return self if wrapper is None else getattr(wrapper._response, self.name)
-
-
-def _settable_through(name: str) -> property:
-    """A response field read and set through a ResponseContextManager."""
-    return property(
-        lambda wrapper: getattr(wrapper._response, name),
-        lambda wrapper, value: setattr(wrapper._response, name, value),
-    )
-
-
-# What a script may set on a response: its own fields.
-_RESPONSE_FIELDS = ("encoding", "status_code", "url", "content", "elapsed_us", "error")
-
-
-def _through() -> None:
-    for name in dir(Response):
-        if name in _RESPONSE_FIELDS:
-            setattr(ResponseContextManager, name, _settable_through(name))
-        elif not name.startswith("_") and name not in ResponseContextManager.__dict__:
-            setattr(ResponseContextManager, name, _ReadThrough(name))
-
-
-_through()
+_engine.use_response_class(Response, ResponseContextManager)
 
 
 class RestResponseContextManager(ResponseContextManager):
@@ -450,8 +414,9 @@ class HttpSession:
     # Headers every request carries unless the script replaces them, as requests' defaults do (its
     # User-Agent, Accept and Connection; not Accept-Encoding: the engine does not decompress bodies).
     default_headers: tuple[tuple[str, str], ...] = (("Accept", "*/*"),)
-    # The calls made so far, prepared (see `request`); emptied whenever a setting changes (`__setattr__`).
-    _prepared: dict[tuple[str, str, str | None, bool, bool], _Entry]
+    # What its calls share (CallBase) and the headers' converted list it was made with (see
+    # `_call_base`); None until the first call and whenever a setting changes (`__setattr__`).
+    _base: tuple[CallBase, list[tuple[str, str]]] | None
     # Set by __init__ (see there):
     base_url: str
     user: Any
@@ -504,7 +469,7 @@ class HttpSession:
         if credentials:  # a host given as http://user:secret@host/ authenticates every request, as in requests
             headers["Authorization"] = credentials
         settings = {
-            "_prepared": {},
+            "_base": None,
             "base_url": base,
             "user": user,
             "request_event": request_event,
@@ -575,52 +540,54 @@ class HttpSession:
         `context`). With `catch_response=True` the result is a context manager whose block judges it."""
         if unexpected:  # requests' own words, which Locust's exceptions table shows
             raise TypeError(f"Session.request() got an unexpected keyword argument '{next(iter(unexpected))}'")
-        rename = self.request_name
-        if rename and not name:
-            name = rename
-        # A call with nothing of its own beyond its method, URL and name (most of a script's calls) is
-        # prepared once: its Prepared is kept, keyed by the call, while the session's headers are the
-        # ones it was made with (`_sent`: their converted list, remade when one changes); any other
-        # setting of the session empties the cache (`__setattr__`). Its params and proxies are dicts
-        # a script may fill in place: looked at each time, as an auth object, which may count its calls.
-        if (
-            params is None
-            and data is None
-            and headers is None
-            and cookies is None
-            and files is None
-            and auth is None
-            and json is None
-            and timeout is None
-            and verify is None
-            and proxies is None
-            and cert is None
-            and self.auth is None
-            and not self.params
-            and not self.proxies
-        ):
-            key = (method, url, name, catch_response, allow_redirects)
-            entry = self._prepared.get(key)
-            if entry is None or entry[2] is not getattr(self.headers, "_sent", None):
-                entry = self._prepare(method, url, name, catch_response, allow_redirects, {})
-                if entry[2] is not None and len(self._prepared) < _PREPARED_PER_SESSION:
-                    self._prepared[key] = entry
-        else:
-            call: _Call = {
-                "params": params, "data": data, "headers": headers, "cookies": cookies, "files": files, "auth": auth,
-                "timeout": timeout, "proxies": proxies, "verify": verify, "cert": cert, "json": json,
-            }  # fmt: skip
-            entry = self._prepare(method, url, name, catch_response, allow_redirects, call)
-        prepared, method, _ = entry
+        if not name and self.request_name:
+            name = self.request_name
         hub = self.hub
+        base = self._base
+        if base is None or base[1] is not self.headers._sent:
+            base = self._call_base()
         try:
-            op = hub.engine.send(self.user_id, prepared)
+            # The calls of most scripts: what they add to the session's settings (`_call_base`) crosses
+            # into the engine as it is, and the engine makes the request (CallBase). Anything else that
+            # shapes a request (cookies, files, an auth, a CA bundle, proxies or a client certificate,
+            # form data, the session's params or proxies, dicts a script may fill in place) is
+            # prepared here first, as requests prepares it (`_prepare`).
+            if (
+                base is not None
+                and not self.params
+                and not self.proxies
+                and cookies is None
+                and files is None
+                and auth is None
+                and verify is None
+                and proxies is None
+                and cert is None
+                and (data is None or isinstance(data, (str, bytes)))
+            ):
+                body = content_type = merged = None
+                if data is not None:
+                    body = data.encode() if isinstance(data, str) else data
+                elif json is not None:
+                    body, content_type = jsonlib.dumps(json).encode(), "application/json"
+                if params:
+                    encoded = params if isinstance(params, str) else urlencode(params, doseq=True)
+                    url += ("&" if "?" in url else "?") + encoded
+                if headers is not None:
+                    merged = requests_compat.merge_headers(self.headers, headers)
+                seconds = None if timeout is None else _seconds(timeout)
+                op = hub.engine.send_call(
+                    self.user_id, base[0], method, url, name, not catch_response, allow_redirects,
+                    body, merged, content_type, seconds,
+                )  # fmt: skip
+            else:
+                call: _Call = {
+                    "params": params, "data": data, "headers": headers, "cookies": cookies, "files": files,
+                    "auth": auth, "timeout": timeout, "proxies": proxies, "verify": verify, "cert": cert, "json": json,
+                }  # fmt: skip
+                prepared = self._prepare(method, url, name, catch_response, allow_redirects, call)
+                op = hub.engine.send(self.user_id, prepared)
         except ValueError as e:
-            if "invalid URL" in str(e):
-                # urllib3's words, which requests and so Locust report
-                netloc = urlsplit(self._joined(url)).netloc
-                raise error_class("InvalidURL")(f"Failed to parse: '{netloc}' is not a valid host or port") from None
-            raise
+            raise _refused(e, method, self._joined(url)) from None
         response: Response = hub.wait_for(op)
         if hooks or self.hooks.get("response"):
             for hook in _hooks(self.hooks, hooks):
@@ -628,22 +595,45 @@ class HttpSession:
                 response = replaced if isinstance(replaced, Response) else response
         if self._user_context is not None:
             context = {**self._user_context(), **(context or {})}
-        name = response.name
-        meta: RequestMeta = (method, name, response.url, context or {})
         if catch_response:
-            return ResponseContextManager(response, self, meta)
+            caught: ResponseContextManager = response  # type: ignore[assignment]  # the engine's caught class
+            caught._session = self
+            if context:
+                caught._context = context
+            return caught
         events = self.request_event
         if events:
+            name = response.name
+            meta: RequestMeta = (response.request_method, name, response.url, context or {})
             self._fire(events, response, meta, response.exception(name))
         return response
 
+    def _call_base(self) -> tuple[CallBase, list[tuple[str, str]]] | None:
+        """What the session's calls share now (kept in `_base` while its settings and headers hold:
+        `__setattr__` forgets it, and a header changed in place makes a new converted list), with the
+        headers' converted list it was made with; None while a setting of the session needs each call
+        prepared in Python (an auth, a client certificate, a CA bundle path)."""
+        if self.auth is not None or self.cert is not None:
+            return None
+        if not isinstance(self.verify, bool):
+            return None
+        header_list = requests_compat.merge_headers(self.headers, None)
+        headers = self.headers
+        sent = headers._sent if isinstance(headers, CaseInsensitiveDict) else None
+        timeout = float(self.timeout or DEFAULT_TIMEOUT)
+        insecure = self.verify is False or self.default_insecure
+        made = CallBase(self.base_url, header_list, timeout, self.max_redirects, insecure)
+        if sent is None:
+            return (made, header_list)  # headers that are not squall's dict: made anew each call
+        object.__setattr__(self, "_base", (made, sent))
+        return self._base
+
     def _prepare(
         self, method: str, url: str, name: str | None, catch_response: bool, allow_redirects: bool, call: _Call
-    ) -> _Entry:
+    ) -> Prepared:
         """A call made into what the engine sends, as requests prepares it: the URL joined to the base
         and given its query, the session's headers and the call's merged, the body encoded, the auth
-        applied. Returns (the Prepared, the method, the session headers' converted list it was made
-        with, or None if it cannot be kept)."""
+        applied."""
         params, data, headers, cookies = call.get("params"), call.get("data"), call.get("headers"), call.get("cookies")
         files, auth, timeout, proxies = call.get("files"), call.get("auth"), call.get("timeout"), call.get("proxies")
         verify, cert, json = call.get("verify"), call.get("cert"), call.get("json")
@@ -661,7 +651,6 @@ class HttpSession:
             encoded = query if isinstance(query, str) else urlencode(query, doseq=True)
             url += ("&" if "?" in url else "?") + encoded
         header_list = requests_compat.merge_headers(self.headers, headers)
-        sent = getattr(self.headers, "_sent", None)
         body = b""
         if files:
             body, content_type = requests_compat.encode_files(files, data)
@@ -674,27 +663,19 @@ class HttpSession:
         auth = auth if auth is not None else self.auth
         if auth is not None:
             url, header_list = requests_compat.apply_auth(auth, method, url, header_list, body)
-        if isinstance(timeout, tuple):
-            timeout = sum(t for t in timeout if t)
-        try:
-            prepared = Prepared(
-                method,
-                url,
-                base=self.base_url,
-                name=name,
-                headers=header_list,
-                cookies=list(cookies.items()) if cookies else [],
-                body=body,
-                timeout=float(timeout or self.timeout or DEFAULT_TIMEOUT),
-                record=not catch_response,
-                max_redirects=self.max_redirects if allow_redirects else None,
-                insecure=verify is False or self.default_insecure,
-            )
-        except ValueError as e:
-            if str(e).startswith("invalid HTTP method"):  # geventhttpclient's words (requests sends it)
-                raise ValueError(f"invalid HTTP method {method!r}") from None
-            raise
-        return prepared, method, sent
+        return Prepared(
+            method,
+            url,
+            base=self.base_url,
+            name=name,
+            headers=header_list,
+            cookies=list(cookies.items()) if cookies else [],
+            body=body,
+            timeout=float(_seconds(timeout) if timeout is not None else self.timeout or DEFAULT_TIMEOUT),
+            record=not catch_response,
+            max_redirects=self.max_redirects if allow_redirects else None,
+            insecure=verify is False or self.default_insecure,
+        )
 
     def _joined(self, url: str) -> str:
         """The call's URL on the session's base, as Locust joins them (its _build_url): as text, so "/" on
@@ -705,10 +686,10 @@ class HttpSession:
 
     def __setattr__(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
-        # A setting that may change what a call sends: calls are prepared anew (nothing to forget while
-        # none is kept, as when __init__ sets its 24 attributes).
-        if name != "request_name" and self.__dict__.get("_prepared"):
-            object.__setattr__(self, "_prepared", {})
+        # A setting that may change what a call sends: the calls' CallBase is made anew (nothing to
+        # forget while none is kept, as when __init__ sets its 24 attributes).
+        if name != "request_name" and self.__dict__.get("_base"):
+            object.__setattr__(self, "_base", None)
 
     @staticmethod
     def _encode_data(data: Any, header_list: list[tuple[str, str]]) -> bytes:
@@ -722,12 +703,6 @@ class HttpSession:
         if hasattr(data, "read"):
             data = data.read()
         return data.encode() if isinstance(data, str) else bytes(data)
-
-    def _report(self, response: Response, failure: BaseException | None, meta: RequestMeta) -> None:
-        self.hub.judge(response, error_text(failure) if failure is not None else None)
-        events = self.request_event
-        if events:
-            self._fire(events, response, meta, failure)  # recorded above: the listeners only
 
     @staticmethod
     def _fire(hook: Any, response: Response, meta: RequestMeta, exception: BaseException | None) -> None:
@@ -770,12 +745,12 @@ class HttpSession:
         stats_name = name or (f"GQL {operation}" if operation else "GQL")
         ctx = self.request("POST", url, name=stats_name, catch_response=True, json=payload, **kw)
         assert isinstance(ctx, ResponseContextManager)  # catch_response=True
-        ctx._default_failure = _graphql_error(ctx._response)
+        ctx._default_failure = _graphql_error(ctx)
         if catch_response:
             return ctx
         with ctx:
             pass
-        return ctx._response
+        return ctx
 
     def get(self, url: str, **kw: Any) -> Response | ResponseContextManager:
         return self.request("GET", url, **kw)
@@ -797,6 +772,22 @@ class HttpSession:
 
     def options(self, url: str, **kw: Any) -> Response | ResponseContextManager:
         return self.request("OPTIONS", url, **kw)
+
+
+def _seconds(timeout: float | tuple[float | None, float | None]) -> float:
+    """requests' timeout, (connect, read) or one number, as the one deadline the engine keeps: the sum."""
+    return float(sum(t for t in timeout if t) if isinstance(timeout, tuple) else timeout)
+
+
+def _refused(e: ValueError, method: str, url: str) -> Exception:
+    """What a request the engine refused to make raises, in the words requests and Locust use: an
+    invalid URL is urllib3's InvalidURL, an invalid method geventhttpclient's ValueError."""
+    if "invalid URL" in str(e):
+        netloc = urlsplit(url).netloc
+        return error_class("InvalidURL")(f"Failed to parse: '{netloc}' is not a valid host or port")
+    if str(e).startswith("invalid HTTP method"):
+        return ValueError(f"invalid HTTP method {method.upper()!r}")
+    return e
 
 
 def _param_pairs(params: Params) -> list[tuple[str, Any]]:

@@ -117,7 +117,7 @@ class FastHttpSession(HttpSession):
             return attempt
         with attempt:
             pass
-        return attempt._response
+        return attempt
 
     def get(self, url: str, **kw: Any) -> Response | ResponseContextManager:
         # Straight to HttpSession.request when FastHttpSession.request would only pass the call on

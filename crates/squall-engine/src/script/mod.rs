@@ -183,6 +183,35 @@ impl Head {
     }
 }
 
+impl Head {
+    /// The value of header `name` (lower case) as `pairs` gives it, repeated ones joined with ", "
+    /// (requests' way); None if absent. Reads the lines without making the others' pairs: a script's
+    /// `response.text` asks only for the Content-Type.
+    pub fn value(&self, name: &str) -> Option<String> {
+        let mut found: Option<String> = None;
+        let mut add = |value: String| match &mut found {
+            Some(joined) => {
+                joined.push_str(", ");
+                joined.push_str(&value);
+            }
+            None => found = Some(value),
+        };
+        match self {
+            Head::Pairs(pairs) => pairs.iter().filter(|(n, _)| n == name).for_each(|(_, v)| add(v.clone())),
+            Head::Raw(raw) => {
+                for line in raw.split(|&b| b == b'\n') {
+                    let Some(colon) = line.iter().position(|&b| b == b':') else { continue };
+                    let key = latin1_trimmed(&line[..colon]);
+                    if key.len() == name.len() && key.to_lowercase() == name {
+                        add(latin1_trimmed(&line[colon + 1..]));
+                    }
+                }
+            }
+        }
+        found
+    }
+}
+
 /// `bytes.decode("latin-1").strip()`: every byte a character, white space as Python's `str.isspace`
 /// sees it in that range (Rust's `char::is_whitespace` less 0x1c-0x1f) trimmed from both ends.
 fn latin1_trimmed(bytes: &[u8]) -> String {
@@ -781,6 +810,18 @@ mod tests {
             ("x-sep", "v:w"),
         ]);
         assert_eq!(Head::Raw(raw.to_vec()).pairs(), expected);
+    }
+
+    #[test]
+    fn a_value_is_its_pairs_joined_as_requests_joins_them() {
+        let raw = b"Content-Type:  text/html; charset=utf-8 \r\nSet-Cookie: a=1; Path=/\r\n\
+                    set-cookie: b=2\r\nX-Caf\xe9: cr\xe8me\xa0\r\nnot a header\r\n";
+        for head in [Head::Raw(raw.to_vec()), Head::Pairs(Head::Raw(raw.to_vec()).pairs())] {
+            assert_eq!(head.value("content-type").as_deref(), Some("text/html; charset=utf-8"));
+            assert_eq!(head.value("set-cookie").as_deref(), Some("a=1; Path=/, b=2"));
+            assert_eq!(head.value("x-caf\u{e9}").as_deref(), Some("cr\u{e8}me"));
+            assert_eq!(head.value("content-length"), None);
+        }
     }
 
     #[test]
