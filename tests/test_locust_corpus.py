@@ -37,7 +37,8 @@ EXTRA = {
     "worker_index.py": ["--check-fail-ratio", "0.5"],  # a locust-plugins option
 }
 # Tasks per user, where ten would not fit the run time under load (each task makes many requests).
-ITERATIONS = {"host_path.py": "3", "multiple_hosts.py": "4", "prepared_calls.py": "3"}  # (each 8 s at most)
+# (8 s at most)
+ITERATIONS = {"host_path.py": "3", "multiple_hosts.py": "4", "prepared_calls.py": "3", "reading.py": "2"}
 
 
 class Recorder:
@@ -161,6 +162,7 @@ def run_both(name, recorder, tmp_path, *extra, run_time="4s", env=None, tools=("
         "worker_index.py",
         "prepared_calls.py",
         "invalid_url.py",
+        "reading.py",
     ],
 )
 def test_corpus_file_runs_as_under_locust(name, recorder, tmp_path):

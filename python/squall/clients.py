@@ -175,7 +175,10 @@ class Response(_engine.Response):
             except orjson.JSONDecodeError:
                 pass
         try:
-            return jsonlib.loads(self.content, **kwargs)
+            try:
+                return jsonlib.loads(self.content, **kwargs)
+            except UnicodeDecodeError:  # not the encoding its first bytes say: read as its text, as requests does
+                return jsonlib.loads(self.text, **kwargs)
         except ValueError as e:
             raise requests_compat.json_error(e, self.text) from None
 

@@ -7,6 +7,7 @@ Every request is answered and recorded (method, path, query, headers, body) exce
   /login           200 {"token": "t0k3n"} and the cookie `session=s3ss10n`
   /redirect/PATH   302 to /PATH
   /text            200 with a body that is not JSON
+  /body/KIND       200 with one of BODIES: a charset to decode by, JSON that only json.loads reads
   /delay/MS        200 after MS milliseconds
   anything else    200 {"ok": true, "path": ..., "method": ...}
 
@@ -19,6 +20,18 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, urlsplit
+
+# What /body/KIND answers: (Content-Type, body). Bodies whose text or JSON a client could read wrong:
+# a declared charset, bytes that are not the charset's, and JSON that readers other than json.loads
+# refuse or read otherwise (integers past 64 bits, NaN and Infinity, a lone surrogate).
+BODIES = {
+    "latin1": ("text/plain; charset=iso-8859-1", b"caf\xe9 cr\xe8me \xa0"),
+    "badutf8": ("text/plain; charset=utf-8", b"ok \xff\xfe end \xe2\x82"),
+    "json": ("application/json", '{"name": "caf\u00e9", "n": [1, 2.5, -0.0, 1e2], "ok": true}'.encode()),
+    "bigint": ("application/json", b'{"n": 123456789012345678901234567890, "m": -9223372036854775809, "u": 2e0}'),
+    "nan": ("application/json", b"[NaN, Infinity, -Infinity, 1E400]"),
+    "surrogate": ("application/json", b'{"s": "\\ud800x", "e": "caf\\u00e9"}'),
+}
 
 records: list[dict] = []
 lock = threading.Lock()
@@ -73,6 +86,13 @@ class Handler(BaseHTTPRequestHandler):
             return self._answer(302, {}, [("Location", "/" + "/".join(segments[1:]))])
         if parts.path == "/text":
             return self._answer(200, b"plain text, not JSON")
+        if segments[0] == "body" and len(segments) > 1 and segments[1] in BODIES:
+            ctype, data = BODIES[segments[1]]
+            self.send_response(200)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            return self.wfile.write(data)
         if segments[0] == "delay" and len(segments) > 1:
             time.sleep(int(segments[1]) / 1000)
         return self._answer(200, {"ok": True, "path": parts.path, "method": self.command})
