@@ -20,7 +20,11 @@ import script_bench as sb
 from common import BENCH, PinnedNginx, cli, median, run_measured, write_section
 
 EVENTS = ("raw_syscalls:sys_enter", "syscalls:sys_enter_epoll_wait", "context-switches")
-WORKLOADS = (("fasthttp", 50), ("think", 1000))
+# (flavour, users): the one-task files, and the file people write (bench/locustfiles/shop.py: no native
+# plan applies, every task in Python), whose floor is the same users' socket work.
+WORKLOADS = (("fasthttp", 50), ("think", 1000), ("shop", 50))
+# Where a generator has no such file: Goose's user is the one-task file's.
+ONE_TASK = ("fasthttp", "think")
 MARK = "## What a scripted request costs: CPU, system calls and switches per request"
 # squall as it runs the files (their users native: squall.user.native), and with every task in Python.
 SQUALLS = ("squall", "squall-python")
@@ -82,8 +86,10 @@ def measure(rounds, secs):
             for r in range(rounds):
                 for flavour, users in WORKLOADS:
                     for tool in ("floor", *SQUALLS, "goose"):
-                        if tool == "goose" and not sb.GOOSE.exists():
+                        if tool == "goose" and (not sb.GOOSE.exists() or flavour not in ONE_TASK):
                             continue
+                        if tool == "squall-python" and flavour not in ONE_TASK:
+                            continue  # (no native plan applies: squall runs it in Python already)
                         s = one(tool, flavour, users, secs, nginx, floor, tmp)
                         results.setdefault((flavour, tool), []).append(s)
                         print(
@@ -91,7 +97,7 @@ def measure(rounds, secs):
                             file=sys.stderr,
                         )
             for flavour, users in WORKLOADS:
-                for tool in SQUALLS:
+                for tool in SQUALLS if flavour in ONE_TASK else ("squall",):
                     results[(flavour, "switches", tool)] = one(tool, flavour, users, secs, nginx, floor, tmp, True)
     finally:
         nginx.stop()
@@ -104,14 +110,19 @@ def table(results):
         "| greenlet switches |",
         "|---|---|---:|---:|---:|---:|---:|",
     ]
-    labels = {"fasthttp": "50 users, `constant(0)`", "think": "1,000 users, `between(0.1, 0.2)`"}
+    labels = {
+        "fasthttp": "50 users, `constant(0)`",
+        "think": "1,000 users, `between(0.1, 0.2)`",
+        "shop": "shop.py (the file people write), 50 users, `constant(0)`",
+    }
     for flavour, _ in WORKLOADS:
         for tool in ("floor", *SQUALLS, "goose"):
             runs = results.get((flavour, tool))
             if not runs:
                 continue
             m = {k: median([r[k] for r in runs]) for k in runs[0]}
-            switches = f"{results[(flavour, 'switches', tool)]:.2f}" if tool in SQUALLS else ""
+            counted = results.get((flavour, "switches", tool))
+            switches = f"{counted:.2f}" if counted is not None else ""
             lines.append(
                 f"| {labels[flavour]} | {NAMES.get(tool, tool)} | {m['cpu_us']:.1f} | {m['syscalls']:.2f} "
                 f"| {m['epoll_waits']:.2f} | {m['context_switches']:.3f} | {switches} |"

@@ -20,7 +20,11 @@ library (LOCUST_SKIP_MONKEY_PATCH=1: squall's own gevent stand-in, blocking libr
 and the section says what the patching costs squall per CPU-second.
 Appends its section to RESULTS.md.
 
-usage: python bench/script_bench.py [--rounds 5] [--seconds 10] [--long 100] [--skip-install]
+The files people write (bench/locustfiles/shop*.py: URLs built per call, response checks, JSON bodies,
+an auth header; no native plan applies) have a section of their own, run first (`people`); `--people`
+runs only that.
+
+usage: python bench/script_bench.py [--rounds 5] [--seconds 10] [--long 100] [--people] [--skip-install]
 """
 
 import csv
@@ -88,7 +92,16 @@ def run_once(tool, flavour, url, users, secs, tmp):
     return {"requests": n, "cpu": cpu, "rss": rss, "rps": n / secs}
 
 
-THINK = {"fasthttp": (0, 0), "httpuser": (0, 0), "think": (0.1, 0.2), "between": (1, 2)}  # the files' wait_time
+# The files' wait_time (bench/locustfiles/FLAVOUR.py); shop* are the files people write (`people`).
+THINK = {
+    "fasthttp": (0, 0),
+    "httpuser": (0, 0),
+    "think": (0.1, 0.2),
+    "between": (1, 2),
+    "shop": (0, 0),
+    "shop_httpuser": (0, 0),
+    "shop_think": (0.1, 0.2),
+}
 
 
 def build_floor(directory):
@@ -395,11 +408,81 @@ def long_lines(long):
     ]
 
 
+PEOPLE_MARK = "## Scripted users: the file people write, against the floor and Locust"
+# (flavour, users, what the row says)
+PEOPLE = (
+    ("shop", 50, "shop.py, FastHttpUser, 50 users `constant(0)`"),
+    ("shop_httpuser", 50, "shop_httpuser.py, HttpUser, 50 users `constant(0)`"),
+    ("shop_think", 1000, "shop_think.py, FastHttpUser, 1,000 users `between(0.1, 0.2)`"),
+)
+
+
+def people(rounds, secs):
+    """The files people write (bench/locustfiles/shop*.py: several tasks, URLs built per call with a
+    random id and `name=`, catch_response checks, JSON posted and read, an auth header from on_start),
+    run by squall and Locust, beside the floor with the same users and think time, every generator once
+    a round, the first of a round switching each round. No native plan applies to them: every task runs
+    in Python, as it should."""
+    results = {}
+    with pinned_target() as (nginx, floor, d):
+        for r in range(rounds):
+            order = [(f, users, tool) for f, users, _ in PEOPLE for tool in ("squall", "locust", "floor")]
+            for flavour, users, tool in order if r % 2 == 0 else order[::-1]:
+                s = run_tool(tool, flavour, users, secs, nginx, floor, d)
+                results.setdefault((tool, flavour), []).append(s)
+                rate = s["requests"] / s["cpu"]
+                print(f"round {r + 1} {tool:8} {flavour:13} {rate:>9,.0f} req/CPU-s", file=sys.stderr)
+    return results
+
+
+def write_people(results, rounds, secs):
+    per_cpu = lambda s: s["requests"] / s["cpu"]
+
+    def ratio(a, b):
+        r = [per_cpu(x) / per_cpu(y) for x, y in zip(a, b)]
+        return f"**{median(r):.2f}** ({min(r):.2f}–{max(r):.2f})"
+
+    rows = []
+    for flavour, _, label in PEOPLE:
+        sq, lo, fl = results[("squall", flavour)], results[("locust", flavour)], results[("floor", flavour)]
+        rows.append(
+            f"| {label} | {median([s['rps'] for s in sq]):,.0f} | {median([per_cpu(s) for s in sq]):,.0f} | "
+            f"{median([per_cpu(s) for s in fl]):,.0f} | {ratio(sq, fl)} | "
+            f"{median([per_cpu(s) for s in lo]):,.0f} | {ratio(sq, lo)} |"
+        )
+    lines = [
+        PEOPLE_MARK,
+        "",
+        f"`bench/script_bench.py --people` ({rounds} rounds of {secs} s, nginx on core 0, each generator on core 1):",
+        "locustfiles shaped like our users' (bench/locustfiles/shop.py, shop_httpuser.py, shop_think.py: several",
+        "tasks, URLs built per call from a random id and grouped by `name=`, catch_response checks of the status and",
+        "the text, JSON posted and `json()` read back, an auth header set in on_start), so that no native plan",
+        "applies: every task runs in Python, the request in the engine. The floor (bench/floor.c) runs the same",
+        f"users and think time doing only the socket work of a `GET /`; Locust {LOCUST_VERSION} runs the same file.",
+        "Ratios: median of the per-round ratios of requests per CPU-second (range in brackets).",
+        "",
+        "| locustfile | squall req/s | squall req per CPU-s | floor req per CPU-s | squall's share of the floor "
+        "| Locust req per CPU-s | squall ÷ Locust |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+        *rows,
+        "",
+    ]
+    write_section(lines)
+
+
 LOCUST_VERSION = (BENCH / "requirements-locust.txt").read_text().split("locust==")[1].split()[0]
 
 
+def flags(ap):
+    ap.add_argument("--long", type=int, default=LONG, help="0: no long runs")
+    ap.add_argument("--people", action="store_true", help="only the files people write (their own section)")
+
+
 def main():
-    args = cli(__doc__, lambda ap: ap.add_argument("--long", type=int, default=LONG, help="0: no long runs"))
+    args = cli(__doc__, flags)
+    write_people(people(args.rounds, args.seconds), args.rounds, args.seconds)
+    if args.people:
+        return
     results = throughput(args.rounds, args.seconds)
     think = throughput(args.rounds, args.seconds, users=1000, flavours=("think",))
     steady_think = steady(args.rounds)
