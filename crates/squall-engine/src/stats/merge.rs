@@ -19,7 +19,8 @@ fn stats_of(
     s: &Summary,
     status_codes: &BTreeMap<String, u64>,
 ) -> Result<EndpointStats, String> {
-    let hist = histogram_from_base64(histogram).map_err(|m| format!("bad histogram of '{name}': {m}"))?;
+    let hist: super::Hist =
+        histogram_from_base64(histogram).map_err(|m| format!("bad histogram of '{name}': {m}"))?.into();
     let timed = s.requests > 0 && !hist.is_empty();
     Ok(EndpointStats {
         hist,

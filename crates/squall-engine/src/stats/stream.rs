@@ -14,7 +14,7 @@
 //! or since the last `reset_totals`, so that reading them costs one copy, not a merge of every second.
 
 use super::lag::Lag;
-use super::{merge_errors, EndpointStats, ErrorEntry, ErrorKey, PackedStats};
+use super::{merge_errors, EndpointStats, ErrorEntry, ErrorKey, PackedSecond};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -36,7 +36,7 @@ pub struct LiveCounters {
 }
 
 /// Published seconds this recent keep their endpoints' histograms in full (the live stream's readers
-/// take a second within a few of its publication); older ones are packed (`PackedStats`), so that
+/// take a second within a few of its publication); older ones are packed (`PackedSecond`), so that
 /// a run's memory does not grow with its length.
 pub const KEEP_FULL: usize = 16;
 
@@ -44,7 +44,7 @@ pub const KEEP_FULL: usize = 16;
 #[derive(Debug)]
 pub enum SecondStats {
     Full(Vec<EndpointStats>),
-    Packed(Vec<PackedStats>),
+    Packed(PackedSecond),
 }
 
 /// One published second: per endpoint (by id), what completed during it.
@@ -66,13 +66,13 @@ impl Second {
     pub fn endpoints(&self) -> Cow<'_, [EndpointStats]> {
         match &self.stats {
             SecondStats::Full(v) => Cow::Borrowed(v),
-            SecondStats::Packed(v) => Cow::Owned(v.iter().map(PackedStats::unpack).collect()),
+            SecondStats::Packed(p) => Cow::Owned(p.unpack()),
         }
     }
 
     fn packed(&self) -> Option<Second> {
         let SecondStats::Full(v) = &self.stats else { return None };
-        let stats = SecondStats::Packed(v.iter().map(EndpointStats::pack).collect());
+        let stats = SecondStats::Packed(PackedSecond::pack(v));
         Some(Second { t: self.t, users: self.users, stats, cumulative: self.cumulative.clone(), lag: self.lag })
     }
 }
