@@ -715,10 +715,10 @@ mod tests {
         r.record(start + Duration::from_millis(1500), 0, Duration::from_micros(100), &refused);
         r.record(start + Duration::from_millis(1600), 0, Duration::from_micros(100), &ok(500));
         r.flush();
-        let all = tl.all().seconds;
-        assert_eq!(all[&0][0].requests, 1);
-        assert_eq!(all[&1][0].requests, 2);
-        assert_eq!(all[&1][0].failures, 2);
+        let all = tl.all();
+        assert_eq!(all.endpoints(0)[0].requests, 1);
+        assert_eq!(all.endpoints(1)[0].requests, 2);
+        assert_eq!(all.endpoints(1)[0].failures, 2);
         assert_eq!(tl.counts(), (3, 2));
         assert_eq!(r.errors.len(), 2);
         assert_eq!(r.totals[0].requests, 3);
