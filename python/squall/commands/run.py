@@ -909,7 +909,8 @@ def _print_and_write(
     StreamHandler), unless `--json-file` is given; `--json` prints Locust's JSON on stdout, its only
     output, and `--json-file` writes it; then squall's files, its observations and the verdicts with
     the exit code (stderr too)."""
-    live.warn_of_many_names(len(result["endpoints"]))  # a run too short to have warned yet: above its tables
+    if not os.environ.get(FEED_ENV):  # (a distributed worker's driver warns)
+        live.warn_of_many_names(len(result["endpoints"]))  # a run too short to have warned yet: above its tables
     side = sys.stderr
     if args.json:
         sys.stdout.write(locust_json.dumps(result) + "\n")
