@@ -19,6 +19,49 @@ use squall_engine::{BenchConfig, StartError, StopReason};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// A document as Python dicts whose keys are interned strings. pythonize makes a new str for every key
+/// of every dict, and a result's dicts repeat a few dozen (`requests`, `percentiles_us`, "99.9", ...):
+/// with 5,000 endpoint names, 1 million objects, 63 MB, most of them copies of the same keys (issue 41).
+fn to_py<'py, T: serde::Serialize>(py: Python<'py>, value: &T) -> PyResult<Bound<'py, PyAny>> {
+    Ok(pythonize::pythonize_custom::<InternedKeys, _>(py, value)?)
+}
+
+struct InternedKeys;
+
+impl pythonize::PythonizeTypes for InternedKeys {
+    type Map = InternedKeys;
+    type NamedMap = pythonize::PythonizeUnnamedMappingAdapter<InternedKeys>;
+    type List = pyo3::types::PyList;
+}
+
+impl pythonize::PythonizeMappingType for InternedKeys {
+    type Builder<'py> = Bound<'py, PyDict>;
+
+    fn builder<'py>(py: Python<'py>, _len: Option<usize>) -> PyResult<Self::Builder<'py>> {
+        Ok(PyDict::new(py))
+    }
+
+    fn push_item<'py>(dict: &mut Self::Builder<'py>, key: Bound<'py, PyAny>, value: Bound<'py, PyAny>) -> PyResult<()> {
+        if !key.is_exact_instance_of::<PyString>() {
+            return dict.set_item(key, value);
+        }
+        let mut ptr = key.into_ptr();
+        // SAFETY: `ptr` is an owned reference to an exact str; PyUnicode_InternInPlace replaces it with
+        // an owned reference to the interned equal str (the same one if it was the first) and releases
+        // the one it was given. (PyString::intern copies the text out and in again: a live reading of
+        // 5,000 endpoints took 80-136 ms so, 57-92 ms this way, 60-75 ms without interning.)
+        let key = unsafe {
+            pyo3::ffi::PyUnicode_InternInPlace(&mut ptr);
+            Bound::from_owned_ptr(dict.py(), ptr)
+        };
+        dict.set_item(key, value)
+    }
+
+    fn finish<'py>(dict: Self::Builder<'py>) -> PyResult<Bound<'py, pyo3::types::PyMapping>> {
+        Ok(dict.into_mapping())
+    }
+}
+
 pyo3::create_exception!(_engine, UsageError, PyValueError, "The configuration or URL is invalid.");
 pyo3::create_exception!(_engine, TargetError, PyRuntimeError, "The target cannot be reached.");
 
@@ -167,7 +210,7 @@ impl Run {
     fn result<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let run = self.run.lock().unwrap().take().ok_or_else(|| PyRuntimeError::new_err("the result was taken"))?;
         let result = py.detach(|| run.wait());
-        Ok(pythonize(py, &result)?)
+        to_py(py, &result)
     }
 }
 
@@ -197,7 +240,7 @@ fn live_to_py<'py>(py: Python<'py>, core: &RunCore, cursor: u64, histograms: boo
         timeseries: seconds.iter().map(|s| result::live_second(s, &names, core.start_unix, histograms)).collect(),
         totals: TotalsView { aggregate: t.aggregate, endpoints: t.endpoints, errors: t.errors },
     };
-    Ok(pythonize(py, &view)?)
+    to_py(py, &view)
 }
 
 /// Starts a run on its own thread (resolving and connecting can take up to the timeout) while this
@@ -875,7 +918,7 @@ impl ScriptEngine {
         let engine = self.engine.take().ok_or_else(|| PyRuntimeError::new_err("already finished"))?;
         let reason = StopReason::parse(reason).ok_or_else(|| usage(format!("unknown stop reason '{reason}'")))?;
         let result = engine.finish(reason, url);
-        Ok(pythonize(py, &result)?)
+        to_py(py, &result)
     }
 }
 

@@ -616,9 +616,14 @@ def _drive(
         return True
 
     store = dashboard.store if dashboard else None
-    if isinstance(partial, WorkerFeed):  # its driver merges the histograms, exactly
+    if isinstance(partial, WorkerFeed):  # its driver merges the histograms, exactly (and warns of many names)
         publisher = live.Publisher(
-            lambda cursor: hub.engine.live(cursor, histograms=True), store, partial, generator, target_monitor
+            lambda cursor: hub.engine.live(cursor, histograms=True),
+            store,
+            partial,
+            generator,
+            target_monitor,
+            names_warning=False,
         )
     elif store is not None:  # the page shows the failures in Locust's words, as the files will
         fast = locust_errors.fast_http(classes)
@@ -629,8 +634,10 @@ def _drive(
             return now
 
         publisher = live.Publisher(read, store, partial, generator, target_monitor)
-    else:
-        publisher = live.Publisher(hub.engine.live, store, partial, generator, target_monitor)
+    else:  # a --processes worker leaves the warning of many names to the process that shows the run
+        publisher = live.Publisher(
+            hub.engine.live, store, partial, generator, target_monitor, names_warning=worker is None
+        )
     controls = _ScriptControls(env, spawner, log, shape is not None, store, worker)
     follower = Follower(controls, publisher, dashboard, args.watch)
 
@@ -902,6 +909,8 @@ def _print_and_write(
     StreamHandler), unless `--json-file` is given; `--json` prints Locust's JSON on stdout, its only
     output, and `--json-file` writes it; then squall's files, its observations and the verdicts with
     the exit code (stderr too)."""
+    if not os.environ.get(FEED_ENV):  # (a distributed worker's driver warns)
+        live.warn_of_many_names(len(result["endpoints"]))  # a run too short to have warned yet: above its tables
     side = sys.stderr
     if args.json:
         sys.stdout.write(locust_json.dumps(result) + "\n")

@@ -26,6 +26,11 @@ if TYPE_CHECKING:
     from squall.web.server import Dashboard, LiveStore
 
 PUBLISH_EVERY = 1.0  # seconds; the stream itself is per second
+# Distinct request names (method and name) past which a run warns, once: a summary or a page of more
+# rows is not read by anyone, and so many names are nearly always ids in the path, each its own name
+# (`name=f"/item/{id}"`), where a person wants one row for all of them. Each name costs memory too,
+# what it measured (a few KB: docs/locustfiles.md), and the result has a row per name per second.
+MANY_NAMES = 1000
 # After a run with a page open, the dashboard stays up this long so that the page fetches the result.
 FINAL_GRACE = 2.0
 
@@ -248,6 +253,7 @@ class Publisher:
         partial: PartialFiles | None = None,
         generator: GeneratorWatch | None = None,
         monitor: Monitor | None = None,
+        names_warning: bool = True,
     ) -> None:
         self.read = read
         self.store = store
@@ -257,6 +263,8 @@ class Publisher:
         self.cursor = 0
         self.last = 0.0
         self.schedule = LiveSchedule()
+        # Whether to warn of many names: a worker's process leaves it to the process that shows the run.
+        self.names_warning = names_warning
 
     def start(self, started: float, **state: Any) -> None:
         """The run starts (`started`: time.monotonic()): the target's monitor from now, the page's clock
@@ -292,7 +300,28 @@ class Publisher:
             self.store.publish(live, **fields)
         if self.partial is not None:
             self.partial.add(live)
+        self.check_names(live)
         return live
+
+    def check_names(self, live: dict[str, Any]) -> None:
+        """Warns once when the run has more than `MANY_NAMES` distinct names (see there)."""
+        if self.names_warning:
+            warn_of_many_names(len((live.get("totals") or {}).get("endpoints") or ()))
+
+
+_names_warned = False
+
+
+def warn_of_many_names(names: int) -> None:
+    """The warning of `MANY_NAMES` (see there): one line on stderr, the first time a run has more
+    distinct names (the live totals while it runs, the result at its end), once in the process."""
+    global _names_warned
+    if names > MANY_NAMES and not _names_warned:
+        _names_warned = True
+        sys.stderr.write(
+            f"squall: warning: {names:,} distinct request names (more than {MANY_NAMES:,}); if they differ "
+            'by an id, group them with name= (self.client.get(f"/item/{id}", name="/item/[id]"))\n'
+        )
 
 
 def partial_files(result_path: str | None, kind: str, url: str, load: dict[str, Any]) -> PartialFiles | None:

@@ -8,7 +8,7 @@ use super::lag::{Lag, ScheduleReport};
 use super::result::{self, ClientReport, ErrorReport, LoadReport, MqttReport, RunResult, Summary};
 use super::stream::AllSeconds;
 use super::timing::TimingStats;
-use super::{new_histogram, EndpointStats};
+use super::{new_histogram, EndpointStats, PackedSecond};
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
@@ -19,7 +19,8 @@ fn stats_of(
     s: &Summary,
     status_codes: &BTreeMap<String, u64>,
 ) -> Result<EndpointStats, String> {
-    let hist = histogram_from_base64(histogram).map_err(|m| format!("bad histogram of '{name}': {m}"))?;
+    let hist: super::Hist =
+        histogram_from_base64(histogram).map_err(|m| format!("bad histogram of '{name}': {m}"))?.into();
     let timed = s.requests > 0 && !hist.is_empty();
     Ok(EndpointStats {
         hist,
@@ -171,7 +172,11 @@ pub fn merge(docs: Vec<RunResult>) -> Result<RunResult, String> {
         timings,
         errors: HashMap::new(),
         connect,
-        seconds: AllSeconds { seconds, users, lag: lags },
+        seconds: AllSeconds {
+            seconds: seconds.iter().map(|(&t, v)| (t, PackedSecond::pack(v))).collect(),
+            users,
+            lag: lags,
+        },
         abandoned,
     });
     let mut errors: Vec<ErrorReport> = errors.into_values().collect();

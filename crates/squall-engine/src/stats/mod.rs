@@ -12,12 +12,14 @@ use std::time::{Duration, Instant};
 use lag::Lag;
 
 /// Percentiles reported everywhere (the columns of Locust's and ab's tables).
+pub mod hist;
 pub mod lag;
 pub mod merge;
 pub mod result;
 pub mod stream;
 pub mod timing;
 
+pub use hist::Hist;
 pub use stream::{LiveCounters, Second, Timeline};
 pub use timing::{Phases, TimingStats};
 
@@ -40,6 +42,11 @@ pub fn histogram_to_base64(h: &Histogram<u64>) -> String {
     let mut buf = Vec::new();
     V2DeflateSerializer::new().serialize(h, &mut buf).expect("serializing to memory cannot fail");
     base64::engine::general_purpose::STANDARD.encode(buf)
+}
+
+/// A histogram as the result keeps it (HDR's V2 serialization, whichever form it is held in).
+pub fn hist_to_base64(h: &Hist) -> String {
+    histogram_to_base64(&h.dense())
 }
 
 pub fn histogram_from_base64(s: &str) -> Result<Histogram<u64>, String> {
@@ -161,7 +168,7 @@ pub enum Outcome {
 /// Counts and latency histogram of one endpoint over some time span.
 #[derive(Clone, Debug)]
 pub struct EndpointStats {
-    pub hist: Histogram<u64>,
+    pub hist: Hist,
     /// The exact fastest and slowest times (µs; `u64::MAX` and 0 while empty). The histogram knows
     /// them only to its bucket: at 3 digits a 300 ms request is somewhere in [299.776, 300.032) ms,
     /// and a reported minimum below a timeout every request waited out is a wrong number.
@@ -178,7 +185,7 @@ pub struct EndpointStats {
 impl Default for EndpointStats {
     fn default() -> Self {
         EndpointStats {
-            hist: new_histogram(),
+            hist: Hist::new(),
             min_us: u64::MAX,
             max_us: 0,
             requests: 0,
@@ -195,7 +202,7 @@ impl EndpointStats {
     pub fn record(&mut self, latency_us: u64, outcome: &Outcome) {
         // Failed requests keep their time too, as in Locust: a timeout is part of the tail users feel.
         let us = latency_us.max(1);
-        let _ = self.hist.record(us);
+        self.hist.record(us);
         self.min_us = self.min_us.min(us);
         self.max_us = self.max_us.max(us);
         self.requests += 1;
@@ -237,7 +244,7 @@ impl EndpointStats {
     }
 
     pub fn merge(&mut self, other: &EndpointStats) {
-        self.hist.add(&other.hist).expect("auto-resizing histograms always merge");
+        self.hist.add(&other.hist);
         self.min_us = self.min_us.min(other.min_us);
         self.max_us = self.max_us.max(other.max_us);
         self.requests += other.requests;
@@ -256,14 +263,14 @@ impl EndpointStats {
 /// Locust's table. Empty: every reading is 0.
 #[derive(Clone, Copy)]
 pub struct Within<'a> {
-    hist: &'a Histogram<u64>,
+    hist: &'a Hist,
     pub min_us: u64,
     pub max_us: u64,
 }
 
 impl<'a> Within<'a> {
     /// A bare histogram: its bounds are known to the bucket only.
-    pub fn histogram(hist: &'a Histogram<u64>) -> Self {
+    pub fn histogram(hist: &'a Hist) -> Self {
         let (min_us, max_us) = if hist.is_empty() { (0, 0) } else { (hist.min(), hist.max()) };
         Within { hist, min_us, max_us }
     }
@@ -272,7 +279,7 @@ impl<'a> Within<'a> {
         self.hist.is_empty()
     }
 
-    pub fn histogram_ref(&self) -> &'a Histogram<u64> {
+    pub fn histogram_ref(&self) -> &'a Hist {
         self.hist
     }
 
@@ -329,54 +336,121 @@ pub fn merge_errors(into: &mut HashMap<ErrorKey, ErrorEntry>, from: HashMap<Erro
     }
 }
 
-/// An `EndpointStats` packed for keeping: the histogram serialized (V2, deflate). A second's
-/// histogram in memory holds its whole counts array (measured: 20-60 KB at 3 digits up to tens of
-/// milliseconds), packed a few hundred bytes; a 30-minute run keeps 1,800 seconds of every endpoint
-/// (`make soak` saw RSS grow 30-90 KB a second before published seconds were packed).
-#[derive(Clone, Debug)]
-pub struct PackedStats {
-    hist: Vec<u8>,
-    min_us: u64,
-    max_us: u64,
-    requests: u64,
-    failures: u64,
-    body_bytes: u64,
-    wire_bytes: u64,
-    status: Vec<(u16, u64)>,
+/// A second's endpoints packed for keeping: those with requests, each as a few variable-length
+/// integers (its id, counts, bytes, exact bounds, status codes, and its histogram's buckets, or
+/// HDR's serialization, V2 deflate, of one held as an array). A 30-minute run keeps 1,800 seconds
+/// (`make soak` saw RSS grow 30-90 KB a second before published seconds were packed). Measured
+/// (tests/memory.rs): an endpoint with a request or two in a second packs in about 20 bytes, where
+/// in full it is a 112-byte `EndpointStats` and its list's and status codes' allocations.
+#[derive(Clone, Debug, Default)]
+pub struct PackedSecond(Box<[u8]>);
+
+fn put(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
 }
 
-impl EndpointStats {
-    pub fn pack(&self) -> PackedStats {
-        let mut hist = Vec::new();
-        V2DeflateSerializer::new().serialize(&self.hist, &mut hist).expect("serializing to memory cannot fail");
-        PackedStats {
-            hist,
-            min_us: self.min_us,
-            max_us: self.max_us,
-            requests: self.requests,
-            failures: self.failures,
-            body_bytes: self.body_bytes,
-            wire_bytes: self.wire_bytes,
-            status: self.status.clone(),
+fn take(buf: &mut &[u8]) -> u64 {
+    let (mut v, mut shift) = (0u64, 0);
+    loop {
+        let (&b, rest) = buf.split_first().expect("what `pack` wrote reads back");
+        *buf = rest;
+        v |= u64::from(b & 0x7f) << shift;
+        if b < 0x80 {
+            return v;
         }
+        shift += 7;
     }
 }
 
-impl PackedStats {
-    pub fn unpack(&self) -> EndpointStats {
-        let mut hist: Histogram<u64> =
-            Deserializer::new().deserialize(&mut &self.hist[..]).expect("what `pack` wrote reads back");
-        hist.auto(true);
-        EndpointStats {
-            hist,
-            min_us: self.min_us,
-            max_us: self.max_us,
-            requests: self.requests,
-            failures: self.failures,
-            body_bytes: self.body_bytes,
-            wire_bytes: self.wire_bytes,
-            status: self.status.clone(),
+impl PackedSecond {
+    pub fn pack(stats: &[EndpointStats]) -> PackedSecond {
+        let mut out = Vec::new();
+        let mut next = 0;
+        for (id, s) in stats.iter().enumerate().filter(|(_, s)| s.requests > 0) {
+            put(&mut out, (id - next) as u64);
+            next = id + 1;
+            for v in [s.requests, s.failures, s.body_bytes, s.wire_bytes, s.min_us.wrapping_add(1), s.max_us] {
+                put(&mut out, v);
+            }
+            put(&mut out, s.status.len() as u64);
+            for &(code, n) in &s.status {
+                put(&mut out, code.into());
+                put(&mut out, n);
+            }
+            match s.hist.listed() {
+                Some(buckets) => {
+                    put(&mut out, buckets.len() as u64 * 2);
+                    let mut last = 0;
+                    for &(k, n) in buckets {
+                        put(&mut out, (k - last).into());
+                        put(&mut out, n.into());
+                        last = k;
+                    }
+                }
+                None => {
+                    let mut ser = Vec::new();
+                    V2DeflateSerializer::new()
+                        .serialize(&s.hist.dense(), &mut ser)
+                        .expect("serializing to memory cannot fail");
+                    put(&mut out, ser.len() as u64 * 2 + 1);
+                    out.extend_from_slice(&ser);
+                }
+            }
         }
+        PackedSecond(out.into_boxed_slice())
+    }
+
+    /// The bytes it holds.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The endpoints by id, as packed (those without requests: empty).
+    pub fn unpack(&self) -> Vec<EndpointStats> {
+        let mut buf = &self.0[..];
+        let mut out: Vec<EndpointStats> = Vec::new();
+        while !buf.is_empty() {
+            let id = out.len() + take(&mut buf) as usize;
+            out.resize_with(id, EndpointStats::default);
+            let mut s = EndpointStats {
+                requests: take(&mut buf),
+                failures: take(&mut buf),
+                body_bytes: take(&mut buf),
+                wire_bytes: take(&mut buf),
+                min_us: take(&mut buf).wrapping_sub(1),
+                max_us: take(&mut buf),
+                ..EndpointStats::default()
+            };
+            s.status = (0..take(&mut buf)).map(|_| (take(&mut buf) as u16, take(&mut buf))).collect();
+            let tag = take(&mut buf);
+            if tag.is_multiple_of(2) {
+                let mut last = 0u32;
+                let buckets = (0..tag / 2)
+                    .map(|_| {
+                        last += take(&mut buf) as u32;
+                        (last, take(&mut buf) as u32)
+                    })
+                    .collect();
+                s.hist = Hist::from_listed(buckets);
+            } else {
+                let (ser, rest) = buf.split_at((tag / 2) as usize);
+                buf = rest;
+                let mut h: Histogram<u64> =
+                    Deserializer::new().deserialize(&mut &ser[..]).expect("what `pack` wrote reads back");
+                h.auto(true);
+                s.hist = Hist::from(h);
+            }
+            out.push(s);
+        }
+        out
     }
 }
 
@@ -608,7 +682,7 @@ mod tests {
         b.record(1_234_567, &ok(200));
         assert!(b.hist.max() > 1_234_567);
         a.merge(&b);
-        let s = result::summarize_stats(&a.pack().unpack());
+        let s = result::summarize_stats(&PackedSecond::pack(std::slice::from_ref(&a)).unpack()[0]);
         assert_eq!((s.min_us, s.max_us, s.requests), (300_010, 1_234_567, 3));
         assert_eq!(s.percentiles_us["100"], 1_234_567, "the 100th percentile is the maximum");
         assert!(s.percentiles_us.values().all(|v| (300_010..=1_234_567).contains(v)), "{:?}", s.percentiles_us);
@@ -625,9 +699,10 @@ mod tests {
         for v in [1u64, 5, 250, 70_000, 30_000_000] {
             s.record(v, &ok(200));
         }
-        let back = histogram_from_base64(&histogram_to_base64(&s.hist)).unwrap();
-        assert_eq!(back, s.hist);
+        let back = histogram_from_base64(&hist_to_base64(&s.hist)).unwrap();
+        assert_eq!(back, *s.hist.dense());
         assert_eq!(back.value_at_quantile(1.0), s.hist.value_at_quantile(1.0));
+        assert_eq!(Hist::from(back), s.hist);
     }
 
     #[test]
@@ -640,10 +715,10 @@ mod tests {
         r.record(start + Duration::from_millis(1500), 0, Duration::from_micros(100), &refused);
         r.record(start + Duration::from_millis(1600), 0, Duration::from_micros(100), &ok(500));
         r.flush();
-        let all = tl.all().seconds;
-        assert_eq!(all[&0][0].requests, 1);
-        assert_eq!(all[&1][0].requests, 2);
-        assert_eq!(all[&1][0].failures, 2);
+        let all = tl.all();
+        assert_eq!(all.endpoints(0)[0].requests, 1);
+        assert_eq!(all.endpoints(1)[0].requests, 2);
+        assert_eq!(all.endpoints(1)[0].failures, 2);
         assert_eq!(tl.counts(), (3, 2));
         assert_eq!(r.errors.len(), 2);
         assert_eq!(r.totals[0].requests, 3);

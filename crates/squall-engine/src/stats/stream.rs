@@ -14,7 +14,7 @@
 //! or since the last `reset_totals`, so that reading them costs one copy, not a merge of every second.
 
 use super::lag::Lag;
-use super::{merge_errors, EndpointStats, ErrorEntry, ErrorKey, PackedStats};
+use super::{merge_errors, EndpointStats, ErrorEntry, ErrorKey, PackedSecond};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,16 +35,19 @@ pub struct LiveCounters {
     pub second: AtomicU64,
 }
 
-/// Published seconds this recent keep their endpoints' histograms in full (the live stream's readers
-/// take a second within a few of its publication); older ones are packed (`PackedStats`), so that
-/// a run's memory does not grow with its length.
-pub const KEEP_FULL: usize = 16;
+/// Published seconds this recent keep their endpoints in full (the live stream's readers take a second
+/// within one or two of its publication); older ones are packed (`PackedSecond`), so that a run's
+/// memory does not grow with its length. In full a second is an `EndpointStats` (112 bytes) for every
+/// endpoint id, with requests in it or not: 16 seconds kept in full were 9 MB with 5,000 names
+/// (tests/memory.rs). Packed, it is its endpoints with requests, about 20 bytes each, and reading it
+/// back is decoding those (a histogram held as HDR's array: inflating its V2 serialization).
+pub const KEEP_FULL: usize = 2;
 
 /// A published second's endpoints: in full, or packed once `KEEP_FULL` newer seconds are published.
 #[derive(Debug)]
 pub enum SecondStats {
     Full(Vec<EndpointStats>),
-    Packed(Vec<PackedStats>),
+    Packed(PackedSecond),
 }
 
 /// One published second: per endpoint (by id), what completed during it.
@@ -66,13 +69,13 @@ impl Second {
     pub fn endpoints(&self) -> Cow<'_, [EndpointStats]> {
         match &self.stats {
             SecondStats::Full(v) => Cow::Borrowed(v),
-            SecondStats::Packed(v) => Cow::Owned(v.iter().map(PackedStats::unpack).collect()),
+            SecondStats::Packed(p) => Cow::Owned(p.unpack()),
         }
     }
 
     fn packed(&self) -> Option<Second> {
         let SecondStats::Full(v) = &self.stats else { return None };
-        let stats = SecondStats::Packed(v.iter().map(EndpointStats::pack).collect());
+        let stats = SecondStats::Packed(PackedSecond::pack(v));
         Some(Second { t: self.t, users: self.users, stats, cumulative: self.cumulative.clone(), lag: self.lag })
     }
 }
@@ -142,9 +145,12 @@ struct Inner {
     totals: Totals,
 }
 
-/// Everything a run measured, second by second: for the final result.
+/// Everything a run measured, second by second: for the final result. The seconds stay packed (a
+/// run of 5,000 names unpacked every second at once: 560 KB a second, most of it empty endpoints);
+/// the result unpacks one at a time.
 pub struct AllSeconds {
-    pub seconds: BTreeMap<u64, Vec<EndpointStats>>,
+    /// The seconds with requests.
+    pub seconds: BTreeMap<u64, PackedSecond>,
     pub users: BTreeMap<u64, u64>,
     pub lag: BTreeMap<u64, Lag>,
 }
@@ -295,17 +301,25 @@ impl Timeline {
     /// Everything recorded so far, second by second, published or not, late counts included.
     pub fn all(&self) -> AllSeconds {
         let inner = self.inner.lock().unwrap();
-        let mut seconds: BTreeMap<u64, Vec<EndpointStats>> = BTreeMap::new();
+        let mut seconds: BTreeMap<u64, PackedSecond> = BTreeMap::new();
         let mut users: BTreeMap<u64, u64> = BTreeMap::new();
         for s in &inner.published {
             users.insert(s.t, s.users);
-            let endpoints = s.endpoints();
-            if endpoints.iter().any(|e| e.requests > 0) {
-                seconds.insert(s.t, endpoints.into_owned());
+            let packed = match &s.stats {
+                SecondStats::Full(v) => PackedSecond::pack(v),
+                SecondStats::Packed(p) => p.clone(),
+            };
+            if !packed.is_empty() {
+                seconds.insert(s.t, packed);
             }
         }
         for (t, v) in inner.late.iter().chain(inner.open.iter()) {
-            super::merge_vec(seconds.entry(*t).or_default(), v);
+            let mut endpoints = seconds.get(t).map(PackedSecond::unpack).unwrap_or_default();
+            super::merge_vec(&mut endpoints, v);
+            let packed = PackedSecond::pack(&endpoints);
+            if !packed.is_empty() {
+                seconds.insert(*t, packed);
+            }
         }
         for (t, (most, _)) in &inner.users {
             users.insert(*t, *most);
@@ -315,6 +329,11 @@ impl Timeline {
 }
 
 impl AllSeconds {
+    /// Per endpoint (by id), what completed during second `t` (none: empty).
+    pub fn endpoints(&self, t: u64) -> Vec<EndpointStats> {
+        self.seconds.get(&t).map(PackedSecond::unpack).unwrap_or_default()
+    }
+
     /// Users at second `t`: the gauge's most in it, or the value before it.
     pub fn users_at(&self, t: u64) -> u64 {
         self.users.range(..=t).next_back().map_or(0, |(_, u)| *u)
@@ -354,8 +373,8 @@ mod tests {
         b.finish();
         a.finish();
         let all = timeline.all();
-        assert_eq!(all.seconds[&1][0].requests, 2);
-        assert_eq!(all.seconds.values().map(|v| v[0].requests).sum::<u64>(), 4);
+        assert_eq!(all.endpoints(1)[0].requests, 2);
+        assert_eq!(all.seconds.values().map(|v| v.unpack()[0].requests).sum::<u64>(), 4);
         assert_eq!(timeline.counts(), (4, 0));
     }
 
@@ -385,7 +404,7 @@ mod tests {
             assert_eq!(e.status, vec![(200, 50)]);
         }
         let all = timeline.all();
-        assert_eq!(all.seconds.values().map(|v| v[0].hist.len()).sum::<u64>(), 50 * n);
+        assert_eq!(all.seconds.values().map(|v| v.unpack()[0].hist.len()).sum::<u64>(), 50 * n);
     }
 
     #[test]
@@ -424,9 +443,13 @@ mod tests {
         assert_eq!(timeline.totals().endpoints[0].requests, 1);
         a.finish();
         assert_eq!(timeline.totals().endpoints[0].requests, 2);
-        assert_eq!(timeline.totals().endpoints[0].hist.max(), timeline.all().seconds[&1][0].hist.max());
+        assert_eq!(timeline.totals().endpoints[0].hist.max(), timeline.all().endpoints(1)[0].hist.max());
         timeline.reset_totals();
         assert_eq!(timeline.totals().endpoints.len(), 0);
-        assert_eq!(timeline.all().seconds.values().map(|v| v[0].requests).sum::<u64>(), 2, "the result keeps all");
+        assert_eq!(
+            timeline.all().seconds.values().map(|v| v.unpack()[0].requests).sum::<u64>(),
+            2,
+            "the result keeps all"
+        );
     }
 }

@@ -24,8 +24,7 @@
 //! move out of the exchange then became a `memcpy` call), and recorded all four: about 600 more.
 
 use super::percentile_label;
-use super::{histogram_from_base64, histogram_to_base64, new_histogram};
-use hdrhistogram::Histogram;
+use super::{hist_to_base64, histogram_from_base64, Hist};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -54,28 +53,16 @@ impl Phases {
     }
 }
 
-/// The phases' histograms of one endpoint (µs).
-#[derive(Clone, Debug)]
+/// The phases' histograms of one endpoint (µs); a phase never timed holds nothing (`Hist`).
+#[derive(Clone, Debug, Default)]
 pub struct TimingStats {
-    pub connect: Histogram<u64>,
-    pub tls: Histogram<u64>,
-    pub waiting: Histogram<u64>,
+    pub connect: Hist,
+    pub tls: Hist,
+    pub waiting: Hist,
     /// The responses that took more than one read (those read whole: `whole`).
-    pub receiving: Histogram<u64>,
+    pub receiving: Hist,
     /// Responses read whole in one read: their receiving is 0, recorded as such in the report.
     pub whole: u64,
-}
-
-impl Default for TimingStats {
-    fn default() -> Self {
-        TimingStats {
-            connect: new_histogram(),
-            tls: new_histogram(),
-            waiting: new_histogram(),
-            receiving: new_histogram(),
-            whole: 0,
-        }
-    }
 }
 
 fn micros(d: Duration) -> u64 {
@@ -85,9 +72,9 @@ fn micros(d: Duration) -> u64 {
 impl TimingStats {
     /// A connection opened: its TCP connect, and its TLS handshake if any.
     pub fn opened(&mut self, tcp: Duration, tls: Option<Duration>) {
-        let _ = self.connect.record(micros(tcp));
+        self.connect.record(micros(tcp));
         if let Some(t) = tls {
-            let _ = self.tls.record(micros(t));
+            self.tls.record(micros(t));
         }
     }
 
@@ -97,13 +84,13 @@ impl TimingStats {
     pub fn exchange(&mut self, written: Instant, first: Option<Instant>, end: Instant) {
         match first {
             None => {
-                let _ = self.waiting.record(micros(end.saturating_duration_since(written)));
+                self.waiting.record(micros(end.saturating_duration_since(written)));
                 self.whole += 1;
             }
             Some(f) => {
                 let f = f.min(end);
-                let _ = self.waiting.record(micros(f.saturating_duration_since(written)));
-                let _ = self.receiving.record(micros(end - f));
+                self.waiting.record(micros(f.saturating_duration_since(written)));
+                self.receiving.record(micros(end - f));
             }
         }
     }
@@ -111,18 +98,18 @@ impl TimingStats {
     /// One request's phases (a script's, its redirects' added up).
     pub fn record(&mut self, p: &Phases) {
         if let Some(c) = p.connect {
-            let _ = self.connect.record(micros(c));
+            self.connect.record(micros(c));
         }
         if let Some(t) = p.tls {
-            let _ = self.tls.record(micros(t));
+            self.tls.record(micros(t));
         }
         if let Some(w) = p.waiting {
-            let _ = self.waiting.record(micros(w));
+            self.waiting.record(micros(w));
         }
         match p.receiving.map(micros) {
             Some(0) => self.whole += 1,
             Some(r) => {
-                let _ = self.receiving.record(r);
+                self.receiving.record(r);
             }
             None => {}
         }
@@ -130,7 +117,7 @@ impl TimingStats {
 
     pub fn merge(&mut self, o: &TimingStats) {
         for (a, b) in self.phases_mut().into_iter().zip(o.phases()) {
-            a.add(b).expect("auto-resizing histograms always merge");
+            a.add(b);
         }
         self.whole += o.whole;
     }
@@ -139,11 +126,11 @@ impl TimingStats {
         self.whole == 0 && self.phases().iter().all(|h| h.is_empty())
     }
 
-    fn phases(&self) -> [&Histogram<u64>; 4] {
+    fn phases(&self) -> [&Hist; 4] {
         [&self.connect, &self.tls, &self.waiting, &self.receiving]
     }
 
-    fn phases_mut(&mut self) -> [&mut Histogram<u64>; 4] {
+    fn phases_mut(&mut self) -> [&mut Hist; 4] {
         [&mut self.connect, &mut self.tls, &mut self.waiting, &mut self.receiving]
     }
 
@@ -153,7 +140,7 @@ impl TimingStats {
             return None;
         }
         let mut receiving = self.receiving.clone();
-        let _ = receiving.record_n(0, self.whole);
+        receiving.record_n(0, self.whole);
         Some(TimingsReport {
             connect: PhaseReport::of(&self.connect),
             tls: PhaseReport::of(&self.tls),
@@ -164,7 +151,9 @@ impl TimingStats {
 
     /// Back from a report (a result being merged): its receiving histogram has the zeros in it.
     pub fn from_report(r: &TimingsReport) -> Result<TimingStats, String> {
-        let h = |p: &PhaseReport| histogram_from_base64(&p.histogram).map_err(|m| format!("bad timing histogram: {m}"));
+        let h = |p: &PhaseReport| {
+            histogram_from_base64(&p.histogram).map(Hist::from).map_err(|m| format!("bad timing histogram: {m}"))
+        };
         Ok(TimingStats {
             connect: h(&r.connect)?,
             tls: h(&r.tls)?,
@@ -205,7 +194,7 @@ pub struct PhaseReport {
 }
 
 impl PhaseReport {
-    fn of(h: &Histogram<u64>) -> PhaseReport {
+    fn of(h: &Hist) -> PhaseReport {
         let empty = h.is_empty();
         let mean = if empty { 0.0 } else { h.mean() };
         PhaseReport {
@@ -219,7 +208,7 @@ impl PhaseReport {
             } else {
                 PHASE_PERCENTILES.iter().map(|&p| (percentile_label(p), h.value_at_percentile(p))).collect()
             },
-            histogram: histogram_to_base64(h),
+            histogram: hist_to_base64(h),
         }
     }
 }
