@@ -223,15 +223,28 @@ class TaskSet(metaclass=TaskHolderMeta):
         # Locust picks a task by scheduling it and taking it back from the queue; with schedule_task not
         # overridden that is the task picked, and one call and two list operations fewer per task.
         plain = type(self).schedule_task is TaskSet.schedule_task
+        # A User's own tasks (DefaultTaskSet, which no file subclasses): the choice, the call of a plain
+        # function (an `@task` method, collected unbound) are written in the loop, the same steps in
+        # the same order: through get_next_task and execute_task they cost 1.2 µs of Python a task
+        # (py-spy, bench/locustfiles/shop.py).
+        own = type(self) is DefaultTaskSet
+        user, queue, choice = self.user, self._task_queue, random.choice
         while True:
             try:
-                if self._task_queue:
-                    self.execute_task(self._task_queue.pop(0))
+                if queue:
+                    self.execute_task(queue.pop(0))
+                elif own:
+                    tasks = user.tasks
+                    t = tasks[0] if len(tasks) == 1 else choice(tasks) if tasks else self.get_next_task()
+                    if type(t) is FunctionType:
+                        t(user)
+                    else:
+                        self.execute_task(t)
                 elif plain:
                     self.execute_task(self.get_next_task())
                 else:
                     self.schedule_task(self.get_next_task())
-                    self.execute_task(self._task_queue.pop(0))
+                    self.execute_task(queue.pop(0))
             except RescheduleTask:
                 pass
             except RescheduleTaskImmediately:
@@ -245,7 +258,7 @@ class TaskSet(metaclass=TaskHolderMeta):
                 self.on_stop()
                 raise
             except Exception as e:
-                self.user.environment.report_exception(self.user, e, user_traceback(e))
+                user.environment.report_exception(user, e, user_traceback(e))
             self.wait()
 
 
@@ -297,51 +310,3 @@ class DefaultTaskSet(TaskSet):
         if self.user.wait_time is None:
             raise MissingWaitTimeError(f"{type(self.user).__name__} has no wait_time")
         return self.user.wait_time()
-
-    def run(self) -> None:
-        """TaskSet.run for a User's own tasks, with the task's call and the wait written in the loop:
-        the user's tasks are plain functions (`@task` methods, collected unbound) but for a TaskSet
-        or a bound method, which go through `execute_task` as before. Called through TaskSet.run's
-        methods, the choice, the call and the wait cost 2.2 µs of Python a task (py-spy,
-        bench/locustfiles/shop.py); the same steps, in the same order, with the same exceptions."""
-        user = self.user
-        environment = user.environment
-        hub = user.hub
-        queue = self._task_queue
-        choice = random.choice
-        while True:
-            try:
-                if queue:
-                    t = queue.pop(0)
-                else:
-                    tasks = user.tasks
-                    t = tasks[0] if len(tasks) == 1 else choice(tasks) if tasks else self.get_next_task()
-                if type(t) is FunctionType:
-                    t(user)
-                else:
-                    self.execute_task(t)
-            except RescheduleTask:
-                pass
-            except RescheduleTaskImmediately:
-                continue
-            except InterruptTaskSet as e:
-                self.on_stop()
-                if e.reschedule:
-                    raise RescheduleTaskImmediately from e
-                raise RescheduleTask from e
-            except (StopUser, GreenletExit):
-                self.on_stop()
-                raise
-            except Exception as e:
-                environment.report_exception(user, e, user_traceback(e))
-            # TaskSet.wait, as it is for a User's tasks:
-            pool = environment.open_pool
-            if pool is not None:
-                pool.next_iteration(user)
-                continue
-            if environment.runner.stopping:
-                raise StopUser()
-            wait_time = user.wait_time
-            if wait_time is None:
-                raise MissingWaitTimeError(f"{type(user).__name__} has no wait_time")
-            self._turn = hub.pause(wait_time(), self._turn)
