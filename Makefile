@@ -100,6 +100,7 @@ bench-h2: $(STAMP)
 bench-script: $(STAMP)
 	$(PY) bench/script_bench.py --skip-install
 	$(PY) bench/per_request.py --skip-install --rounds 3 --seconds 8
+	$(PY) bench/per_request.py --skip-install --rounds 3 --seconds 8 --people
 
 bench-mqtt: $(STAMP)
 	$(PY) bench/mqtt_bench.py --skip-install

@@ -8,7 +8,7 @@ events and tracepoints (`perf stat -e raw_syscalls:sys_enter,syscalls:sys_enter_
 greenlet switches greenlet's trace hook in a second, separate run (bench/counting/sitecustomize.py: the
 hook slows the run, so its CPU is not used). Medians over the rounds; each round runs every generator once.
 
-usage: python bench/per_request.py [--rounds 3] [--seconds 8] [--skip-install]
+usage: python bench/per_request.py [--rounds 3] [--seconds 8] [--people] [--skip-install]
 """
 
 import os
@@ -20,11 +20,15 @@ import script_bench as sb
 from common import BENCH, PinnedNginx, cli, median, run_measured, write_section
 
 EVENTS = ("raw_syscalls:sys_enter", "syscalls:sys_enter_epoll_wait", "context-switches")
-# (flavour, users): the one-task files, and the file people write (bench/locustfiles/shop.py: no native
-# plan applies, every task in Python), whose floor is the same users' socket work.
-WORKLOADS = (("fasthttp", 50), ("think", 1000), ("shop", 50))
+# (flavour, users): the one-task files.
+WORKLOADS = (("fasthttp", 50), ("think", 1000))
 # Where a generator has no such file: Goose's user is the one-task file's.
 ONE_TASK = ("fasthttp", "think")
+# `--people`: the file people write (bench/locustfiles/shop.py: no native plan applies, every task in
+# Python; its floor is the same users' socket work), in a section of its own.
+PEOPLE = (("shop", 50),)
+PEOPLE_MARK = "## What a request of the file people write costs: CPU, system calls and switches"
+IN_PYTHON = "squall (its tasks in Python: no native plan applies)"
 MARK = "## What a scripted request costs: CPU, system calls and switches per request"
 # squall as it runs the files (their users native: squall.user.native), and with every task in Python.
 SQUALLS = ("squall", "squall-python")
@@ -76,7 +80,7 @@ def one(tool, flavour, users, secs, nginx, floor, tmp, switches=False):
     }
 
 
-def measure(rounds, secs):
+def measure(rounds, secs, workloads=WORKLOADS):
     nginx = PinnedNginx(core=0)
     results = {}
     try:
@@ -84,7 +88,7 @@ def measure(rounds, secs):
             tmp = Path(d)
             floor = sb.build_floor(d)
             for r in range(rounds):
-                for flavour, users in WORKLOADS:
+                for flavour, users in workloads:
                     for tool in ("floor", *SQUALLS, "goose"):
                         if tool == "goose" and (not sb.GOOSE.exists() or flavour not in ONE_TASK):
                             continue
@@ -96,7 +100,7 @@ def measure(rounds, secs):
                             f"round {r + 1} {flavour:8} {tool:6} " + " ".join(f"{k} {v:,.2f}" for k, v in s.items()),
                             file=sys.stderr,
                         )
-            for flavour, users in WORKLOADS:
+            for flavour, users in workloads:
                 for tool in SQUALLS if flavour in ONE_TASK else ("squall",):
                     results[(flavour, "switches", tool)] = one(tool, flavour, users, secs, nginx, floor, tmp, True)
     finally:
@@ -104,7 +108,7 @@ def measure(rounds, secs):
     return results
 
 
-def table(results):
+def table(results, workloads=WORKLOADS):
     lines = [
         "| workload | generator | CPU µs per request | system calls | of them epoll_wait | context switches "
         "| greenlet switches |",
@@ -115,7 +119,7 @@ def table(results):
         "think": "1,000 users, `between(0.1, 0.2)`",
         "shop": "shop.py (the file people write), 50 users, `constant(0)`",
     }
-    for flavour, _ in WORKLOADS:
+    for flavour, _ in workloads:
         for tool in ("floor", *SQUALLS, "goose"):
             runs = results.get((flavour, tool))
             if not runs:
@@ -123,25 +127,28 @@ def table(results):
             m = {k: median([r[k] for r in runs]) for k in runs[0]}
             counted = results.get((flavour, "switches", tool))
             switches = f"{counted:.2f}" if counted is not None else ""
+            name = NAMES.get(tool, tool) if flavour in ONE_TASK or tool == "floor" else IN_PYTHON
             lines.append(
-                f"| {labels[flavour]} | {NAMES.get(tool, tool)} | {m['cpu_us']:.1f} | {m['syscalls']:.2f} "
+                f"| {labels[flavour]} | {name} | {m['cpu_us']:.1f} | {m['syscalls']:.2f} "
                 f"| {m['epoll_waits']:.2f} | {m['context_switches']:.3f} | {switches} |"
             )
     return lines
 
 
 def main():
-    args = cli(__doc__)
-    results = measure(args.rounds, args.seconds)
+    args = cli(__doc__, lambda ap: ap.add_argument("--people", action="store_true", help="only shop.py, a section"))
+    workloads = PEOPLE if args.people else WORKLOADS
+    results = measure(args.rounds, args.seconds, workloads)
     lines = [
-        MARK,
+        PEOPLE_MARK if args.people else MARK,
         "",
-        f"`make bench-script` (bench/per_request.py --rounds {args.rounds} --seconds {args.seconds}): the workloads of",
+        f"`make bench-script` (bench/per_request.py --rounds {args.rounds} --seconds {args.seconds}"
+        f"{' --people' if args.people else ''}): the workloads of",
         "bench/script_bench.py, each generator on core 1 and nginx on core 0, medians of the rounds. CPU is the",
         "process's own (wait4), start-up included; system calls, epoll waits and context switches are perf's",
         "software events and tracepoints; greenlet switches greenlet's trace hook in a separate run (bench/counting).",
         "",
-        *table(results),
+        *table(results, workloads),
         "",
     ]
     print("\n".join(lines))
