@@ -119,7 +119,7 @@ class CallBase:
         record: bool,
         follow: bool,
         body: bytes | None = None,
-        headers: list[tuple[str, str]] | None = None,
+        headers: list[tuple[str, str | None]] | None = None,
         content_type: str | None = None,
         timeout: float | None = None,
     ) -> Prepared:
@@ -222,14 +222,14 @@ class ScriptEngine:
         record: bool,
         follow: bool,
         body: bytes | None = None,
-        headers: list[tuple[str, str]] | None = None,
+        headers: list[tuple[str, str | None]] | None = None,
         content_type: str | None = None,
         timeout: float | None = None,
     ) -> int:
         """Starts `user`'s call on the session's `base`; returns its id, as `send`. `url` whole or joined
         to the base as text (as Locust joins them); `name` None: the path and query; `record` False: the
         script judges it; `follow`: redirects are followed; `headers`: the call's merged with the
-        session's (None: the session's); `content_type`: the body's, after the headers; `timeout` None:
+        session's (a None value removes one); `content_type`: the body's, after the headers; `timeout` None:
         the session's."""
     def poll(self, timeout: float, verdicts: list[tuple[Response, str | None]] = ...) -> list[Response | Completion]:
         """Records `verdicts` (the script's judgements of responses: failure text, None for a success),

@@ -550,6 +550,7 @@ class HttpSession:
         base = self._base
         if base is None or base[1] is not self.headers._sent:
             base = self._call_base()
+        given, op = url, None
         try:
             # The calls of most scripts: what they add to the session's settings (`_call_base`) crosses
             # into the engine as it is, and the engine makes the request (CallBase). Anything else that
@@ -576,22 +577,27 @@ class HttpSession:
                 if params:
                     encoded = params if isinstance(params, str) else urlencode(params, doseq=True)
                     url += ("&" if "?" in url else "?") + encoded
-                if headers is not None:
-                    merged = requests_compat.merge_headers(self.headers, headers)
+                if headers:
+                    merged = list(headers.items())  # merged with the session's in the engine
                 seconds = None if timeout is None else _seconds(timeout)
-                op = hub.engine.send_call(
-                    self.user_id, base[0], method, url, name, not catch_response, allow_redirects,
-                    body, merged, content_type, seconds,
-                )  # fmt: skip
-            else:
+                try:
+                    op = hub.engine.send_call(
+                        self.user_id, base[0], method, url, name, not catch_response, allow_redirects,
+                        body, merged, content_type, seconds,
+                    )  # fmt: skip
+                except TypeError:
+                    if merged is None:
+                        raise
+                    # A header that is not text: requests' conversion below (bytes) or its InvalidHeader.
+            if op is None:
                 call: _Call = {
                     "params": params, "data": data, "headers": headers, "cookies": cookies, "files": files,
                     "auth": auth, "timeout": timeout, "proxies": proxies, "verify": verify, "cert": cert, "json": json,
                 }  # fmt: skip
-                prepared = self._prepare(method, url, name, catch_response, allow_redirects, call)
+                prepared = self._prepare(method, given, name, catch_response, allow_redirects, call)
                 op = hub.engine.send(self.user_id, prepared)
         except ValueError as e:
-            raise _refused(e, method, self._joined(url)) from None
+            raise _refused(e, method, self._joined(given)) from None
         response: Response = hub.wait_for(op)
         if hooks or self.hooks.get("response"):
             for hook in _hooks(self.hooks, hooks):

@@ -324,8 +324,9 @@ struct Call {
     /// Redirects are followed (`allow_redirects`).
     follow: bool,
     body: Option<Vec<u8>>,
-    /// The call's headers merged with the session's (None: the session's as they are).
-    headers: Option<Vec<(String, String)>>,
+    /// The call's own headers, merged with the session's (`script::merged_headers`); a None value removes
+    /// the session's header of that name.
+    headers: Option<Vec<(String, Option<String>)>>,
     /// A Content-Type the body brings (`json=`: application/json), after the headers.
     content_type: Option<String>,
     /// Seconds (None: the session's).
@@ -339,7 +340,7 @@ impl CallBase {
         let whole = url.get(..8).is_some_and(|s| s.eq_ignore_ascii_case("https://"))
             || url.get(..7).is_some_and(|s| s.eq_ignore_ascii_case("http://"));
         let url = if whole { url } else { format!("{}{url}", self.base) };
-        let mut headers = headers.unwrap_or_else(|| self.headers.clone());
+        let mut headers = squall_engine::script::merged_headers(&self.headers, headers.unwrap_or_default());
         if let Some(content_type) = content_type {
             headers.push(("Content-Type".to_string(), content_type));
         }
@@ -387,7 +388,7 @@ impl CallBase {
         record: bool,
         follow: bool,
         body: Option<Vec<u8>>,
-        headers: Option<Vec<(String, String)>>,
+        headers: Option<Vec<(String, Option<String>)>>,
         content_type: Option<String>,
         timeout: Option<f64>,
     ) -> PyResult<Prepared> {
@@ -644,8 +645,8 @@ impl ScriptEngine {
     /// Starts `user`'s call on the session's `base`; returns its id, as `send`. `url`: whole (http://
     /// or https://, any case) or joined to the base as text, as Locust joins them; `name` None: the
     /// path and query; `record` False: the script judges it; `follow`: redirects are followed;
-    /// `headers`: the call's merged with the session's (None: the session's); `content_type`: the
-    /// body's, sent after the headers; `timeout` None: the session's.
+    /// `headers`: the call's own, merged with the session's (a None value removes one);
+    /// `content_type`: the body's, sent after the headers; `timeout` None: the session's.
     #[pyo3(signature = (user, base, method, url, name, record, follow, body=None, headers=None, content_type=None, timeout=None))]
     #[allow(clippy::too_many_arguments)]
     fn send_call(
@@ -658,7 +659,7 @@ impl ScriptEngine {
         record: bool,
         follow: bool,
         body: Option<Vec<u8>>,
-        headers: Option<Vec<(String, String)>>,
+        headers: Option<Vec<(String, Option<String>)>>,
         content_type: Option<String>,
         timeout: Option<f64>,
     ) -> PyResult<u64> {

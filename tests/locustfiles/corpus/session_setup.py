@@ -1,6 +1,7 @@
 """The requests-session set-up real locustfiles do in on_start: log in, keep the token in the session's
 headers, basic auth and default query parameters on the session, the session's cookie jar, verify off,
-per-call headers overriding the session's whatever their case, a header removed with None."""
+per-call headers overriding the session's whatever their case, a header removed with None, a header
+given as bytes."""
 
 from _bounded import count
 from locust import HttpUser, constant, task
@@ -25,3 +26,9 @@ class ApiUser(HttpUser):
         self.client.get("/items/1", headers={"authorization": "Bearer override", "X-Client": None})
         self.client.put("/items/1", json={"name": "x"}, auth=("bob", "pw"))
         self.client.delete("/items/1", name="/items/[id]")
+        # The same overrides without the session's params (squall merges them in its engine then), and a
+        # header given as bytes.
+        self.client.params = {}
+        self.client.get("/plain", headers={"authorization": "Bearer override", "X-Client": None})
+        self.client.get("/plain", headers={"x-client": b"bytes", "Accept": "application/json"})
+        self.client.params = {"tenant": "acme"}

@@ -212,6 +212,32 @@ impl Head {
     }
 }
 
+/// A call's headers on its session's, as requests merges them (squall.requests_compat.merge_headers):
+/// a name already there (whatever its case) is replaced where it stands, or removed by a None value;
+/// a new one goes after. Merged here, a call's `headers=` no longer makes a dict and a list in Python
+/// for each call (about 1.5 µs).
+pub fn merged_headers(session: &[(String, String)], call: Vec<(String, Option<String>)>) -> Vec<(String, String)> {
+    let mut merged = session.to_vec();
+    for (name, value) in call {
+        let same = |(other, _): &(String, String)| {
+            if name.is_ascii() && other.is_ascii() {
+                other.eq_ignore_ascii_case(&name)
+            } else {
+                other.to_lowercase() == name.to_lowercase()
+            }
+        };
+        match (merged.iter().position(same), value) {
+            (Some(at), Some(value)) => merged[at] = (name, value),
+            (Some(at), None) => {
+                merged.remove(at);
+            }
+            (None, Some(value)) => merged.push((name, value)),
+            (None, None) => {}
+        }
+    }
+    merged
+}
+
 /// `bytes.decode("latin-1").strip()`: every byte a character, white space as Python's `str.isspace`
 /// sees it in that range (Rust's `char::is_whitespace` less 0x1c-0x1f) trimmed from both ends.
 fn latin1_trimmed(bytes: &[u8]) -> String {
@@ -822,6 +848,23 @@ mod tests {
             assert_eq!(head.value("x-caf\u{e9}").as_deref(), Some("cr\u{e8}me"));
             assert_eq!(head.value("content-length"), None);
         }
+    }
+
+    #[test]
+    fn a_calls_headers_merge_as_requests_merges_them() {
+        // requests' merge (squall.requests_compat.merge_headers): a dict of the session's by lower-case
+        // name, each of the call's set in place or popped, new names after.
+        let session = pairs(&[("Accept", "*/*"), ("Authorization", "Bearer a"), ("X-Old", "1")]);
+        let call = vec![
+            ("authorization".to_string(), Some("Bearer b".to_string())),
+            ("X-New".to_string(), Some("n".to_string())),
+            ("x-old".to_string(), None),
+            ("X-Gone".to_string(), None),
+            ("x-new".to_string(), Some("m".to_string())),
+        ];
+        let expected = pairs(&[("Accept", "*/*"), ("authorization", "Bearer b"), ("x-new", "m")]);
+        assert_eq!(super::merged_headers(&session, call), expected);
+        assert_eq!(super::merged_headers(&session, Vec::new()), session);
     }
 
     #[test]
