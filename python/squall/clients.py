@@ -602,7 +602,7 @@ class HttpSession:
         if hooks or self.hooks.get("response"):
             for hook in _hooks(self.hooks, hooks):
                 replaced = hook(response)
-                response = replaced if isinstance(replaced, Response) else response
+                response = replaced if isinstance(replaced, type(response)) else response  # (a caught one stays caught)
         if self._user_context is not None:
             context = {**self._user_context(), **(context or {})}
         if catch_response:
