@@ -123,7 +123,11 @@ class CallBase:
         content_type: str | None = None,
         timeout: float | None = None,
     ) -> Prepared:
-        """The call as a Prepared (a native plan's request); the arguments as `ScriptEngine.send_call`'s."""
+        """The call as a Prepared, for `ScriptEngine.send` (or a native plan). `url` whole or joined to the
+        base as text (as Locust joins them); `name` None: the path and query; `record` False: the script
+        judges it; `follow`: redirects are followed; `headers`: the call's own, merged with the session's
+        (a None value removes one); `content_type`: the body's, after the headers; `timeout` None: the
+        session's."""
 
 @final
 class NativePlan:
@@ -212,25 +216,6 @@ class ScriptEngine:
     def send(self, user: int, prepared: Prepared) -> int:
         """Starts `user`'s request of `prepared`; returns its id (UsageError for a URL that cannot be
         requested)."""
-    def send_call(
-        self,
-        user: int,
-        base: CallBase,
-        method: str,
-        url: str,
-        name: str | None,
-        record: bool,
-        follow: bool,
-        body: bytes | None = None,
-        headers: list[tuple[str, str | None]] | None = None,
-        content_type: str | None = None,
-        timeout: float | None = None,
-    ) -> int:
-        """Starts `user`'s call on the session's `base`; returns its id, as `send`. `url` whole or joined
-        to the base as text (as Locust joins them); `name` None: the path and query; `record` False: the
-        script judges it; `follow`: redirects are followed; `headers`: the call's merged with the
-        session's (a None value removes one); `content_type`: the body's, after the headers; `timeout` None:
-        the session's."""
     def poll(self, timeout: float, verdicts: list[tuple[Response, str | None]] = ...) -> list[Response | Completion]:
         """Records `verdicts` (the script's judgements of responses: failure text, None for a success),
         then runs the engine until completions are ready or `timeout` seconds pass (GIL released)."""

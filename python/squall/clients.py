@@ -553,7 +553,7 @@ class HttpSession:
         given, op = url, None
         try:
             # The calls of most scripts: what they add to the session's settings (`_call_base`) crosses
-            # into the engine as it is, and the engine makes the request (CallBase). Anything else that
+            # into the engine as it is, and the engine makes the request (CallBase.prepare). Anything else that
             # shapes a request (cookies, files, an auth, a CA bundle, proxies or a client certificate,
             # form data, the session's params or proxies, dicts a script may fill in place) is
             # prepared here first, as requests prepares it (`_prepare`).
@@ -581,10 +581,12 @@ class HttpSession:
                     merged = list(headers.items())  # merged with the session's in the engine
                 seconds = None if timeout is None else _seconds(timeout)
                 try:
-                    op = hub.engine.send_call(
-                        self.user_id, base[0], method, url, name, not catch_response, allow_redirects,
-                        body, merged, content_type, seconds,
-                    )  # fmt: skip
+                    op = hub.engine.send(
+                        self.user_id,
+                        base[0].prepare(
+                            method, url, name, not catch_response, allow_redirects, body, merged, content_type, seconds
+                        ),
+                    )
                 except TypeError:
                     if merged is None:
                         raise

@@ -299,8 +299,8 @@ impl Prepared {
 /// What every call of a session shares while its settings hold: its host, its headers converted and
 /// checked, its timeout and redirects, whether certificates are checked. A session makes one when its
 /// settings change (squall.clients.HttpSession._call_base) and each call then crosses as its method,
-/// URL, name and what it adds (`ScriptEngine.send_call`), not as a `Prepared` of eleven keywords
-/// made anew for every URL a script builds: making that Prepared cost 3.0 µs a call on the
+/// URL, name and what it adds (`prepare`, whose Prepared `ScriptEngine.send` sends), not as eleven
+/// keywords of a `Prepared` made anew for every URL a script builds: that cost 3.0 µs a call on the
 /// development host (timeit), of a 53 µs scripted request whose URL holds an id
 /// (bench/locustfiles/shop.py).
 #[pyclass(module = "squall._engine", frozen)]
@@ -312,8 +312,7 @@ struct CallBase {
     insecure: bool,
 }
 
-/// One call on a `CallBase`: what it adds to the session's settings (the arguments of
-/// `ScriptEngine.send_call` and `CallBase.prepare`).
+/// One call on a `CallBase`: what it adds to the session's settings (`CallBase.prepare`'s arguments).
 struct Call {
     method: String,
     /// Whole (http:// or https://, any case) or joined to the base as text, as Locust joins them.
@@ -376,8 +375,12 @@ impl CallBase {
         Ok(CallBase { base, headers, timeout, max_redirects, insecure })
     }
 
-    /// The call as a `Prepared` (a native plan's request: squall.user.native); the arguments as
-    /// `ScriptEngine.send_call`'s.
+    /// The call as a `Prepared`, for `ScriptEngine.send` (or a native plan: squall.user.native).
+    /// `url`: whole (http:// or https://, any case) or joined to the base as text, as Locust joins
+    /// them; `name` None: the path and query; `record` False: the script judges it; `follow`:
+    /// redirects are followed; `headers`: the call's own, merged with the session's (a None value
+    /// removes one); `content_type`: the body's, sent after the headers; `timeout` None: the
+    /// session's.
     #[pyo3(signature = (method, url, name, record, follow, body=None, headers=None, content_type=None, timeout=None))]
     #[allow(clippy::too_many_arguments)]
     fn prepare(
@@ -640,32 +643,6 @@ impl ScriptEngine {
         self.engine()?
             .submit(user, ScriptRequest { shape: prepared.shape.clone(), read: true, stamp: false })
             .map_err(usage)
-    }
-
-    /// Starts `user`'s call on the session's `base`; returns its id, as `send`. `url`: whole (http://
-    /// or https://, any case) or joined to the base as text, as Locust joins them; `name` None: the
-    /// path and query; `record` False: the script judges it; `follow`: redirects are followed;
-    /// `headers`: the call's own, merged with the session's (a None value removes one);
-    /// `content_type`: the body's, sent after the headers; `timeout` None: the session's.
-    #[pyo3(signature = (user, base, method, url, name, record, follow, body=None, headers=None, content_type=None, timeout=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn send_call(
-        &self,
-        user: u64,
-        base: &CallBase,
-        method: String,
-        url: String,
-        name: Option<String>,
-        record: bool,
-        follow: bool,
-        body: Option<Vec<u8>>,
-        headers: Option<Vec<(String, Option<String>)>>,
-        content_type: Option<String>,
-        timeout: Option<f64>,
-    ) -> PyResult<u64> {
-        let call = Call { method, url, name, record, follow, body, headers, content_type, timeout };
-        let shape = base.shape(call)?;
-        self.engine()?.submit(user, ScriptRequest { shape, read: true, stamp: false }).map_err(usage)
     }
 
     /// Records `verdicts`, the script's judgements of responses since the last poll (`catch_response`:

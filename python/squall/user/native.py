@@ -31,7 +31,7 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-from squall._engine import CallBase, NativePlan, Prepared, UsageError
+from squall._engine import NativePlan, Prepared, UsageError
 from squall.clients import HttpSession
 from squall.requests_compat import CaseInsensitiveDict
 
@@ -187,9 +187,6 @@ class _Standin:
 
     def send(self, user_id: int, prepared: Prepared) -> int:
         raise _Kept(prepared)
-
-    def send_call(self, user_id: int, base: CallBase, *call: Any) -> int:
-        raise _Kept(base.prepare(*call))
 
 
 def _prepared_call(client: HttpSession, call: Call) -> Prepared | None:
