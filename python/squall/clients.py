@@ -277,7 +277,7 @@ class ResponseContextManager(Response):
                 self._report(exc)
                 return True
             return False
-        failed = None if self.error is None and self.status_code < 400 else self.exception(self.name)
+        failed = self.exception(self.name)  # Locust names the request, not its URL, here
         if failed is None and self._default_failure:
             failed = CatchResponseError(self._default_failure)
         self._report(failed)
@@ -550,7 +550,7 @@ class HttpSession:
         base = self._base
         if base is None or base[1] is not self.headers._sent:
             base = self._call_base()
-        given, op = url, None
+        op = None
         try:
             # The calls of most scripts: what they add to the session's settings (`_call_base`) crosses
             # into the engine as it is, and the engine makes the request (CallBase.prepare). Anything else that
@@ -574,19 +574,17 @@ class HttpSession:
                     body = data.encode() if isinstance(data, str) else data
                 elif json is not None:
                     body, content_type = json_body(json), "application/json"
-                if params:
-                    encoded = params if isinstance(params, str) else urlencode(params, doseq=True)
-                    url += ("&" if "?" in url else "?") + encoded
                 if headers:
                     merged = list(headers.items())  # merged with the session's in the engine
-                seconds = None if timeout is None else _seconds(timeout)
+                target = _with_query(url, params) if params else url
                 try:
                     op = hub.engine.send(
                         self.user_id,
                         base[0].prepare(
-                            method, url, name, not catch_response, allow_redirects, body, merged, content_type, seconds
+                            method, target, name, not catch_response, allow_redirects,
+                            body, merged, content_type, _seconds(timeout),
                         ),
-                    )
+                    )  # fmt: skip
                 except TypeError:
                     if merged is None:
                         raise
@@ -596,10 +594,10 @@ class HttpSession:
                     "params": params, "data": data, "headers": headers, "cookies": cookies, "files": files,
                     "auth": auth, "timeout": timeout, "proxies": proxies, "verify": verify, "cert": cert, "json": json,
                 }  # fmt: skip
-                prepared = self._prepare(method, given, name, catch_response, allow_redirects, call)
+                prepared = self._prepare(method, url, name, catch_response, allow_redirects, call)
                 op = hub.engine.send(self.user_id, prepared)
         except ValueError as e:
-            raise _refused(e, method, self._joined(given)) from None
+            raise _refused(e, method, self._joined(url)) from None
         response: Response = hub.wait_for(op)
         if hooks or self.hooks.get("response"):
             for hook in _hooks(self.hooks, hooks):
@@ -660,8 +658,7 @@ class HttpSession:
         url = self._joined(url)
         query = params if not self.params else [*_param_pairs(self.params), *_param_pairs(params or {})]
         if query:
-            encoded = query if isinstance(query, str) else urlencode(query, doseq=True)
-            url += ("&" if "?" in url else "?") + encoded
+            url = _with_query(url, query)
         header_list = requests_compat.merge_headers(self.headers, headers)
         body = b""
         if files:
@@ -683,7 +680,7 @@ class HttpSession:
             headers=header_list,
             cookies=list(cookies.items()) if cookies else [],
             body=body,
-            timeout=float(_seconds(timeout) if timeout is not None else self.timeout or DEFAULT_TIMEOUT),
+            timeout=float(_seconds(timeout) or self.timeout or DEFAULT_TIMEOUT),
             record=not catch_response,
             max_redirects=self.max_redirects if allow_redirects else None,
             insecure=verify is False or self.default_insecure,
@@ -810,9 +807,17 @@ def json_body(obj: Any) -> bytes:
         raise
 
 
-def _seconds(timeout: float | tuple[float | None, float | None]) -> float:
-    """requests' timeout, (connect, read) or one number, as the one deadline the engine keeps: the sum."""
-    return float(sum(t for t in timeout if t) if isinstance(timeout, tuple) else timeout)
+def _seconds(timeout: float | tuple[float | None, float | None] | None) -> float | None:
+    """requests' timeout, (connect, read) or one number, as the one deadline the engine keeps: the sum;
+    None for none given (None or 0: the session's)."""
+    total = sum(t for t in timeout if t) if isinstance(timeout, tuple) else timeout
+    return float(total) if total else None
+
+
+def _with_query(url: str, query: Params) -> str:
+    """The URL with requests' `params=` appended: encoded unless given as text."""
+    encoded = query if isinstance(query, str) else urlencode(query, doseq=True)
+    return url + ("&" if "?" in url else "?") + encoded
 
 
 def _refused(e: ValueError, method: str, url: str) -> Exception:

@@ -312,54 +312,6 @@ struct CallBase {
     insecure: bool,
 }
 
-/// One call on a `CallBase`: what it adds to the session's settings (`CallBase.prepare`'s arguments).
-struct Call {
-    method: String,
-    /// Whole (http:// or https://, any case) or joined to the base as text, as Locust joins them.
-    url: String,
-    name: Option<String>,
-    /// False: the script judges the response (`catch_response`).
-    record: bool,
-    /// Redirects are followed (`allow_redirects`).
-    follow: bool,
-    body: Option<Vec<u8>>,
-    /// The call's own headers, merged with the session's (`script::merged_headers`); a None value removes
-    /// the session's header of that name.
-    headers: Option<Vec<(String, Option<String>)>>,
-    /// A Content-Type the body brings (`json=`: application/json), after the headers.
-    content_type: Option<String>,
-    /// Seconds (None: the session's).
-    timeout: Option<f64>,
-}
-
-impl CallBase {
-    /// The call's request, checked.
-    fn shape(&self, call: Call) -> PyResult<Checked> {
-        let Call { method, url, name, record, follow, body, headers, content_type, timeout } = call;
-        let whole = url.get(..8).is_some_and(|s| s.eq_ignore_ascii_case("https://"))
-            || url.get(..7).is_some_and(|s| s.eq_ignore_ascii_case("http://"));
-        let url = if whole { url } else { format!("{}{url}", self.base) };
-        let mut headers = squall_engine::script::merged_headers(&self.headers, headers.unwrap_or_default());
-        if let Some(content_type) = content_type {
-            headers.push(("Content-Type".to_string(), content_type));
-        }
-        let shape = RequestShape {
-            method: method.to_ascii_uppercase(),
-            base: self.base.clone(),
-            url,
-            name,
-            headers,
-            cookies: Vec::new(),
-            body: body.unwrap_or_default(),
-            timeout: timeout.map_or(self.timeout, |t| Duration::from_secs_f64(t.max(0.001))),
-            record,
-            max_redirects: follow.then_some(self.max_redirects),
-            insecure: self.insecure,
-        };
-        shape.checked().map_err(usage)
-    }
-}
-
 #[pymethods]
 impl CallBase {
     #[new]
@@ -395,8 +347,27 @@ impl CallBase {
         content_type: Option<String>,
         timeout: Option<f64>,
     ) -> PyResult<Prepared> {
-        let call = Call { method, url, name, record, follow, body, headers, content_type, timeout };
-        Ok(Prepared { shape: self.shape(call)? })
+        let whole = url.get(..8).is_some_and(|s| s.eq_ignore_ascii_case("https://"))
+            || url.get(..7).is_some_and(|s| s.eq_ignore_ascii_case("http://"));
+        let url = if whole { url } else { format!("{}{url}", self.base) };
+        let mut headers = squall_engine::script::merged_headers(&self.headers, headers.unwrap_or_default());
+        if let Some(content_type) = content_type {
+            headers.push(("Content-Type".to_string(), content_type));
+        }
+        let shape = RequestShape {
+            method: method.to_ascii_uppercase(),
+            base: self.base.clone(),
+            url,
+            name,
+            headers,
+            cookies: Vec::new(),
+            body: body.unwrap_or_default(),
+            timeout: timeout.map_or(self.timeout, |t| Duration::from_secs_f64(t.max(0.001))),
+            record,
+            max_redirects: follow.then_some(self.max_redirects),
+            insecure: self.insecure,
+        };
+        Ok(Prepared { shape: shape.checked().map_err(usage)? })
     }
 }
 
@@ -527,7 +498,7 @@ impl Response {
         let content = self.content.bind(py);
         let encoding: Option<String> = match &self.encoding {
             Some(e) => Some(e.bind(py).extract()?),
-            None => self.head.value("content-type").and_then(|t| charset(&t)),
+            None => self.head.charset(),
         };
         let utf8 =
             encoding.as_deref().is_none_or(|e| e.eq_ignore_ascii_case("utf-8") || e.eq_ignore_ascii_case("utf8"));
@@ -558,14 +529,6 @@ impl Response {
             None => (Vec::new(), PyBytes::new(py, b"")),
         }
     }
-}
-
-/// The charset a Content-Type names, as squall.clients read it before (`value.split("charset=", 1)[1]
-/// .split(";")[0].strip()`, Python's white space); None without "charset=".
-fn charset(content_type: &str) -> Option<String> {
-    let (_, rest) = content_type.split_once("charset=")?;
-    let value = rest.split(';').next().unwrap_or("");
-    Some(value.trim_matches(|c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c)).to_string())
 }
 
 /// The Python classes `poll` makes responses of (subclasses of Response): a request's, and a caught

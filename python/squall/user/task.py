@@ -206,7 +206,9 @@ class TaskSet(metaclass=TaskHolderMeta):
         self._turn = self.user.hub.pause(self.wait_time_value(), self._turn)
 
     def execute_task(self, t: Task) -> None:
-        if _is_task_set(t):
+        if type(t) is FunctionType:  # an `@task` method, collected unbound: the common case, asked first
+            t(self)
+        elif _is_task_set(t):
             t(self).run()
         elif hasattr(t, "__self__"):
             t()
@@ -223,23 +225,11 @@ class TaskSet(metaclass=TaskHolderMeta):
         # Locust picks a task by scheduling it and taking it back from the queue; with schedule_task not
         # overridden that is the task picked, and one call and two list operations fewer per task.
         plain = type(self).schedule_task is TaskSet.schedule_task
-        # A User's own tasks (DefaultTaskSet, which no file subclasses): the choice, the call of a plain
-        # function (an `@task` method, collected unbound) are written in the loop, the same steps in
-        # the same order: through get_next_task and execute_task they cost 1.2 µs of Python a task
-        # (py-spy, bench/locustfiles/shop.py).
-        own = type(self) is DefaultTaskSet
-        user, queue, choice = self.user, self._task_queue, random.choice
+        user, queue = self.user, self._task_queue
         while True:
             try:
                 if queue:
                     self.execute_task(queue.pop(0))
-                elif own:
-                    tasks = user.tasks
-                    t = tasks[0] if len(tasks) == 1 else choice(tasks) if tasks else self.get_next_task()
-                    if type(t) is FunctionType:
-                        t(user)
-                    else:
-                        self.execute_task(t)
                 elif plain:
                     self.execute_task(self.get_next_task())
                 else:
@@ -299,7 +289,9 @@ class DefaultTaskSet(TaskSet):
         return random.choice(tasks)
 
     def execute_task(self, t: Task) -> None:
-        if _is_task_set(t):
+        if type(t) is FunctionType:  # an `@task` method, collected unbound: the common case, asked first
+            t(self.user)
+        elif _is_task_set(t):
             t(self.user).run()
         elif hasattr(t, "__self__"):
             t()

@@ -210,6 +210,20 @@ impl Head {
         }
         found
     }
+
+    /// The charset the Content-Type names, as squall.clients read it before it was read here
+    /// (`value.split("charset=", 1)[1].split(";")[0].strip()`, Python's white space); None without a
+    /// Content-Type or "charset=" in it.
+    pub fn charset(&self) -> Option<String> {
+        let content_type = self.value("content-type")?;
+        let (_, rest) = content_type.split_once("charset=")?;
+        Some(python_stripped(rest.split(';').next().unwrap_or("")).to_string())
+    }
+}
+
+/// `str.strip()`: Python's white space, which is Rust's and 0x1c-0x1f.
+fn python_stripped(text: &str) -> &str {
+    text.trim_matches(|c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c))
 }
 
 /// A call's headers on its session's, as requests merges them (squall.requests_compat.merge_headers):
@@ -242,7 +256,7 @@ pub fn merged_headers(session: &[(String, String)], call: Vec<(String, Option<St
 /// sees it in that range (Rust's `char::is_whitespace` less 0x1c-0x1f) trimmed from both ends.
 fn latin1_trimmed(bytes: &[u8]) -> String {
     let text: String = bytes.iter().map(|&b| b as char).collect();
-    text.trim_matches(|c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c)).to_string()
+    python_stripped(&text).to_string()
 }
 
 /// A verdict the script reports: for `catch_response`, or a custom request event.
@@ -847,7 +861,14 @@ mod tests {
             assert_eq!(head.value("set-cookie").as_deref(), Some("a=1; Path=/, b=2"));
             assert_eq!(head.value("x-caf\u{e9}").as_deref(), Some("cr\u{e8}me"));
             assert_eq!(head.value("content-length"), None);
+            assert_eq!(head.charset().as_deref(), Some("utf-8"));
         }
+        let charsets = [("text/plain; charset= latin-1 ;x=y", Some("latin-1")), ("text/plain", None)];
+        for (content_type, expected) in charsets {
+            let head = Head::Pairs(pairs(&[("content-type", content_type)]));
+            assert_eq!(head.charset().as_deref(), expected);
+        }
+        assert_eq!(Head::default().charset(), None);
     }
 
     #[test]
