@@ -7,7 +7,7 @@ import pytest
 
 from squall import config, locustfile
 from squall.cli import build_parser
-from squall.commands import run, run_checks
+from squall.commands import run_checks, run_output
 from squall.errors import UsageError
 from squall.options.arguments import Parser
 from squall.user.task import task
@@ -96,6 +96,6 @@ def test_checks_that_pass():
 
 def test_html_tags_as_locust_replaces_them():
     args = argparse.Namespace(html="r_{u}_{r}_{t}.html", num_users=10, spawn_rate=2.5, run_time=60)
-    assert run._html_path(args) == "r_10_2.5_60.html"
+    assert run_output.html_path(args) == "r_10_2.5_60.html"
     args = argparse.Namespace(html="r_{u}_{r}_{t}.html", num_users=1, spawn_rate=1.0, run_time=None)
-    assert run._html_path(args) == "r_1_1_{t}.html"  # no run time: the tag stays, as in Locust
+    assert run_output.html_path(args) == "r_1_1_{t}.html"  # no run time: the tag stays, as in Locust

@@ -1,9 +1,9 @@
-"""Drives an engine run from Python: the live progress line, the dashboard, the partial files, Ctrl-C
-and SIGTERM."""
+"""`squall bench` and `squall mqtt` runs, whose users the engine holds (`EngineRun`), under the run's
+lifecycle (squall.runtime.lifecycle: Ctrl-C and SIGTERM, the progress line, the dashboard, the
+partial files); and `--find-limit` by rate, each step such a run."""
 
 from __future__ import annotations
 
-import functools
 import sys
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -14,7 +14,7 @@ from squall.monitor import GeneratorWatch
 from squall.monitor import summary as monitor_summary
 from squall.options.arguments import to_duration, to_rate
 from squall.runtime.follow import Follower
-from squall.runtime.signals import on_stop_signals
+from squall.runtime.lifecycle import Lifecycle
 from squall.web import page
 from squall.web.live import Publisher
 
@@ -44,12 +44,6 @@ def drive(
     None). A signal, Stop on the dashboard or a failed threshold (`--threshold-abort`) stops the run,
     and the result still holds everything measured until then.
     """
-    received: list[int] = []
-
-    def on_signal(signum: int) -> None:
-        received.append(signum)
-        engine_run.stop()
-
     store = dashboard.store if dashboard is not None else None
     # Always on: the generator watches itself (0.1 ms a second), reading the stream once a second.
     generator = GeneratorWatch()
@@ -58,25 +52,16 @@ def drive(
     publisher = Publisher(
         lambda cursor: engine_run.live(cursor, 0.0, histograms=histograms), store, partial, generator, monitor
     )
-    follower = Follower(_EngineControls(engine_run, store), publisher, dashboard, watch)
+    run = EngineRun(engine_run, store)
+    follower = Follower(run, publisher, dashboard, watch)
+    life = Lifecycle(run)
     follower.begin(state="running")
-    kind = store.kind if store is not None else ""
-    with on_stop_signals(on_signal):
-        try:
-            while not engine_run.wait(0.25):
-                progress = engine_run.progress() if (line or store) else None
-                if line and progress:
-                    line.show(progress)
-                follower.tick(functools.partial(_fields, progress, kind))
-        finally:
-            if line:
-                line.clear()
-    # The last seconds, and the counts they end with (the MQTT counters a page shows beside them).
-    follower.end(**_fields(engine_run.progress() if store is not None else None, kind))
+    with life.signals():
+        life.follow(run, follower, line)
     # The command hands the result to the dashboard once it has judged and written it (`store.finish`).
     result = engine_run.result()
     observe(result, generator, monitor)
-    return result, (received[0] if received else None)
+    return result, life.signum
 
 
 def observe(result: dict[str, Any], generator: GeneratorWatch, monitor: Monitor | None) -> None:
@@ -98,40 +83,51 @@ def print_observations(result: dict[str, Any], out: Any = None) -> None:
         sys.stderr.write(f"squall: warning: {warning}\n")
 
 
-class _EngineControls:
-    """The page's commands to a bench or MQTT run, whose users the engine holds: Stop and Reset; the
-    page offers no user count for them."""
+class EngineRun:
+    """A bench or MQTT run, whose users the engine holds, as its lifecycle drives it (its pass waits on
+    the engine's thread) and as the page's commands reach it: Stop and Reset; the page offers no user
+    count for them."""
 
     def __init__(self, engine_run: Run, store: LiveStore | None) -> None:
         self.engine_run = engine_run
         self.store = store
+        self.kind = store.kind if store is not None else ""  # the page's kind; none without a page
+
+    def step(self) -> bool:
+        return self.engine_run.wait(0.25)
+
+    def progress(self) -> Progress:
+        return self.engine_run.progress()
+
+    def fields(self) -> dict[str, Any]:
+        """What the page shows beside the engine's stream (nothing without a page)."""
+        if not self.kind:
+            return {}
+        p = self.engine_run.progress()
+        fields: dict[str, Any] = {"users": p.users}
+        if self.kind == "mqtt":
+            fields["mqtt"] = {
+                "connected": p.connected,
+                "sent": p.sent,
+                "published": p.published,
+                "delivered": p.delivered,
+                "failed": p.mqtt_failed,
+            }
+        return fields
 
     def stop(self, why: Why) -> None:
         self.engine_run.stop()
         if why == "page" and self.store is not None:
             self.store.set(state="stopping")
 
+    def on_signal(self, signum: int, count: int) -> None:
+        self.engine_run.stop()
+
     def reset(self) -> None:
         self.engine_run.reset_totals()
 
     def set_users(self, users: int, spawn_rate: float) -> None:
         pass
-
-
-def _fields(p: Progress | None, kind: str) -> dict[str, Any]:
-    """What the page shows beside the engine's stream (`kind`: the page's; none without a page)."""
-    if p is None or not kind:
-        return {}
-    fields: dict[str, Any] = {"users": p.users}
-    if kind == "mqtt":
-        fields["mqtt"] = {
-            "connected": p.connected,
-            "sent": p.sent,
-            "published": p.published,
-            "delivered": p.delivered,
-            "failed": p.mqtt_failed,
-        }
-    return fields
 
 
 def refuse_load_flags(given: list[tuple[str, Any]]) -> None:

@@ -30,17 +30,18 @@ import resource
 import signal
 import sys
 import time
+from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import Any, ClassVar
 
 from squall import _engine, exitcodes
 from squall.distributed import cluster, shares
 from squall.distributed.actor import Worker
 from squall.distributed.stream import LiveMerge
 from squall.distributed.workers import Command, WorkerState, entry, table
-from squall.report.progress import MqttProgressLine
 from squall.runtime.follow import Follower, Why
-from squall.runtime.signals import deferred, on_stop_signals
+from squall.runtime.lifecycle import Lifecycle
+from squall.runtime.signals import deferred
 from squall.web import live as web_live
 
 TICK = 0.25  # seconds between looks at signals, answers and the console
@@ -121,7 +122,8 @@ class Driver:
         store = command.dashboard.store if command.dashboard is not None else None
         publisher = web_live.Publisher(self.merge.read, store, command.partial, None, command.monitor)
         self.follower = Follower(self, publisher, command.dashboard, command.watch)
-        self.received: list[int] = []
+        self.life = Lifecycle(self)
+        self.next_poll = 0.0
         self.stopping_since: float | None = None
         self.stopped_by_loss = False
         self.polls = 0
@@ -194,37 +196,35 @@ class Driver:
         usage0 = resource.getrusage(resource.RUSAGE_SELF)
         following = time.monotonic()
         with deferred():  # after the run's stop, a second Ctrl-C waits for the merged outputs
-            with on_stop_signals(self._on_signal):
-                try:
-                    self._follow()
-                finally:
-                    if self.command.line is not None:
-                        self.command.line.clear()
-            self.merge.finish()
-            self.follower.end()
+            with self.life.signals():
+                self.life.follow(self, self.follower, self.command.line)
             usage1 = resource.getrusage(resource.RUSAGE_SELF)
             driver_cpu = (usage1.ru_utime + usage1.ru_stime) - (usage0.ru_utime + usage0.ru_stime)
             self._collect()
             return self._report(driver_cpu, time.monotonic() - following)
 
-    def _follow(self) -> None:
-        next_poll = 0.0
-        while any(w.active for w in self.workers):
-            now = time.monotonic()
-            if now >= next_poll:
-                next_poll = now + POLL_EVERY
-                for w in self.workers:
-                    if w.active and w.pending is None:
-                        w.pending = w.handle.poll.remote()
-                        self.polls += 1
-            pending = {w.pending: w for w in self.workers if w.pending is not None}
-            if pending:
-                ready, _ = self.ray.wait(list(pending), num_returns=len(pending), timeout=TICK)
-                for ref in ready:
-                    self._answer(pending[ref], ref)
-            else:
-                time.sleep(TICK)
-            self._check(time.monotonic())
+    def step(self) -> bool:
+        """One pass of the lifecycle: the polls due sent, the answers of a quarter of a second taken, the
+        workers and the page's messages checked; True once no worker is active (its last seconds merged)."""
+        if not any(w.active for w in self.workers):
+            self.merge.finish()
+            return True
+        now = time.monotonic()
+        if now >= self.next_poll:
+            self.next_poll = now + POLL_EVERY
+            for w in self.workers:
+                if w.active and w.pending is None:
+                    w.pending = w.handle.poll.remote()
+                    self.polls += 1
+        pending = {w.pending: w for w in self.workers if w.pending is not None}
+        if pending:
+            ready, _ = self.ray.wait(list(pending), num_returns=len(pending), timeout=TICK)
+            for ref in ready:
+                self._answer(pending[ref], ref)
+        else:
+            time.sleep(TICK)
+        self._check(time.monotonic())
+        return False
 
     def _answer(self, w: WorkerState, ref: Any) -> None:
         w.pending = None
@@ -274,16 +274,13 @@ class Driver:
         return {signal.SIGINT, signal.SIGTERM, signal.SIGKILL} if self.stopping_since is not None else set()
 
     def _check(self, now: float) -> None:
-        """Once a tick: silent workers, the console, the dashboard, thresholds, a stop overdue."""
+        """Once a pass: silent workers, the locustfile runner's messages to the workers, a stop overdue."""
         for w in self.workers:
             if w.state == "running" and now - w.last_answer > SILENT_S:
                 self._lose(w, f"no answer for {SILENT_S:.0f} s")
             elif w.state == "starting" and now - w.last_answer > PLACE_TIMEOUT:
                 self._lose(w, f"not started within {PLACE_TIMEOUT:.0f} s (no node could take it)")
             w.observe_lag(time.time())
-        progress = self._progress()
-        if self.command.line is not None and progress:
-            self._show(progress)
         runner = self.command.runner
         if runner is not None and runner.outbox:
             outbox, runner.outbox = runner.outbox, []
@@ -291,45 +288,36 @@ class Driver:
                 for w in self.workers:
                     if w.state == "running" and (client_id is None or client_id == w.client_id):
                         w.handle.message.remote(msg_type, data)
-        self.follower.tick(lambda: self._fields(progress))
         if self.stopping_since is not None and now - self.stopping_since > STOP_GRACE:
             for w in self.workers:
                 if w.active:
                     self._lose(w, f"still running {STOP_GRACE:.0f} s after it was told to stop")
 
-    def _progress(self) -> dict[str, Any]:
+    def progress(self) -> ClusterProgress | None:
         """The workers' progress counters added up (the last each sent; phases: the least advanced)."""
         known = [w.progress for w in self.workers if w.progress]
         if not known:
-            return {}
-        out: dict[str, Any] = {k: sum(p.get(k) or 0 for p in known) for k in known[0] if k not in ("elapsed", "phase")}
-        out["elapsed"] = max(p.get("elapsed") or 0.0 for p in known)
-        phases = [p.get("phase") for p in known if p.get("phase") in MQTT_PHASES]
-        out["phase"] = min(phases, key=MQTT_PHASES.index) if phases else "running"
-        out["finished"] = not any(w.active for w in self.workers)
-        return out
+            return None
+        summed = {k: sum(p.get(k) or 0 for p in known) for k in known[0] if k in ClusterProgress.COUNTS}
+        phases = [str(p["phase"]) for p in known if p.get("phase") in MQTT_PHASES]
+        return ClusterProgress(
+            elapsed=max(p.get("elapsed") or 0.0 for p in known),
+            phase=min(phases, key=MQTT_PHASES.index) if phases else "running",
+            finished=not any(w.active for w in self.workers),
+            **summed,
+        )
 
-    def _show(self, p: dict[str, Any]) -> None:
-        line = self.command.line
-        if isinstance(line, MqttProgressLine):
-            line.update_mqtt(
-                p["elapsed"],
-                p["phase"],
-                p["connected"],
-                p["sent"],
-                p["published"],
-                p["mqtt_failed"],
-                p["delivered"],
-                p["finished"],
-            )
-        elif line is not None:
-            line.update(p["elapsed"], p["completed"], p["failed"])
-
-    def _fields(self, p: dict[str, Any]) -> dict[str, Any]:
-        fields: dict[str, Any] = {"users": p.get("users", 0)}
+    def fields(self) -> dict[str, Any]:
+        p = self.progress()
+        fields: dict[str, Any] = {"users": p.users if p else 0}
         if self.command.kind == "mqtt" and p:
-            fields["mqtt"] = {k: p.get(k, 0) for k in ("connected", "sent", "published", "delivered")}
-            fields["mqtt"]["failed"] = p.get("mqtt_failed", 0)
+            fields["mqtt"] = {
+                "connected": p.connected,
+                "sent": p.sent,
+                "published": p.published,
+                "delivered": p.delivered,
+                "failed": p.mqtt_failed,
+            }
         return fields
 
     def _say(self, text: str) -> None:
@@ -354,16 +342,16 @@ class Driver:
 
     # -- stopping and losing -------------------------------------------------------------------------
 
-    def _on_signal(self, signum: int) -> None:
-        self.received.append(signum)
-        if len(self.received) == 1:
+    def on_signal(self, signum: int, count: int) -> None:
+        """Ctrl-C or SIGTERM: the workers told to stop; a second one kills them (no more waiting)."""
+        if count == 1:
             self.stop_all(signum)
-        else:  # a second Ctrl-C: no more waiting
-            for w in self.workers:
-                if w.active:
-                    self._kill(w)
-                    w.state, w.lost_reason = "lost", "killed by a second signal to the driver"
-                    self.merge.leave(w.index)
+            return
+        for w in self.workers:
+            if w.active:
+                self._kill(w)
+                w.state, w.lost_reason = "lost", "killed by a second signal to the driver"
+                self.merge.leave(w.index)
 
     def stop_all(self, signum: int) -> None:
         if self.stopping_since is None:
@@ -439,9 +427,9 @@ class Driver:
         finished = [w for w in self.workers if w.final and w.final.get("result")]
         lost = [w for w in self.workers if w.state == "lost"]
         docs = [w.final["result"] for w in finished if w.final]
-        if not docs and self.received:
+        if not docs and self.life.received:
             sys.stderr.write("squall: stopped before any worker had a result\n")
-            return exitcodes.stopped_by(self.received[0])
+            return exitcodes.stopped_by(self.life.received[0])
         if not docs:
             sys.stderr.write("squall: error: no worker produced a result\n")
             codes = [w.code for w in self.workers if w.code is not None and w.code > 0]
@@ -477,7 +465,7 @@ class Driver:
                 "late_parts": self.merge.late_parts,
             },
         }
-        signum = self.received[0] if self.received else None
+        signum = self.life.signum
         code = self.command.finish(result, signum)
         self.command.tables.write("\n" + table(entries))
         self.command.tables.flush()
@@ -490,6 +478,24 @@ class Driver:
         if self.stopped_by_loss and signum is None:
             return exitcodes.CANNOT_START
         return code
+
+
+@dataclass(frozen=True)
+class ClusterProgress:
+    """What the workers' progress lines would show, added up (squall.report.progress.Shown)."""
+
+    COUNTS: ClassVar = ("completed", "failed", "users", "connected", "sent", "published", "mqtt_failed", "delivered")
+    elapsed: float
+    phase: str
+    finished: bool
+    completed: int = 0
+    failed: int = 0
+    users: int = 0
+    connected: int = 0
+    sent: int = 0
+    published: int = 0
+    mqtt_failed: int = 0
+    delivered: int = 0
 
 
 def _first_line(e: BaseException) -> str:

@@ -48,7 +48,7 @@ _owners: weakref.WeakKeyDictionary[greenlet, User | None] = weakref.WeakKeyDicti
 
 
 def bind(env: Environment) -> None:
-    """The run has started (called from `_drive`): its environment counts the exceptions of greenlets
+    """The run has started (called as a test begins, `ScriptTest`): its environment counts the exceptions of greenlets
     no user owns, and greenlets spawned before its hub existed start."""
     global _environment
     _environment = env

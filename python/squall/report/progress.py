@@ -4,12 +4,35 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from squall.durations import format_duration
 
-if TYPE_CHECKING:
-    from squall._engine import Progress
+
+class Shown(Protocol):
+    """What a line shows: the engine run's Progress, or a distributed run's workers' added up
+    (squall.distributed.driver.ClusterProgress)."""
+
+    @property
+    def elapsed(self) -> float: ...
+    @property
+    def completed(self) -> int: ...
+    @property
+    def failed(self) -> int: ...
+    @property
+    def finished(self) -> bool: ...
+    @property
+    def phase(self) -> str: ...
+    @property
+    def connected(self) -> int: ...
+    @property
+    def sent(self) -> int: ...
+    @property
+    def published(self) -> int: ...
+    @property
+    def mqtt_failed(self) -> int: ...
+    @property
+    def delivered(self) -> int: ...
 
 
 class ProgressLine:
@@ -22,8 +45,7 @@ class ProgressLine:
         self.last = (time.monotonic(), 0)
         self.rate = 0.0
 
-    def show(self, progress: Progress) -> None:
-        """`progress`: the engine run's Progress."""
+    def show(self, progress: Shown) -> None:
         self.update(progress.elapsed, progress.completed, progress.failed)
 
     def update(self, elapsed: float, completed: int, failed: int) -> None:
@@ -60,7 +82,7 @@ class MqttProgressLine(ProgressLine):
         self.clients = config["clients"]
         self.verify = config["verify"] or config["subscribe_only"]
 
-    def show(self, progress: Progress) -> None:
+    def show(self, progress: Shown) -> None:
         p = progress
         self.update_mqtt(p.elapsed, p.phase, p.connected, p.sent, p.published, p.mqtt_failed, p.delivered, p.finished)
 

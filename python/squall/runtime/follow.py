@@ -2,12 +2,10 @@
 commands, publishes the run so far once a second (the page, the partial files, the generator's watch)
 and stops the run when a threshold fails (`--threshold-abort`).
 
-Three loops drive runs, and they differ only in what they wait on: `squall bench` and `squall mqtt`
-wait on the engine's thread (`commands/drive.py`), a locustfile on its hub's greenlets
-(`commands/run.py`), a distributed run on its workers' answers (`distributed/driver.py`). Each pass of
-each loop calls `Follower.tick`; what a command means for the run (Stop, Reset, a new user count) is
-the run's `Controls`, so that a command reaches every kind of run through the same code, and a kind of
-run that cannot take one says so in its own `Controls`, not in a branch of a loop.
+The run's loop is squall.runtime.lifecycle's, whichever kind of run it drives, and it calls
+`Follower.tick` on each pass; what a command means for the run (Stop, Reset, a new user count) is the
+run's `Controls`, so that a command reaches every kind of run through the same code, and a kind of run
+that cannot take one says so in its own `Controls`, not in a branch of a loop.
 
 The dashboard, the thresholds and the publisher live above this package (squall.web, squall.thresholds):
 they are named here by the protocols they meet, so the run machinery imports nothing above it."""
