@@ -192,6 +192,10 @@ class Response:
     def sent(self) -> tuple[list[tuple[str, str]], bytes]:
         """The request's headers and body as sent."""
 
+def joined_url(base: str, url: str) -> str:
+    """A call's URL on its session's base, as Locust joins them: as text; a whole URL (http:// or
+    https://, any case) as it is. The engine's one join, which every request's shape gets too."""
+
 def long_digit_run(data: bytes) -> bool:
     """Whether `data` holds a run of 19 or more ASCII digits (an integer a JSON body may hold past 64 bits)."""
 

@@ -22,7 +22,7 @@ from urllib.parse import unquote, urlencode, urlsplit, urlunsplit
 import orjson
 
 from squall import _engine, requests_compat
-from squall._engine import CallBase, Prepared
+from squall._engine import CallBase, Prepared, joined_url
 from squall.event import RequestHook
 from squall.exception import CatchResponseError, LocustError, ResponseError
 from squall.report.locust_errors import error_text
@@ -57,8 +57,6 @@ if TYPE_CHECKING:
 
 
 DEFAULT_TIMEOUT = 60.0
-# What Locust's clients take as a whole URL; anything else is joined to the base as text.
-_ABSOLUTE = re.compile(r"^https?://", re.IGNORECASE)
 # The ids of sessions made without a user, apart from users' ids (the engine keys connections by them).
 _standalone_ids = itertools.count(1 << 40)
 
@@ -209,7 +207,7 @@ class Response(_engine.Response):
         the response's); None on success."""
         if self.error is not None:
             return error_class("ConnectionError")(self.error)
-        if self.status_code >= 400:
+        if self.status_code and not self.ok:  # (`ok`: the engine's one rule of a failed status)
             kind = "Client" if self.status_code < 500 else "Server"
             where = url or self.url
             return error_class("HTTPError")(f"{self.status_code} {kind} Error: {self.reason} for url: {where}")
@@ -687,11 +685,9 @@ class HttpSession:
         )
 
     def _joined(self, url: str) -> str:
-        """The call's URL on the session's base, as Locust joins them (its _build_url): as text, so "/" on
-        https://docs.example/en/latest/ is /en/latest//, and "graphql" on http://host:8080 is
-        http://host:8080graphql, which fails to parse (requests' InvalidURL, raised into the task), not a
-        quiet /graphql. A whole URL stays as it is."""
-        return url if _ABSOLUTE.match(url) else self.base_url + url
+        """The call's URL on the session's base, as Locust joins them (the engine's one join:
+        squall._engine.joined_url)."""
+        return joined_url(self.base_url, url)
 
     def __setattr__(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)

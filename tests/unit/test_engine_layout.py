@@ -20,6 +20,20 @@ def test_every_engine_module_is_listed():
     assert found - {"lib"} == set(ORDER)
 
 
+def test_no_module_reaches_up_to_the_crate_root():
+    """lib.rs only declares the folders and re-exports for the binding: an item a module uses by
+    `crate::NAME` (a constant, a function) would sit above every folder (issue 41: `crate::VERSION`,
+    which the folder order above did not see). Every `crate::` path names a folder."""
+    reached = {
+        f"{f.relative_to(SRC)}: crate::{name}"
+        for f in sorted(SRC.rglob("*.rs"))
+        if f.name != "lib.rs"
+        for name in re.findall(r"\bcrate::(\w+)", f.read_text())
+        if name not in ORDER
+    }
+    assert not reached, sorted(reached)
+
+
 def test_engine_modules_use_only_the_ones_below_them():
     for i, module in enumerate(ORDER):
         above = set(ORDER[i:]) - {module}

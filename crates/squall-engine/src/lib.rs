@@ -22,6 +22,4 @@ pub mod types;
 
 pub use bench::config::{Arrival, BenchConfig};
 pub use stats::result::RunResult;
-pub use types::{StartError, StopReason};
-
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+pub use types::{StartError, StopReason, VERSION};

@@ -4,6 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The engine's version (the crate's): the result's `squall_version` and the User-Agent.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
 /// Why a run could not start. `Usage` is the caller's input; `Target` is the target being unusable.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StartError {

@@ -347,9 +347,6 @@ impl CallBase {
         content_type: Option<String>,
         timeout: Option<f64>,
     ) -> PyResult<Prepared> {
-        let whole = url.get(..8).is_some_and(|s| s.eq_ignore_ascii_case("https://"))
-            || url.get(..7).is_some_and(|s| s.eq_ignore_ascii_case("http://"));
-        let url = if whole { url } else { format!("{}{url}", self.base) };
         let mut headers = squall_engine::script::merged_headers(&self.headers, headers.unwrap_or_default());
         if let Some(content_type) = content_type {
             headers.push(("Content-Type".to_string(), content_type));
@@ -510,10 +507,11 @@ impl Response {
         content.call_method1(pyo3::intern!(py, "decode"), (encoding.as_deref().unwrap_or("utf-8"), "replace"))
     }
 
-    /// requests' `ok`: a response came, and its status is below 400.
+    /// requests' `ok`: a response came, and its status is not a failure (below 400: the engine's
+    /// one rule, squall_engine::stats::failed_status).
     #[getter]
     fn ok(&self) -> bool {
-        self.error.is_none() && 0 < self.status_code && self.status_code < 400
+        self.error.is_none() && 0 < self.status_code && !squall_engine::stats::failed_status(self.status_code)
     }
 
     /// The method of the request it answers.
@@ -901,6 +899,13 @@ fn start_demo_broker(py: Python<'_>, port: u16) -> PyResult<u16> {
         .map_err(|e| TargetError::new_err(format!("cannot start the demo MQTT broker: {e}")))
 }
 
+/// A call's URL on its session's base, as Locust joins them (squall_engine::script::joined_url: the
+/// engine's one join, which every request's shape gets too).
+#[pyfunction]
+fn joined_url(base: &str, url: &str) -> String {
+    squall_engine::script::joined_url(base, url)
+}
+
 /// Whether `data` holds a run of 19 or more ASCII digits: where a JSON body may hold an integer past
 /// 64 bits, which orjson reads as a float and json.loads as an int (squall.clients.Response.json reads
 /// such a body with json.loads). A byte loop: a regular expression took 1.4 µs for 100 bytes.
@@ -991,6 +996,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<DemoTarget>()?;
     m.add_function(wrap_pyfunction!(merge_results, m)?)?;
     m.add_function(wrap_pyfunction!(long_digit_run, m)?)?;
+    m.add_function(wrap_pyfunction!(joined_url, m)?)?;
     m.add_function(wrap_pyfunction!(histogram_percentiles, m)?)?;
     m.add_function(wrap_pyfunction!(merge_histograms, m)?)?;
     m.add_class::<MergedHistogram>()?;

@@ -11,7 +11,6 @@ from typing import Any
 
 from squall import exitcodes, outputs, thresholds
 from squall.commands.drive import print_observations
-from squall.distributed.feed import FEED_ENV
 from squall.env import Environment
 from squall.report import locust_console, locust_json
 from squall.web import live, page
@@ -57,8 +56,9 @@ def print_and_write(
     StreamHandler), unless `--json-file` is given; `--json` prints Locust's JSON on stdout, its only
     output, and `--json-file` writes it; then squall's files, its observations and the verdicts with
     the exit code (stderr too)."""
-    if not os.environ.get(FEED_ENV):  # (a distributed worker's driver warns)
-        live.warn_of_many_names(len(result["endpoints"]))  # a run too short to have warned yet: above its tables
+    # A run too short to have warned yet, above its tables (only the process that shows a run writes them:
+    # a worker of --processes or of a distributed run hands its result on, and warns of nothing).
+    live.warn_of_many_names(len(result["endpoints"]))
     side = sys.stderr
     if args.json:
         sys.stdout.write(locust_json.dumps(result) + "\n")

@@ -149,15 +149,19 @@ class ScriptTest:
         generator: GeneratorWatch | None,
         target_monitor: monitor.Monitor | None,
     ) -> live.Publisher:
+        """The run so far, to the page, the partial files or a distributed worker's feed (with the
+        histograms: its driver merges them exactly). Only the process that shows the run warns of many
+        names: a worker's (--processes or distributed) is shown by the process that started it."""
         hub, store = self.hub, self.store
-        if isinstance(partial, WorkerFeed):  # its driver merges the histograms, exactly (and warns of many names)
+        warns = self.worker is None
+        if isinstance(partial, WorkerFeed):
             return live.Publisher(
                 lambda cursor: hub.engine.live(cursor, histograms=True),
                 store,
                 partial,
                 generator,
                 target_monitor,
-                names_warning=False,
+                names_warning=warns,
             )
         if store is not None:  # the page shows the failures in Locust's words, as the files will
             fast = locust_errors.fast_http(self.classes)
@@ -167,11 +171,8 @@ class ScriptTest:
                 locust_errors.annotate(now["totals"]["errors"], fast)
                 return now
 
-            return live.Publisher(read, store, partial, generator, target_monitor)
-        # a --processes worker leaves the warning of many names to the process that shows the run
-        return live.Publisher(
-            hub.engine.live, store, partial, generator, target_monitor, names_warning=self.worker is None
-        )
+            return live.Publisher(read, store, partial, generator, target_monitor, names_warning=warns)
+        return live.Publisher(hub.engine.live, store, partial, generator, target_monitor, names_warning=warns)
 
     def open_model(self, rate: float, duration: float | None = None) -> None:
         """From now on, task iterations arrive at `rate` a second (the open model), for `duration`."""

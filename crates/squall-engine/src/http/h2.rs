@@ -40,7 +40,7 @@ pub fn build_request(method: &str, url: &url::Url, headers: &[(String, String)])
     let mut b = http::Request::builder().method(method).uri(url.as_str());
     let has = |n: &str| headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(n));
     if !has("user-agent") {
-        b = b.header("user-agent", format!("squall/{}", crate::VERSION));
+        b = b.header("user-agent", format!("squall/{}", crate::types::VERSION));
     }
     if !has("accept") {
         b = b.header("accept", "*/*");

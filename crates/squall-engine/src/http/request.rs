@@ -158,7 +158,7 @@ pub fn serialize_h1_head(method: &str, url: &Url, headers: &[(String, String)]) 
         let _ = write!(out, "Host: {}\r\n", authority(url));
     }
     if !has_header("user-agent") {
-        let _ = write!(out, "User-Agent: squall/{}\r\n", crate::VERSION);
+        let _ = write!(out, "User-Agent: squall/{}\r\n", crate::types::VERSION);
     }
     if !has_header("accept") {
         out.extend_from_slice(b"Accept: */*\r\n");

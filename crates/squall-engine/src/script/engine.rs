@@ -432,21 +432,17 @@ impl Engine {
         failure
     }
 
-    /// The parsed URL, its origin index and default name; cached, since scripts request the same
-    /// URLs over and over.
+    /// The parsed URL (joined to its base), its origin index and default name; cached, since scripts
+    /// request the same URLs over and over.
     pub(super) fn known_url(&self, base: &str, raw: &str) -> Result<KnownUrl, String> {
         if let Some(k) = self.urls.borrow().get(base).and_then(|m| m.get(raw)) {
             return Ok(k.clone());
         }
-        let url = if raw.contains("://") {
-            parse_url(raw)?
-        } else if base.is_empty() {
+        // (a checked shape's URL is joined already: `RequestShape::checked`)
+        if base.is_empty() && !super::is_whole_url(raw) {
             return Err(format!("no host for request '{raw}': set `host` on the User or pass -H/--host"));
-        } else {
-            let base = parse_url(base)?;
-            let joined = format!("{}/{}", base.as_str().trim_end_matches('/'), raw.trim_start_matches('/'));
-            parse_url(&joined)?
-        };
+        }
+        let url = parse_url(raw)?;
         let known = self.remember(url)?;
         let mut urls = self.urls.borrow_mut();
         let per_base = urls.entry(base.to_string()).or_default();

@@ -56,8 +56,9 @@ use tokio::sync::mpsc;
 /// crosses from Python as one reference, its strings and headers converted and checked once.
 pub struct RequestShape {
     pub method: String,
-    /// The user's base URL (its `host`), joined with `url` unless `url` is absolute.
+    /// The user's base URL (its `host`).
     pub base: String,
+    /// The call's URL; a shape once checked holds it joined to `base` (`joined_url`).
     pub url: String,
     /// Stats name; None: the path and query.
     pub name: Option<String>,
@@ -90,7 +91,11 @@ impl std::fmt::Debug for Checked {
 }
 
 impl RequestShape {
-    pub fn checked(self) -> Result<Checked, String> {
+    /// The shape checked, its URL joined to its base (`joined_url`).
+    pub fn checked(mut self) -> Result<Checked, String> {
+        if !is_whole_url(&self.url) {
+            self.url = joined_url(&self.base, &self.url);
+        }
         check_method(&self.method)?;
         check_headers(&self.headers)?;
         for (name, value) in &self.cookies {
@@ -230,6 +235,25 @@ fn python_stripped(text: &str) -> &str {
 /// a name already there (whatever its case) is replaced where it stands, or removed by a None value;
 /// a new one goes after. Merged here, a call's `headers=` no longer makes a dict and a list in Python
 /// for each call (about 1.5 µs).
+/// Whether `url` is whole: it starts with http:// or https://, in any case (as Locust tells them).
+pub fn is_whole_url(url: &str) -> bool {
+    url.get(..8).is_some_and(|s| s.eq_ignore_ascii_case("https://"))
+        || url.get(..7).is_some_and(|s| s.eq_ignore_ascii_case("http://"))
+}
+
+/// A call's URL on its user's base, as Locust joins them (its `_build_url`): as text, so "/" on
+/// https://docs.example/en/latest/ is /en/latest//, and "graphql" on http://host:8080 is
+/// http://host:8080graphql, which fails to parse (the script's error, as requests' InvalidURL), not a
+/// quiet /graphql. A whole URL stays as it is. The one join of a script's URLs: the engine's shapes,
+/// the sessions' calls (`CallBase`) and what Python shows of a URL (`squall._engine.joined_url`).
+pub fn joined_url(base: &str, url: &str) -> String {
+    if is_whole_url(url) {
+        url.to_string()
+    } else {
+        format!("{base}{url}")
+    }
+}
+
 pub fn merged_headers(session: &[(String, String)], call: Vec<(String, Option<String>)>) -> Vec<(String, String)> {
     let mut merged = session.to_vec();
     for (name, value) in call {
@@ -831,7 +855,7 @@ impl ScriptEngine {
 
 #[cfg(test)]
 mod tests {
-    use super::Head;
+    use super::{is_whole_url, joined_url, Head};
 
     fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
         list.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
@@ -850,6 +874,18 @@ mod tests {
             ("x-sep", "v:w"),
         ]);
         assert_eq!(Head::Raw(raw.to_vec()).pairs(), expected);
+    }
+
+    #[test]
+    fn a_url_is_joined_to_its_base_as_text_as_locust_joins_them() {
+        assert_eq!(joined_url("http://h:8080", "/a?b=1"), "http://h:8080/a?b=1");
+        assert_eq!(joined_url("https://d.example/en/latest/", "/"), "https://d.example/en/latest//");
+        assert_eq!(joined_url("http://h:8080", "graphql"), "http://h:8080graphql");
+        assert_eq!(joined_url("http://h", "HTTPS://other/x"), "HTTPS://other/x");
+        // not whole: a scheme elsewhere in it (a redirect target in the query) is text like any other
+        assert_eq!(joined_url("http://h", "/r?to=http://x"), "http://h/r?to=http://x");
+        assert_eq!(joined_url("", "/x"), "/x");
+        assert!(!is_whole_url("ftp://h/") && !is_whole_url("http:/h") && is_whole_url("Http://h"));
     }
 
     #[test]

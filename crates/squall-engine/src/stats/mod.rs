@@ -147,9 +147,17 @@ impl Failure {
     }
 }
 
+/// Whether a response of `status` is a failed request, as Locust and requests judge it (`ok` is
+/// below 400): the one rule, for the stats here and for a script's `Response.ok` and the exception it
+/// stands for (squall-py, squall.clients).
+#[inline]
+pub fn failed_status(status: u16) -> bool {
+    status >= 400
+}
+
 /// What one request came to.
 pub enum Outcome {
-    /// A response arrived; a 4xx or 5xx status counts as a failure.
+    /// A response arrived; a 4xx or 5xx status counts as a failure (`failed_status`).
     Response {
         status: u16,
         body_bytes: u64,
@@ -210,9 +218,7 @@ impl EndpointStats {
             Outcome::Response { status, body_bytes, wire_bytes } => {
                 self.body_bytes += body_bytes;
                 self.wire_bytes += wire_bytes;
-                if *status >= 400 {
-                    self.failures += 1;
-                }
+                self.failures += failed_status(*status) as u64;
                 self.add_status(*status, 1);
             }
             Outcome::Failed(_) => self.failures += 1,
@@ -532,7 +538,7 @@ impl Recorder {
         self.live.completed.fetch_add(1, Ordering::Relaxed);
         let failure = match outcome {
             Outcome::Failed(f) => Some(f.clone()),
-            Outcome::Response { status, .. } if *status >= 400 => Some(Failure::http(*status)),
+            Outcome::Response { status, .. } if failed_status(*status) => Some(Failure::http(*status)),
             Outcome::Judged { failure, .. } => failure.clone(),
             _ => None,
         };

@@ -485,7 +485,7 @@ pub fn build(inp: Inputs) -> RunResult {
         .collect();
 
     RunResult {
-        squall_version: crate::VERSION.to_string(),
+        squall_version: crate::types::VERSION.to_string(),
         kind: inp.kind,
         url: inp.url,
         method: inp.method,
