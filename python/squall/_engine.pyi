@@ -23,6 +23,7 @@ __all__ = [
     "UsageError",
     "__version__",
     "histogram_percentiles",
+    "joined_url",
     "long_digit_run",
     "merge_histograms",
     "merge_results",
