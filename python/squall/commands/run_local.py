@@ -12,6 +12,8 @@ import argparse
 import os
 import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from squall import _engine, monitor, processes
@@ -53,144 +55,199 @@ def run_here(
     target_monitor: monitor.Monitor | None,
 ) -> int:
     """The run in this process: the dashboard, the engine and hub, the test (or, from the dashboard, one
-    test after another, as Locust's web UI starts a new one after a Stop), the outputs.
-
-    A test is measured from its Start: a test the page starts gets a new engine then, whose clock, time
-    series and totals begin there (the engine made with the hub only serves `init`, before any test)."""
+    test after another, as Locust's web UI starts a new one after a Stop), the outputs; returns the
+    exit code."""
     worker = processes.worker()
     if worker is not None:
         wait_for_start()  # a Ray worker starts when the driver says (a no-op for --processes)
     limits.ensure_open_files(max(users, 1))  # one keep-alive connection per user
     web = not args.headless and not worker
     dashboard = _start_dashboard(args, classes, users, spawn_rate, shape_class) if web else None
-    hub = Hub(new_engine(args))
-    cooperative_sleep.hub = hub
-    env = Environment(hub=hub, host=args.host, user_classes=classes, parsed_options=args, shape_class=shape_class)
-    if gevent_hub.enabled():  # the locustfile's libraries wait on gevent's hub: squall's runs in it
-        hub.use_gevent(gevent_hub.bind(hub, env))
-    shape = shape_class() if shape_class else None
-    if shape:
-        shape.runner = env.runner
-    if isinstance(env.runner, WorkerRunner) and os.environ.get(FEED_ENV):
-        env.runner.listen_to_master()  # a distributed worker: its master is the driver
-    events.user_error.add_listener(_log_task_error)
-    # A request the locustfile fires itself (a custom client) is counted, as Locust's stats listen to
-    # the event; squall's own clients recorded theirs in the engine and only notify the listeners.
-    events.request.recorder = FiredRequests(lambda: hub.engine)
-    events.request.on_listen = hub.end_plans  # native users go on in Python, seen by the new listener
-    events.init.fire(environment=env, runner=env.runner, web_ui=env.use_dashboard(dashboard, args.web_login))
-
-    watchdog = Watchdog(hub)
-    life = Lifecycle(Interrupt(env, watchdog, stop_timeout))
-    received = life.received
-
-    generator = GeneratorWatch()
-    feed = worker_feed()
-    if feed is not None and isinstance(env.runner, WorkerRunner):
-        feed.runner = env.runner
-    partial: live.PartialFiles | None = None
-    # Locust's web UI without --autoquit: after a test, the page may start another (New), until Ctrl-C.
-    new_tests = dashboard is not None and args.autoquit is None and worker is None
-    tests = 0
-    last: dict[str, Any] | None = None  # the last test's result, once its outputs are written (new_tests)
-    idle = False  # the run ended while it waited for the page's Start
-    reason = "interrupted"
+    local = LocalRun(args, classes, shape_class, dashboard, run_time, stop_timeout, target_monitor)
     # From here until the outputs are written a stop signal is deferred (the run's own handler takes it
     # while a test runs): a second Ctrl-C must not cut the result or a file short.
     with deferred():
-        previous_alarm = signal.signal(signal.SIGALRM, watchdog)
+        with local.clock(), local.life.signals():
+            local.tests(users, spawn_rate)
+        code = local.end()
+    events.quit.fire(exit_code=code)
+    local.serve_the_end()
+    return code
+
+
+class LocalRun:
+    """A locustfile's run in this process, made ready for its first test (the hub and its engine, the
+    Environment, Locust's `init`), then its tests (`tests`), then its end (`end`, `serve_the_end`)."""
+
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        classes: list[type[User]],
+        shape_class: type[LoadTestShape] | None,
+        dashboard: Dashboard | None,
+        run_time: float | None,
+        stop_timeout: float,
+        target_monitor: monitor.Monitor | None,
+    ) -> None:
+        self.args, self.classes, self.dashboard = args, classes, dashboard
+        self.run_time, self.stop_timeout, self.target_monitor = run_time, stop_timeout, target_monitor
+        self.worker = processes.worker()
+        self.hub = hub = Hub(new_engine(args))
+        cooperative_sleep.hub = hub
+        self.env = env = Environment(
+            hub=hub, host=args.host, user_classes=classes, parsed_options=args, shape_class=shape_class
+        )
+        if gevent_hub.enabled():  # the locustfile's libraries wait on gevent's hub: squall's runs in it
+            hub.use_gevent(gevent_hub.bind(hub, env))
+        self.shape = shape_class() if shape_class else None
+        if self.shape:
+            self.shape.runner = env.runner
+        if isinstance(env.runner, WorkerRunner) and os.environ.get(FEED_ENV):
+            env.runner.listen_to_master()  # a distributed worker: its master is the driver
+        events.user_error.add_listener(_log_task_error)
+        # A request the locustfile fires itself (a custom client) is counted, as Locust's stats listen to
+        # the event; squall's own clients recorded theirs in the engine and only notify the listeners.
+        events.request.recorder = FiredRequests(lambda: hub.engine)
+        events.request.on_listen = hub.end_plans  # native users go on in Python, seen by the new listener
+        events.init.fire(environment=env, runner=env.runner, web_ui=env.use_dashboard(dashboard, args.web_login))
+        self.watchdog = Watchdog(hub)
+        self.life = Lifecycle(Interrupt(env, self.watchdog, stop_timeout))
+        self.generator = GeneratorWatch()
+        self.feed = worker_feed()
+        if self.feed is not None and isinstance(env.runner, WorkerRunner):
+            self.feed.runner = env.runner
+        self.partial: live.PartialFiles | None = None
+        self.last: dict[str, Any] | None = None  # the last test's result, once its outputs are written
+        self.idle = False  # the run ended while it waited for the page's Start
+        self.reason = "interrupted"
+        self.result: dict[str, Any] | None = None
+
+    @contextmanager
+    def clock(self) -> Iterator[None]:
+        """The run's own clock while its tests go (the watchdog, `run_test`), and Locust's listeners of
+        the run unhooked after them."""
+        previous_alarm = signal.signal(signal.SIGALRM, self.watchdog)
         signal.setitimer(signal.ITIMER_REAL, WATCH_EVERY, WATCH_EVERY)
         try:
-            with life.signals():
-                while True:
-                    waits = dashboard is not None and (tests > 0 or not args.autostart)
-                    start = _wait_for_start(dashboard, received, again=tests > 0) if dashboard and waits else {}
-                    if start is None:
-                        idle = True
-                        break
-                    users = start.get("users", users)
-                    spawn_rate = start.get("spawn_rate", spawn_rate)
-                    limits.ensure_open_files(max(users, 1))  # the page's users (checked against the limit)
-                    if start.get("host") and start["host"] != split_userinfo(args.host or "")[0]:  # a new host
-                        env.host = args.host = start["host"]
-                    if waits:  # the test starts now: so do its engine's clock, time series and totals
-                        hub.use_engine(new_engine(args))
-                        env.begin_test()
-                        watchdog.end_by = None
-                        if shape:
-                            shape.reset_time()
-                        if tests > 0:
-                            generator = GeneratorWatch()
-                            target_monitor = monitor.Monitor.from_args(args)
-                    tests += 1
-                    load = {"model": "open" if args.rate else "users", "users": users, "spawn_rate": spawn_rate}
-                    partial = feed or live.partial_files(
-                        args.result_json if worker is None else None, "http", args.host or "", load
-                    )
-                    if dashboard is not None:
-                        shown_host = split_userinfo(args.host or "")[0]
-                        dashboard.store.begin_test(host=shown_host, spawn_rate=spawn_rate, state="spawning")
-                    test = ScriptTest(
-                        env, hub, classes, shape, users, spawn_rate, run_time, stop_timeout, args, dashboard, partial,
-                        generator, target_monitor, watchdog,
-                    )  # fmt: skip
-                    reason = test.run(life)
-                    # The locustfile's runner.quit() ends the process, as in Locust (a threshold's abort, the
-                    # page's Stop and the users' own end only end the test).
-                    watch = args.watch
-                    quit_by_file = env.runner.quitting and reason == "completed" and not (watch and watch.failed)
-                    if not new_tests or received or quit_by_file:
-                        break  # the outputs below, once
-                    assert dashboard is not None
-                    last = end_test(env, hub, args, reason, generator, target_monitor)
-                    verdicts = run_output.judge(last, args)
-                    run_output.print_and_write(last, args, verdicts, *run_output.exit_code(last, args, env))
-                    if partial is not None:
-                        partial.done()
-                    dashboard.store.finish(last)
-                    if tests == 1:
-                        main_logger.info("--autoquit not specified, leaving web ui running indefinitely")
-                        url = dashboard.url
-                        sys.stderr.write(f"squall: the test ended; its dashboard stays at {url} (New starts another)\n")
+            yield
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous_alarm)
             events.user_error.remove_listener(_log_task_error)
             events.request.recorder = None
             events.request.on_listen = None
-            gevent_hub.unbind(hub)
-        if idle and last is not None:  # Ctrl-C after the dashboard's tests: Locust's end of its web UI
+            gevent_hub.unbind(self.hub)
+
+    def tests(self, users: int, spawn_rate: float) -> None:
+        """The test, or with the dashboard and without --autoquit one test after another, each started
+        by the page (Locust's web UI: New), until a signal; each test's outputs are written as it ends,
+        but the last's (`end`)."""
+        args, dashboard, env, received = self.args, self.dashboard, self.env, self.life.received
+        new_tests = dashboard is not None and args.autoquit is None and self.worker is None
+        tests = 0
+        while True:
+            waits = dashboard is not None and (tests > 0 or not args.autostart)
+            start = _wait_for_start(dashboard, received, again=tests > 0) if dashboard and waits else {}
+            if start is None:
+                self.idle = True
+                return
+            users = start.get("users", users)
+            spawn_rate = start.get("spawn_rate", spawn_rate)
+            limits.ensure_open_files(max(users, 1))  # the page's users (checked against the limit)
+            if start.get("host") and start["host"] != split_userinfo(args.host or "")[0]:  # a new host
+                env.host = args.host = start["host"]
+            if waits:  # the test starts now: so do its engine's clock, time series and totals
+                self._fresh(again=tests > 0)
+            tests += 1
+            self.reason = self._test(users, spawn_rate)
+            # The locustfile's runner.quit() ends the process, as in Locust (a threshold's abort, the
+            # page's Stop and the users' own end only end the test).
+            watch = args.watch
+            quit_by_file = env.runner.quitting and self.reason == "completed" and not (watch and watch.failed)
+            if not new_tests or received or quit_by_file:
+                return  # its outputs in `end`, once
             assert dashboard is not None
+            self.last = last = end_test(env, self.hub, args, self.reason, self.generator, self.target_monitor)
+            verdicts = run_output.judge(last, args)
+            run_output.print_and_write(last, args, verdicts, *run_output.exit_code(last, args, env))
+            if self.partial is not None:
+                self.partial.done()
+            dashboard.store.finish(last)
+            if tests == 1:
+                main_logger.info("--autoquit not specified, leaving web ui running indefinitely")
+                url = dashboard.url
+                sys.stderr.write(f"squall: the test ended; its dashboard stays at {url} (New starts another)\n")
+
+    def _fresh(self, again: bool) -> None:
+        """A test the page starts is measured from its Start: a new engine (the one made with the hub only
+        served `init`, before any test), and after a test a new watch of the generator and the target."""
+        self.hub.use_engine(new_engine(self.args))
+        self.env.begin_test()
+        self.watchdog.end_by = None
+        if self.shape:
+            self.shape.reset_time()
+        if again:
+            self.generator = GeneratorWatch()
+            self.target_monitor = monitor.Monitor.from_args(self.args)
+
+    def _test(self, users: int, spawn_rate: float) -> str:
+        """One test, to its users' end; returns its stop reason."""
+        args, dashboard = self.args, self.dashboard
+        load = {"model": "open" if args.rate else "users", "users": users, "spawn_rate": spawn_rate}
+        self.partial = self.feed or live.partial_files(
+            args.result_json if self.worker is None else None, "http", args.host or "", load
+        )
+        if dashboard is not None:
+            shown_host = split_userinfo(args.host or "")[0]
+            dashboard.store.begin_test(host=shown_host, spawn_rate=spawn_rate, state="spawning")
+        test = ScriptTest(
+            self.env, self.hub, self.classes, self.shape, users, spawn_rate, self.run_time, self.stop_timeout, args,
+            dashboard, self.partial, self.generator, self.target_monitor, self.watchdog,
+        )  # fmt: skip
+        return test.run(self.life)
+
+    def end(self) -> int:
+        """The run's end: its last test's result, Locust's quitting event and log, the outputs (a worker
+        hands its result on); returns the exit code. Ctrl-C while the page waited for the next test ends
+        as Locust's web UI ends (the last test's outputs are written already)."""
+        args, env, received = self.args, self.env, self.life.received
+        if self.idle and self.last is not None:
             events.quitting.fire(environment=env, reason="shutdown")
-            code, _why = run_output.exit_code(last, args, env)
+            code, _why = run_output.exit_code(self.last, args, env)
             main_logger.info(f"Shutting down (exit code {code})")
-            events.quit.fire(exit_code=code)
-            dashboard.stop()
             return code
         if received:
-            reason = "interrupted"
+            self.reason = "interrupted"
             if signal.SIGTERM in received:
                 main_logger.info("Got SIGTERM signal")
-        result = end_test(env, hub, args, reason, generator, target_monitor)
-        verdicts = run_output.judge(result, args) if worker is None else []
-        events.quitting.fire(environment=env, reason=reason)
+        self.result = result = end_test(env, self.hub, args, self.reason, self.generator, self.target_monitor)
+        verdicts = run_output.judge(result, args) if self.worker is None else []
+        events.quitting.fire(environment=env, reason=self.reason)
         code, why = run_output.exit_code(result, args, env, received)
         main_logger.info(f"Shutting down (exit code {code})")
-        if worker is not None:
+        if self.worker is not None:
             processes.write_result(result)
         else:
             run_output.print_and_write(result, args, verdicts, code, why)
-        if partial is not None:
-            partial.done()
-    events.quit.fire(exit_code=code)
-    if dashboard is not None:
+        if self.partial is not None:
+            self.partial.done()
+        return code
+
+    def serve_the_end(self) -> None:
+        """The dashboard after the run: it shows the result until --autoquit or Ctrl-C (gone at once
+        after a Ctrl-C that ended the page's waiting for a test)."""
+        dashboard, args, received = self.dashboard, self.args, self.life.received
+        if dashboard is None:
+            return
+        if self.result is None:
+            dashboard.stop()
+            return
         waits = not received and (args.autoquit is None or args.autoquit < 0)
         if waits:
             main_logger.info("--autoquit not specified, leaving web ui running indefinitely")
-        live.serve_the_end(dashboard, result, args.autoquit, life.signum)
+        live.serve_the_end(dashboard, self.result, args.autoquit, self.life.signum)
         if not received and not waits:
             main_logger.info("--autoquit time reached, shutting down")
-    return code
 
 
 def new_engine(args: argparse.Namespace) -> _engine.ScriptEngine:
