@@ -31,3 +31,23 @@ def browser():
         b = pw.chromium.launch(executable_path=path, args=["--no-sandbox"])
         yield b
         b.close()
+
+
+# The tiers (Makefile): `make check` runs what is not `slow`; `make test` runs everything, the `serial`
+# tests after the others, alone on the machine (they measure time or capacity against ground truth, which
+# a neighbour's CPU would move). A test that takes longer than SLOW_S without its mark is named at the end
+# of every run, so that the fast tier's growth is seen when it happens.
+SLOW_S = 5.0
+_unmarked: list[tuple[str, float]] = []
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call" and report.duration > SLOW_S and "slow" not in report.keywords:
+        _unmarked.append((report.nodeid, report.duration))
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _unmarked:
+        terminalreporter.write_sep("=", f"over {SLOW_S:.0f} s without @pytest.mark.slow (make check runs them)")
+        for nodeid, seconds in sorted(_unmarked, key=lambda x: -x[1]):
+            terminalreporter.write_line(f"{seconds:6.1f}s {nodeid}")

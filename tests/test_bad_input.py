@@ -171,6 +171,7 @@ def _result_files(tmp_path):
     return [(tmp_path / name, needle) for name, (_, needle) in files.items()]
 
 
+@pytest.mark.slow
 def test_report_and_compare_refuse_what_is_not_a_result_in_one_line(tmp_path):
     """squall report and squall compare on a compressed file, another encoding, Locust's JSON, a truncated
     or otherwise broken result: exit 2, one line naming the file and what it is (issue 26)."""

@@ -35,6 +35,7 @@ def test_exact_request_count_is_what_the_server_sees(nginx, tmp_path):
     assert "Response time percentiles (ms)" in p.stdout and "99.99%" in p.stdout
 
 
+@pytest.mark.slow
 def test_open_model_sends_the_rate_times_the_duration(nginx, tmp_path):
     nginx.reset_log()
     r, _ = run_json(tmp_path, nginx.url + "/", "--rate", 2000, "-t", "10s", "-c", 50)
@@ -46,6 +47,7 @@ def test_open_model_sends_the_rate_times_the_duration(nginx, tmp_path):
     assert 9.9 < r["duration_s"] < 11  # the last responses come a moment after the last send
 
 
+@pytest.mark.slow
 def test_open_model_poisson_and_ramp(nginx, tmp_path):
     r, _ = run_json(tmp_path, nginx.url + "/", "--rate", 1000, "--arrival", "poisson", "-t", "3s")
     assert 2700 < r["aggregate"]["requests"] < 3300
@@ -55,6 +57,7 @@ def test_open_model_poisson_and_ramp(nginx, tmp_path):
     assert per_second[0] < per_second[1], per_second
 
 
+@pytest.mark.slow
 def test_closed_model_duration_and_ramp(nginx, tmp_path):
     t0 = time.monotonic()
     r, _ = run_json(tmp_path, nginx.url + "/", "-c", 10, "-t", "3s", "--ramp", "2s")
@@ -95,6 +98,8 @@ class HostStalls:
         self._thread.join()
 
 
+@pytest.mark.slow
+@pytest.mark.serial
 def test_stalled_server_shows_in_open_model_percentiles(pinned_odd_server, tmp_path):
     """The server stalls 500 ms once a second. Measured from intended send times, squall's percentiles
     match the server's ground truth (kernel receive timestamp to response written) within a fixed 5 ms:
@@ -286,6 +291,7 @@ def test_http2_statuses_bodies_and_goaway_against_what_nginx_received(nginx, tmp
     assert nginx.requests_logged() == 1000
 
 
+@pytest.mark.slow
 def test_demo_runs_with_nothing_installed(tmp_path):
     p = squall("demo", "-t", "2s", "--mqtt-duration", "2s", "--json", tmp_path / "demo.json")
     assert p.returncode == 0, p.stderr
@@ -313,6 +319,7 @@ def test_signals_stop_the_run_and_still_report(nginx, tmp_path, sig, code):
     assert (tmp_path / "c_stats.csv").exists()
 
 
+@pytest.mark.slow
 def test_server_dying_mid_run_counts_failures(odd_server, tmp_path):
     out = tmp_path / "r.json"
     proc = squall_process("bench", odd_server.url + "/ok", "-t", "3s", "-c", 4, "--json", out)
@@ -326,6 +333,7 @@ def test_server_dying_mid_run_counts_failures(odd_server, tmp_path):
     assert r["aggregate"]["failures"] > 0 and r["aggregate"]["requests"] > r["aggregate"]["failures"]
 
 
+@pytest.mark.slow
 def test_timeouts_are_failures_and_the_run_goes_on(odd_server, tmp_path):
     r, p = run_json(tmp_path, odd_server.url + "/stall", "-c", 4, "-t", "3s", "--timeout", "100ms")
     timeouts = [e for e in r["errors"] if e["kind"] == "timeout"]
@@ -340,6 +348,7 @@ def test_timeouts_are_failures_and_the_run_goes_on(odd_server, tmp_path):
     assert "request timed out" in p.stdout
 
 
+@pytest.mark.slow
 def test_the_live_stream_from_python_adds_up_to_the_result(nginx):
     """The engine's per-second stream, as the dashboard, thresholds and remote drivers will read it:
     each second once, in order, while the run goes on; together they hold what the result holds, and

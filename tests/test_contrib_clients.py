@@ -30,6 +30,8 @@ import pytest
 
 from support import HERE, Mosquitto, free_port, squall, wait_for_port, wait_until
 
+pytestmark = pytest.mark.slow
+
 FILES = HERE / "locustfiles"
 SERVERS = HERE / "servers"
 

@@ -66,6 +66,7 @@ def oai_run(tool, url, users, ms):
     return p, rows, {m: n - before.get(m, 0) for m, n in after["calls"].items()}, after["peak"]
 
 
+@pytest.mark.slow
 def test_openai_user_counts_what_the_api_received_as_locust_does(openai_server):
     """locust.contrib.oai was not importable under squall. Each HTTP request the SDK sends is one, named by
     its path (or `rename_request`'s name), its length the answer's output tokens (7 each); the refusals
@@ -82,6 +83,7 @@ def test_openai_user_counts_what_the_api_received_as_locust_does(openai_server):
         assert refused == refused_failed > 2 and refused <= received["fail"] <= refused + users, (tool, rows)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tool", ["squall", "locust"])
 def test_openai_requests_of_users_wait_together(openai_server, tool):
     """10 users whose requests take 100 ms at the server: 10 in progress at once (give or take one between
@@ -92,6 +94,7 @@ def test_openai_requests_of_users_wait_together(openai_server, tool):
     assert tool == "locust" or received["wait-100"] > 80, (tool, received)
 
 
+@pytest.mark.slow
 def test_mongodb_and_qdrant_users_as_locust_runs_them():
     """MongoDBUser: each query (`MONGODB QUERY`) fails when pymongo's server selection gives up (200 ms,
     then its retry: ~0.5 s a query, so 2 users make 3-16 in 8 s); QdrantUser: `qdrant upsert` and `qdrant

@@ -13,6 +13,8 @@ import pytest
 
 from support import HERE, free_port, squall, wait_for_port
 
+pytestmark = pytest.mark.slow
+
 FILES = HERE / "locustfiles"
 
 

@@ -29,6 +29,8 @@ from hdr import decode_counts
 from squall.distributed.nodes import LocalCluster, NodeError
 from support import Mosquitto, free_port, squall, squall_process, wait_until
 
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
+
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'squall[ray]')")
 
 NODE_IP = "127.0.0.2"

@@ -303,6 +303,7 @@ def test_mqtt_connections_broken_mid_run_fail_what_was_in_flight(broker, tmp_pat
     assert took < 2 * (0.5 + 0.25) + 5
 
 
+@pytest.mark.slow
 def test_mqtt_a_connack_that_never_comes_is_a_connect_timeout(broker, tmp_path):
     """Every other connection stalls before its CONNACK: the client's connect times out, the messages that
     fell due meanwhile are counted unsent, and it publishes once a reconnect gets through."""

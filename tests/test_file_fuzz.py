@@ -24,6 +24,7 @@ import random
 import signal
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -55,12 +56,22 @@ def run_main(argv):
     out, err = io.StringIO(), io.StringIO()
     previous = signal.signal(signal.SIGALRM, expired)
     signal.setitimer(signal.ITIMER_REAL, TIME_LIMIT)
+    # Loading a locustfile installs Locust's and gevent's aliases (squall's modules under their names) and
+    # squall's time.sleep for the rest of a process: undone, so that the tests that follow in this process
+    # (an xdist worker's) see it as it was.
+    modules, meta_path, sleep = dict(sys.modules), list(sys.meta_path), time.sleep
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = cli.main([str(a) for a in argv])
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        for name in set(sys.modules) - set(modules):  # (squall's own modules stay: they are what they were)
+            if not (name == "squall" or name.startswith("squall.")):
+                del sys.modules[name]
+        sys.modules.update((name, m) for name, m in modules.items() if sys.modules.get(name) is not m)
+        sys.meta_path[:] = meta_path
+        time.sleep = sleep
     return code, out.getvalue(), err.getvalue()
 
 

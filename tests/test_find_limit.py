@@ -10,6 +10,8 @@ import pytest
 
 from support import HERE, free_port, squall, squall_get, wait_for_port
 
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
+
 CAPACITY = 1500
 
 

@@ -14,6 +14,8 @@ import pytest
 
 from support import HERE, Mosquitto, self_signed, serving, squall
 
+pytestmark = pytest.mark.serial
+
 DELAY = 0.020
 
 
@@ -34,6 +36,7 @@ def test_closed_model_latency_against_a_fixed_20ms_server(fixed_delay_server, tm
     assert 20_000 <= agg["percentiles_us"]["50"] <= 21_000, agg["percentiles_us"]
 
 
+@pytest.mark.slow
 def test_poisson_arrivals_have_exponential_gaps(nginx, tmp_path):
     """The intended send times of `--arrival poisson` (nginx logs each request's arrival to the ms)
     have gaps with a coefficient of variation near 1 (exponential), where constant ones have near 0."""
@@ -69,6 +72,7 @@ def test_http2_streams_share_their_connections(nginx, tmp_path):
     assert len(log) == 400 and len({c for _, c in log}) == 2
 
 
+@pytest.mark.slow
 def test_mqtt_losses_forced_at_the_broker_are_what_the_broker_says_it_dropped(tmp_path):
     """mosquitto keeps at most 10 messages queued for a subscriber: a burst to squall's verifying
     subscriber loses some. squall must say lost > 0 and exit 4, and its count must be the broker's own:
@@ -114,6 +118,7 @@ def test_from_locust_import_works_without_locust_installed(nginx, tmp_path):
     assert p.returncode == 0, p.stderr
 
 
+@pytest.mark.slow
 def test_an_open_model_ramp_follows_the_line_second_by_second(nginx, tmp_path):
     """--rate 400 --ramp 4s: the intended rate climbs linearly to 400/s over 4 s, then holds. The
     requests nginx received in each second (its own arrival times, against the run's start) are the
@@ -134,6 +139,7 @@ def test_an_open_model_ramp_follows_the_line_second_by_second(nginx, tmp_path):
     assert all(abs(got - want) <= 8 for got, want in zip(per_second, expected)), per_second
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("https, path", [(False, "/"), (True, "/"), (False, "/hop")])
 def test_responses_read_late_are_timed_when_they_arrived(tmp_path, https, path):
     """200 users with think time: the engine reads their responses in batches, up to a millisecond after
@@ -191,6 +197,7 @@ def test_responses_read_late_are_timed_when_they_arrived(tmp_path, https, path):
 HEAD_DELAY_MS, BODY_DELAY_MS = 20, 30
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["bench", "script"])
 def test_the_latency_breakdown_reads_the_servers_delays(tmp_path, how):
     """delay_server.py sends each response's head 20 ms after the request and its body 30 ms after the

@@ -165,6 +165,7 @@ def test_cookies_larger_than_4_KiB_are_ignored(tmp_path):
     assert set(sizes) == {0}
 
 
+@pytest.mark.slow
 def test_redirects_through_many_hosts_leave_a_user_10_connections(tmp_path):
     """A chain of 20 redirects, each to a port of its own (an origin each): a user keeps connections to
     the 10 origins it used last (a requests Session's 10 pools), not one on every origin it went through.

@@ -52,6 +52,7 @@ def both(tmp_path, odd_server, *args, iterations=0):
     return out
 
 
+@pytest.mark.slow
 def test_json_is_locusts(odd_server, tmp_path):
     """3 users x 4 iterations of (GET /ok, GET /status/500): both tools' `--json-file` rows have Locust's
     fields in Locust's order with Locust's types, and exactly the counts the server saw."""
@@ -101,6 +102,7 @@ def test_json_on_stdout_and_the_tables(odd_server, tmp_path):
     assert p.returncode == 2 and "--result-json" in p.stderr and len(p.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_json_stdout_stays_json_through_the_periodic_tables(odd_server, tmp_path):
     """CI pipes `--json` into a JSON reader: in a run long enough for the 2-s tables, stdout is the JSON
     alone (Locust's stdout is too: its tables go to stderr through its stats logger). The thresholds
@@ -122,6 +124,7 @@ def test_json_stdout_stays_json_through_the_periodic_tables(odd_server, tmp_path
     assert f"exit code 1: {failed:,} requests failed (--exit-code-on-error 1)" in p.stderr, p.stderr[-1500:]
 
 
+@pytest.mark.slow
 def test_log_lines_are_locusts(odd_server, tmp_path):
     """A 2 s run: the same messages under the same loggers and levels, in the same order, in Locust's
     format; the locustfile's own `logging` call lands among them."""
@@ -203,6 +206,7 @@ def test_runs_that_cannot_work_are_refused_before_sending(odd_server, tmp_path, 
     assert odd_server.served("/ok") == 0
 
 
+@pytest.mark.slow
 def test_locustfile_forms(tmp_path):
     """-f takes a directory (every .py under it but _-prefixed ones), comma-separated files, and a
     module; Locust lists the same classes for the forms it takes."""
@@ -270,6 +274,7 @@ def test_options_with_no_effect_say_so_and_conflicting_roles_are_refused(odd_ser
     assert odd_server.served("/ok") == 2  # only the first two runs sent anything
 
 
+@pytest.mark.slow
 def test_show_task_ratio_is_locusts(tmp_path):
     for args in (["--show-task-ratio"], ["--show-task-ratio-json"], ["--show-task-ratio", "-u", "7"]):
         for name in ("classes.py", "flow.py"):

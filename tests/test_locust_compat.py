@@ -99,6 +99,7 @@ def test_tasksets_interrupts_exceptions_and_events(odd_server, tmp_path):
     assert int(errors[0]["Count"]) == seen["broken"]
 
 
+@pytest.mark.slow
 def test_load_test_shape_sets_the_users(odd_server, tmp_path):
     p, prefix = run_file("shape.py", odd_server, tmp_path, run_time="20s")
     peaks = json.loads((tmp_path / "seen.json").read_text())["peaks"]
@@ -146,6 +147,7 @@ def test_graphql(odd_server, tmp_path):
     assert exceptions(prefix) == []
 
 
+@pytest.mark.slow
 def test_wait_times(odd_server, tmp_path):
     _, prefix = run_file("wait_times.py", odd_server, tmp_path, users=3, run_time="4s")
     s = stats(prefix)
@@ -161,6 +163,7 @@ def test_user_class_selection_and_list(odd_server, tmp_path):
     assert set(stats(prefix)) == {"paced", "Aggregated"}
 
 
+@pytest.mark.slow
 def test_exit_codes(odd_server, tmp_path):
     run_file("exit_code.py", odd_server, tmp_path, expect=7)  # environment.process_exit_code wins
     run_file("weights.py", odd_server, tmp_path, "--exit-code-on-error", "3", run_time="1s")  # no failures: 0
@@ -229,6 +232,7 @@ def test_squall_exports_the_api():
         assert hasattr(squall, name), name
 
 
+@pytest.mark.slow
 def test_time_sleep_is_cooperative_and_a_spinning_task_is_ended(odd_server, tmp_path):
     # The spinner holds the interpreter from its first request until it is ended (10 s); the run ends
     # after 31 requests, so the sleepers must go on after that.
@@ -245,6 +249,7 @@ def test_time_sleep_is_cooperative_and_a_spinning_task_is_ended(odd_server, tmp_
     assert any(u != v and s1 < e2 and s2 < e1 for u, s1, e1 in naps for v, s2, e2 in naps), naps
 
 
+@pytest.mark.slow
 def test_config_sources_and_their_precedence(odd_server, tmp_path):
     """pyproject [tool.locust] < locust.conf < --config < LOCUST_* < command line."""
     (tmp_path / "pyproject.toml").write_text('[tool.locust]\nusers = 2\nrun-time = "30s"\n')
@@ -286,6 +291,7 @@ def test_locustfile_adds_its_own_options(odd_server, tmp_path):
     assert json.loads((tmp_path / "seen.json").read_text()) == {"greeting": "bonjour"}
 
 
+@pytest.mark.slow
 def test_processes_merge_losslessly(odd_server, tmp_path):
     p, prefix = run_file(
         "weights.py",
@@ -318,6 +324,7 @@ def _mix(prefix):
     return {name: int(row["Request Count"]) / total for name, row in s.items()}, total
 
 
+@pytest.mark.slow
 def test_request_mix_matches_locust(odd_server, tmp_path):
     """The same locustfile under Locust and under squall: both follow the mix Locust's scheduling
     implies. Per top-level pick: browse 5/10, cart 3/10, or the Reports TaskSet 2/10, which runs
@@ -382,6 +389,7 @@ def test_run_single_user(odd_server):
     assert p.stdout.split() == ["status", "200"] * 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stop_timeout, finish", [("0", False), ("5s", True)])
 def test_stop_timeout_lets_tasks_finish(odd_server, tmp_path, stop_timeout, finish):
     # -t 2s: each user is 0.5 s into its second 1.5 s task when the run ends
@@ -434,6 +442,8 @@ def test_scripted_users_over_http2_with_tls(nginx, tmp_path, goaway):
     assert n <= sum("HTTP/2.0" in line for line in log) <= n + 4 and not any("HTTP/1.1" in line for line in log)
 
 
+@pytest.mark.slow
+@pytest.mark.serial
 def test_open_model_keeps_its_rate_against_a_stalling_server(tmp_path):
     """`--rate`: task iterations start at 400 a second whatever the server does. The server stalls
     500 ms once a second; measured from each iteration's intended start, squall's percentiles match the
@@ -479,6 +489,7 @@ def test_open_model_keeps_its_rate_against_a_stalling_server(tmp_path):
     assert r["aggregate"]["percentiles_us"]["99"] >= 485_000  # the stall shows: no coordinated omission
 
 
+@pytest.mark.slow
 def test_a_shape_can_return_a_rate(odd_server, tmp_path):
     """A LoadTestShape that returns {"rate": R} runs the open model at R; the server's count is the
     schedule's: every intended iteration ran once."""
@@ -587,6 +598,8 @@ def test_host_credentials_authenticate_every_request_and_are_never_shown(nginx, 
         assert "s3cr" not in text
 
 
+@pytest.mark.serial
+@pytest.mark.slow
 def test_task_control_and_user_error_as_locust_defines_them(nginx, tmp_path):
     """Three tasks, equal weights, 0.2 s wait: RescheduleTaskImmediately skips the wait, so /resched is
     followed at once by another task; InterruptTaskSet returns from the nested set to the user; every
@@ -611,6 +624,7 @@ def test_task_control_and_user_error_as_locust_defines_them(nginx, tmp_path):
     assert tasks > 30 + counts["resched"] // 2, counts
 
 
+@pytest.mark.slow
 def test_csv_full_history_has_a_row_per_endpoint_and_second(nginx, tmp_path):
     prefix = tmp_path / "run"
     p = squall(
@@ -680,6 +694,7 @@ def test_each_config_layer_contributes_the_setting_only_it_sets(nginx, tmp_path)
     assert r["timeseries"][0]["users"] == 3
 
 
+@pytest.mark.slow
 def test_users_slow_to_make_start_one_after_another_while_the_others_run(nginx, tmp_path):
     """Each user's __init__ sleeps 0.5 s: as in Locust, users are made one after another (the fourth
     starts about 1.5 s after the first: each user keeps its own connection, nginx logs which), and the
@@ -705,6 +720,7 @@ def test_users_slow_to_make_start_one_after_another_while_the_others_run(nginx, 
     assert before_last >= 45, before_last
 
 
+@pytest.mark.slow
 def test_users_that_misbehave_end_alone_and_a_thread_of_the_file_goes_on(nginx, tmp_path):
     """sys.exit() and KeyboardInterrupt in a task, a wait_time that raises: each is that user's error,
     counted once, and that user ends (Locust's whole process would die with exit code 3, its statistics

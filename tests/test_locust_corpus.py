@@ -22,6 +22,8 @@ import pytest
 
 from support import free_port, squall
 
+pytestmark = pytest.mark.slow
+
 CORPUS = Path(__file__).parent / "locustfiles" / "corpus"
 USERS = 2
 # Headers whose values both tools must send alike; the others (User-Agent, Accept-Encoding, Connection,

@@ -27,6 +27,7 @@ def recorder():
     r.stop()
 
 
+@pytest.mark.slow
 def test_a_user_class_without_tasks_runs_and_fails_each_turn_as_in_locust(recorder, tmp_path):
     """A User class without tasks (Spoofed, as in Locust's x-forwarded-for.py). Both tools warn, start
     it (one user of each class), count 'No tasks defined on Spoofed' as its users' exceptions (as often as
@@ -53,6 +54,7 @@ def test_a_user_class_without_tasks_runs_and_fails_each_turn_as_in_locust(record
         assert len(ips) == 1 and ips.pop().startswith("10.10.")
 
 
+@pytest.mark.slow
 def test_a_user_class_left_without_tasks_by_tags_runs_as_in_locust(recorder, tmp_path):
     """-T x leaves B (and its TaskSet) without tasks: both tools warn of each, and run; A's tagged task
     is all that is sent."""
@@ -74,6 +76,7 @@ def test_a_user_class_left_without_tasks_by_tags_runs_as_in_locust(recorder, tmp
     assert received(srecords) == received(lrecords)
 
 
+@pytest.mark.slow
 def test_a_shape_runs_past_run_time_as_in_locust(recorder, tmp_path):
     """-t 1s with a 3-second shape: both tools say -t is ignored and run the shape to its end; the users
     saw the shape's 2 users as the runner's target in test_start."""
@@ -93,6 +96,11 @@ def test_a_shape_runs_past_run_time_as_in_locust(recorder, tmp_path):
     assert ignored["squall"] == ignored["locust"] == "--users, --spawn-rate, --run-time"
 
 
+def _default_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM])
 @pytest.mark.parametrize("failing", [False, True])
 def test_a_stop_signal_exits_with_locusts_code(recorder, tmp_path, how, failing):
@@ -106,7 +114,11 @@ def test_a_stop_signal_exits_with_locusts_code(recorder, tmp_path, how, failing)
         args += ["--csv", tmp_path / tool, "--only-summary"]
         if tool == "locust":
             cmd = [sys.executable, "-m", "locust", *map(str, args)]
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            # Ctrl-C as a terminal sends it: a suite started in the background of a shell (SIGINT ignored,
+            # and inherited) would leave Locust deaf to it for the whole -t, as squall is not (take_ctrl_c).
+            proc = subprocess.Popen(
+                cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, preexec_fn=_default_sigint
+            )
         else:
             proc = squall_process(*args, env=env)
         wait_until(lambda: len(recorder.log()) >= 4, "requests at the recorder", proc)
@@ -118,6 +130,7 @@ def test_a_stop_signal_exits_with_locusts_code(recorder, tmp_path, how, failing)
     assert stats(tmp_path / "squall")[("", "Aggregated")][0] >= 4  # squall's files hold the run, as before
 
 
+@pytest.mark.slow
 def test_a_pytest_style_locustfile_runs_as_in_locust(recorder, tmp_path):
     """Locust 2.40's pytest-style files: test functions taking the `session`/`fastsession` fixtures are
     User classes (one user each here). The same requests arrive, the same failures (the judged one, the

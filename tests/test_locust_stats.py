@@ -162,6 +162,7 @@ def test_runner_surface_and_custom_messages_match_locust(odd_server, tmp_path):
     assert len(ours["received"]) == 4 and ours["quitting_state"] == "stopped"
 
 
+@pytest.mark.slow
 def test_a_route_added_to_the_dashboard_is_served(odd_server, tmp_path):
     """`environment.web_ui.app.route(...)` (Locust's documented way to add a page): the page is served
     beside the dashboard, by the locustfile's Flask app, while the run goes on; headless, web_ui is None
@@ -187,6 +188,7 @@ def test_a_route_added_to_the_dashboard_is_served(odd_server, tmp_path):
     assert p.returncode == 0, p.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_reset_from_the_dashboard_resets_environment_stats(odd_server, tmp_path):
     """The dashboard's Reset (and --reset-stats) go through `environment.stats.reset_all()`, as Locust's
     do: from then on the stats count what came after, in `quitting` and in the files written at the

@@ -67,6 +67,7 @@ def get(url, opener=None, data=None, headers=None):
 @pytest.mark.parametrize(
     "name, code", [("bottlenecked_server.py", 1), ("response_validations.py", 1), ("extend_web_ui.py", 0)]
 )
+@pytest.mark.slow
 def test_routes_added_to_the_web_ui_are_served_as_by_locust(tmp_path, name, code):
     """Locust's examples that load-test routes they add to the web UI: the users (2, 5 tasks each) hit the
     tool's own UI; the same requests succeed and fail alike (the app's 404 and its route's exception, a

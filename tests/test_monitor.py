@@ -79,6 +79,7 @@ def cpu_seconds(series):
     return sum(s["cpu_percent"] for s in series) / 100.0
 
 
+@pytest.mark.slow
 def test_cpu_of_a_process_burning_one_core_agrees_with_proc():
     busy = spawn(BUSY.format(s=6))
     try:
@@ -194,6 +195,7 @@ time.sleep(30)
 """
 
 
+@pytest.mark.slow
 def test_children_that_come_and_go_keep_their_cpu():
     """Short-lived children (each burns 0.2 s and exits; some are born and reaped between two samples):
     the monitor neither crashes nor loses their CPU, which the parent's reaped time carries."""
@@ -216,6 +218,7 @@ def test_children_that_come_and_go_keep_their_cpu():
     assert target["series"][-1]["processes"] == 1  # only the parent is left
 
 
+@pytest.mark.slow
 def test_a_target_that_exits_mid_run_leaves_zeros_not_a_crash():
     short = spawn(SLEEPER.format(s=1.2))
     try:
@@ -391,6 +394,7 @@ threading.Thread(target=burn).start()
 """
 
 
+@pytest.mark.slow
 def test_the_watch_measures_each_thread_as_proc_does():
     """A process with one busy thread named as an engine thread: the watch's figure for it agrees with
     the thread's own /proc/PID/task/TID/stat, and its warning follows what it measured."""
@@ -421,6 +425,7 @@ def test_the_watch_measures_each_thread_as_proc_does():
     assert watch.cost_per_sample_s < 0.01
 
 
+@pytest.mark.slow
 def test_the_watch_on_a_real_engine_run_blames_the_target_not_squall():
     """The engine in this process, paced at 200 req/s over 2 connections against a server that stalls
     for 500 ms each second: half the sends go out late, while squall's threads idle. The watch names the

@@ -5,6 +5,8 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from support import HERE, squall
 
 FILES = HERE / "locustfiles"
@@ -32,6 +34,7 @@ def _children(pid):
     return out
 
 
+@pytest.mark.slow
 def test_bench_monitors_nginx_against_proc(nginx, tmp_path):
     out = tmp_path / "r.json"
     before = cpu_seconds_of_tree(nginx.proc.pid)

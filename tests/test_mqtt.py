@@ -39,6 +39,8 @@ def endpoint(result, method):
     return next(e for e in result["endpoints"] if e["method"] == method)
 
 
+@pytest.mark.slow
+@pytest.mark.serial
 def test_paced_qos1_hits_the_rate_and_every_message_arrives(broker, tmp_path):
     # The issue's acceptance run: 200 clients x 50 msg/s for 10 s = 100,000 QoS 1 messages.
     p, r = run_json(
@@ -102,6 +104,7 @@ def test_qos2_over_mqtt5_and_qos0_as_fast_as_possible(broker, tmp_path):
     assert endpoint(r, "CONNECT")["requests"] == 4
 
 
+@pytest.mark.slow
 def test_a_flood_past_the_brokers_queue_is_reported_as_lost(tmp_path):
     # mosquitto's default drops QoS 1 messages for a subscriber with more than 1000 queued: --verify
     # must see it.
@@ -123,6 +126,7 @@ def test_a_flood_past_the_brokers_queue_is_reported_as_lost(tmp_path):
         assert p.returncode == 0
 
 
+@pytest.mark.slow
 def test_broker_killed_mid_run_gives_failures_and_a_clean_summary(tmp_path):
     b = Mosquitto(tmp_path)
     out = tmp_path / "r.json"
@@ -231,6 +235,7 @@ def test_subscribe_only_measures_what_others_publish(broker, tmp_path):
     assert "Received     300 messages" in stdout
 
 
+@pytest.mark.slow
 def test_the_seeds_environment_variables_are_defaults(broker, tmp_path):
     env = dict(
         os.environ,
@@ -376,6 +381,7 @@ def live_answer(port, cursor):
         return json.loads(resp.read())
 
 
+@pytest.mark.slow
 def test_the_live_stream_carries_connect_publish_and_deliver_while_the_run_goes(broker, tmp_path):
     """The dashboard's /api/live during a run (issue 24: its seconds had no endpoints and its totals only
     an Aggregated row until the end): each published second has PUBLISH and DELIVER by name, counting
@@ -424,6 +430,7 @@ def test_the_live_stream_carries_connect_publish_and_deliver_while_the_run_goes(
     assert f"its dashboard stays at http://127.0.0.1:{port}/ for 30 s (--autoquit)" in stderr
 
 
+@pytest.mark.slow
 def test_mqtt_users_share_the_table_with_http_users(broker, odd_server, tmp_path):
     received = tmp_path / "received"
     env = dict(os.environ, TEST_MQTT_PORT=str(broker.port), TEST_RECEIVED=str(received))
@@ -534,6 +541,7 @@ def run_with_broker_stopped(tmp_path, at, stopped_for, *args):
     return proc, json.loads(out.read_text()), resumed
 
 
+@pytest.mark.slow
 def test_a_stalled_broker_cannot_hide_behind_the_window(tmp_path):
     # mosquitto stopped for 0.5 s mid-run: messages due meanwhile wait (the in-flight window is full
     # within 0.1 s), and their latency counts from the intended send time, so the tail shows the stall.
@@ -546,6 +554,7 @@ def test_a_stalled_broker_cannot_hide_behind_the_window(tmp_path):
     assert r["schedule"]["late"] > 0
 
 
+@pytest.mark.slow
 def test_deliveries_after_a_broker_stall_are_waited_for(tmp_path):
     """mosquitto stopped from near the end of the run until after it: acknowledgements time out, the
     clients drop their connections, and messages falling due meanwhile go unsent. squall must still

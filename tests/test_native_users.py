@@ -49,6 +49,7 @@ def logged(records, method, path):
     return sum(1 for r in records if r["method"] == method and r["path"] == path)
 
 
+@pytest.mark.slow
 def test_native_users_send_what_python_sends_and_count_what_the_server_received(recorder, tmp_path):
     users, seconds = 6, 3
     common = ("-u", users, "-r", users, "-t", f"{seconds}s")
@@ -104,6 +105,7 @@ def test_native_users_send_what_python_sends_and_count_what_the_server_received(
     assert 0.5 * python_pings <= pings <= 3 * (seconds / 0.02 + 1), (pings, python_pings)
 
 
+@pytest.mark.slow
 def test_a_request_listener_added_mid_run_sees_the_requests_that_follow(recorder, tmp_path):
     seen_file = tmp_path / "seen"
     p, prefix, records = run(
@@ -128,6 +130,7 @@ def test_stop_timeout_lets_native_users_finish_their_task(recorder, tmp_path):
     assert counted[("GET", "/delay/300")][0] == first and counted[("GET", "/after")][0] == second
 
 
+@pytest.mark.slow
 def test_a_native_request_past_its_timeout_fails_as_in_python(recorder, tmp_path):
     runs = {}
     for native in (True, False):
@@ -141,6 +144,8 @@ def test_a_native_request_past_its_timeout_fails_as_in_python(recorder, tmp_path
     assert runs[True] == runs[False] and len(runs[True]) == 1, runs
 
 
+@pytest.mark.slow
+@pytest.mark.serial
 def test_native_users_that_think_time_responses_when_they_arrived(tmp_path):
     """Native users that think read their responses once a millisecond (script/mod.rs `TICK`), each
     timed by the kernel's receive stamp: against a server that answers exactly 20 ms after each request
@@ -208,6 +213,7 @@ def test_a_native_user_keeps_one_connection_from_on_start_to_on_stop(recorder, t
         assert paths["/hello"] == paths["/mine"] == paths["/bye"] and len(paths["/mine"]) == 1, (user, paths)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["close-after-3", "announce-3", "chunked", "cookie", "split"])
 def test_what_one_read_cannot_finish_goes_on_in_the_users_exchange(tmp_path, mode):
     """Native users that think, a request a task, have their requests sent and their responses read by

@@ -76,6 +76,7 @@ def summary(seen):
     return kinds, counts, users, [line["body"] for line in seen["logs"]], services
 
 
+@pytest.mark.slow
 def test_otel_exports_what_locust_exports(servers, tmp_path):
     recorder, receiver = servers
     out = {}

@@ -10,7 +10,11 @@ import json
 import math
 import os
 
+import pytest
+
 from support import HERE, squall
+
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 FILES = HERE / "locustfiles"
 RATE = 10  # each user's requests a second (constant_throughput(10))

@@ -10,6 +10,8 @@ import pytest
 
 from support import free_port, squall, wait_for_port
 
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
+
 EXAMPLE = Path(__file__).parent.parent / "examples" / "sync_vs_async"
 BIN = Path(sys.executable).parent
 WORKERS, STORE_MS = 2, 20

@@ -69,6 +69,7 @@ def test_threshold_abort_stops_the_run_after_the_grace(slow_target, tmp_path):
     assert took < 15 and r["duration_s"] < 10
 
 
+@pytest.mark.slow
 def test_locustfile_thresholds_from_the_config_file_and_the_command_line(nginx, tmp_path):
     (tmp_path / "locust.conf").write_text("threshold = p95<10s; error_rate<1%\n")
     out = tmp_path / "r.json"

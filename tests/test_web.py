@@ -55,6 +55,7 @@ def shot(page, name):
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
+@pytest.mark.slow
 def test_bench_report_opens_offline_with_its_charts_and_the_servers_count(nginx, browser, tmp_path):
     nginx.reset_log()
     out, html = tmp_path / "r.json", tmp_path / "r.html"
@@ -76,6 +77,7 @@ def test_bench_report_opens_offline_with_its_charts_and_the_servers_count(nginx,
     assert "squall bench" in page.content()
 
 
+@pytest.mark.slow
 def test_report_and_compare_commands_render_saved_results(nginx, browser, tmp_path):
     runs = []
     for c in (2, 8):
@@ -104,6 +106,7 @@ def test_report_and_compare_commands_render_saved_results(nginx, browser, tmp_pa
     assert p.returncode == 2
 
 
+@pytest.mark.slow
 def test_png_charts_of_a_saved_result(nginx, tmp_path):
     out = tmp_path / "r.json"
     assert squall("bench", nginx.url + "/", "-c", 2, "-t", "2s", "--rate", 100, "--json", out, "-q").returncode == 0
@@ -123,6 +126,7 @@ def api(port, path, body=None):
         return json.loads(resp.read()) if "json" in resp.headers["Content-Type"] else resp.read().decode()
 
 
+@pytest.mark.slow
 def test_bench_live_dashboard_draws_while_running_and_ends_on_the_result(nginx, browser, tmp_path):
     nginx.reset_log()
     port, out = free_port(), tmp_path / "r.json"
@@ -158,6 +162,7 @@ def test_bench_live_dashboard_draws_while_running_and_ends_on_the_result(nginx, 
     assert page.console_errors == []
 
 
+@pytest.mark.slow
 def test_locustfile_dashboard_starts_changes_users_and_stops_from_the_page(nginx, browser, tmp_path):
     nginx.reset_log()
     port, out = free_port(), tmp_path / "r.json"
@@ -223,6 +228,7 @@ def legend(page, chart, label):
     raise AssertionError(f"no series {label!r} in chart-{chart}")
 
 
+@pytest.mark.slow
 def test_mqtt_dashboard_shows_the_run_while_it_goes_and_serves_its_end(browser, tmp_path):
     """Issue 24: the MQTT dashboard showed zeros and one Aggregated row until the end, then died with the
     process. Ground truth: an independent mosquitto_sub on the run's topics, stamping each message as the
@@ -321,6 +327,7 @@ def test_mqtt_dashboard_shows_the_run_while_it_goes_and_serves_its_end(browser, 
     assert report.locator("[data-testid='aggregate-row']").count() == 0
 
 
+@pytest.mark.slow
 def test_the_dashboard_binds_loopback_and_refuses_controls_beyond_it_without_auth(nginx):
     port = free_port()
     proc = squall_process(
@@ -387,6 +394,7 @@ def test_busy_port_is_a_one_line_error(nginx):
         blocker.kill()
 
 
+@pytest.mark.slow
 def test_a_killed_run_leaves_what_it_measured_and_report_renders_it(nginx, browser, tmp_path):
     """kill -9 mid-run: the partial files beside --json hold every second published before the kill,
     which is what the server saw less the last second or two."""
@@ -413,6 +421,7 @@ def test_a_killed_run_leaves_what_it_measured_and_report_renders_it(nginx, brows
     assert page.console_errors == []
 
 
+@pytest.mark.slow
 def test_report_of_a_merged_processes_run(nginx, browser, tmp_path):
     nginx.reset_log()
     out, html = tmp_path / "r.json", tmp_path / "r.html"
@@ -449,6 +458,7 @@ def test_the_report_shows_each_thresholds_verdict(nginx, browser, tmp_path):
     assert "1 passed" in page.locator("[data-testid='thresholds-badge']").inner_text()
 
 
+@pytest.mark.slow
 def test_the_report_of_a_find_limit_run_shows_the_breaking_point(browser, tmp_path):
     import subprocess as sp
     import sys
@@ -479,6 +489,7 @@ def test_the_report_of_a_find_limit_run_shows_the_breaking_point(browser, tmp_pa
     assert page.console_errors == [] and page.blocked == []
 
 
+@pytest.mark.slow
 def test_the_report_shows_the_targets_resources_beside_the_load(nginx, browser, tmp_path):
     out, html = tmp_path / "r.json", tmp_path / "r.html"
     p = squall(

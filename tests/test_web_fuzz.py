@@ -16,9 +16,13 @@ import signal
 import socket
 from urllib.parse import urlsplit
 
+import pytest
+
 from support import free_port, squall_process, wait_for_port, wait_until
 from test_web import FILES
 from web_client import control, live, token
+
+pytestmark = pytest.mark.slow
 
 N = int(os.environ.get("SQUALL_FUZZ_N", "4000")) // 10
 # What the dashboard answers (docs/dashboard.md: the dashboard's safety): 200, its own refusals, http.server's for a

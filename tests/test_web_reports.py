@@ -46,6 +46,7 @@ def test_a_run_shorter_than_the_time_charts_resolution_gets_a_summary(nginx, bro
     assert mean == "\u2013", mean  # an en dash: not measured
 
 
+@pytest.mark.slow
 def test_distribution_and_status_counts_are_the_results_and_the_servers(browser, tmp_path):
     """One user asks odd_server.py for 200s, 404s, 503s and responses cut mid-body (no status) under four
     names. The status chart's counts over the run are the result's status codes and the server's own
@@ -99,6 +100,7 @@ def test_distribution_and_status_counts_are_the_results_and_the_servers(browser,
     assert json.loads(attr(page, "chart-status", "data-counts")) == ours
 
 
+@pytest.mark.serial
 def test_where_the_time_goes_reads_the_servers_delays(browser, tmp_path):
     """delay_server.py: the head 20 ms after each request, the body 30 ms after the head. The page shows
     the result's numbers (raw in data-value) and they read the delays (the bounds of
@@ -145,6 +147,7 @@ def test_a_search_by_users_labels_its_throughput_as_requests(browser, tmp_path):
         page.close()
 
 
+@pytest.mark.slow
 def test_png_export_writes_every_chart_as_printed(nginx, browser, tmp_path):
     """`squall report --png` of an open-model run with the target monitored: the time charts, the status,
     the distributions, where the time goes and the monitor's charts; of a search, its chart. As printed:

@@ -90,6 +90,7 @@ def run_attack(browser, url, action, name):
     return tried
 
 
+@pytest.mark.slow
 def test_a_page_on_another_origin_can_neither_start_nor_stop_a_test(nginx, browser, attacker, tmp_path):
     nginx.reset_log()
     port, err = free_port(), tmp_path / "stderr"
@@ -151,6 +152,7 @@ def raw(port, method, path, headers, body=None):
         conn.close()
 
 
+@pytest.mark.slow
 def test_the_controls_refuse_what_a_browser_sends_for_another_origin(nginx):
     """Each layer on its own: a cross-origin Origin, Sec-Fetch-Site other than same-origin (another port of
     localhost is same-site), a body that is not declared JSON, a missing or wrong token: each refused, and
@@ -265,6 +267,7 @@ def cli_error(nginx, *args):
     return lines[0].split("error: ", 1)[1]
 
 
+@pytest.mark.slow
 def test_the_pages_controls_get_the_command_lines_validation(nginx, tmp_path):
     """`{"users": 1e999}` got no answer (an OverflowError traceback), `{"spawn_rate": NaN}` ramped at nan,
     `{"users": 10000000}` was taken where `-u 10000000` is refused. Each is a 400 with the command line's own

@@ -17,6 +17,8 @@ from support import free_port, serving, wait_for_port, wait_until
 from test_web import FILES, SHOTS, number, open_page, points, shot
 from web_client import control
 
+pytestmark = pytest.mark.slow
+
 IDLE_S = 5.0  # the page is open this long before Start: none of it may count as test time
 
 

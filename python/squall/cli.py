@@ -139,8 +139,10 @@ def _prepare_run(
 def _runs_users_here(known: argparse.Namespace) -> bool:
     """Whether this process runs the locustfile's users itself (so patches the standard library with
     gevent first, squall.runtime.gevent_hub), or only drives processes that do: --processes, --ray, --master and
-    --worker start them, --find-limit runs each step in one. A driver keeps the standard library as it is
-    (Ray's client, in particular, waits on real threads)."""
+    --worker start them, --find-limit runs each step in one; -l and the task ratios run none. A driver keeps
+    the standard library as it is (Ray's client, in particular, waits on real threads), and so does a
+    process that only lists the file's classes (a caller's threads stay threads: pytest-xdist's workers
+    run tests/test_file_fuzz.py's `squall -l` in their own process)."""
     if os.environ.get("SQUALL_WORKER"):
         return True
     return not (
@@ -149,6 +151,9 @@ def _runs_users_here(known: argparse.Namespace) -> bool:
         or getattr(known, "master", False)
         or getattr(known, "worker", False)
         or getattr(known, "find_limit", False)
+        or getattr(known, "list", False)
+        or getattr(known, "show_task_ratio", False)
+        or getattr(known, "show_task_ratio_json", False)
     )
 
 
