@@ -29,7 +29,7 @@ from hdr import decode_counts
 from squall.distributed.nodes import LocalCluster, NodeError
 from support import Mosquitto, free_port, squall, squall_process, wait_until
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'squall[ray]')")
 

@@ -228,6 +228,7 @@ def legend(page, chart, label):
     raise AssertionError(f"no series {label!r} in chart-{chart}")
 
 
+@pytest.mark.serial
 @pytest.mark.slow
 def test_mqtt_dashboard_shows_the_run_while_it_goes_and_serves_its_end(browser, tmp_path):
     """Issue 24: the MQTT dashboard showed zeros and one Aggregated row until the end, then died with the
@@ -458,6 +459,7 @@ def test_the_report_shows_each_thresholds_verdict(nginx, browser, tmp_path):
     assert "1 passed" in page.locator("[data-testid='thresholds-badge']").inner_text()
 
 
+@pytest.mark.serial
 @pytest.mark.slow
 def test_the_report_of_a_find_limit_run_shows_the_breaking_point(browser, tmp_path):
     import subprocess as sp
