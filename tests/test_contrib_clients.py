@@ -167,6 +167,27 @@ def test_grpc_calls_of_users_wait_together(grpc_server, grpc_stubs, tmp_path, to
     assert received["locust"] >= OVERLAP_CALLS or tool == "locust", (tool, received)
 
 
+def test_a_grpc_server_in_the_load_tests_process_lets_the_run_end_at_its_time_as_in_locust(grpc_stubs, tmp_path):
+    """Locust's examples/grpc as written: its server in the load test's process (an init listener's
+    gevent.spawn), on a thread pool whose calls time.sleep. squall printed its summary at -t and then
+    never exited (issue 41): the pool's threads slept on squall's timers, which stop with the run, and the
+    interpreter's exit joined them. Both tools now exit 0 within seconds of -t, each having counted what
+    the server received (within the calls in flight at the end)."""
+    users, seconds = 2, 3
+    for tool in ("squall", "locust"):
+        port, tally = free_port(), tmp_path / f"{tool}_tally.json"
+        env = {"GRPC_STUBS": str(grpc_stubs), "GRPC_PORT": str(port), "GRPC_MS": "200", "GRPC_TALLY": str(tally)}
+        args = ("-H", f"127.0.0.1:{port}", "-u", users, "-r", 100, "-t", f"{seconds}s")
+        began = time.monotonic()
+        p, rows, errors = run(tool, "grpc_in_process.py", tmp_path, *args, env=env)
+        took = time.monotonic() - began
+        assert p.returncode == 0 and errors == [], (tool, p.stderr[-2000:])
+        assert took < seconds + 10, (tool, took)  # (the file's imports and start-up, not a hang)
+        requests, failures = rows[("grpc", "/hello.HelloService/SayHello")]
+        received = json.loads(tally.read_text())
+        assert requests >= 4 and failures == 0 and within_in_flight(requests, received, users), (tool, rows, received)
+
+
 # Socket.IO -------------------------------------------------------------------------------------------
 
 

@@ -96,6 +96,27 @@ def test_a_shape_runs_past_run_time_as_in_locust(recorder, tmp_path):
     assert ignored["squall"] == ignored["locust"] == "--users, --spawn-rate, --run-time"
 
 
+@pytest.mark.slow
+def test_users_that_wait_for_ever_sleep_until_the_run_ends_as_in_locust(recorder, tmp_path):
+    """Waits of float("inf") (constant, and between's upper bound) and of 1e30 s beside a user that works
+    (issue 41): squall raised OverflowError in its timers (a traceback, exit code 1), and handed 1e30 s
+    to the engine, which waited none. Both tools now send each sleeper's on_start and first task once and
+    nothing more, stop at -t (the sleepers do not hold the run), exit 0 without an exception."""
+    runs, durations = {}, {}
+    for tool in ("locust", "squall"):
+        t0 = time.monotonic()
+        runs.update(run_both("sleeps_forever.py", recorder, tmp_path, "-u", 4, run_time="2s", tools=(tool,)))
+        durations[tool] = time.monotonic() - t0
+    (lp, lprefix, lrecords), (sp, sprefix, srecords) = runs["locust"], runs["squall"]
+    assert lp.returncode == sp.returncode == 0, (lp.stderr[-2000:], sp.stderr[-2000:])
+    assert "Traceback" not in sp.stderr and "OverflowError" not in sp.stderr, sp.stderr[-2000:]
+    assert exceptions(sprefix) == exceptions(lprefix) == {}
+    assert received(srecords) == received(lrecords)
+    sleepers = {("GET", p): (1, 0) for p in ("/forever/on_start", "/forever/task", "/unbounded", "/eons")}
+    assert stats(sprefix) == stats(lprefix) == {**sleepers, ("GET", "/site"): (10, 0), ("", "Aggregated"): (14, 0)}
+    assert max(durations.values()) < 2 + 10, durations  # -t, then the process's start and end
+
+
 def _default_sigint():
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 

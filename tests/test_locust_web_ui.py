@@ -20,7 +20,9 @@ from support import free_port, squall_process, wait_until
 
 FILES = Path(__file__).parent / "locustfiles"
 WEB_UI = FILES / "web_ui"
-ENV = dict(os.environ, PYTHONPATH=str(FILES / "corpus"), ITERATIONS="5")
+# (the corpus's _bounded after any PYTHONPATH given: a checkout's package run in place of the installed one)
+ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(FILES / "corpus")])))
+ENV["ITERATIONS"] = "5"
 
 
 def stats(prefix):
@@ -105,6 +107,63 @@ def test_an_after_request_hook_extends_locusts_stats_json(tmp_path):
             proc.communicate(timeout=30)
     assert seen["squall"] == seen["locust"], seen
     assert seen["squall"][3] == [{"key": "content-length", "data": []}]
+
+
+def test_a_route_that_renders_index_html_answers_the_tools_own_page_with_its_tabs(browser):
+    """Locust's extend_web_ui.py's `/extend` renders Locust's page (`render_template("index.html",
+    template_args=...)`) with a "Content Length" tab, its table and its CSV: squall answered 500
+    (TemplateNotFound: index.html). Both tools now answer 200 with their own page, given what the route
+    adds (Locust's page its template_args, squall's dashboard its tabs and downloads); in squall's, drawn
+    in a browser, the tab's table holds the rows the file's hook adds to `/stats/requests` (the users,
+    2 of 5 tasks each, requested the UI), and the CSV is among the downloads."""
+    given = {}
+    for tool in ("locust", "squall"):
+        port = free_port()
+        base = f"http://127.0.0.1:{port}"
+        args = ["-f", WEB_UI / "extend_web_ui.py", "--web-port", port, "-H", base, "--autostart", "-u", 2, "-r", 50]
+        proc = start(tool, *args)
+        try:
+            wait_until(lambda: get(base + "/extend")[0] != 0, "the web UI", proc)  # noqa: B023
+            status, headers, body = get(base + "/extend")
+            assert status == 200 and headers["Content-Type"].startswith("text/html"), (tool, status, body[:2000])
+            if tool == "locust":
+                template_args = json.loads(body.split("window.templateArgs = ", 1)[1].split("\n", 1)[0])
+                given[tool] = {k: template_args[k] for k in ("extended_tabs", "extended_tables", "extended_csv_files")}
+                continue
+            data = json.loads(body.split('<script id="squall-data" type="application/json">')[1].split("</script>")[0])
+            assert data["mode"] == "live" and data["meta"]["command"] == "run" and data["token"], data
+            assert '<div id="app"></div>' in body and '<script src="/assets/app.js"></script>' in body
+            given[tool] = data["extension"]
+            # the users' 10 requests made (squall's test ends with its users): their lengths are the hook's rows
+            stats = lambda: json.loads(get(base + "/stats/requests")[2])  # noqa: B023
+            wait_until(lambda: stats()["state"] == "stopped", "the users' requests", proc)  # noqa: B023
+            rows = stats()["extended_stats"][0]["data"]
+            assert len(rows) == 2, rows
+            page = browser.new_page()
+            try:
+                page.goto(base + "/extend")
+                page.wait_for_selector("body[data-ready='1']", timeout=30_000)
+                assert page.locator("[data-testid='section-extension-0'] h2").inner_text() == "Content Length"
+                page.wait_for_selector("[data-testid='extension-table-0'] [data-testid='extension-row']")
+                heads = page.locator("[data-testid='extension-table-0'] th").all_inner_texts()
+                assert heads == ["Name", "Total content length"], heads
+                drawn = {
+                    tuple(r.locator("td").all_inner_texts())
+                    for r in page.locator("[data-testid='extension-table-0'] [data-testid='extension-row']").all()
+                }
+                assert drawn == {(r["name"], f"{r['content_length']:,}") for r in rows}, (drawn, rows)
+                link = page.locator("[data-testid='download-extension-csv']")
+                assert link.inner_text() == "Download content length statistics CSV"
+                assert link.get_attribute("href") == "/content-length/csv"
+                assert page.locator("[data-testid='state']").count() == 1  # the dashboard itself
+            finally:
+                page.close()
+        finally:
+            proc.terminate()
+            proc.communicate(timeout=30)
+    tables = {t["key"]: t["structure"] for t in given["locust"]["extended_tables"]}
+    tabs = [{**t, "columns": tables.get(t["key"])} for t in given["locust"]["extended_tabs"]]
+    assert given["squall"] == {"tabs": tabs, "csv_files": given["locust"]["extended_csv_files"]}, given
 
 
 def test_web_login_guards_the_ui_as_locusts_does(tmp_path):

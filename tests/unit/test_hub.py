@@ -93,3 +93,35 @@ def test_users_killed_in_their_sleep_end_without_searching_the_queue():
     hub.run_until(time.monotonic() + 0.05)
     assert sorted(ended) == list(range(1000)) and all(g.dead for g in users)
     assert searched == []
+
+
+def test_a_wait_of_infinite_or_huge_or_nan_seconds_never_ends_and_a_kill_still_ends_it():
+    """`constant(float("inf"))` (Locust's user that only runs its on_start), a wait of 1e300 s, a NaN: the
+    greenlet sleeps until it is killed, as gevent's sleep does; its timer no longer raises OverflowError
+    (`int(inf)`), nor do the pauses between tasks or the timers of gevent's Timeout (`call_later`)."""
+    hub = Hub(ScriptEngine())
+    ended = []
+
+    def sleeper(seconds, how):
+        try:
+            how(seconds)
+            ended.append(("woke", seconds))
+        except GreenletExit:
+            ended.append(("killed", seconds))
+            raise
+
+    waits = [float("inf"), 1e300, float("nan")]
+    sleepers = [hub.spawn(sleeper, s, hub.sleep) for s in waits]
+    sleepers += [hub.spawn(sleeper, s, lambda s: hub.pause(s, hub.turns)) for s in waits]
+    fired = []
+    for s in waits:
+        hub.call_later(s, lambda s=s: fired.append(s))
+    t0 = time.monotonic()
+    hub.run_until(t0 + 0.05)
+    assert ended == [] and fired == []
+    for g in sleepers:
+        hub.kill(g)
+    hub.run_until(time.monotonic() + 0.01)
+    assert time.monotonic() - t0 < 1.0  # the hub woke at its deadlines, not at the timers'
+    assert sorted(ended, key=str) == sorted((("killed", s) for s in waits * 2), key=str)
+    assert all(g.dead for g in sleepers)

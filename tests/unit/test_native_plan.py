@@ -90,3 +90,18 @@ def test_locusts_wait_times_say_what_they_are_for_the_engine():
     assert constant_pacing(2).squall_wait == ("pacing", 2)
     assert constant_throughput(4).squall_wait == ("pacing", 0.25)
     assert poisson(5).squall_wait == ("poisson", 5)
+
+
+def test_waits_longer_than_the_engines_timers_hold_keep_a_user_in_python():
+    """A native plan waits at most _LONGEST_NATIVE_WAIT: the engine's Durations and Instants overflow
+    (1e19 s aborted the run) or are no Duration at all (1e30 s waited none). Longer waits, infinite ones
+    and NaN run in Python, whose hub sleeps them until the run ends."""
+    from squall.user.native import _LONGEST_NATIVE_WAIT, _longest
+
+    inf, nan = float("inf"), float("nan")
+    for wait in ({"constant": 3}, {"between": (0.5, 2)}, {"between": (2, 0.5)}, {"pacing": 1e8}, {"poisson": 0.5}):
+        assert _longest(wait) <= _LONGEST_NATIVE_WAIT, wait
+    too_long = [{"constant": inf}, {"constant": 1e19}, {"between": (1, inf)}, {"between": (1, 1e30)}]
+    too_long += [{"pacing": 1e30}, {"poisson": 1e-12}, {"constant": nan}, {"between": (nan, 1)}]
+    for wait in too_long:
+        assert not _longest(wait) <= _LONGEST_NATIVE_WAIT, wait

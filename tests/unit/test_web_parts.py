@@ -228,3 +228,54 @@ def test_a_command_is_answered_once_the_run_obeyed_it():
         assert not dashboard.wait_obeyed(second, timeout=5) and time.monotonic() - started < 1
     finally:
         dashboard.server.server_close()
+
+
+def test_locusts_index_html_is_the_dashboards_page_with_the_tabs_a_route_adds():
+    """`render_template("index.html", ...)` in a locustfile's route (Locust's extend_web_ui.py) is the
+    dashboard's page, given the tabs, table columns and CSV files of Locust's `template_args`, passed as
+    one (`template_args=`) or spread (older files); a CSV link that is not a web address or a path (a
+    `javascript:` one, even disguised with a tab) is left out; a page with nothing added has nothing."""
+    from flask import render_template
+
+    from squall.web.flask_app import LocustFlask, extension_of
+
+    class Dashboard:
+        def live_page(self, extension=None):
+            return "<page>" + json.dumps(extension) + "</page>"
+
+    web = LocustFlask(None, Dashboard(), web_login=False)  # type: ignore[arg-type]
+    args = {
+        "host": "http://x",
+        "extended_tabs": [{"title": "Lengths", "key": "len"}, {"key": "bare"}, {"title": "no key"}],
+        "extended_tables": [{"key": "len", "structure": [{"key": "name", "title": "Name"}, {"key": "n"}]}],
+        "extended_csv_files": [
+            {"href": "/len/csv", "title": "CSV"},
+            {"href": "https://example.test/a.csv"},
+            {"href": "javascript:alert(1)", "title": "x"},
+            {"href": "java\tscript:alert(1)", "title": "y"},
+        ],
+    }
+    web.app.add_url_rule("/given", "given", lambda: render_template("index.html", template_args=args))
+    web.app.add_url_rule("/spread", "spread", lambda: render_template("index.html", **args))
+    web.app.add_url_rule("/plain", "plain", lambda: render_template("index.html"))
+    client = web.app.test_client()
+    expected = {
+        "tabs": [
+            {
+                "key": "len",
+                "title": "Lengths",
+                "columns": [{"key": "name", "title": "Name"}, {"key": "n", "title": "n"}],
+            },
+            {"key": "bare", "title": "bare", "columns": None},
+        ],
+        "csv_files": [
+            {"href": "/len/csv", "title": "CSV"},
+            {"href": "https://example.test/a.csv", "title": "https://example.test/a.csv"},
+        ],
+    }
+    for path in ("/given", "/spread"):
+        answer = client.get(path)
+        assert answer.status_code == 200
+        assert json.loads(answer.text.removeprefix("<page>").removesuffix("</page>")) == expected, path
+    assert client.get("/plain").text == "<page>null</page>"
+    assert extension_of({"extended_tabs": "not a list", "extended_csv_files": [None, 3]}) is None

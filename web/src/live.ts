@@ -6,15 +6,16 @@
 // test's users and spawn rate), Stop, Reset, and after a test New, which starts another in the same
 // process (the live `test` counter goes up and the page starts over with it; `meta.controls.new` says
 // the page keeps polling after a result for that); the Current ratio and Logs sections; the failures and
-// exceptions CSVs among the downloads.
-import type { Live, Meta, Result } from "./types";
+// exceptions CSVs among the downloads. A page a locustfile's route rendered (Locust's `index.html`) has
+// the tabs and CSV files the route adds (`extension`), their rows read from Locust's /stats/requests.
+import type { Extension, Live, Meta, Result } from "./types";
 import { commandOf, currentRates, kindOf, byMethod, sum, STOP_REASONS } from "./model";
 import { RunView, snapshotFromResult, type Snapshot } from "./view";
 import { badge, markReady, shell, type Shell } from "./shell";
 import { fmtPct, fmtRate, h, num, setText } from "./util";
 import { monitorOf } from "./monitor";
 import { generatorOf } from "./generator";
-import { LogsSection, RatioSection } from "./webui";
+import { ExtensionTab, LogsSection, RatioSection, extendedRows } from "./webui";
 
 const POLL_MS = 1000;
 
@@ -75,7 +76,7 @@ function headerStat(label: string, value: HTMLElement): HTMLElement {
   return h("div", { class: "hstat" }, h("span", { class: "l" }, label), value);
 }
 
-export function startLive(root: HTMLElement, meta: Meta, token: string): void {
+export function startLive(root: HTMLElement, meta: Meta, token: string, extension: Extension | null = null): void {
   const command = commandOf(meta, undefined);
   const kind = kindOf(command);
   const controls = meta.controls || {};
@@ -235,11 +236,16 @@ export function startLive(root: HTMLElement, meta: Meta, token: string): void {
         ? h("a", { class: "btn", href: "/download/exceptions.csv", download: "exceptions.csv", testid: "download-exceptions-csv" }, "Exceptions (CSV)")
         : null,
       h("a", { class: "btn", href: "/download/report.html", download: "report.html", testid: "download-html" }, "Report (HTML)"),
+      ((extension && extension.csv_files) || []).map(({ href, title }) =>
+        h("a", { class: "btn", href, testid: "download-extension-csv" }, title),
+      ),
     );
   const ratio = new RatioSection();
   const logs = new LogsSection();
+  const tabs = ((extension && extension.tabs) || []).map((tab, i) => new ExtensionTab(tab, i));
   const sections = (v: RunView) => {
     if (isRun) v.addSection("ratio", "Current ratio", ratio.el);
+    tabs.forEach((t, i) => v.addSection("extension-" + i, t.tab.title, t.el));
     v.addSection("download", "Download data", downloads());
     if (isRun) v.addSection("logs", "Logs", logs.el);
   };
@@ -332,6 +338,10 @@ export function startLive(root: HTMLElement, meta: Meta, token: string): void {
       ]);
       ratio.update(tasks);
       logs.update((lines && lines.lines) || []);
+      if (tabs.length) {
+        const stats = await getJson<unknown>("/stats/requests");
+        tabs.forEach((t) => t.update(extendedRows(stats, t.tab.key)));
+      }
     } catch {
       // the live poll reports the connection
     }

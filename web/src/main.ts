@@ -76,7 +76,7 @@ function boot(): void {
       S.footer.append("squall " + (meta.squall_version || "") + " · comparison");
       c.draw();
     } else if (doc.mode === "live") {
-      startLive(root, meta, doc.token || "");
+      startLive(root, meta, doc.token || "", doc.extension || null);
       return; // ready after the first poll
     } else fail(root, "Unknown data mode.");
   } catch (e) {

@@ -490,7 +490,16 @@ export interface Run {
   result: Result;
 }
 
+/** What a locustfile's route adds to the dashboard's page when it renders Locust's `index.html` with
+ * `extended_tabs`, `extended_tables` and `extended_csv_files` (squall.web.flask_app `extension_of`): a
+ * section per tab, its rows the `extended_stats` entry of its key in `/stats/requests`, its columns
+ * `columns` (null: the keys of its first row); the CSV files among the downloads. */
+export interface Extension {
+  tabs: { key: string; title: string; columns: { key: string; title: string }[] | null }[];
+  csv_files: { href: string; title: string }[];
+}
+
 export type Doc =
   | { mode: "report"; meta?: Meta; result: Result; downloads?: Record<string, string> } // downloads: file name -> text (the CSVs)
-  | { mode: "live"; meta?: Meta; token?: string } // token: the run's, sent with each control (X-Squall-Token)
+  | { mode: "live"; meta?: Meta; token?: string; extension?: Extension } // token: the run's, sent with each control (X-Squall-Token)
   | { mode: "compare"; meta?: Meta; runs: Run[] };

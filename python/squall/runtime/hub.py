@@ -30,6 +30,11 @@ from greenlet import GreenletExit, getcurrent, greenlet
 # Never early: a sleep lasts at least what was asked, as time.sleep does.
 TIMER_SLACK = 0.001
 _TICKS = 1 / TIMER_SLACK  # timer buckets a second
+# A timer set later than this (monotonic seconds: some 30 million years) is set for then: it never falls
+# due, as gevent's never does for a wait of float("inf") (Locust's `wait_time = constant(float("inf"))`,
+# a user that does its on_start and then sleeps until the test ends) or of 1e300 seconds, whose
+# millisecond buckets would not be numbers (`int(inf)`: OverflowError). NaN too waits for ever.
+_NEVER = 1e15
 
 
 if TYPE_CHECKING:
@@ -122,7 +127,7 @@ class Hub:
         a pass (about 2 µs of a scripted request's 30, measured with cProfile). A task that never
         waits (an MQTT publish) still yields at every pause, as gevent.sleep(0) does in Locust.
         `seen` is what the greenlet's last pause returned (0 the first time)."""
-        if seconds > 0 or self.turns == seen:
+        if not seconds <= 0 or self.turns == seen:  # (a NaN waits, for ever: `Timers.add`)
             self.sleep(seconds)
         return self.turns
 
@@ -404,7 +409,9 @@ class Timers:
         self.order: list[int] = []  # heap of the bucket numbers
 
     def add(self, when: float, g: greenlet) -> list[Any]:
-        """A timer for `g` at monotonic time `when`; returns it (for `Hub.cancel`)."""
+        """A timer for `g` at monotonic time `when` (at most _NEVER); returns it (for `Hub.cancel`)."""
+        if not when < _NEVER:  # (NaN too)
+            when = _NEVER
         timer = [when, g]
         number = int(when * _TICKS) + 1
         bucket = self.buckets.get(number)

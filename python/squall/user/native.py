@@ -12,7 +12,8 @@ are dropped, e.g.
 and the user qualifies when every one of its tasks does, and nothing else would see what Python
 skips: no `events.request` listener, no session hook or user `context()`, squall's own HttpSession or
 FastHttpSession (no retries, no auth object), a wait time from squall (or Locust) `constant`,
-`between`, `constant_pacing`, `constant_throughput` or `poisson`, and the closed model (not `--rate`).
+`between`, `constant_pacing`, `constant_throughput` or `poisson` of at most `_LONGEST_NATIVE_WAIT`, and
+the closed model (not `--rate`).
 Anything else (a task that reads its response, a loop, a global, `catch_response`, a TaskSet) runs in
 Python as always: the plan is all or nothing per user, decided after its `on_start`.
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import dis
 import logging
+import math
 import os
 import sys
 import types
@@ -241,6 +243,28 @@ def _wait(user: User) -> dict[str, Any] | None:
     return {kind: value}
 
 
+# The longest wait a native plan is given (seconds, some 30 years): the engine's timers count from now in
+# Durations and Instants, which a wait of 1e19 s overflows (the run aborted) and one of 1e30 s is no
+# Duration at all (it waited none). A user that waits longer (Locust's `constant(float("inf"))`, a user
+# that only runs its on_start, or 1e300 s) runs in Python, whose timers hold any wait (it never ends).
+_LONGEST_NATIVE_WAIT = 1e9
+
+
+def _longest(wait: dict[str, Any]) -> float:
+    """The longest a wait (`_wait`'s) can be, NaN if it is not numbers. A Poisson wait, an exponential
+    of mean 1/rate, is less than 50/rate (the engine's draws stay below 45 means)."""
+    [(kind, value)] = wait.items()
+    try:
+        if kind == "between":
+            low, high = map(float, value)
+            return max(low, high) if low == low and high == high else math.nan
+        if kind == "poisson":
+            return 50 / float(value) if value > 0 else math.inf
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
 def plan_for(user: User) -> NativePlan | None:
     """The user's plan, when all its tasks qualify (see the module's doc); None runs it in Python. Says
     which, and why not, once per class at DEBUG (`--loglevel DEBUG`)."""
@@ -267,6 +291,8 @@ def _plan(user: User) -> tuple[NativePlan | None, str]:
     wait = _wait(user)
     if wait is None:
         return None, "its wait_time is not one of constant, between, constant_pacing, constant_throughput, poisson"
+    if not _longest(wait) <= _LONGEST_NATIVE_WAIT:  # (NaN too)
+        return None, f"its wait_time can be longer than a native plan waits ({_LONGEST_NATIVE_WAIT:g} s)"
     if not user.tasks:
         return None, "it has no tasks"
     if not isinstance(client, HttpSession) or not _session_ok(client):

@@ -5,6 +5,8 @@ served beside it: a request for a path the dashboard does not serve goes to the 
 checks of Host, credentials and a foreign site's page come first, and a POST must not come from
 another origin's page), which has the locustfile's routes and Locust's `locust` blueprint (`index`,
 `login`, `/stats/requests` and `/exceptions` in Locust's JSON, read from the dashboard's live data).
+Its template `index.html` (Locust's page, which a route adding a tab renders with `template_args`) is
+the dashboard's page, with the tabs and CSV files the route adds (`extension_of`).
 
 `--web-login` (Locust's): Flask-Login guards the dashboard. Its own pages and data then need a user
 the locustfile's `environment.web_ui.login_manager` knows (the file sets its `user_loader`, its login
@@ -21,6 +23,7 @@ import io
 import sys
 import time
 import traceback
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import quote, unquote, urlsplit
 
@@ -60,6 +63,7 @@ class LocustFlask:
         app = Flask(__name__)  # (Locust's is named after its module too; the name looks up nothing here)
         app.debug = True  # as Locust's: a route's exception reaches the server (a plain 500, its traceback)
         self.app: Flask = app
+        self._page_template(app)
         if web_login:
             from flask_login import LoginManager  # type: ignore[import-untyped]  # no stubs
 
@@ -98,6 +102,23 @@ class LocustFlask:
             )
 
         app.register_blueprint(locust)
+
+    def _page_template(self, app: Flask) -> None:
+        """The app's own templates (found before its blueprints', as Locust's build folder is): Locust's
+        page `index.html`, which is the dashboard's page here. Rendered by a locustfile's route, as
+        `render_template("index.html", template_args={...})` (Locust's extend_web_ui.py) or with the
+        arguments spread (`**template_args`, older files), it shows the tabs and CSV files they add."""
+        from jinja2 import DictLoader, pass_context
+        from markupsafe import Markup
+
+        @pass_context
+        def dashboard_page(context: Any) -> Markup:
+            given = context.get("template_args")
+            args = given if isinstance(given, Mapping) else context.get_all()
+            return Markup(self.dashboard.live_page(extension_of(args)))
+
+        app.jinja_loader = DictLoader({"index.html": "{{ squall_dashboard_page() }}"})
+        app.jinja_env.globals["squall_dashboard_page"] = dashboard_page
 
     def auth_required_if_enabled(self, view: Callable[..., Any]) -> Callable[..., Any]:
         """Locust's decorator: the view needs a logged-in user with --web-login."""
@@ -158,6 +179,46 @@ class LocustFlask:
             except Exception as e:  # no user_loader yet, a broken one: nobody is logged in
                 sys.stderr.write(f"squall: --web-login: the locustfile's login manager failed: {e}\n")
                 return False
+
+
+def extension_of(args: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What a locustfile's route adds to the page it renders, from Locust's `template_args`:
+    `extended_tabs` ([{key, title}]), `extended_tables` ([{key, structure: [{key, title}]}]) and
+    `extended_csv_files` ([{href, title}]). The page shows each tab as a section whose table has the
+    columns of its key's structure (None: the keys of its first row) and the rows of its key's
+    `extended_stats` entry in `/stats/requests` (which the file's after_request hook adds), and the CSV
+    files among its downloads (a link elsewhere than a web address or a path of the UI is left out).
+    None when it adds nothing."""
+
+    def entries(name: str) -> list[Mapping[str, Any]]:
+        value = args.get(name)
+        return [e for e in value if isinstance(e, Mapping)] if isinstance(value, (list, tuple)) else []
+
+    columns = {
+        str(t.get("key")): [
+            {"key": str(c.get("key")), "title": str(c.get("title") or c.get("key"))}
+            for c in t.get("structure") or []
+            if isinstance(c, Mapping)
+        ]
+        for t in entries("extended_tables")
+    }
+    tabs = [
+        {"key": key, "title": str(t.get("title") or key), "columns": columns.get(key)}
+        for t in entries("extended_tabs")
+        if (key := str(t.get("key") or ""))
+    ]
+    files = [
+        {"href": href, "title": str(f.get("title") or href)}
+        for f in entries("extended_csv_files")
+        if _web_link(href := str(f.get("href") or ""))
+    ]
+    return {"tabs": tabs, "csv_files": files} if tabs or files else None
+
+
+def _web_link(href: str) -> bool:
+    """A path or an http(s) address: no `javascript:` (nor one a browser would read as it, with spaces
+    or control characters it drops)."""
+    return bool(href) and all(ord(c) > 32 for c in href) and urlsplit(href).scheme.lower() in ("", "http", "https")
 
 
 def environ(handler: BaseHTTPRequestHandler, body: bytes) -> dict[str, Any]:

@@ -235,6 +235,14 @@ class Dashboard:
         self.server = _Server((host, port), handler)
         self.thread = NativeThread(self.server.serve_forever, "squall-dashboard")  # real, whatever gevent patched
 
+    def live_page(self, extension: dict[str, Any] | None = None) -> str:
+        """The dashboard's page (live mode), with the tabs and CSV files a locustfile's route adds to it
+        when it renders Locust's `index.html` (`extension`: squall.web.flask_app `extension_of`)."""
+        data: dict[str, Any] = {"mode": "live", "meta": self.store.meta, "token": self.guard.token}
+        if extension:
+            data["extension"] = extension
+        return page.render(data, inline=False)
+
     @property
     def url(self) -> str:
         host, port = self.server.server_address[:2]
@@ -427,9 +435,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         store = self.dashboard.store
         if url.path in ("/", "/index.html"):
-            data = {"mode": "live", "meta": store.meta, "token": self.dashboard.guard.token}
-            html = page.render(data, inline=False)
-            self._send(200, html.encode(), "text/html; charset=utf-8")
+            self._send(200, self.dashboard.live_page().encode(), "text/html; charset=utf-8")
         elif url.path in ("/assets/app.js", "/assets/app.css"):
             name = url.path.rsplit("/", 1)[1]
             kind = "text/javascript" if name.endswith(".js") else "text/css"

@@ -1,12 +1,13 @@
 """An extended web UI (the behaviour of Locust's extend_web_ui.py): a request listener sums each name's
 response lengths; an `after_request` hook adds them to Locust's `/stats/requests` JSON as
-`extended_stats`; a blueprint serves them as CSV. The users request the tool's own UI (-H its URL), in
-order (CSV, CSV, stats: the example's weights 2 and 1), ITERATIONS tasks each."""
+`extended_stats`; a blueprint serves them as CSV, and `/extend`, the tool's own page (`index.html`) with
+a "Content Length" tab, its table and its CSV among the downloads. The users request the tool's own UI
+(-H its URL), in order (CSV, CSV, stats: the example's weights 2 and 1), ITERATIONS tasks each."""
 
 import json
 
 from _bounded import count
-from flask import Blueprint, make_response, request
+from flask import Blueprint, make_response, render_template, request
 from locust import HttpUser, SequentialTaskSet, constant, events, task
 
 lengths: dict[str, int] = {}
@@ -55,6 +56,29 @@ def extend(environment, **_kw):
             extended = [{"key": "content-length", "data": rows}]
             response.set_data(json.dumps({**response.json, "extended_stats": extended}))
         return response
+
+    @blueprint.route("/extend")
+    def extended_page():
+        environment.web_ui.update_template_args()
+        return render_template(
+            "index.html",
+            template_args={
+                **environment.web_ui.template_args,
+                "extended_tabs": [{"title": "Content Length", "key": "content-length"}],
+                "extended_tables": [
+                    {
+                        "key": "content-length",
+                        "structure": [
+                            {"key": "name", "title": "Name"},
+                            {"key": "content_length", "title": "Total content length"},
+                        ],
+                    }
+                ],
+                "extended_csv_files": [
+                    {"href": "/content-length/csv", "title": "Download content length statistics CSV"}
+                ],
+            },
+        )
 
     environment.web_ui.app.register_blueprint(blueprint)
 

@@ -8,6 +8,21 @@ use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Exp1};
 use std::time::{Duration, Instant};
 
+/// The longest wait the engine keeps (about 31 years): a longer one (Locust's `constant(float("inf"))`,
+/// a user that only runs its on_start) or NaN waits this long, which outlasts any run, instead of
+/// overflowing an `Instant` (1e19 s aborted the process) or becoming no wait at all (1e30 s did).
+/// squall.user.native leaves such users to Python anyway (_LONGEST_NATIVE_WAIT): this is the engine's own
+/// guarantee.
+pub const LONGEST_WAIT_S: f64 = 1e9;
+
+/// `seconds` as a wait: none below 0, `LONGEST_WAIT_S` beyond it or for NaN.
+pub fn wait_of(seconds: f64) -> Duration {
+    if seconds.is_nan() || seconds >= LONGEST_WAIT_S {
+        return Duration::from_secs_f64(LONGEST_WAIT_S);
+    }
+    Duration::try_from_secs_f64(seconds).unwrap_or(Duration::ZERO)
+}
+
 /// The wait between a native user's tasks: Locust's wait-time functions, with their math.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Wait {
@@ -40,7 +55,7 @@ impl Wait {
             Wait::Pacing(s) => {
                 let ran = paced.map_or(0.0, |started| now.saturating_duration_since(started).as_secs_f64());
                 let wait = (s - ran).max(0.0);
-                *paced = Some(now + Duration::from_secs_f64(wait));
+                *paced = Some(now + wait_of(wait));
                 wait
             }
             Wait::Poisson(rate) => {
@@ -48,7 +63,7 @@ impl Wait {
                 e / rate
             }
         };
-        Duration::try_from_secs_f64(seconds).unwrap_or(Duration::ZERO)
+        wait_of(seconds)
     }
 }
 
@@ -99,6 +114,21 @@ mod tests {
         // 10,000 is within 5 standard errors (0.0289 / 100 * 5 = 0.0014) of it.
         let mean = b.iter().sum::<f64>() / b.len() as f64;
         assert!((mean - 0.15).abs() < 0.0015, "{mean}");
+    }
+
+    #[test]
+    fn a_wait_past_the_longest_or_nan_is_the_longest_and_never_overflows_the_clock() {
+        let longest = Duration::from_secs_f64(LONGEST_WAIT_S);
+        for s in [f64::INFINITY, f64::NAN, 1e19, 1e30, f64::MAX, LONGEST_WAIT_S] {
+            assert_eq!(waits(Wait::Constant(s), 1), vec![LONGEST_WAIT_S], "{s}");
+            assert_eq!(wait_of(s), longest);
+        }
+        assert_eq!(waits(Wait::Between(1.0, f64::INFINITY), 1), vec![LONGEST_WAIT_S]);
+        assert_eq!(wait_of(-1.0), Duration::ZERO);
+        let (mut rng, mut paced, now) = (SmallRng::seed_from_u64(1), None, Instant::now());
+        Wait::Pacing(f64::INFINITY).next(&mut rng, &mut paced, now); // (its next start: no overflow)
+        assert_eq!(paced, Some(now + longest));
+        let _ = now + longest; // the engine's `now + pause`
     }
 
     #[test]
