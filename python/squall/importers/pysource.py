@@ -30,6 +30,10 @@ class Code(str):
     """Source text to write as it is (a name, an f-string), not as a string literal."""
 
 
+class Spread(str):
+    """A key of a dict literal written `**name`: the items of the mapping `name` (its value unused)."""
+
+
 def string(text: str) -> str:
     """`text` as a Python string literal."""
     quote = "'" if text.count('"') > text.count("'") else '"'
@@ -93,7 +97,11 @@ def literal(value: Any) -> str:
             return f'float("{value}")'
         return repr(value)
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{literal(k)}: {literal(v)}" for k, v in value.items()) + "}"
+        return (
+            "{"
+            + ", ".join(f"**{k}" if isinstance(k, Spread) else f"{literal(k)}: {literal(v)}" for k, v in value.items())
+            + "}"
+        )
     if isinstance(value, list):
         return "[" + ", ".join(literal(v) for v in value) + "]"
     if isinstance(value, tuple):
@@ -112,7 +120,7 @@ def lines(value: Any, level: int, prefix: str = "", suffix: str = "") -> list[st
     out = [f"{indent}{prefix}{brackets[0]}"]
     if isinstance(value, dict):
         for k, v in value.items():
-            out += lines(v, level + 1, f"{literal(k)}: ", ",")
+            out += [f"{indent}{INDENT}**{k},"] if isinstance(k, Spread) else lines(v, level + 1, f"{literal(k)}: ", ",")
     else:
         for v in value:
             out += lines(v, level + 1, "", ",")
@@ -134,6 +142,16 @@ def call(
         out += lines(v, level + 1, f"{k}=" if k else "", ",")
     out.append(f"{indent}){suffix}")
     return out
+
+
+def assignment(target: str, expression: str, level: int) -> list[str]:
+    """`target` (ending in " = ") and an expression without brackets of its own: one line, or the
+    expression alone inside parentheses when that fits (as the formatters split such a line)."""
+    indent = INDENT * level
+    one = f"{indent}{target}{expression}"
+    if len(one) <= WIDTH or len(indent + INDENT + expression) > WIDTH:
+        return [one]
+    return [f"{indent}{target}(", f"{indent}{INDENT}{expression}", f"{indent})"]
 
 
 def comment(text: str, level: int) -> list[str]:

@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -94,6 +92,9 @@ def _read_file(path: str) -> bytes:
 
 def fetch(url: str) -> bytes:
     """The body at `url`, or SourceError saying why not."""
+    import urllib.error  # (20-30 ms of imports, http.client's and ssl's, that a file does not need)
+    import urllib.request
+
     request = urllib.request.Request(
         url,
         headers={
