@@ -45,7 +45,7 @@ FIELD_HELPER = '''def _field(response, *path):
 
 def locustfile(plan: Plan) -> str:
     """The source of the locustfile for `plan`."""
-    plan = _with_credentials(plan)
+    plan, either = _with_credentials(plan)
     out = ['"""' + plan.about[0], *plan.about[1:], '"""', ""]
     out += _imports(plan)
     if any(c.kind == "basic" for c in plan.credentials):
@@ -59,6 +59,10 @@ def locustfile(plan: Plan) -> str:
                 out += call("os.environ.get", [(None, variable), (None, "")], 0, f"{variable} = ")
             if credential.per_request:
                 out += _per_request(credential)
+        if either:
+            out += comment("Operations that accept any of these send the first that is set.", 0)
+        for name, constants in either.items():
+            out += assignment(f"{name} = ", " or ".join(constants), 0)
     if plan.flows:
         out += ["", "", FIELD_HELPER]
     out += ["", "", *_user(plan)]
@@ -155,18 +159,25 @@ def _per_request(credential: Credential) -> list[str]:
     ]
 
 
-def _with_credentials(plan: Plan) -> Plan:
-    """The plan with each request's per-request credentials spread into its headers, query or cookies."""
+def _with_credentials(plan: Plan) -> tuple[Plan, dict[str, list[str]]]:
+    """The plan with each request's per-request credentials spread into its headers, query or cookies,
+    and the mappings that choose among several ({name: the credentials' mappings, the first set wins})."""
     by_scheme = {c.scheme: c for c in plan.credentials if c.per_request}
+    either: dict[str, list[str]] = {}
 
     def spread(request: Request) -> Request:
         headers, query, cookies = list(request.headers), list(request.query), list(request.cookies)
-        for scheme in request.credentials:
-            credential = by_scheme.get(scheme)
-            if credential is None:
+        for kind, target in (("header", headers), ("query", query), ("cookie", cookies)):
+            chosen = [by_scheme[s] for s in request.credentials if s in by_scheme]
+            constants = [c.constant for c in chosen if (c.kind if c.kind in ("query", "cookie") else "header") == kind]
+            if not constants:
                 continue
-            entry = (Spread(credential.constant), "")
-            {"query": query, "cookie": cookies}.get(credential.kind, headers).insert(0, entry)
+            name = constants[0]
+            if len(constants) > 1:
+                suffix = "_" + constants[0].rpartition("_")[2]  # _HEADERS, _PARAMS, _COOKIES
+                name = "_OR_".join(c.removesuffix(suffix) for c in constants) + suffix
+                either[name] = constants
+            target.insert(0, (Spread(name), ""))
         return dataclasses.replace(request, headers=headers, query=query, cookies=cookies)
 
     tasks = [dataclasses.replace(t, request=spread(t.request)) for t in plan.tasks]
@@ -174,7 +185,7 @@ def _with_credentials(plan: Plan) -> Plan:
         dataclasses.replace(f, steps=[dataclasses.replace(s, request=spread(s.request)) for s in f.steps])
         for f in plan.flows
     ]
-    return dataclasses.replace(plan, tasks=tasks, flows=flows)
+    return dataclasses.replace(plan, tasks=tasks, flows=flows), either
 
 
 def _decorators(tags: list[str], weight: int, level: int) -> list[str]:

@@ -155,10 +155,12 @@ def assignment(target: str, expression: str, level: int) -> list[str]:
 
 
 def comment(text: str, level: int) -> list[str]:
-    """`text` as comment lines at indentation `level`, wrapped at WIDTH on spaces."""
+    """`text` as comment lines at indentation `level`, wrapped at WIDTH on spaces; what does not print
+    (a NUL, a tab, a line separator) is a space."""
     indent = INDENT * level + "# "
     out: list[str] = []
-    for paragraph in text.splitlines() or [""]:
+    for paragraph in text.split("\n") or [""]:
+        paragraph = "".join(ch if ch.isprintable() else " " for ch in paragraph)
         line = ""
         for word in paragraph.split(" "):
             if line and len(indent) + len(line) + 1 + len(word) > WIDTH:

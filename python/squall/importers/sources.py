@@ -83,8 +83,8 @@ def _read_file(path: str) -> bytes:
             data = f.read(MAX_BYTES + 1)
     except IsADirectoryError:
         raise SourceError(f"{path} is a directory, not a document") from None
-    except OSError as e:
-        raise SourceError(f"cannot read {path}: {e.strerror or e}") from None
+    except (OSError, ValueError) as e:  # ValueError: a NUL in the path
+        raise SourceError(f"cannot read {path!r}: {getattr(e, 'strerror', None) or e}") from None
     if len(data) > MAX_BYTES:
         raise SourceError(f"{path} is larger than {MAX_BYTES // (1024 * 1024)} MB")
     return data

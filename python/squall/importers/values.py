@@ -531,7 +531,7 @@ class Values:
 
     def _object_ok(self, s: Schema, base: str, value: dict[str, Any], depth: int) -> bool:
         properties = dict_at(s, "properties")
-        required = list_at(s, "required")
+        required = [r for r in list_at(s, "required") if isinstance(r, str)]
         for name in required:
             if name in value or (self.writing and name in properties and self._read_only(properties[name], base)):
                 continue

@@ -47,6 +47,12 @@ def plan(location: str, options: Options) -> Plan:
             built[id(op)] = builder.build(op)
         except Skip as e:
             left_out.append((_label(op), str(e)))
+        except (TypeError, AttributeError, KeyError, IndexError, ValueError) as e:
+            if isinstance(e, sources.SourceError):  # (a broken $ref: the document's error, exit 2)
+                raise
+            # A part of the operation that is not what OpenAPI says it is (a list where a schema goes):
+            # this operation is left out, said so, the others imported.
+            left_out.append((_label(op), f"its description is malformed ({type(e).__name__}: {e})"))
     found = []
     if options.flows:
         values = Values(doc.resolve, random.Random(options.seed), writing=False)

@@ -226,8 +226,8 @@ class Builder:
             params = holder.get("parameters")
             for raw in params if isinstance(params, list) else []:
                 param, at = self.doc.follow(raw, base)
-                if isinstance(param, dict):
-                    found[(param.get("name"), param.get("in"))] = (param, at)
+                if isinstance(param, dict) and isinstance(param.get("name"), str) and isinstance(param.get("in"), str):
+                    found[(param["name"], param["in"])] = (param, at)
         return list(found.values())
 
     def _parameter_value(self, op: Operation, param: dict[str, Any], base: str) -> Any:
@@ -509,9 +509,11 @@ def _simple(value: Any, param: dict[str, Any], swagger2: bool) -> str:
 def _separator(param: dict[str, Any], swagger2: bool) -> str | None:
     """The separator of an array written in one value; None: each item its own parameter (exploded)."""
     if swagger2:
-        fmt = param.get("collectionFormat", "csv")
+        fmt = param.get("collectionFormat")
+        fmt = fmt if isinstance(fmt, str) else "csv"
         return None if fmt == "multi" else {"ssv": " ", "tsv": "\t", "pipes": "|"}.get(fmt, ",")
-    style = param.get("style", "form" if param.get("in") in ("query", "cookie") else "simple")
+    style = param.get("style")
+    style = style if isinstance(style, str) else "form" if param.get("in") in ("query", "cookie") else "simple"
     explode = param.get("explode", style == "form")
     if style == "form" and explode is True:
         return None
@@ -527,8 +529,7 @@ def _query(name: str, value: Any, param: dict[str, Any], swagger2: bool) -> list
             return [(name, [_scalar(v) for v in value])]
         return [(name, separator.join(_scalar(v) for v in value))]
     if isinstance(value, dict):
-        style = param.get("style", "form")
-        if style == "deepObject":
+        if param.get("style") == "deepObject":
             return [(f"{name}[{k}]", _scalar(v)) for k, v in value.items()]
         if param.get("explode", True) is True:
             return [(k, _scalar(v)) for k, v in value.items()]
@@ -571,7 +572,8 @@ def security(doc: Document) -> tuple[list[Credential], list[str], set[tuple[str,
     for credential, slot in zip(credentials, slots):
         if slots.count(slot) > 1:
             credential.per_request = True
-            credential.constant = _variable(f"{credential.scheme}_auth", taken)
+            suffix = {"query": "params", "cookie": "cookies"}.get(credential.kind, "headers")
+            credential.constant = _variable(f"{credential.scheme}_{suffix}", taken)
     return credentials, unsent, set(slots)
 
 
@@ -611,14 +613,16 @@ def _slot(credential: Credential) -> tuple[str, str]:
 
 
 def requested(doc: Document, op: Operation, credentials: list[Credential]) -> list[str]:
-    """The schemes (of those sent per request) this operation asks for: of its security requirement's
-    alternatives (its own, else the document's), the first whose schemes squall can all send."""
+    """The schemes sent per request that this operation accepts, in the order of its security
+    requirement's alternatives (its own, else the document's) that squall can send whole: at run time
+    the first of them that is set goes (squall.importers.emit)."""
     requirement = op.node.get("security", doc.root.get("security"))
     known = {c.scheme: c for c in credentials}
+    found: list[str] = []
     for alternative in requirement if isinstance(requirement, list) else []:
         if isinstance(alternative, dict) and all(name in known for name in alternative):
-            return [name for name in alternative if known[name].per_request]
-    return []
+            found += [name for name in alternative if known[name].per_request and name not in found]
+    return found
 
 
 def _variable(name: str, taken: set[str]) -> str:
