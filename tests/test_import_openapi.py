@@ -348,3 +348,36 @@ def test_bad_command_lines_are_refused_in_one_line(tmp_path):
 
 def test_an_http_error_is_said(app):
     one_line_error(squall("import", "openapi", app + "/no-such.json", "--dry-run"), "HTTP 404")
+
+
+LINKED = """
+openapi: 3.0.3
+info: {title: Linked, version: "1"}
+paths:
+  /orders:
+    post:
+      operationId: placeOrder
+      responses:
+        "201":
+          description: placed
+          content:
+            application/json:
+              schema: {type: object, properties: {ref: {type: string}}}
+          links:
+            ReadIt: {operationId: readOrder, parameters: {key: "$response.body#/ref"}}
+  /orders/{key}:
+    get:
+      operationId: readOrder
+      parameters: [{name: key, in: path, required: true, schema: {type: string, pattern: "^[A-Z]{3}$"}}]
+      responses: {"200": {description: the order}}
+"""
+
+
+def test_links_say_which_field_feeds_which_parameter(tmp_path):
+    """A link from the create's response names the field (`ref`, not an id by name): the flow follows it."""
+    (tmp_path / "linked.yaml").write_text(LINKED)
+    p = squall("import", "openapi", tmp_path / "linked.yaml", "-o", tmp_path / "linked.py")
+    assert "2 operations: 0 tasks, 2 in 1 flow, 0 left out" in p.stderr, p.stderr
+    text = well_formed(tmp_path / "linked.py")
+    assert "the document's links say so" in text and 'self.key = _field(response, "ref")' in text
+    assert 'key = quote(str(self.key), safe="")' in text and 'f"/orders/{key}"' in text
