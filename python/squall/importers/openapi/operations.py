@@ -268,7 +268,8 @@ class Builder:
             notes.append(f"its optional request body ({offered}) is left off")
             return None
         if len(content) > 1:
-            notes.append(f"the body as {chosen}, of {', '.join(content)}")
+            others = ", ".join(t for t in content if t != chosen)
+            notes.append(f"the body as {chosen}; the document also offers {others}")
         media, media_base = self.doc.follow(content[chosen], base)
         media = media if isinstance(media, dict) else {}
         schema = media.get("schema", {})
