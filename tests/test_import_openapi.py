@@ -2,13 +2,13 @@
 
 The generated file is judged by what a strict server made of its requests: a FastAPI app
 (tests/servers/openapi_app.py: bounded numbers, patterns, enums, nested and recursive bodies, required
-headers and query parameters, a cookie, an API key, a bearer token, HTTP basic, a form, a multipart
-upload, a create-then-read flow) whose /openapi.json is imported, then run by squall and by Locust
-against it; the app counts every request by route template and status. Every operation must be
-called, none answered 422 (refused by validation) or 5xx, and the flow's reads must find what its
-create made (no 404). Then: the public fixtures (Swagger 2.0 and OpenAPI 3.0/3.1, JSON and YAML, and
-Gitea's 279 operations, timed) import into files that parse, lint and stay as `ruff format` lays them
-out; the options; and bad input, each refused in one line with exit code 2."""
+headers and query parameters, a cookie, API keys in a header, the query and a cookie, a bearer token,
+HTTP basic, a form, a multipart upload, a create-then-read flow) whose /openapi.json is imported, then
+run by squall and by Locust against it; the app counts every request by route template and status.
+Every operation must be called, none answered 422 (refused by validation) or 5xx, and the flow's reads
+must find what its create made (no 404). Then: the public fixtures (Swagger 2.0 and OpenAPI 3.0/3.1,
+JSON and YAML, and Gitea's 279 operations, timed) import into files that parse, lint and stay as `ruff
+format` lays them out; the options; and bad input, each refused in one line with exit code 2."""
 
 import ast
 import json
@@ -29,6 +29,8 @@ BIN = Path(sys.executable).parent
 RUFF = str(BIN / "ruff") if (BIN / "ruff").exists() else shutil.which("ruff")
 CREDENTIALS = {
     "API_KEY_HEADER": "key-123",
+    "API_KEY_QUERY": "q-789",
+    "API_KEY_COOKIE": "sid-0",
     "HTTP_BEARER_TOKEN": "token-456",
     "HTTP_BASIC_USER": "ann",
     "HTTP_BASIC_PASSWORD": "s3cret",
@@ -116,7 +118,7 @@ def judge(url, got):
 def test_the_strict_app_takes_every_request_squall_sends(app, tmp_path):
     gen = tmp_path / "gen.py"
     p = imported(app + "/openapi.json", gen, "--wait", "0")
-    assert "11 operations: 7 tasks, 4 in 1 flow, 0 left out" in p.stderr, p.stderr
+    assert "12 operations: 8 tasks, 4 in 1 flow, 0 left out" in p.stderr, p.stderr
     text = well_formed(gen)
     assert "class ItemsFlow(SequentialTaskSet):" in text and 'name="/api/items/{item_id}"' in text
     before = counts(app)
@@ -152,7 +154,8 @@ def test_credentials_come_from_the_environment_only(app, tmp_path):
     before = counts(app)
     squall("-f", gen, *RUN[:-1], "2s", "-H", app, env=env, timeout=120)
     got = received(before, counts(app))
-    assert {p for (m, p, s) in got if s in (401, 403)} == {"/api/orders", "/api/reports/{day}", "/api/trees"}, got
+    secured = {"/api/orders", "/api/reports/{day}", "/api/trees", "/api/export"}
+    assert {p for (m, p, s) in got if s in (401, 403)} == secured, got
     assert not {k for k in got if k[2] == 422 or k[2] >= 500}, got
 
 

@@ -6,11 +6,11 @@ judges the requests by what a strict server made of them, not by the load tool's
 What it checks: bounded numbers (ge, gt, le, lt, multiple_of), string patterns and lengths, enums
 (Literal), required query parameters and headers, a cookie, nested and recursive bodies, arrays with
 minimum and maximum lengths, a discriminated union (oneOf), nullable fields (anyOf with null), dates,
-date-times, UUIDs, extra fields refused (extra="forbid"), strict types (no "5" for 5), an API key
-header, a bearer token and HTTP basic; a form and a multipart upload, described in the document as
-FastAPI would (this app parses them itself: python-multipart, which FastAPI's own forms need, is not
-installed); a create (POST /api/items, 201 with the item's `id`) whose item a later GET, PUT and DELETE
-on /api/items/{item_id} must find (404 otherwise).
+date-times, UUIDs, extra fields refused (extra="forbid"), strict types (no "5" for 5), API keys in a
+header, in the query and in a cookie, a bearer token and HTTP basic; a form and a multipart upload,
+described in the document as FastAPI would (this app parses them itself: python-multipart, which
+FastAPI's own forms need, is not installed); a create (POST /api/items, 201 with the item's `id`) whose
+item a later GET, PUT and DELETE on /api/items/{item_id} must find (404 otherwise).
 
 GET /__counts answers [[method, route template, status, count], ...]; GET /__errors the last bodies
 of 422 answers (what was refused and why). Run: uvicorn --app-dir tests/servers openapi_app:app
@@ -31,11 +31,19 @@ from urllib.parse import parse_qsl
 from fastapi import Body, Cookie, Depends, FastAPI, Header, HTTPException, Path, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBasic, HTTPBasicCredentials, HTTPBearer
+from fastapi.security import (
+    APIKeyCookie,
+    APIKeyHeader,
+    APIKeyQuery,
+    HTTPAuthorizationCredentials,
+    HTTPBasic,
+    HTTPBasicCredentials,
+    HTTPBearer,
+)
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, TypeAdapter, ValidationError
 from starlette.routing import Match
 
-API_KEY, TOKEN, USER, PASSWORD = "key-123", "token-456", "ann", "s3cret"
+API_KEY, TOKEN, USER, PASSWORD, QUERY_KEY, SESSION = "key-123", "token-456", "ann", "s3cret", "q-789", "sid-0"
 
 app = FastAPI(title="Squall Ground Truth", version="1.0")
 counts = collections.Counter()
@@ -143,6 +151,8 @@ class SignupForm(Strict):
 # -- security -------------------------------------------------------------------------------------------
 
 api_key = APIKeyHeader(name="X-API-Key", auto_error=False)
+query_key = APIKeyQuery(name="key", auto_error=False)
+session_cookie = APIKeyCookie(name="sid", auto_error=False)
 bearer = HTTPBearer(auto_error=False)
 basic = HTTPBasic(auto_error=False)
 
@@ -150,6 +160,16 @@ basic = HTTPBasic(auto_error=False)
 def needs_key(key: Annotated[Optional[str], Depends(api_key)]):
     if key != API_KEY:
         raise HTTPException(401, "bad API key")
+
+
+def needs_query_key(key: Annotated[Optional[str], Depends(query_key)]):
+    if key != QUERY_KEY:
+        raise HTTPException(401, "bad query key")
+
+
+def needs_session(sid: Annotated[Optional[str], Depends(session_cookie)]):
+    if sid != SESSION:
+        raise HTTPException(401, "bad session cookie")
 
 
 def needs_token(credentials: Annotated[Optional[HTTPAuthorizationCredentials], Depends(bearer)]):
@@ -219,6 +239,11 @@ def daily_report(
     ratio: Annotated[Optional[float], Query(gt=0, lt=1)] = None,
 ):
     return {"day": day.isoformat(), "region": region}
+
+
+@app.get("/api/export", tags=["reports"], dependencies=[Depends(needs_query_key), Depends(needs_session)])
+def export(fmt: Annotated[Literal["csv", "json"], Query(alias="format")] = "csv"):
+    return {"format": fmt}
 
 
 @app.post("/api/trees", tags=["trees"], dependencies=[Depends(needs_basic)])
