@@ -312,6 +312,12 @@ BAD = {
     ),
     "gzip.json": (b"\x1f\x8b\x08\x00rest", "gzip-compressed"),
     "bad-yaml.yaml": (b"openapi: 3.0.0\npaths: [\n", "is neither JSON nor YAML"),
+    "no-paths.yaml": (b"openapi: 3.1.0\ninfo: {title: t, version: '1'}\npaths: {}\n", "its paths are empty"),
+    "nothing-sendable.yaml": (
+        b"openapi: 3.0.0\npaths:\n  /x:\n    post:\n      requestBody:\n        required: true\n"
+        b"        content: {application/xml: {}}\n",
+        "none of the 1 operations",
+    ),
 }
 
 

@@ -10,7 +10,8 @@ The command's policy, and why:
   security scheme not sent), so that `--dry-run > file.py` keeps only the file and a CI log says
   what is missing.
 - A document that cannot be read or used (not OpenAPI, truncated, an unknown version, a broken `$ref`,
-  a URL that cannot be fetched) and an output that cannot be written are usage errors: one line on
+  a URL that cannot be fetched, no operation that can be sent: a file without a task would only fail
+  when run) and an output that cannot be written are usage errors: one line on
   stderr, exit 2 (squall.exitcodes.USAGE), no traceback. The output is checked before the document
   is read, and written whole or not at all (squall.files.replace).
 - Only this module loads for `squall --help` and the other commands; the importers load when
@@ -135,6 +136,11 @@ def _weight(text: str) -> tuple[str, int]:
     return tag, weight
 
 
+def _line(text: str) -> str:
+    """`text` on one line (a reason may quote a document's text, line breaks and all)."""
+    return " ".join(text.split())
+
+
 def _writable(path: str) -> None:
     parent = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
@@ -157,6 +163,13 @@ def run_openapi(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from None
     except RecursionError:
         raise UsageError(f"{args.spec} nests its schemas too deeply to read") from None
+    if not plan.tasks and not plan.flows:
+        # A locustfile without a task would only fail when run: said now, with the first reason.
+        if not plan.left_out:
+            raise UsageError(f"{args.spec} describes no operation to import (its paths are empty)")
+        operation, why = plan.left_out[0]
+        first = _line(f"{operation}: {why}")
+        raise UsageError(f"none of the {len(plan.left_out)} operations of {args.spec} can be sent ({first})")
     text = emit.locustfile(plan)
     steps = sum(len(f.steps) for f in plan.flows)
     total = len(plan.tasks) + steps + len(plan.left_out)
@@ -164,8 +177,8 @@ def run_openapi(args: argparse.Namespace) -> int:
     lines = [
         f"squall import openapi: {total} operations: {len(plan.tasks)} tasks{flows}, {len(plan.left_out)} left out"
     ]
-    lines += [f"left out {operation}: {why}" for operation, why in plan.left_out]
-    lines += [f"note: {line}" for line in plan.notes]
+    lines += [_line(f"left out {operation}: {why}") for operation, why in plan.left_out]
+    lines += [_line(f"note: {line}") for line in plan.notes]
     if args.dry_run:
         sys.stdout.write(text)
     else:
