@@ -164,9 +164,9 @@ def test_credentials_come_from_the_environment_only(app, tmp_path):
 FIXTURE_COUNTS = {
     "petstore-v2.json": "3 operations: 3 tasks, 0 left out",
     "petstore-v3.yaml": "3 operations: 3 tasks, 0 left out",
-    "petstore-expanded-v3.yaml": "4 operations: 1 tasks, 3 in 1 flow, 0 left out",
+    "petstore-expanded-v3.yaml": "4 operations: 1 task, 3 in 1 flow, 0 left out",
     "petstore3-swagger.yaml": "19 operations: 7 tasks, 12 in 3 flows, 0 left out",
-    "webhook-example-v3.1.yaml": "1 operations: 1 tasks, 0 left out",
+    "webhook-example-v3.1.yaml": "1 operation: 1 task, 0 left out",
 }
 
 
@@ -261,7 +261,7 @@ def test_what_is_left_out_is_said(tmp_path):
     p = squall("import", "openapi", tmp_path / "odd.yaml", "-o", tmp_path / "odd.py")
     assert p.returncode == 0, p.stderr
     lines = p.stderr.splitlines()
-    assert lines[0] == "squall import openapi: 4 operations: 1 tasks, 3 left out", p.stderr
+    assert lines[0] == "squall import openapi: 4 operations: 1 task, 3 left out", p.stderr
     assert re.match(r"left out POST /xml \(xml\): its request body is only in media types .*application/xml", lines[1])
     assert lines[2].startswith("left out GET /letters/{word}: no valid value for the path parameter word")
     assert lines[3] == "left out PUT /loop: no valid request body: next: next: Loop requires itself"
@@ -316,7 +316,7 @@ BAD = {
     "nothing-sendable.yaml": (
         b"openapi: 3.0.0\npaths:\n  /x:\n    post:\n      requestBody:\n        required: true\n"
         b"        content: {application/xml: {}}\n",
-        "none of the 1 operations",
+        "can be sent (1 left out; POST /x: its request body is only",
     ),
 }
 

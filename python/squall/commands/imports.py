@@ -169,14 +169,9 @@ def run_openapi(args: argparse.Namespace) -> int:
             raise UsageError(f"{args.spec} describes no operation to import (its paths are empty)")
         operation, why = plan.left_out[0]
         first = _line(f"{operation}: {why}")
-        raise UsageError(f"none of the {len(plan.left_out)} operations of {args.spec} can be sent ({first})")
+        raise UsageError(f"no operation of {args.spec} can be sent ({len(plan.left_out)} left out; {first})")
     text = emit.locustfile(plan)
-    steps = sum(len(f.steps) for f in plan.flows)
-    total = len(plan.tasks) + steps + len(plan.left_out)
-    flows = f", {steps} in {len(plan.flows)} flow{'s' if len(plan.flows) != 1 else ''}" if plan.flows else ""
-    lines = [
-        f"squall import openapi: {total} operations: {len(plan.tasks)} tasks{flows}, {len(plan.left_out)} left out"
-    ]
+    lines = [f"squall import openapi: {plan.tally()}"]
     lines += [_line(f"left out {operation}: {why}") for operation, why in plan.left_out]
     lines += [_line(f"note: {line}") for line in plan.notes]
     if args.dry_run:

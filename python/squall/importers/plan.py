@@ -110,3 +110,15 @@ class Plan:
     left_out: list[tuple[str, str]] = field(default_factory=list)  # (the operation, why)
     notes: list[str] = field(default_factory=list)  # what else did not carry over (a scheme squall cannot send)
     wait: tuple[float, float] = (1.0, 3.0)
+
+    def tally(self) -> str:
+        """What became of the operations: "19 operations: 7 tasks, 12 in 3 flows, 0 left out"."""
+        steps = sum(len(f.steps) for f in self.flows)
+        total = len(self.tasks) + steps + len(self.left_out)
+        flows = f", {steps} in {_counted(len(self.flows), 'flow')}" if self.flows else ""
+        tasks = _counted(len(self.tasks), "task")
+        return f"{_counted(total, 'operation')}: {tasks}{flows}, {len(self.left_out)} left out"
+
+
+def _counted(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")

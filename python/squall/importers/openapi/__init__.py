@@ -153,15 +153,11 @@ def _about(
 ) -> list[str]:
     """The module docstring's lines."""
     version = f" {info['version']}" if info.get("version") else ""
-    steps = sum(len(f.steps) for f in result.flows)
-    total = len(result.tasks) + steps + len(result.left_out)
     kind = "Swagger" if doc.swagger2 else "OpenAPI"
-    flows = f", {steps} in {len(result.flows)} flow{'s' if len(result.flows) != 1 else ''}" if result.flows else ""
     paragraphs = [
         f"{title}{version}: a Locust load test made by squall import openapi.",
-        f"From {_shown(location)} ({kind} {doc.version}, {doc.syntax}): {total} operations, "
-        f"{len(result.tasks)} of them a task each{flows}"
-        + (f", {len(result.left_out)} left out (listed at the end of this file)." if result.left_out else ".")
+        f"From {_shown(location)} ({kind} {doc.version}, {doc.syntax}): {result.tally()}"
+        + (" (listed at the end of this file)." if result.left_out else ".")
         + " Requests are named by their route templates and tagged with their operations' tags: -T/--tags"
         " and -E/--exclude-tags run a part.",
         "The values sent are valid against the document's schemas: its own examples and defaults where"
