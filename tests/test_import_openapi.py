@@ -349,6 +349,10 @@ def test_bad_command_lines_are_refused_in_one_line(tmp_path):
     one_line_error(squall("import", "openapi", spec), "say where to write it: -o FILE")
     one_line_error(squall("import", "openapi", spec, "-o", tmp_path / "no" / "such" / "x.py"), "no writable directory")
     one_line_error(squall("import", "openapi", spec, "-o", tmp_path), "it is a directory")
+    copy = tmp_path / "api.yaml"
+    copy.write_bytes(spec.read_bytes())
+    one_line_error(squall("import", "openapi", copy, "-o", copy), "is the document itself")
+    assert copy.read_bytes() == spec.read_bytes()
     one_line_error(squall("import", "openapi", spec, "--dry-run", "--seed", "x"), "--seed 'x'")
     one_line_error(squall("import", "openapi", spec, "--dry-run", "--wait", "3,1"), "--wait '3,1'")
     one_line_error(squall("import", "openapi", spec, "--dry-run", "--weight", "pets"), "is not TAG=N")

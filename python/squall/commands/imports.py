@@ -157,6 +157,8 @@ def run_openapi(args: argparse.Namespace) -> int:
     chosen = options(args)
     if args.output and not args.dry_run:
         _writable(args.output)
+        if os.path.exists(args.spec) and os.path.realpath(args.spec) == os.path.realpath(args.output):
+            raise UsageError(f"-o {args.output} is the document itself: write the locustfile elsewhere")
     try:
         plan = openapi.plan(args.spec, chosen)
     except sources.SourceError as e:
