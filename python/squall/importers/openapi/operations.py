@@ -171,7 +171,7 @@ class Builder:
             if where == "header" and name.lower() in _IGNORED_HEADERS:
                 continue
             if (where, name.lower() if where == "header" else name) in self._secured:
-                notes.append(f"the {where} parameter {name} is the credential set in on_start")
+                notes.append(f"the {where} parameter {name} is the credential from the environment")
                 continue
             required = where == "path" or param.get("required") is True
             if not required and self.options.required_only:
