@@ -1,17 +1,19 @@
 """Fuzzing every file squall reads: results (`squall report`, `squall compare`), a crashed run's partial
-files (RUN.json.partial.jsonl and .partial.json) and Locust's config files (`--config`, ./locust.conf,
-~/.locust.conf, ./pyproject.toml's [tool.locust]).
+files (RUN.json.partial.jsonl and .partial.json), Locust's config files (`--config`, ./locust.conf,
+~/.locust.conf, ./pyproject.toml's [tool.locust]) and OpenAPI documents (`squall import openapi`).
 
 A seeded generator starts from valid files (web/samples/, real results; the partial files a run of them
-would have left; config files of Locust's settings) and mutates them: truncated, bytes flipped, values
-of the wrong type, huge numbers, NaN and infinities, deep nesting, keys removed, other encodings,
-compressed, Locust's own JSON, a few mutations at once. Each case goes to the real command,
-`squall.cli.main` as `python -m squall` runs it (and a few per test as a process of their own), and
-must end with exit 0, or exit 2 with one error line on stderr; never a traceback, never past a time limit.
+would have left; config files of Locust's settings; tests/fixtures/openapi's documents) and mutates them:
+truncated, bytes flipped, values of the wrong type, huge numbers, NaN and infinities, deep nesting, keys
+removed, other encodings, compressed, Locust's own JSON, YAML's anchors and tags, a few mutations at
+once. Each case goes to the real command, `squall.cli.main` as `python -m squall` runs it (and a few per
+test as a process of their own), and must end with exit 0, or exit 2 with one error line on stderr;
+never a traceback, never past a time limit.
 
 Seeded, so a failure replays: its message names the seed, the case and the mutations. SQUALL_FUZZ_N
 sets the scale as in tests/unit/test_parser_fuzz.py (cases per test: N / 40); `make fuzz` runs more."""
 
+import ast
 import bz2
 import contextlib
 import copy
@@ -455,3 +457,61 @@ def test_a_toml_boolean_for_a_value_is_its_text(config_dirs):
     (cwd / "pyproject.toml").write_text("[tool.locust]\nrun-time = true\n")
     code, _, err = run_main(["-f", "locustfile.py", "-l"])
     assert code == 2 and "invalid duration 'true'" in err, err
+
+
+# -- OpenAPI documents (squall import openapi) ----------------------------------------------------------
+
+OPENAPI = Path(__file__).parent / "fixtures" / "openapi"
+OPENAPI_SAMPLES = [
+    "petstore3-swagger.yaml",
+    "petstore-v2.json",
+    "petstore-expanded-v3.yaml",
+    "webhook-example-v3.1.yaml",
+]
+YAML_PIECES = ["&a [*a]", "*nope", "!!python/object:os.system", "- - - -", ": :", "'", '"', "\t", "{", "[", "%YAML 9"]
+
+
+def openapi_docs():
+    import yaml
+
+    return [yaml.safe_load((OPENAPI / name).read_text()) for name in OPENAPI_SAMPLES]
+
+
+def openapi_file(rnd, docs):
+    """A document to import: a sample mutated as JSON, or its YAML text mutated (or both)."""
+    name = rnd.choice(OPENAPI_SAMPLES)
+    doc = docs[OPENAPI_SAMPLES.index(name)]
+    if rnd.random() < 0.6:
+        return [name, "json", *mutated_json(rnd, doc)[0]], mutated_json(rnd, doc)[1]
+    text = (OPENAPI / name).read_text()
+    lines = text.split("\n")
+    names = [name, "yaml"]
+    for _ in range(rnd.randint(1, 3)):
+        i = rnd.randrange(len(lines))
+        piece = rnd.choice(YAML_PIECES)
+        lines[i] = lines[i][: rnd.randrange(len(lines[i]) + 1)] + piece
+        names.append(("line", i, piece))
+    data = "\n".join(lines).encode()
+    if rnd.random() < 0.3:
+        more, data = mutate_bytes(rnd, data)
+        names.append(more)
+    return names, data
+
+
+@pytest.mark.parametrize("seed", [9, 10])
+def test_import_reads_any_openapi_document(seed, tmp_path):
+    """`squall import openapi` on mutated documents: exit 0 with a file that parses as Python, or exit 2
+    with one line; the --dry-run output is what would be written."""
+    rnd, docs = random.Random(seed), openapi_docs()
+    for case in range(CASES):
+        names, data = openapi_file(rnd, docs)
+        path = tmp_path / ("spec.json" if "json" in names else "spec.yaml")
+        path.write_bytes(data)
+        argv = ["import", "openapi", path, "--dry-run"]
+        what = (seed, case, names)
+        code, out, err = run_main(argv)
+        check(what, code, err)
+        if code == 0:
+            ast.parse(out)  # the file it would write is Python
+        if case < PROCESSES:
+            check((*what, "process"), *run_process(argv)[::2])

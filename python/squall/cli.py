@@ -1,4 +1,4 @@
-"""The `squall` command line: `squall bench URL`, `squall mqtt`, `squall demo`, `squall -f FILE`."""
+"""The `squall` command line: `squall bench URL`, `squall mqtt`, `squall demo`, `squall import`, `squall -f FILE`."""
 
 from __future__ import annotations
 
@@ -28,12 +28,13 @@ def build_parser(run_only: bool = False) -> tuple[Parser, argparse.ArgumentParse
     parser.add_argument("-V", "--version", action="version", version=f"squall {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     if not run_only:
-        from squall.commands import bench, demo, mqtt, report  # (start-up: `run` has no use for them)
+        from squall.commands import bench, demo, imports, mqtt, report  # (start-up: `run` has no use for them)
 
         bench.add_parser(commands)
         mqtt.add_parser(commands)
         demo.add_parser(commands)
         report.add_parsers(commands)
+        imports.add_parser(commands)
     run_parser = commands.add_parser(
         "run",
         help="run a locustfile (also: squall -f FILE ...)",

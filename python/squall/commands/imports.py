@@ -1,0 +1,188 @@
+"""`squall import openapi SPEC -o locustfile.py`: an API's description made into a locustfile that runs
+unchanged under squall and Locust (squall.importers; docs/importing.md).
+
+The command's policy, and why:
+
+- One subcommand per format (`openapi` now; HAR and Postman would be `squall import har`, `squall
+  import postman`), each with the same options where they apply: `-o FILE`, `--dry-run` (the file on
+  stdout, nothing written), `--seed`, `--wait`, `--weight TAG=N`.
+- The summary goes to stderr, one line for the whole and one for each operation left out (and each
+  security scheme not sent), so that `--dry-run > file.py` keeps only the file and a CI log says
+  what is missing.
+- A document that cannot be read or used (not OpenAPI, truncated, an unknown version, a broken `$ref`,
+  a URL that cannot be fetched, no operation that can be sent: a file without a task would only fail
+  when run) and an output that cannot be written are usage errors: one line on
+  stderr, exit 2 (squall.exitcodes.USAGE), no traceback. The output is checked before the document
+  is read, and written whole or not at all (squall.files.replace).
+- Only this module loads for `squall --help` and the other commands; the importers load when
+  `squall import` runs (start-up: with PyYAML they are 32 ms of CPU on the development host, their
+  bytecode cached, that no other command needs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TYPE_CHECKING
+
+from squall import exitcodes, files
+from squall.errors import UsageError
+
+if TYPE_CHECKING:
+    from squall.importers import Options
+    from squall.options.arguments import Subcommands
+
+
+def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
+    p = commands.add_parser(
+        "import",
+        help="make a locustfile from an API description (OpenAPI 3.0/3.1, Swagger 2.0)",
+        description="Make a locustfile from an API description: one task per operation, every request valid "
+        "against the document's schemas.",
+    )
+    formats = p.add_subparsers(dest="format", metavar="FORMAT", parser_class=type(p))
+    o = formats.add_parser(
+        "openapi",
+        help="an OpenAPI 3.0/3.1 or Swagger 2.0 document (JSON or YAML, a file or an http(s) URL)",
+        description="Make a locustfile from an OpenAPI 3.0/3.1 or Swagger 2.0 document: one task per operation, "
+        "named by its route template and tagged with its tags; values from the document's examples and "
+        "schemas; a create and the requests on what it created chained where the document makes it clear; "
+        "credentials from environment variables.",
+    )
+    o.add_argument("spec", metavar="SPEC", help="the document: a file or an http(s) URL, JSON or YAML")
+    _common(o)
+    o.add_argument(
+        "--required-only",
+        action="store_true",
+        help="send only required parameters and properties (default: optional ones too)",
+    )
+    o.add_argument(
+        "--no-flows",
+        dest="flows",
+        action="store_false",
+        help="one task per operation even where a create's id could feed the requests after it",
+    )
+    o.set_defaults(func=run_openapi)
+    p.set_defaults(func=_no_format, import_parser=p)
+    return p
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-o", "--output", metavar="FILE", help="write the locustfile here")
+    p.add_argument("--dry-run", action="store_true", help="print the locustfile on stdout and write nothing")
+    p.add_argument("--seed", default="0", help="seed of the values made from schemas (default 0: one seed, one file)")
+    p.add_argument(
+        "--wait",
+        default="1,3",
+        metavar="MIN[,MAX]",
+        help="the users' think time in seconds: between(MIN, MAX); 0 for none (default 1,3)",
+    )
+    p.add_argument(
+        "--weight",
+        action="append",
+        default=[],
+        metavar="TAG=N",
+        help="weight N for the tasks tagged TAG (default 1 each); repeatable",
+    )
+
+
+def _no_format(args: argparse.Namespace) -> int:
+    raise UsageError("say which format: squall import openapi SPEC -o FILE (see 'squall import --help')")
+
+
+def options(args: argparse.Namespace) -> Options:
+    """The command line's options, checked."""
+    from squall.importers import Options  # (start-up: see the module's policy)
+
+    if not args.dry_run and not args.output:
+        raise UsageError("say where to write it: -o FILE (or --dry-run to print it)")
+    try:
+        seed = int(args.seed)
+    except ValueError:
+        raise UsageError(f"--seed '{args.seed}' is not a whole number") from None
+    return Options(
+        seed=seed,
+        wait=_wait(args.wait),
+        weights=dict(_weight(w) for w in args.weight),
+        required_only=getattr(args, "required_only", False),
+        flows=getattr(args, "flows", True),
+        output=os.path.basename(args.output) if args.output else "locustfile.py",
+    )
+
+
+def _wait(text: str) -> tuple[float, float]:
+    low_text, _, high_text = text.partition(",")
+    try:
+        low = float(low_text)
+        high = float(high_text) if high_text else low
+    except ValueError:
+        raise UsageError(f"--wait '{text}' is not MIN[,MAX] in seconds (1,3 or 0)") from None
+    if not (0 <= low <= high < 86400):
+        raise UsageError(f"--wait '{text}': need 0 <= MIN <= MAX, in seconds")
+    return low, high
+
+
+def _weight(text: str) -> tuple[str, int]:
+    tag, sep, number = text.rpartition("=")
+    if not sep or not tag:
+        raise UsageError(f"--weight '{text}' is not TAG=N")
+    try:
+        weight = int(number)
+    except ValueError:
+        raise UsageError(f"--weight '{text}': '{number}' is not a whole number") from None
+    if not 1 <= weight <= 10_000:
+        raise UsageError(f"--weight '{text}': the weight must be 1 to 10000")
+    return tag, weight
+
+
+def _line(text: str) -> str:
+    """`text` on one line (a reason may quote a document's text, line breaks and all)."""
+    return " ".join(text.split())
+
+
+def _writable(path: str) -> None:
+    parent = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise UsageError(f"cannot write {path}: it is a directory")
+    if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+        raise UsageError(f"cannot write {path}: no writable directory {parent}")
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        raise UsageError(f"cannot write {path}: permission denied")
+
+
+def run_openapi(args: argparse.Namespace) -> int:
+    from squall.importers import emit, openapi, sources  # (start-up: see the module's policy)
+
+    chosen = options(args)
+    if args.output and not args.dry_run:
+        _writable(args.output)
+        if os.path.exists(args.spec) and os.path.realpath(args.spec) == os.path.realpath(args.output):
+            raise UsageError(f"-o {args.output} is the document itself: write the locustfile elsewhere")
+    try:
+        plan = openapi.plan(args.spec, chosen)
+    except sources.SourceError as e:
+        raise UsageError(str(e)) from None
+    except RecursionError:
+        raise UsageError(f"{args.spec} nests its schemas too deeply to read") from None
+    if not plan.tasks and not plan.flows:
+        # A locustfile without a task would only fail when run: said now, with the first reason.
+        if not plan.left_out:
+            raise UsageError(f"{args.spec} describes no operation to import (its paths are empty)")
+        operation, why = plan.left_out[0]
+        first = _line(f"{operation}: {why}")
+        raise UsageError(f"no operation of {args.spec} can be sent ({len(plan.left_out)} left out; {first})")
+    text = emit.locustfile(plan)
+    lines = [f"squall import openapi: {plan.tally()}"]
+    lines += [_line(f"left out {operation}: {why}") for operation, why in plan.left_out]
+    lines += [_line(f"note: {line}") for line in plan.notes]
+    if args.dry_run:
+        sys.stdout.write(text)
+    else:
+        try:
+            files.write_text(args.output, text)
+        except OSError as e:
+            raise UsageError(f"cannot write {args.output}: {e.strerror or e}") from None
+        lines.append(f"wrote {args.output}")
+    sys.stderr.write("\n".join(lines) + "\n")
+    return exitcodes.OK

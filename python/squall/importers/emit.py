@@ -1,0 +1,296 @@
+"""A plan (squall.importers.plan) as a locustfile: the one writer of every importer's output.
+
+The file it writes, and why:
+
+- Plain Locust: `from locust import HttpUser, task, tag, between ...`, nothing of squall's, so that it
+  runs unchanged under Locust and squall alike.
+- One user class; the host the document names (a comment says where it came from; `-H` replaces it);
+  the think time `between(min, max)` (`constant(0)` for none); credentials set once in `on_start` on
+  the session (headers, query parameters, cookies), from environment variables named at the top of the
+  file, and left out when a variable is unset, so the file holds no secret and runs as it is.
+- One task per request, its values written as literals: what is sent is what the file says, the same
+  every run, and a task that is only `self.client.<verb>(...)` with constant arguments is run by
+  squall's engine without Python per request (docs/locustfiles.md, native users). Each task is named
+  after its operation, its statistics name is the route template, its tags and weight the importer's.
+- A flow is a nested SequentialTaskSet: its first request keeps an id from its response (`_field`), the
+  next ones put it in their paths, the last hands the user back to the other tasks (`interrupt`).
+- Laid out as `ruff format` lays it out (squall.importers.pysource), so the user's formatter leaves it as
+  it is; what was left out is listed at the end, one comment line each.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from squall.importers import pysource
+from squall.importers.plan import Credential, Flow, Plan, Request, Step, Task
+from squall.importers.pysource import Code, Spread, assignment, call, comment, lines, string
+
+BASIC_HELPER = '''def _basic(user, password):
+    """An HTTP basic Authorization header's value."""
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()'''
+FIELD_HELPER = '''def _field(response, *path):
+    """The value at `path` in a successful response's JSON body, or None."""
+    if not response.ok:
+        return None
+    try:
+        value = response.json()
+    except ValueError:
+        return None
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value'''
+
+
+def locustfile(plan: Plan) -> str:
+    """The source of the locustfile for `plan`."""
+    plan, either = _with_credentials(plan)
+    out = ['"""' + plan.about[0], *plan.about[1:], '"""', ""]
+    out += _imports(plan)
+    if any(c.kind == "basic" for c in plan.credentials):
+        out += ["", "", BASIC_HELPER, ""]
+    if plan.credentials:
+        out += ["", *comment("Credentials, from the environment; a request goes without any that is unset.", 0)]
+        for credential in plan.credentials:
+            if credential.comment:
+                out += comment(credential.comment, 0)
+            for variable in credential.variables:
+                out += call("os.environ.get", [(None, variable), (None, "")], 0, f"{variable} = ")
+            if credential.per_request:
+                out += _per_request(credential)
+        if either:
+            out += comment("Operations that accept any of these send the first that is set.", 0)
+        for name, constants in either.items():
+            out += assignment(f"{name} = ", " or ".join(constants), 0)
+    if plan.flows:
+        out += ["", "", FIELD_HELPER]
+    out += ["", "", *_user(plan)]
+    if plan.left_out:
+        out += ["", ""]
+        out += comment(f"Left out ({len(plan.left_out)}):", 0)
+        for operation, why in plan.left_out:
+            out += comment(f"- {operation}: {why}", 0)
+    return "\n".join(out) + "\n"
+
+
+def _imports(plan: Plan) -> list[str]:
+    standard = []
+    if any(c.kind == "basic" for c in plan.credentials):
+        standard.append("import base64")
+    if plan.credentials:
+        standard.append("import os")
+    if any(f.quoted for f in plan.flows):
+        standard.append("from urllib.parse import quote")
+    names = {"HttpUser", "task"}
+    if (plan.tasks and any(t.tags for t in plan.tasks)) or any(f.tags for f in plan.flows):
+        names.add("tag")
+    if plan.flows:
+        names.add("SequentialTaskSet")
+    names.add("constant" if plan.wait == (0, 0) else "between")
+    locust = lines(Code(", ".join(sorted(names, key=lambda n: (not n[0].isupper(), n)))), 0, "from locust import ")
+    if len(locust) > 1 or len(locust[0]) > pysource.WIDTH:
+        locust = [
+            "from locust import (",
+            *[f"    {n}," for n in sorted(names, key=lambda n: (not n[0].isupper(), n))],
+            ")",
+        ]
+    return [*standard, *([""] if standard else []), *locust]
+
+
+def _user(plan: Plan) -> list[str]:
+    out = [f"class {plan.user_class}(HttpUser):"]
+    out += comment(plan.host_comment, 1)
+    out += lines(plan.host if plan.host is not None else Code("None"), 1, "host = ")
+    low, high = plan.wait
+    wait = "constant(0)" if (low, high) == (0, 0) else f"between({_number(low)}, {_number(high)})"
+    out.append(f"    wait_time = {wait}")
+    on_session = [c for c in plan.credentials if not c.per_request]
+    if on_session:
+        out += ["", "    def on_start(self):"]
+        for credential in on_session:
+            out += _credential(credential)
+    for task in plan.tasks:
+        out += ["", *_task(task)]
+    for flow in plan.flows:
+        out += ["", *_flow(flow)]
+    return out
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if value == int(value) else repr(value)
+
+
+def _credential(credential: Credential) -> list[str]:
+    first = credential.variables[0]
+    authorization = 'self.client.headers["Authorization"] = '
+    if credential.kind == "basic":
+        user, password = credential.variables
+        arguments: list[tuple[str | None, object]] = [(None, Code(user)), (None, Code(password))]
+        return [f"        if {user} or {password}:", *call("_basic", arguments, 3, authorization)]
+    if credential.kind == "bearer":
+        return [f"        if {first}:", *assignment(authorization, f'"Bearer " + {first}', 3)]
+    if credential.kind == "cookie":
+        arguments = [(None, credential.name), (None, Code(first))]
+        return [f"        if {first}:", *call("self.client.cookies.set", arguments, 3)]
+    target = {"header": "self.client.headers", "query": "self.client.params"}[credential.kind]
+    return [f"        if {first}:", *assignment(f"{target}[{string(credential.name)}] = ", first, 3)]
+
+
+def _value(credential: Credential) -> tuple[str, str | Code]:
+    """(the condition that the credential is set, what goes in its header, parameter or cookie)."""
+    first = credential.variables[0]
+    if credential.kind == "basic":
+        user, password = credential.variables
+        return f"{user} or {password}", Code(f"_basic({user}, {password})")
+    if credential.kind == "bearer":
+        return first, Code(f'"Bearer " + {first}')
+    return first, Code(first)
+
+
+def _per_request(credential: Credential) -> list[str]:
+    """The mapping a per-request credential's requests spread into their headers, query or cookies:
+    empty when the credential is unset."""
+    condition, value = _value(credential)
+    return [
+        f"{credential.constant} = {{}}",
+        f"if {condition}:",
+        *lines({credential.name: value}, 1, f"{credential.constant} = "),
+    ]
+
+
+def _with_credentials(plan: Plan) -> tuple[Plan, dict[str, list[str]]]:
+    """The plan with each request's per-request credentials spread into its headers, query or cookies,
+    and the mappings that choose among several ({name: the credentials' mappings, the first set wins})."""
+    by_scheme = {c.scheme: c for c in plan.credentials if c.per_request}
+    either: dict[str, list[str]] = {}
+
+    def spread(request: Request) -> Request:
+        headers, query, cookies = list(request.headers), list(request.query), list(request.cookies)
+        for kind, target in (("header", headers), ("query", query), ("cookie", cookies)):
+            chosen = [by_scheme[s] for s in request.credentials if s in by_scheme]
+            constants = [c.constant for c in chosen if (c.kind if c.kind in ("query", "cookie") else "header") == kind]
+            if not constants:
+                continue
+            name = constants[0]
+            if len(constants) > 1:
+                suffix = "_" + constants[0].rpartition("_")[2]  # _HEADERS, _PARAMS, _COOKIES
+                name = "_OR_".join(c.removesuffix(suffix) for c in constants) + suffix
+                either[name] = constants
+            target.insert(0, (Spread(name), ""))
+        return dataclasses.replace(request, headers=headers, query=query, cookies=cookies)
+
+    tasks = [dataclasses.replace(t, request=spread(t.request)) for t in plan.tasks]
+    flows = [
+        dataclasses.replace(f, steps=[dataclasses.replace(s, request=spread(s.request)) for s in f.steps])
+        for f in plan.flows
+    ]
+    return dataclasses.replace(plan, tasks=tasks, flows=flows), either
+
+
+def _decorators(tags: list[str], weight: int, level: int) -> list[str]:
+    indent = pysource.INDENT * level
+    out = []
+    if tags:
+        out += call("@tag", [(None, t) for t in tags], level)
+    out.append(f"{indent}@task" + (f"({weight})" if weight != 1 else ""))
+    return out
+
+
+def _task(task: Task) -> list[str]:
+    out = _decorators(task.tags, task.weight, 1)
+    out.append(f"    def {task.function}(self):")
+    for text in task.comments:
+        out += comment(text, 2)
+    out += _request(task.request, 2)
+    return out
+
+
+def _arguments(request: Request, path: str | Code) -> list[tuple[str | None, object]]:
+    arguments: list[tuple[str | None, object]] = [(None, path), ("name", request.name)]
+    if request.query:
+        arguments.append(("params", _pairs(request.query)))
+    headers = list(request.headers)
+    body = request.body
+    if (body is not None and body.kind == "raw" and body.content_type) or (
+        body is not None and body.kind == "json" and body.content_type not in ("", "application/json")
+    ):
+        headers.append(("Content-Type", body.content_type))
+    if headers:
+        arguments.append(("headers", _mapping(headers)))
+    if request.cookies:
+        arguments.append(("cookies", _mapping(request.cookies)))
+    if body is not None:
+        if body.kind == "json":
+            arguments.append(("json", body.value))
+        elif body.kind in ("form", "raw") or (body.kind == "multipart" and body.value):
+            arguments.append(("data", body.value))
+        if body.kind == "multipart" and body.files:
+            names = [name for name, _ in body.files]
+            if len(set(names)) == len(names):
+                arguments.append(("files", dict(body.files)))
+            else:
+                arguments.append(("files", list(body.files)))
+    return arguments
+
+
+def _mapping(pairs: Sequence[tuple[str, object]]) -> object:
+    """Headers or cookies as a dict; a per-request credential's mapping alone as its name."""
+    if len(pairs) == 1 and isinstance(pairs[0][0], Spread):
+        return Code(pairs[0][0])
+    return dict(pairs)
+
+
+def _pairs(pairs: Sequence[tuple[str, object]]) -> object:
+    """Query parameters as a dict (the usual), or a list of pairs when a name repeats."""
+    names = [k for k, _ in pairs]
+    if len(set(names)) == len(names):
+        return _mapping(pairs)
+    return [(k, v) for k, v in pairs if not isinstance(k, Spread)]  # (a per-request credential: as a dict only)
+
+
+def _request(request: Request, level: int, path: str | Code | None = None, prefix: str = "") -> list[str]:
+    arguments = _arguments(request, request.path if path is None else path)
+    return call(f"self.client.{request.method}", arguments, level, prefix)
+
+
+def _flow(flow: Flow) -> list[str]:
+    out = _decorators(flow.tags, flow.weight, 1)
+    out.append(f"    class {flow.class_name}(SequentialTaskSet):")
+    for text in flow.comments:
+        out += comment(text, 2)
+    for i, step in enumerate(flow.steps):
+        out += ["", *_step(flow, step, last=i == len(flow.steps) - 1)]
+    return out
+
+
+def _step(flow: Flow, step: Step, last: bool) -> list[str]:
+    out = ["        @task", f"        def {step.function}(self):"]
+    for text in step.comments:
+        out += comment(text, 3)
+    attribute = f"self.{flow.attribute}"
+    if step.capture is not None:
+        out += _request(step.request, 3, prefix="response = ")
+        out += call("_field", [(None, Code("response")), *[(None, key) for key in step.capture]], 3, f"{attribute} = ")
+        out += [f"            if {attribute} is None:", "                self.interrupt()"]
+        return out
+    path: str | Code = step.request.path
+    if step.uses is not None:
+        value = attribute
+        if flow.quoted:
+            out += call("quote", [(None, Code(f"str({attribute})")), ("safe", "")], 3, f"{flow.attribute} = ")
+            value = flow.attribute
+        path = Code("f" + string(_filled(step.request, step.uses, value)))
+    out += _request(step.request, 3, path)
+    if last:
+        out.append("            self.interrupt()")
+    return out
+
+
+def _filled(request: Request, parameter: str, expression: str) -> str:
+    """The request's path template with `parameter` as `{expression}` and the others as their values."""
+    text = request.template
+    for name, value in request.path_values.items():
+        literal = value.replace("{", "{{").replace("}", "}}")
+        text = text.replace("{" + name + "}", "{" + expression + "}" if name == parameter else literal)
+    return text
