@@ -13,6 +13,7 @@ from squall.errors import UsageError
 from squall.monitor import GeneratorWatch
 from squall.monitor import summary as monitor_summary
 from squall.options.arguments import to_duration, to_rate
+from squall.report.progress import page_fields
 from squall.runtime.follow import Follower
 from squall.runtime.lifecycle import Lifecycle
 from squall.web import page
@@ -101,19 +102,7 @@ class EngineRun:
 
     def fields(self) -> dict[str, Any]:
         """What the page shows beside the engine's stream (nothing without a page)."""
-        if not self.kind:
-            return {}
-        p = self.engine_run.progress()
-        fields: dict[str, Any] = {"users": p.users}
-        if self.kind == "mqtt":
-            fields["mqtt"] = {
-                "connected": p.connected,
-                "sent": p.sent,
-                "published": p.published,
-                "delivered": p.delivered,
-                "failed": p.mqtt_failed,
-            }
-        return fields
+        return page_fields(self.engine_run.progress(), self.kind) if self.kind else {}
 
     def stop(self, why: Why) -> None:
         self.engine_run.stop()

@@ -39,6 +39,7 @@ from squall.distributed import cluster, shares
 from squall.distributed.actor import Worker
 from squall.distributed.stream import LiveMerge
 from squall.distributed.workers import Command, WorkerState, entry, table
+from squall.report.progress import page_fields
 from squall.runtime.follow import Follower, Why
 from squall.runtime.lifecycle import Lifecycle
 from squall.runtime.signals import deferred
@@ -308,17 +309,7 @@ class Driver:
         )
 
     def fields(self) -> dict[str, Any]:
-        p = self.progress()
-        fields: dict[str, Any] = {"users": p.users if p else 0}
-        if self.command.kind == "mqtt" and p:
-            fields["mqtt"] = {
-                "connected": p.connected,
-                "sent": p.sent,
-                "published": p.published,
-                "delivered": p.delivered,
-                "failed": p.mqtt_failed,
-            }
-        return fields
+        return page_fields(self.progress(), self.command.kind) or {"users": 0}
 
     def _say(self, text: str) -> None:
         if self.command.line is not None:

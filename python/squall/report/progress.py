@@ -16,6 +16,8 @@ class Shown(Protocol):
     @property
     def elapsed(self) -> float: ...
     @property
+    def users(self) -> int: ...
+    @property
     def completed(self) -> int: ...
     @property
     def failed(self) -> int: ...
@@ -33,6 +35,23 @@ class Shown(Protocol):
     def mqtt_failed(self) -> int: ...
     @property
     def delivered(self) -> int: ...
+
+
+def page_fields(p: Shown | None, kind: str) -> dict[str, Any]:
+    """What the dashboard shows of a bench or MQTT run beside the engine's stream (`kind`: the page's):
+    its users, and for MQTT the counts of connections and messages; nothing before any progress."""
+    if p is None:
+        return {}
+    fields: dict[str, Any] = {"users": p.users}
+    if kind == "mqtt":
+        fields["mqtt"] = {
+            "connected": p.connected,
+            "sent": p.sent,
+            "published": p.published,
+            "delivered": p.delivered,
+            "failed": p.mqtt_failed,
+        }
+    return fields
 
 
 class ProgressLine:
