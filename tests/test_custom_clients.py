@@ -73,6 +73,7 @@ def test_requests_a_custom_client_fires_are_counted_as_locust_counts_them(xmlrpc
     )
 
 
+@pytest.mark.serial  # (calls served in 3 s: a neighbour starving Locust of CPU halved them)
 @pytest.mark.parametrize("tool", ["squall", "locust"])
 def test_users_blocked_in_a_library_call_wait_together(xmlrpc_server, tmp_path, tool):
     """xmlrpc.client is a blocking library (sockets, http.client): under Locust its calls wait on gevent's

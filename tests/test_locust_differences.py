@@ -142,7 +142,8 @@ def test_a_stop_signal_exits_with_locusts_code(recorder, tmp_path, how, failing)
             )
         else:
             proc = squall_process(*args, env=env)
-        wait_until(lambda: len(recorder.log()) >= 4, "requests at the recorder", proc)
+        # 4 requests answered before the signal: at most USERS of those the recorder saw are still in flight
+        wait_until(lambda: len(recorder.log()) >= 4 + USERS, "requests at the recorder", proc)
         proc.send_signal(how)
         _out, err = proc.communicate(timeout=60)
         codes[tool] = proc.returncode
