@@ -47,13 +47,27 @@ FIELD_HELPER = '''def _field(response, *path):
     for key in path:
         value = value.get(key) if isinstance(value, dict) else None
     return value'''
+JSON_HELPER = '''def _json(response, *path):
+    """The value at `path` in a response's JSON body (a list's items by their index), or None."""
+    try:
+        value = response.json()
+    except ValueError:
+        return None
+    for key in path:
+        if isinstance(value, list) and key.isdigit() and int(key) < len(value):
+            value = value[int(key)]
+        elif isinstance(value, dict):
+            value = value.get(key)
+        else:
+            return None
+    return value'''
 HIDDEN_HELPER = r'''def _hidden(response, name):
     """The value of the hidden form field `name` in an HTML response, or None."""
     for tag in re.findall(r"<input\b[^>]*>", response.text or "", re.IGNORECASE):
-        attributes = {
-            key.lower(): html.unescape(a or b or c)
-            for key, a, b, c in re.findall(r"""([\w-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""", tag)
-        }
+        pairs = re.findall(
+            r"""([\w-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""", tag
+        )
+        attributes = {key.lower(): html.unescape(a or b or c) for key, a, b, c in pairs}
         if attributes.get("name") == name and "value" in attributes:
             return attributes["value"]
     return None'''
@@ -97,8 +111,10 @@ def locustfile(plan: Plan) -> str:
             if constant.comment:
                 out += comment(constant.comment, 0)
             out += call("os.environ.get", [(None, constant.name), (None, constant.default)], 0, f"{constant.name} = ")
-    if any(s.capture is not None for s in _steps(plan)) or _captures(plan, "json"):
+    if any(s.capture is not None for s in _steps(plan)):
         out += ["", "", FIELD_HELPER]
+    if _captures(plan, "json"):
+        out += ["", "", JSON_HELPER]
     if _captures(plan, "hidden"):
         out += ["", "", HIDDEN_HELPER]
     out += ["", "", *_user(plan)]
@@ -342,7 +358,7 @@ def _capture(capture: Capture) -> list[str]:
     target = f"self.{capture.attribute} = "
     out = comment(capture.comment, 3) if capture.comment else []
     if capture.source == "json":
-        out += call("_field", [(None, Code("response")), *[(None, key) for key in capture.key]], 3, target)
+        out += call("_json", [(None, Code("response")), *[(None, key) for key in capture.key]], 3, target)
     elif capture.source == "header":
         out += call("response.headers.get", [(None, capture.key[0])], 3, target)
     elif capture.source == "cookie":
