@@ -157,3 +157,87 @@ def test_static_files_and_other_hosts_are_kept_when_asked(recording, tmp_path):
     assert p.returncode == 0, p.stderr
     assert "9 requests: 0 tasks, 9 in 1 flow, 0 left out" in p.stderr, p.stderr
     assert '"/static/logo.png"' in p.stdout and '"http://localhost:' in p.stdout
+
+
+# -- the browsers' shapes, written by hand from HAR 1.2 ------------------------------------------------
+
+
+def test_a_chrome_har_imports(tmp_path):
+    """Chrome's export: HTTP/2 pseudo-headers, _resourceType, UTC times, -1 timings, a form whose postData
+    has text and params, a page titled with its URL, a blocked beacon (status 0), a 304."""
+    out = tmp_path / "chrome.py"
+    p = squall("import", "har", FIXTURES / "chrome.har", "-o", out)
+    assert p.returncode == 0, p.stderr
+    lines = p.stderr.splitlines()
+    assert lines[0] == "squall import har: 6 requests: 0 tasks, 3 in 1 flow, 3 left out", p.stderr
+    assert "left out GET https://www.google-analytics.com/analytics.js: another host than shop.example.com" in p.stderr
+    assert "site.css?v=3: a static file" in p.stderr and "beacon: it got no answer" in p.stderr
+    text = well_formed(out)
+    assert "class ShopExampleComUser(HttpUser):" in text
+    assert 'self.authenticity_token = _hidden(response, "authenticity_token")' in text
+    assert '"email": "ann@example.com"' in text  # the form's text, decoded once
+    assert '"authorization": f"Bearer {self.access_token}"' in text and 'name="/api/orders/{id}"' in text
+    assert "time.sleep(3.4)" in text and "time.sleep(1.5)" in text
+    for dropped in (":authority", "sec-ch-ua", "user-agent", "cookie", "if-none-match", "origin", "content-length"):
+        assert f'"{dropped}"' not in text, dropped
+
+
+def test_a_firefox_har_imports(tmp_path):
+    """Firefox's export: local time zone offsets, integer timings, base64 JSON response bodies, form
+    params with an empty text, a multipart upload with a file, a CSRF token in a response header."""
+    out = tmp_path / "firefox.py"
+    p = squall("import", "har", FIXTURES / "firefox.har", "-o", out)
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.splitlines()[0] == "squall import har: 5 requests: 0 tasks, 4 in 1 flow, 1 left out", p.stderr
+    text = well_formed(out)
+    assert 'self.x_csrf_token = response.headers.get("X-CSRF-Token")' in text
+    assert 'self.cart_id = _json(response, "data", "cart", "id")' in text  # from a base64 body
+    assert 'f"/carts/{self.cart_id}/items"' in text and 'name="/carts/{cart_id}/items"' in text
+    assert 'data={"sku": "HAMMER-01", "qty": "2"}' in text
+    assert 'files={"scan": ("receipt.pdf", b"", "application/pdf")}' in text and "sent empty" in text
+    assert "time.sleep(1.4)" in text and '"Host"' not in text and '"Cookie"' not in text
+
+
+def test_short_values_are_not_correlated(tmp_path):
+    """A value under six characters that a response returned and a request sent is replayed as it is."""
+    har = json.loads((FIXTURES / "firefox.har").read_text())
+    entries = har["log"]["entries"]
+    entries[0]["response"]["headers"][1]["value"] = "abc12"
+    for entry in entries[1:3]:
+        for header in entry["request"]["headers"]:
+            if header["name"] == "X-CSRF-Token":
+                header["value"] = "abc12"
+    (tmp_path / "short.har").write_text(json.dumps(har))
+    p = squall("import", "har", tmp_path / "short.har", "--dry-run")
+    assert p.returncode == 0, p.stderr
+    assert '"X-CSRF-Token": "abc12"' in p.stdout and "x_csrf_token" not in p.stdout
+
+
+BAD = {
+    "postman.json": (b'{"info": {"name": "x"}, "item": []}', "is a Postman collection"),
+    "openapi.json": (b'{"openapi": "3.0.0", "paths": {}}', "is an OpenAPI document"),
+    "no-log.json": (b'{"entries": []}', "is not a HAR file"),
+    "empty.har": (b'{"log": {"version": "1.2", "entries": []}}', "has no entry to import"),
+    "truncated.har": (b'{"log": {"entries": [', "ends before its JSON does"),
+    "list.har": (b"[]", "is not a HAR file"),
+    "bad-entry.har": (
+        b'{"log": {"entries": [{"startedDateTime": "yesterday", "request": {"method": "GET", "url": "http://a/"}}]}}',
+        "has no entry to import (GET http://a/: its startedDateTime 'yesterday' is not a date and time)",
+    ),
+    "only-static.har": (
+        b'{"log": {"entries": [{"startedDateTime": "2025-01-01T00:00:00Z", "request": {"method": "GET", '
+        b'"url": "http://a/x.png"}, "response": {"status": 200, "content": {"mimeType": "image/png"}}}]}}',
+        "no request of",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_bad_hars_are_refused_in_one_line(name, tmp_path):
+    data, expected = BAD[name]
+    (tmp_path / name).write_bytes(data)
+    p = squall("import", "har", tmp_path / name, "-o", tmp_path / "out.py")
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    lines = p.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("squall import: error: ") and expected in lines[0], p.stderr
+    assert not (tmp_path / "out.py").exists()

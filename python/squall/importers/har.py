@@ -212,7 +212,9 @@ def plan(location: str, options: Options, keep_static: bool = False, keep_hosts:
     captures = _correlate(kept)
     steps, comments = _steps(kept, captures, main, pages)
     classes = {"SequentialTaskSet", "HttpUser"}
-    title = str(pages[kept[0].page]) if kept and kept[0].page in pages else main.host
+    title = str(pages[kept[0].page]) if kept and kept[0].page in pages else ""
+    if not title or "://" in title:  # Chrome titles a page with its URL
+        title = (urlsplit(main.url).hostname or "recorded").removeprefix("www.")
     flow = Flow(
         class_name("journey", "", classes),
         attribute="",
@@ -223,7 +225,7 @@ def plan(location: str, options: Options, keep_static: bool = False, keep_hosts:
     creator = sources.dict_at(log, "creator")
     made_by = " ".join(str(creator.get(k) or "") for k in ("name", "version")).strip() or "an unnamed tool"
     result = Plan(
-        user_class=class_name(title if kept and kept[0].page in pages else "recorded", "User", classes),
+        user_class=class_name(title, "User", classes),
         about=[],
         host=main.origin,
         host_comment="The recording's main host (its first document's); -H replaces it.",
@@ -397,7 +399,8 @@ def _is_document(e: Entry) -> bool:
 
 
 def _is_static(e: Entry) -> bool:
-    if _is_document(e):
+    """A file the browser fetched to show the page (a GET): an image, a style sheet, a script, a font, media."""
+    if _is_document(e) or e.method not in ("GET", "HEAD"):
         return False
     if e.resource in STATIC_RESOURCES:
         return True
@@ -516,6 +519,8 @@ def _steps(
         comments.append(f"{e.method} {e.path} (recorded: {e.status}).")
         for source in uses:
             comments.append(f"Sends {source.attribute}, from the response of {_described(source, kept)}.")
+        if request.body is not None and request.body.kind == "multipart" and any(f[1][0] for f in request.body.files):
+            comments.append("Its files are sent empty: a HAR does not hold the bytes uploaded.")
         think = 0.0
         if end is not None and e.started - end >= MIN_THINK:
             think = round(e.started - end, 1)
