@@ -6,6 +6,7 @@ The policy, and why:
   (`pageref`) starts with a comment naming it. Before a request the user waits the gap the recording
   had between the end of the previous kept request and its start (`time.sleep`), when that gap is at
   least `MIN_THINK` seconds: shorter gaps are the browser's own pace (parallel fetches), not a person's.
+  A longer gap than `MAX_THINK` (the tab left open) is cut to it.
 - The main host is the host of the first document (an HTML response, or Chrome's `_resourceType`
   "document"), else of the first entry. Requests elsewhere (third-party hosts: analytics, CDNs) and
   static files (images, CSS, scripts, fonts, media: by mimeType, Chrome's `_resourceType`, or the
@@ -51,6 +52,7 @@ from squall.importers.pysource import Code, string
 
 RESERVED = {"interrupt", "user", "client", "parent", "tasks", "schedule_task", "wait", "on_start", "on_stop", "run"}
 MIN_THINK = 0.1  # seconds: a shorter gap between requests is not a person's think time
+MAX_THINK = 60.0  # seconds: a longer gap (the tab left open) is cut to this
 MIN_VALUE = 6  # characters: a shorter value is too likely the same by coincidence to be correlated
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 DROPPED = {
@@ -188,7 +190,7 @@ def plan(location: str, options: Options, keep_static: bool = False, keep_hosts:
     for i, raw in enumerate(sources.list_at(log, "entries")):
         try:
             entries.append(_entry(i, raw))
-        except (ValueError, TypeError, AttributeError, KeyError, IndexError) as error:
+        except (ValueError, TypeError, AttributeError, KeyError, IndexError, OverflowError) as error:
             label = _label_raw(raw, i)
             why = str(error) if isinstance(error, ValueError) else f"it is malformed ({type(error).__name__})"
             left_out.append((label, why))
@@ -330,7 +332,7 @@ def _entry(i: int, raw: Any) -> Entry:
     return Entry(
         index=i,
         started=_time(raw.get("startedDateTime")),
-        duration=max(0.0, float(timings)) / 1000 if isinstance(timings, (int, float)) else 0.0,
+        duration=min(max(0.0, float(timings)), 3_600_000.0) / 1000 if isinstance(timings, (int, float)) else 0.0,
         method=method,
         url=url,
         origin=origin,
@@ -339,7 +341,7 @@ def _entry(i: int, raw: Any) -> Entry:
         query=parse_qsl(split.query, keep_blank_values=True),
         headers=headers,
         body=_body(request.get("postData"), headers),
-        status=int(status) if isinstance(status, (int, float)) and not isinstance(status, bool) else 0,
+        status=status if isinstance(status, int) and not isinstance(status, bool) else 0,
         mime=str(content.get("mimeType") or "").lower(),
         resource=str(raw.get("_resourceType") or "").lower(),
         page=str(raw.get("pageref") or ""),
@@ -523,8 +525,9 @@ def _steps(
             comments.append("Its files are sent empty: a HAR does not hold the bytes uploaded.")
         think = 0.0
         if end is not None and e.started - end >= MIN_THINK:
-            think = round(e.started - end, 1)
-            comments.append(f"The recording waited {think:g} s before this request.")
+            think = round(min(e.started - end, MAX_THINK), 1)
+            longer = " (longer, cut to this: a pause, not a think time)" if e.started - end > MAX_THINK else ""
+            comments.append(f"The recording waited {think:g} s before this request{longer}.")
         end = max(end or 0.0, e.started + e.duration)
         own = captures.get(e.index, [])
         step_captures = [Capture(s.attribute, s.kind, s.key, _capture_comment(s)) for s in own]

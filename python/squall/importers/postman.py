@@ -430,7 +430,7 @@ def plan(location: str, options: Options, environment: str | None = None) -> Pla
         label = " / ".join([*folders, str(item.get("name") or "request")])
         try:
             origin, request, notes = reader.request(item, auth)
-        except (ValueError, TypeError, AttributeError, KeyError, IndexError) as e:
+        except (ValueError, TypeError, AttributeError, KeyError, IndexError, OverflowError) as e:
             left_out.append((label, str(e) if isinstance(e, ValueError) else f"it is malformed ({type(e).__name__})"))
             continue
         if origin is not None:
