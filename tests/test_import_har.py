@@ -241,3 +241,15 @@ def test_bad_hars_are_refused_in_one_line(name, tmp_path):
     lines = p.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("squall import: error: ") and expected in lines[0], p.stderr
     assert not (tmp_path / "out.py").exists()
+
+
+def test_a_value_inside_a_longer_one_is_not_correlated(tmp_path):
+    """The cart's id inside a longer word (a SKU) is left as recorded; where it stands alone (the path),
+    it is taken from the response."""
+    har = json.loads((FIXTURES / "firefox.har").read_text())
+    form = har["log"]["entries"][2]["request"]["postData"]["params"]
+    form[0]["value"] = "HAMMER981273645X"
+    (tmp_path / "inside.har").write_text(json.dumps(har))
+    p = squall("import", "har", tmp_path / "inside.har", "--dry-run")
+    assert p.returncode == 0, p.stderr
+    assert '"sku": "HAMMER981273645X"' in p.stdout and 'f"/carts/{self.cart_id}/items"' in p.stdout

@@ -26,8 +26,9 @@ The policy, and why:
   field) that a later request sent (in its path, query, a header such as `Authorization: Bearer X` or
   `X-CSRF-Token`, or its body) is taken from that response at run time instead of replayed: a new
   login's token, a new CSRF value, the id a list returned. Only values of at least `MIN_VALUE` characters
-  that the journey had not sent before that response count: shorter ones (`1`, `true`, `en`) match by
-  coincidence. A value not found at run time ends the journey there (its requests would only be refused).
+  that the journey had not sent before that response count, and only where they stand alone (not a
+  piece of a longer word or number): shorter ones (`1`, `true`, `en`) match by coincidence. A value
+  not found at run time ends the journey there (its requests would only be refused).
 - Statistics names are route templates: a correlated path segment is named after its value's source
   (`/items/{item_id}`), and numbers, UUIDs and long hex ids are `{id}`, so that `/items/1` and
   `/items/2` are one row.
@@ -478,7 +479,7 @@ def _correlate(kept: list[Entry]) -> dict[int, list[Source]]:
     for e in kept:
         text = _sent(e)
         for value, source in list(known.items()):
-            if value in text and not source.attribute:
+            if not source.attribute and _contains(text, value):
                 source.attribute = _attribute(source, taken)
                 captures.setdefault(source.entry, []).append(source)
         sent_before += "\n" + text  # what a request sent before a response returned it is not that response's
@@ -489,6 +490,23 @@ def _correlate(kept: list[Entry]) -> dict[int, list[Source]]:
             if key not in known or not known[key].attribute:
                 known[key] = source
     return captures
+
+
+def _bounded(value: str) -> re.Pattern[str]:
+    """`value` where it stands alone: not a piece of a longer word or number (an id inside a token)."""
+    return re.compile(r"(?<![A-Za-z0-9])" + re.escape(value) + r"(?![A-Za-z0-9])")
+
+
+def _contains(text: str, value: str) -> bool:
+    return value in text and _bounded(value).search(text) is not None
+
+
+def _around(text: str, value: str) -> tuple[str, str]:
+    """What comes before and after the first place `value` stands alone in `text`."""
+    found = _bounded(value).search(text)
+    if found is None:
+        return "", ""
+    return text[: found.start()], text[found.end() :]
 
 
 def _attribute(source: Source, taken: set[str]) -> str:
@@ -538,8 +556,9 @@ def _steps(
     comments = [
         f"The journey as recorded: {len(steps)} request{'s' if len(steps) != 1 else ''} in order, each after the"
         " think time the recording had. Values a response returned and a later request sent are taken from"
-        f" the response at run time when they are at least {MIN_VALUE} characters long and were not sent"
-        " before that response (shorter ones match by coincidence); one not found ends the journey."
+        f" the response at run time when they are at least {MIN_VALUE} characters long, stand alone (not in"
+        " a longer word or number) and were not sent before that response (shorter ones match by"
+        " coincidence); one not found ends the journey."
     ]
     return steps, comments
 
@@ -576,7 +595,7 @@ def _request(e: Entry, available: list[Source], main: Entry) -> tuple[Request, l
 
     def replaced(text: str, raw: Any = None) -> Any:
         """`text` with the captured values in it: itself, `self.<attr>` or an f-string."""
-        found = [s for s in reversed(available) if str(s.value) in text]
+        found = [s for s in reversed(available) if _contains(text, str(s.value))]
         if not found:
             return raw if raw is not None else text
         best = max(found, key=lambda s: len(str(s.value)))
@@ -586,19 +605,19 @@ def _request(e: Entry, available: list[Source], main: Entry) -> tuple[Request, l
             if raw is not None and not isinstance(raw, str) and isinstance(best.value, (int, float)):
                 return Code(f"self.{best.attribute}")
             return Code(f"self.{best.attribute}" if isinstance(best.value, str) else f"str(self.{best.attribute})")
-        head, _, tail = text.partition(str(best.value))
+        head, tail = _around(text, str(best.value))
         return Code("f" + string(_braces(head) + "{self." + best.attribute + "}" + _braces(tail)))
 
     path_parts: list[str] = []
     name_parts: list[str] = []
     for segment in e.path.split("/"):
         text = unquote(segment)
-        found = [s for s in reversed(available) if str(s.value) in text]
+        found = [s for s in reversed(available) if _contains(text, str(s.value))]
         if found:
             best = max(found, key=lambda s: len(str(s.value)))
             if best not in uses:
                 uses.append(best)
-            head, _, tail = text.partition(str(best.value))
+            head, tail = _around(text, str(best.value))
             path_parts.append(
                 _braces(quote(head, safe="")) + "{self." + best.attribute + "}" + _braces(quote(tail, safe=""))
             )
