@@ -253,3 +253,50 @@ def test_a_value_inside_a_longer_one_is_not_correlated(tmp_path):
     p = squall("import", "har", tmp_path / "inside.har", "--dry-run")
     assert p.returncode == 0, p.stderr
     assert '"sku": "HAMMER981273645X"' in p.stdout and 'f"/carts/{self.cart_id}/items"' in p.stdout
+
+
+def _entry(method, url, status, started, mime="application/json", text="", headers=(), response_headers=(), **more):
+    request = {"method": method, "url": url, "headers": [{"name": k, "value": v} for k, v in headers]}
+    request.update(more.pop("request", {}))
+    response = {
+        "status": status,
+        "headers": [{"name": k, "value": v} for k, v in response_headers],
+        "content": {"mimeType": mime, "text": text},
+        "redirectURL": more.pop("redirect", ""),
+    }
+    return {
+        "startedDateTime": f"2025-03-01T10:00:{started:06.3f}Z",
+        "time": 10,
+        "request": request,
+        "response": response,
+    }
+
+
+def test_a_redirect_is_followed_by_the_client_and_a_preflight_left_out(tmp_path):
+    """A form POST answered 302, then the page it led to (recorded as a request of its own): the client
+    follows the redirect itself, so the page is not requested twice, and a hidden field of that page is
+    taken from the POST's final response. A CORS preflight is left out."""
+    page = '<form><input type="hidden" name="step_token" value="tok-2f9e8d7c6b"></form>'
+    entries = [
+        _entry("GET", "https://a.example/login", 200, 0, mime="text/html", text="<html></html>"),
+        _entry("POST", "https://a.example/login", 302, 1, mime="text/html", redirect="/account"),
+        _entry("GET", "https://a.example/account", 200, 1.1, mime="text/html", text=page),
+        _entry(
+            "OPTIONS",
+            "https://a.example/api/next",
+            204,
+            2,
+            headers=[("Access-Control-Request-Method", "POST")],
+        ),
+        _entry("POST", "https://a.example/api/next", 200, 2.1, headers=[("X-Step", "tok-2f9e8d7c6b")]),
+    ]
+    (tmp_path / "redirect.har").write_text(json.dumps({"log": {"entries": entries}}))
+    p = squall("import", "har", tmp_path / "redirect.har", "-o", tmp_path / "redirect.py")
+    assert p.returncode == 0, p.stderr
+    assert "5 requests: 0 tasks, 3 in 1 flow, 2 left out" in p.stderr, p.stderr
+    assert "left out GET https://a.example/account: the client follows the redirect of POST /login to it" in p.stderr
+    assert "left out OPTIONS https://a.example/api/next: a CORS preflight" in p.stderr
+    text = well_formed(tmp_path / "redirect.py")
+    assert 'self.step_token = _hidden(response, "step_token")' in text
+    assert text.index("def post_login") < text.index("self.step_token = _hidden") < text.index("def post_api_next")
+    assert '"X-Step": self.step_token' in text

@@ -12,7 +12,13 @@ The policy, and why:
   static files (images, CSS, scripts, fonts, media: by mimeType, Chrome's `_resourceType`, or the
   path's extension) are left out unless `--keep-hosts` / `--keep-static`: a load test of an
   application measures its server, not the browser's cache and other people's servers. Entries that
-  never got an answer (status 0: blocked, cancelled) and other schemes (data:, blob:, ws:) are left out.
+  never got an answer (status 0: blocked, cancelled), other schemes (data:, blob:, ws:) and CORS
+  preflights (OPTIONS with Access-Control-Request-Method: a load test's client needs none) are left out.
+- A redirect is followed by the client (requests and Locust follow them), so the request the browser
+  made to a 3xx's target right after it is left out, and what that target's response gives (a form's
+  hidden field) is taken from the redirecting step's final response.
+- One SequentialTaskSet for the whole recording, not one per page: values taken on one page are sent
+  on the next, and a user picks among sibling task sets at random, not in order.
 - Headers the browser or the HTTP client manages are dropped: HTTP/2 pseudo-headers (`:path`), Host,
   Content-Length, Connection, Accept-Encoding, Cookie (the session's cookie jar sends what the server
   set during the run), `sec-*`, User-Agent, Origin and Referer (they name the recorded host), the cache's
@@ -44,7 +50,7 @@ import textwrap
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
-from urllib.parse import parse_qsl, quote, unquote, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urljoin, urlsplit
 
 from squall.importers import Options, sources
 from squall.importers.openapi.operations import class_name, identifier
@@ -156,6 +162,8 @@ class Entry:
     response_headers: list[tuple[str, str]]
     response_cookies: list[tuple[str, str]]
     response_text: str
+    redirect: str = ""  # where a 3xx response sent the browser, as an absolute URL
+    followed: Entry | None = None  # the request the client makes itself by following `redirect`
 
 
 @dataclass
@@ -201,10 +209,18 @@ def plan(location: str, options: Options, keep_static: bool = False, keep_hosts:
             f"{name} has no entry to import" + (f" ({left_out[0][0]}: {left_out[0][1]})" if left_out else "")
         )
     main = next((e for e in entries if _is_document(e)), entries[0])
-    kept = []
+    kept: list[Entry] = []
     for e in entries:
         label = f"{e.method} {e.url[:200]}"
-        if e.status == 0:
+        before = kept[-1] if kept else None
+        if before is not None and before.redirect and before.followed is None and _same_url(before.redirect, e.url):
+            # requests and Locust follow redirects themselves: the step before makes this request, and
+            # what its response gives (a form's hidden field) is taken from that step's final response
+            before.followed = e
+            left_out.append((label, f"the client follows the redirect of {before.method} {before.path} to it"))
+        elif e.method == "OPTIONS" and any(k.lower() == "access-control-request-method" for k, _ in e.headers):
+            left_out.append((label, "a CORS preflight the browser made (a load test's client needs none)"))
+        elif e.status == 0:
             left_out.append((label, "it got no answer in the recording (blocked or cancelled)"))
         elif e.host != main.host and not keep_hosts:
             left_out.append((label, f"another host than {main.host} (--keep-hosts keeps it)"))
@@ -330,6 +346,9 @@ def _entry(i: int, raw: Any) -> Entry:
                         cookies.append((cookie.strip(), _.strip()))
     status = response.get("status")
     timings = raw.get("time")
+    redirect = str(response.get("redirectURL") or "") or next(
+        (v for k, v in response_headers if k.lower() == "location"), ""
+    )
     return Entry(
         index=i,
         started=_time(raw.get("startedDateTime")),
@@ -349,6 +368,7 @@ def _entry(i: int, raw: Any) -> Entry:
         response_headers=response_headers,
         response_cookies=cookies,
         response_text=_text(content),
+        redirect=urljoin(url, redirect) if redirect and isinstance(status, int) and 300 <= status < 400 else "",
     )
 
 
@@ -430,28 +450,36 @@ def _scalars(value: Any, path: list[str]) -> list[tuple[list[str], Any]]:
     return out
 
 
-def _offered(e: Entry) -> list[Source]:
-    """The values a response returned that a later request could send back, the likeliest first."""
+def _same_url(a: str, b: str) -> bool:
+    return a.split("#")[0] == b.split("#")[0]
+
+
+def _offered(step: Entry) -> list[Source]:
+    """The values a response returned that a later request could send back, the likeliest first (of
+    the redirect's target, which the step's request ends at, when it was followed)."""
     out: list[Source] = []
+    if step.followed is not None:  # the cookies the redirect itself set are in the session's jar too
+        out += [Source(step.index, "cookie", [k], v) for k, v in step.response_cookies]
+    e = step.followed or step
     if "json" in e.mime or e.response_text.lstrip()[:1] in ("{", "["):
         try:
             value = json.loads(e.response_text)
         except ValueError:
             value = None
         if value is not None:
-            out += [Source(e.index, "json", path, v) for path, v in _scalars(value, [])]
+            out += [Source(step.index, "json", path, v) for path, v in _scalars(value, [])]
     for k, v in e.response_headers:
         if k.lower() not in PLUMBING and not k.startswith(":"):
-            out.append(Source(e.index, "header", [k], v))
+            out.append(Source(step.index, "header", [k], v))
     for k, v in e.response_cookies:
-        out.append(Source(e.index, "cookie", [k], v))
+        out.append(Source(step.index, "cookie", [k], v))
     if "html" in e.mime:
         for tag in INPUT.findall(e.response_text):
             attributes = {a.lower(): b or c or d for a, b, c, d in ATTRIBUTE.findall(tag)}
             if attributes.get("type", "").lower() == "hidden" and attributes.get("name") and "value" in attributes:
                 import html  # (a leaf of the standard library, for HTML's entities)
 
-                out.append(Source(e.index, "hidden", [attributes["name"]], html.unescape(attributes["value"])))
+                out.append(Source(step.index, "hidden", [attributes["name"]], html.unescape(attributes["value"])))
     return [s for s in out if _distinctive(s.value)]
 
 
