@@ -1,9 +1,9 @@
 """What an importer hands the emitter: a load test described without any source format in it.
 
-An importer (OpenAPI's now; HAR's and Postman's would be the same shape) reads its document into a
-`Plan`: the user class's host and wait, the credentials read from the environment, the tasks (one
-request each) and the flows (requests in order, a value from one response used by the next), and what
-it left out and why. squall.importers.emit writes any plan as the same plain Locust file, so that every
+An importer (OpenAPI's, Postman's, HAR's) reads its document into a `Plan`: the user class's host and
+wait, the credentials and variables read from the environment, the tasks (one request each) and the
+flows (requests in order, values from one response used by the next, think times), and what it left
+out and why. squall.importers.emit writes any plan as the same plain Locust file, so that every
 importer's output reads alike and the emitter's choices (layout, comments, what runs natively) are made
 once.
 """
