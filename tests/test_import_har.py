@@ -300,3 +300,16 @@ def test_a_redirect_is_followed_by_the_client_and_a_preflight_left_out(tmp_path)
     assert 'self.step_token = _hidden(response, "step_token")' in text
     assert text.index("def post_login") < text.index("self.step_token = _hidden") < text.index("def post_api_next")
     assert '"X-Step": self.step_token' in text
+
+
+def test_cookies_no_response_set_are_sent_as_recorded(tmp_path):
+    """The jar sends what the journey's responses set (sid); a cookie a script set (consent) goes as recorded."""
+    har = json.loads((FIXTURES / "chrome.har").read_text())
+    post = har["log"]["entries"][3]["request"]
+    next(h for h in post["headers"] if h["name"] == "cookie")["value"] = "sid=8f14e45fceea167a; consent=all-2025"
+    (tmp_path / "cookies.har").write_text(json.dumps(har))
+    p = squall("import", "har", tmp_path / "cookies.har", "-o", tmp_path / "cookies.py")
+    assert p.returncode == 0, p.stderr
+    text = well_formed(tmp_path / "cookies.py")
+    assert 'cookies={"consent": "all-2025"}' in text and "Sends the cookies consent as recorded" in text
+    assert "8f14e45fceea167a" not in text.split("def post_session")[1]

@@ -21,7 +21,8 @@ The policy, and why:
   on the next, and a user picks among sibling task sets at random, not in order.
 - Headers the browser or the HTTP client manages are dropped: HTTP/2 pseudo-headers (`:path`), Host,
   Content-Length, Connection, Accept-Encoding, Cookie (the session's cookie jar sends what the server
-  set during the run), `sec-*`, User-Agent, Origin and Referer (they name the recorded host), the cache's
+  sets during the run; a cookie no response of the journey set, one a script or an earlier visit did,
+  goes as recorded with `cookies=`), `sec-*`, User-Agent, Origin and Referer (they name the recorded host), the cache's
   conditionals (If-None-Match, If-Modified-Since), Cache-Control, Pragma, Priority. The rest (Accept,
   Content-Type, Authorization, X-...) is sent as recorded.
 - Bodies: JSON when the postData is JSON (`json=`), a form as its pairs (Firefox's `params` or the
@@ -162,6 +163,7 @@ class Entry:
     response_headers: list[tuple[str, str]]
     response_cookies: list[tuple[str, str]]
     response_text: str
+    cookies: list[tuple[str, str]] = field(default_factory=list)  # what the request's Cookie header sent
     redirect: str = ""  # where a 3xx response sent the browser, as an absolute URL
     followed: Entry | None = None  # the request the client makes itself by following `redirect`
 
@@ -367,9 +369,22 @@ def _entry(i: int, raw: Any) -> Entry:
         page=str(raw.get("pageref") or ""),
         response_headers=response_headers,
         response_cookies=cookies,
+        cookies=_sent_cookies(headers, request.get("cookies")),
         response_text=_text(content),
         redirect=urljoin(url, redirect) if redirect and isinstance(status, int) and 300 <= status < 400 else "",
     )
+
+
+def _sent_cookies(headers: list[tuple[str, str]], listed: Any) -> list[tuple[str, str]]:
+    """The cookies a request sent: its Cookie headers' (HTTP/2 may split them), else the HAR's list."""
+    out = []
+    for k, v in headers:
+        if k.lower() == "cookie":
+            for piece in v.split(";"):
+                name, sep, value = piece.strip().partition("=")
+                if sep and name:
+                    out.append((name, value))
+    return out or _pairs(listed)
 
 
 def _body(node: Any, headers: list[tuple[str, str]]) -> Body | None:
@@ -557,9 +572,18 @@ def _steps(
     names: set[str] = set()
     end = None
     page = None
+    jar: set[str] = set()  # the cookies a kept response set: the session's jar sends them at run time
     for e in kept:
         request, uses = _request(e, available, main)
         comments = []
+        recorded = [(k, v) for k, v in e.cookies if k not in jar]
+        if recorded:
+            # set before the recording began, by a script, or by a request left out: no response of the
+            # journey sets them at run time, so they go as recorded
+            request.cookies = recorded
+        jar.update(k for k, _ in e.response_cookies)
+        if e.followed is not None:
+            jar.update(k for k, _ in e.followed.response_cookies)
         if e.page != page:
             page = e.page
             if page:
@@ -567,6 +591,12 @@ def _steps(
         comments.append(f"{e.method} {e.path} (recorded: {e.status}).")
         for source in uses:
             comments.append(f"Sends {source.attribute}, from the response of {_described(source, kept)}.")
+        if recorded:
+            names_ = ", ".join(k for k, _ in recorded)
+            comments.append(
+                f"Sends the cookies {names_} as recorded: no response of the journey sets them (a script did,"
+                " or a request left out, or they were there before the recording)."
+            )
         if request.body is not None and request.body.kind == "multipart" and any(f[1][0] for f in request.body.files):
             comments.append("Its files are sent empty: a HAR does not hold the bytes uploaded.")
         think = 0.0
