@@ -17,6 +17,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -313,3 +314,26 @@ def test_cookies_no_response_set_are_sent_as_recorded(tmp_path):
     text = well_formed(tmp_path / "cookies.py")
     assert 'cookies={"consent": "all-2025"}' in text and "Sends the cookies consent as recorded" in text
     assert "8f14e45fceea167a" not in text.split("def post_session")[1]
+
+
+def test_a_large_recording_imports_in_seconds(tmp_path):
+    """100 pages of 250 items (2.8 MB of JSON), each page's request carrying the last id of the page
+    before: every id is correlated, in about a second on the development host; 10 s is the bound."""
+    entries = []
+    last = None
+    for i in range(100):
+        items = [{"id": f"{i:04d}{j:04d}-{'ab' * 8}", "name": f"thing {j}", "ref": f"r{i}x{j}" * 3} for j in range(250)]
+        url = f"https://big.example/api/pages/{i}" + (f"?after={last}" if last else "")
+        entries.append(_entry("GET", url, 200, i * 0.05, text=json.dumps({"items": items})))
+        last = items[-1]["id"]
+    (tmp_path / "big.har").write_text(json.dumps({"log": {"entries": entries}}))
+    started = time.monotonic()
+    p = squall("import", "har", tmp_path / "big.har", "-o", tmp_path / "big.py", timeout=60)
+    assert time.monotonic() - started < 10
+    assert p.returncode == 0, p.stderr
+    text = (tmp_path / "big.py").read_text()
+    assert text.count('= _json(response, "items", "249", "id")') == 99
+    assert (
+        'params={"after": self.item_id_99}' in text
+        and 'self.item_id_99 = _json(response, "items", "249", "id")' in text
+    )

@@ -58,7 +58,23 @@ from squall.importers.openapi.operations import class_name, identifier
 from squall.importers.plan import Body, Capture, Flow, Plan, Request, Step
 from squall.importers.pysource import Code, string
 
-RESERVED = {"interrupt", "user", "client", "parent", "tasks", "schedule_task", "wait", "on_start", "on_stop", "run"}
+RESERVED = {
+    "interrupt",
+    "user",
+    "client",
+    "parent",
+    "tasks",
+    "schedule_task",
+    "wait",
+    "wait_time",
+    "on_start",
+    "on_stop",
+    "run",
+    "environment",
+    "min_wait",
+    "max_wait",
+    "wait_function",
+}
 MIN_THINK = 0.1  # seconds: a shorter gap between requests is not a person's think time
 MAX_THINK = 60.0  # seconds: a longer gap (the tab left open) is cut to this
 MIN_VALUE = 6  # characters: a shorter value is too likely the same by coincidence to be correlated
@@ -514,25 +530,56 @@ def _sent(e: Entry) -> str:
 
 def _correlate(kept: list[Entry]) -> dict[int, list[Source]]:
     """{entry index: the values to capture from its response}; each later use points at one of them
-    (`_uses` then puts `self.<attribute>` where the value was)."""
+    (`_request` then puts `self.<attribute>` where the value was). Values are found through an index of
+    their first MIN_VALUE characters, looked up where a value may start in a request (after a character
+    that is not a letter or digit), so that a recording with large JSON responses is read in time
+    linear in its size rather than in responses times requests."""
     known: dict[str, Source] = {}  # value as text -> where it came from
-    sent_before = ""
+    index: dict[str, list[str]] = {}  # its first MIN_VALUE characters -> the values not used yet
+    sent_prefixes: set[str] = set()  # what requests sent, from each place a value may start
+    sent_before: list[str] = []
     captures: dict[int, list[Source]] = {}
-    taken: set[str] = set()
+    taken: set[str] = set(RESERVED)  # attribute names, never a name TaskSet has
     for e in kept:
         text = _sent(e)
-        for value, source in list(known.items()):
-            if not source.attribute and _contains(text, value):
+        starts = _starts(text)
+        for value in _found(text, starts, index):
+            source = known[value]
+            if not source.attribute:
                 source.attribute = _attribute(source, taken)
                 captures.setdefault(source.entry, []).append(source)
-        sent_before += "\n" + text  # what a request sent before a response returned it is not that response's
+        # what a request sent before a response returned it is not that response's to give
+        sent_before.append(text)
+        sent_prefixes.update(text[i : i + MIN_VALUE] for i in starts)
         for source in _offered(e):
             key = str(source.value)
-            if key in sent_before:
+            if key[:MIN_VALUE] in sent_prefixes and any(_contains(t, key) for t in sent_before):
                 continue
+            if key not in known:
+                index.setdefault(key[:MIN_VALUE], []).append(key)
             if key not in known or not known[key].attribute:
                 known[key] = source
     return captures
+
+
+_WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+
+
+def _starts(text: str) -> list[int]:
+    """The places a value standing alone may start: the beginning, and after any character that is not
+    a letter or a digit."""
+    return [i for i in range(len(text)) if i == 0 or text[i - 1] not in _WORD]
+
+
+def _found(text: str, starts: list[int], index: dict[str, list[str]]) -> list[str]:
+    """The indexed values that stand alone somewhere in `text`."""
+    out: dict[str, None] = {}
+    for i in starts:
+        for value in index.get(text[i : i + MIN_VALUE], ()):
+            end = i + len(value)
+            if value not in out and text.startswith(value, i) and (end == len(text) or text[end] not in _WORD):
+                out[value] = None
+    return list(out)
 
 
 def _bounded(value: str) -> re.Pattern[str]:
@@ -558,7 +605,7 @@ def _attribute(source: Source, taken: set[str]) -> str:
     if source.kind == "json" and last.lower() == "id" and len(keys) >= 1:
         parent = [k for k in source.key[:-1] if not k.isdigit()]
         last = f"{parent[-1].rstrip('s')}_id" if parent else "id"
-    return identifier(last, taken | {"user", "client", "parent", "tasks", "interrupt"})
+    return identifier(last, taken)
 
 
 # -- the steps ----------------------------------------------------------------------------------------
