@@ -460,7 +460,7 @@ def plan(location: str, options: Options, environment: str | None = None) -> Pla
                 comments=[f"The folder {top!r}: its requests in order, as a run of the folder sends them."],
                 quoted=False,
             )
-            flow_names[top] = set()
+            flow_names[top] = {"interrupt", "parent", "user", "tasks", "schedule_task", "wait_time", "run", "wait"}
         where = " / ".join(folders[1:])
         if where:
             comments[0] += f" (in {where})"
