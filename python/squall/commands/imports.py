@@ -128,7 +128,7 @@ def _recorded(p: argparse.ArgumentParser, wait: str) -> None:
 
 
 def _no_format(args: argparse.Namespace) -> int:
-    raise UsageError("say which format: squall import openapi SPEC -o FILE (see 'squall import --help')")
+    raise UsageError("say which format: squall import openapi|postman|har SOURCE -o FILE (see 'squall import --help')")
 
 
 def options(args: argparse.Namespace) -> Options:
