@@ -10,11 +10,11 @@ The command's policy, and why:
 - The summary goes to stderr, one line for the whole and one for each operation left out (and each
   security scheme not sent), so that `--dry-run > file.py` keeps only the file and a CI log says
   what is missing.
-- A document that cannot be read or used (not OpenAPI, truncated, an unknown version, a broken `$ref`,
-  a URL that cannot be fetched, no operation that can be sent: a file without a task would only fail
-  when run) and an output that cannot be written are usage errors: one line on
-  stderr, exit 2 (squall.exitcodes.USAGE), no traceback. The output is checked before the document
-  is read, and written whole or not at all (squall.files.replace).
+- A document that cannot be read or used (not of its format (another format is named as what it is),
+  truncated, an unknown version, a broken `$ref`, a URL that cannot be fetched, no operation or request
+  that can be sent: a file without a task would only fail when run) and an output that cannot be
+  written are usage errors: one line on stderr, exit 2 (squall.exitcodes.USAGE), no traceback. The
+  output is checked before the document is read, and written whole or not at all (squall.files.replace).
 - Only this module loads for `squall --help` and the other commands; the importers load when
   `squall import` runs (start-up: with PyYAML they are 32 ms of CPU on the development host, their
   bytecode cached, that no other command needs).
