@@ -208,3 +208,16 @@ def test_a_bad_environment_file_is_refused_in_one_line(tmp_path):
     (tmp_path / "env.json").write_text('{"name": "x"}')
     p = squall("import", "postman", COLLECTION, "--environment", tmp_path / "env.json", "--dry-run")
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "is not a Postman environment" in p.stderr, p.stderr
+
+
+def test_a_query_only_in_the_raw_url_is_read_and_decoded(tmp_path):
+    """A URL object with `raw` alone (no host, path or query lists): its query is read from it, its
+    percent-encoding undone once, since the client encodes the parameters again."""
+    collection = {
+        "info": {"name": "Raw", "schema": "https://schema.getpostman.com/json/collection/v2.1.0/collection.json"},
+        "item": [{"name": "find", "request": {"method": "GET", "url": {"raw": "http://a.example/find?q=a%20b&n=2"}}}],
+    }
+    (tmp_path / "raw.json").write_text(json.dumps(collection))
+    p = squall("import", "postman", tmp_path / "raw.json", "--dry-run")
+    assert p.returncode == 0, p.stderr
+    assert 'params={"q": "a b", "n": "2"}' in p.stdout and '"/find"' in p.stdout

@@ -11,7 +11,8 @@ The policy, and why:
   a module-level constant read from an environment variable the file names at its top, so nothing is
   guessed and the file runs as it is. Postman's dynamic variables (`{{$guid}}`...) are not made up:
   they go as written, and the summary says which.
-- The URL in either form (a string, or the object with `host`, `path`, `query`, `variable`); headers
+- The URL in either form (a string, or the object with `host`, `path`, `query`, `variable`; query
+  values decoded, since Postman keeps them as sent and the client encodes them again); headers
   as a list or as Postman's `Key: value` text; disabled headers, query parameters and form fields are
   not sent. Bodies: raw (JSON when it is JSON, sent as `json=`; other text as it is, with its
   Content-Type), urlencoded, formdata (text fields; a file field is sent empty, named as the collection
@@ -33,7 +34,7 @@ import json
 import os
 import re
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from squall.importers import Options, sources
 from squall.importers.openapi.operations import class_name, identifier
@@ -153,7 +154,8 @@ class Reader:
                     variables[v["key"]] = "" if v.get("value") is None else str(v.get("value"))
             for q in sources.list_at(node, "query"):
                 if isinstance(q, dict) and q.get("disabled") is not True and q.get("key") is not None:
-                    query.append((str(self.resolved(str(q["key"]))), self.value(q.get("value"))))
+                    value = q.get("value")
+                    query.append((unquote(self.resolved(str(q["key"]))), self.value(_unquoted(value))))
             host = node.get("host")
             if isinstance(host, list):
                 host = ".".join(str(h) for h in host)
@@ -167,12 +169,18 @@ class Reader:
                 port = f":{node['port']}" if node.get("port") not in (None, "") else ""
                 raw = (f"{protocol}://" if protocol else "") + host + port + ("/" + str(path or "").lstrip("/"))
             else:
-                raw = str(node.get("raw") or "").split("?", 1)[0].split("#", 1)[0]
+                raw = str(node.get("raw") or "").split("#", 1)[0]
+            if "query" not in node and "?" in str(node.get("raw") or ""):  # only the raw form says it
+                for pair in str(node["raw"]).split("#", 1)[0].split("?", 1)[1].split("&"):
+                    key, _, value = pair.partition("=")
+                    if key:
+                        query.append((unquote(self.resolved(key)), self.value(unquote(value))))
+            raw = raw.split("?", 1)[0]
         elif isinstance(node, str):
             raw, _, text = node.partition("#")[0].partition("?")
             for pair in text.split("&") if text else []:
                 key, _, value = pair.partition("=")
-                query.append((self.resolved(key), self.value(value)))
+                query.append((unquote(self.resolved(key)), self.value(unquote(value))))
         else:
             raise ValueError("it has no URL")
         if not raw.strip():
@@ -298,6 +306,11 @@ class Reader:
         self.unsent_auth.add(str(kind))
         notes.append(f"Its {kind} auth is not sent (squall does not compute it)")
         return []
+
+
+def _unquoted(value: Any) -> Any:
+    """A query value as Postman writes it (percent-encoded as sent), decoded: the client encodes it again."""
+    return unquote(value) if isinstance(value, str) else value
 
 
 def _auth_fields(node: Any) -> dict[str, Any]:
