@@ -8,6 +8,10 @@ page's hidden form field, the bearer token a login returns (JSON), the double-su
 the query), and the items' ids (one is picked from the list, fetched, then ordered with its id in the
 path and the body). A stale value is 401 (token), 403 (CSRF, xsrf), 404 (id, cursor) or 422 (body).
 
+Last, the page's form is submitted (a navigation: the CSRF value and the item's id in a urlencoded
+body), answered 303 to a receipt page whose id is new each time (404 for an id this process did not
+make), which the browser follows, and the client must follow too.
+
 GET /app is the page whose script makes the journey; it loads a stylesheet, a script, an image and a
 "third-party" pixel (on localhost rather than 127.0.0.1: another host), which the import leaves out.
 GET /__counts answers [[method, route template, status, count], ...].
@@ -15,9 +19,10 @@ GET /__counts answers [[method, route template, status, count], ...].
 
 import collections
 import secrets
+from urllib.parse import parse_qsl
 
 from fastapi import FastAPI, HTTPException, Request, Response
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from starlette.routing import Match
 
 CSRF = secrets.token_hex(16)
@@ -31,7 +36,8 @@ app = FastAPI(title="HAR ground truth")
 PAGE = """<!doctype html>
 <html><head><title>Shop</title><link rel="stylesheet" href="/static/app.css"></head>
 <body><h1>Shop</h1><img src="/static/logo.png" alt="logo"><img src="http://localhost:{port}/pixel.gif" alt="">
-<form id="order"><input type="hidden" name="csrf_token" value="{csrf}"><input name="quantity" value="2"></form>
+<form id="checkout" method="post" action="/checkout"><input type="hidden" name="csrf_token" value="{csrf}">
+<input type="hidden" name="item_id" value=""></form>
 <script src="/static/app.js"></script></body></html>
 """
 
@@ -54,7 +60,11 @@ async function journey() {
   const ordered = await fetch('/api/items/' + id + '/orders', {method: 'POST',
     headers: {...bearer, 'X-CSRF-Token': csrf, 'X-XSRF-Token': xsrf, 'Content-Type': 'application/json'},
     body: JSON.stringify({item_id: id, quantity: 2})});
-  document.body.dataset.done = String(ordered.status);
+  if (ordered.status !== 201) return;
+  await sleep(300);
+  const form = document.getElementById('checkout');
+  form.elements.item_id.value = String(id);
+  form.submit();  // a navigation: 303 to the receipt's page, which the browser follows
 }
 journey();
 """
@@ -140,6 +150,28 @@ def get_item(item_id: int, request: Request, cursor: str = ""):
     if item_id not in ITEMS or cursor != CURSOR:
         raise HTTPException(404, "no such item (or a stale cursor)")
     return {"id": item_id, "name": ITEMS[item_id]}
+
+
+receipts: set[str] = set()
+
+
+@app.post("/checkout")
+async def checkout(request: Request):
+    form = dict(parse_qsl((await request.body()).decode()))
+    if form.get("csrf_token") != CSRF:
+        raise HTTPException(403, "CSRF")
+    if not form.get("item_id", "").isdigit() or int(form["item_id"]) not in ITEMS:
+        raise HTTPException(404, "no such item")
+    receipt = secrets.token_hex(6)
+    receipts.add(receipt)
+    return RedirectResponse(f"/receipts/{receipt}", status_code=303)
+
+
+@app.get("/receipts/{receipt}")
+def receipt_page(receipt: str):
+    if receipt not in receipts:
+        raise HTTPException(404, "no such receipt")
+    return HTMLResponse(f"<!doctype html><html><body data-done='1'><p>Receipt {receipt}</p></body></html>")
 
 
 @app.post("/api/items/{item_id}/orders", status_code=201)
