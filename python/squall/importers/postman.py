@@ -9,8 +9,9 @@ The policy, and why:
 - `{{variables}}` are filled from the environment file (`--environment`), then the collection's own
   variables, as Postman's precedence has it; one that neither gives a value (or names another such) is
   a module-level constant read from an environment variable the file names at its top, so nothing is
-  guessed and the file runs as it is. Postman's dynamic variables (`{{$guid}}`...) are not made up:
-  they go as written, and the summary says which.
+  guessed and the file runs as it is. Values the environment file gives, its secrets included, are
+  written as they are (the docs say to keep such a file private, or empty the value). Postman's
+  dynamic variables (`{{$guid}}`...) are not made up: they go as written, and the summary says which.
 - The URL in either form (a string, or the object with `host`, `path`, `query`, `variable`; query
   values decoded, since Postman keeps them as sent and the client encodes them again); headers
   as a list or as Postman's `Key: value` text; disabled headers, query parameters and form fields are
