@@ -1,9 +1,11 @@
 """Fuzzing every file squall reads: results (`squall report`, `squall compare`), a crashed run's partial
 files (RUN.json.partial.jsonl and .partial.json), Locust's config files (`--config`, ./locust.conf,
-~/.locust.conf, ./pyproject.toml's [tool.locust]) and OpenAPI documents (`squall import openapi`).
+~/.locust.conf, ./pyproject.toml's [tool.locust]), OpenAPI documents (`squall import openapi`), Postman
+collections (`squall import postman`) and HAR recordings (`squall import har`).
 
 A seeded generator starts from valid files (web/samples/, real results; the partial files a run of them
-would have left; config files of Locust's settings; tests/fixtures/openapi's documents) and mutates them:
+would have left; config files of Locust's settings; tests/fixtures/openapi's documents, the Postman
+collection and environment of tests/fixtures/postman, the HARs of tests/fixtures/har) and mutates them:
 truncated, bytes flipped, values of the wrong type, huge numbers, NaN and infinities, deep nesting, keys
 removed, other encodings, compressed, Locust's own JSON, YAML's anchors and tags, a few mutations at
 once. Each case goes to the real command, `squall.cli.main` as `python -m squall` runs it (and a few per
@@ -43,6 +45,42 @@ SAMPLES = sorted((Path(__file__).parent.parent / "web" / "samples").glob("*.json
 RAW = "@@raw@@"  # a value written as this text in the JSON (what json.dumps cannot write)
 RAW_NUMBERS = ["NaN", "Infinity", "-Infinity", "1e999", "-1e999", "9" * 400, "9" * 5000, "-" + "9" * 30, "1E-400"]
 OTHER_VALUES = ["x", "", "100", [], {}, None, True, False, 0, -1, 1.5, 2**64, [1, "a"], {"a": None}, "\u00e9\x00"]
+
+
+# -- Postman collections and HAR recordings (squall import postman, squall import har) ------------------
+
+RECORDED = Path(__file__).parent / "fixtures"
+RECORDED_SAMPLES = {
+    "postman": ["postman/shop.postman_collection.json"],
+    "har": ["har/chrome.har", "har/firefox.har"],
+}
+
+
+@pytest.mark.parametrize("kind", sorted(RECORDED_SAMPLES))
+def test_import_reads_any_collection_or_recording(kind, tmp_path):
+    """`squall import postman` (with and without a mutated environment file) and `squall import har` on
+    mutated files: exit 0 with a file that parses as Python, or exit 2 with one line."""
+    rnd = random.Random(11 if kind == "har" else 12)
+    docs = {name: json.loads((RECORDED / name).read_text()) for name in RECORDED_SAMPLES[kind]}
+    environment = json.loads((RECORDED / "postman" / "local.postman_environment.json").read_text())
+    for case in range(CASES):
+        name = rnd.choice(sorted(docs))
+        names, data = mutated_json(rnd, docs[name])
+        path = tmp_path / "input.json"
+        path.write_bytes(data)
+        argv = ["import", kind, path, "--dry-run"]
+        if kind == "postman" and rnd.random() < 0.5:
+            more, env = mutated_json(rnd, environment) if rnd.random() < 0.5 else ([], json.dumps(environment).encode())
+            (tmp_path / "env.json").write_bytes(env)
+            argv += ["--environment", tmp_path / "env.json"]
+            names = [*names, ("environment", *more)]
+        what = (kind, case, name, names)
+        code, out, err = run_main(argv)
+        check(what, code, err)
+        if code == 0:
+            ast.parse(out)  # the file it would write is Python
+        if case < PROCESSES:
+            check((*what, "process"), *run_process(argv)[::2])
 
 
 class Hang(BaseException):

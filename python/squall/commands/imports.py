@@ -1,19 +1,20 @@
-"""`squall import openapi SPEC -o locustfile.py`: an API's description made into a locustfile that runs
-unchanged under squall and Locust (squall.importers; docs/importing.md).
+"""`squall import openapi|postman|har SOURCE -o locustfile.py`: an API's description, a Postman collection
+or a browser's recording made into a locustfile that runs unchanged under squall and Locust
+(squall.importers; docs/importing.md).
 
 The command's policy, and why:
 
-- One subcommand per format (`openapi` now; HAR and Postman would be `squall import har`, `squall
-  import postman`), each with the same options where they apply: `-o FILE`, `--dry-run` (the file on
-  stdout, nothing written), `--seed`, `--wait`, `--weight TAG=N`.
+- One subcommand per format (`openapi`, `postman`, `har`), each with the same options where they
+  apply: `-o FILE`, `--dry-run` (the file on stdout, nothing written), `--wait`; `--seed` and
+  `--weight TAG=N` for OpenAPI's made values and tags.
 - The summary goes to stderr, one line for the whole and one for each operation left out (and each
   security scheme not sent), so that `--dry-run > file.py` keeps only the file and a CI log says
   what is missing.
-- A document that cannot be read or used (not OpenAPI, truncated, an unknown version, a broken `$ref`,
-  a URL that cannot be fetched, no operation that can be sent: a file without a task would only fail
-  when run) and an output that cannot be written are usage errors: one line on
-  stderr, exit 2 (squall.exitcodes.USAGE), no traceback. The output is checked before the document
-  is read, and written whole or not at all (squall.files.replace).
+- A document that cannot be read or used (not of its format (another format is named as what it is),
+  truncated, an unknown version, a broken `$ref`, a URL that cannot be fetched, no operation or request
+  that can be sent: a file without a task would only fail when run) and an output that cannot be
+  written are usage errors: one line on stderr, exit 2 (squall.exitcodes.USAGE), no traceback. The
+  output is checked before the document is read, and written whole or not at all (squall.files.replace).
 - Only this module loads for `squall --help` and the other commands; the importers load when
   `squall import` runs (start-up: with PyYAML they are 32 ms of CPU on the development host, their
   bytecode cached, that no other command needs).
@@ -30,16 +31,20 @@ from squall import exitcodes, files
 from squall.errors import UsageError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from squall.importers import Options
+    from squall.importers.plan import Plan
     from squall.options.arguments import Subcommands
 
 
 def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
     p = commands.add_parser(
         "import",
-        help="make a locustfile from an API description (OpenAPI 3.0/3.1, Swagger 2.0)",
-        description="Make a locustfile from an API description: one task per operation, every request valid "
-        "against the document's schemas.",
+        help="make a locustfile from an API description (OpenAPI 3.0/3.1, Swagger 2.0), a Postman collection "
+        "or a HAR recording",
+        description="Make a locustfile from an API description (one task per operation, every request valid "
+        "against the document's schemas), a Postman collection or a browser's HAR recording.",
     )
     formats = p.add_subparsers(dest="format", metavar="FORMAT", parser_class=type(p))
     o = formats.add_parser(
@@ -64,6 +69,29 @@ def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
         help="one task per operation even where a create's id could feed the requests after it",
     )
     o.set_defaults(func=run_openapi)
+    m = formats.add_parser(
+        "postman",
+        help="a Postman collection (v2.1 or v2.0, JSON)",
+        description="Make a locustfile from a Postman collection v2.1 (or v2.0): a task per request at its top, "
+        "a SequentialTaskSet per folder (its requests in order); {{variables}} from the environment file and the "
+        "collection, the others from environment variables; auth at every level. Scripts are not run.",
+    )
+    m.add_argument("collection", metavar="COLLECTION", help="the collection: a file or an http(s) URL")
+    m.add_argument("--environment", metavar="ENV", help="a Postman environment file whose values fill {{variables}}")
+    _recorded(m, "1,3")
+    m.set_defaults(func=run_postman)
+    h = formats.add_parser(
+        "har",
+        help="a browser's recording (HAR 1.2: Chrome, Edge, Firefox)",
+        description="Make a locustfile from a HAR recording: the journey in order, with its think times; static "
+        "files and other hosts left out (unless asked); values a response returned and a later request sent "
+        "(tokens, CSRF values, ids) taken from the response at run time.",
+    )
+    h.add_argument("har", metavar="FILE", help="the HAR file (a file or an http(s) URL)")
+    h.add_argument("--keep-static", action="store_true", help="keep images, CSS, scripts and fonts")
+    h.add_argument("--keep-hosts", action="store_true", help="keep requests to hosts other than the main one")
+    _recorded(h, "0")
+    h.set_defaults(func=run_har)
     p.set_defaults(func=_no_format, import_parser=p)
     return p
 
@@ -87,8 +115,20 @@ def _common(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _recorded(p: argparse.ArgumentParser, wait: str) -> None:
+    p.add_argument("-o", "--output", metavar="FILE", help="write the locustfile here")
+    p.add_argument("--dry-run", action="store_true", help="print the locustfile on stdout and write nothing")
+    p.add_argument(
+        "--wait",
+        default=wait,
+        metavar="MIN[,MAX]",
+        help=f"the users' think time in seconds between runs of their tasks: between(MIN, MAX); 0 for none "
+        f"(default {wait})",
+    )
+
+
 def _no_format(args: argparse.Namespace) -> int:
-    raise UsageError("say which format: squall import openapi SPEC -o FILE (see 'squall import --help')")
+    raise UsageError("say which format: squall import openapi|postman|har SOURCE -o FILE (see 'squall import --help')")
 
 
 def options(args: argparse.Namespace) -> Options:
@@ -98,13 +138,13 @@ def options(args: argparse.Namespace) -> Options:
     if not args.dry_run and not args.output:
         raise UsageError("say where to write it: -o FILE (or --dry-run to print it)")
     try:
-        seed = int(args.seed)
+        seed = int(getattr(args, "seed", "0"))
     except ValueError:
         raise UsageError(f"--seed '{args.seed}' is not a whole number") from None
     return Options(
         seed=seed,
         wait=_wait(args.wait),
-        weights=dict(_weight(w) for w in args.weight),
+        weights=dict(_weight(w) for w in getattr(args, "weight", [])),
         required_only=getattr(args, "required_only", False),
         flows=getattr(args, "flows", True),
         output=os.path.basename(args.output) if args.output else "locustfile.py",
@@ -152,28 +192,50 @@ def _writable(path: str) -> None:
 
 
 def run_openapi(args: argparse.Namespace) -> int:
-    from squall.importers import emit, openapi, sources  # (start-up: see the module's policy)
+    from squall.importers import openapi  # (start-up: see the module's policy)
+
+    return _run(args, "openapi", args.spec, lambda chosen: openapi.plan(args.spec, chosen))
+
+
+def run_postman(args: argparse.Namespace) -> int:
+    from squall.importers import postman  # (start-up: see the module's policy)
+
+    return _run(
+        args, "postman", args.collection, lambda chosen: postman.plan(args.collection, chosen, args.environment)
+    )
+
+
+def run_har(args: argparse.Namespace) -> int:
+    from squall.importers import har  # (start-up: see the module's policy)
+
+    return _run(args, "har", args.har, lambda chosen: har.plan(args.har, chosen, args.keep_static, args.keep_hosts))
+
+
+def _run(args: argparse.Namespace, kind: str, source: str, make: Callable[[Options], Plan]) -> int:
+    from squall.importers import emit, sources  # (start-up: see the module's policy)
 
     chosen = options(args)
     if args.output and not args.dry_run:
         _writable(args.output)
-        if os.path.exists(args.spec) and os.path.realpath(args.spec) == os.path.realpath(args.output):
+        if os.path.exists(source) and os.path.realpath(source) == os.path.realpath(args.output):
             raise UsageError(f"-o {args.output} is the document itself: write the locustfile elsewhere")
     try:
-        plan = openapi.plan(args.spec, chosen)
+        plan = make(chosen)
     except sources.SourceError as e:
-        raise UsageError(str(e)) from None
+        raise UsageError(_line(str(e))) from None
     except RecursionError:
-        raise UsageError(f"{args.spec} nests its schemas too deeply to read") from None
+        raise UsageError(f"{source} nests too deeply to read") from None
+    noun = plan.noun
     if not plan.tasks and not plan.flows:
         # A locustfile without a task would only fail when run: said now, with the first reason.
         if not plan.left_out:
-            raise UsageError(f"{args.spec} describes no operation to import (its paths are empty)")
+            empty = {"openapi": "its paths are empty", "postman": "it has no request", "har": "it has no entry"}[kind]
+            raise UsageError(f"{source} describes no {noun} to import ({empty})")
         operation, why = plan.left_out[0]
         first = _line(f"{operation}: {why}")
-        raise UsageError(f"no operation of {args.spec} can be sent ({len(plan.left_out)} left out; {first})")
+        raise UsageError(f"no {noun} of {source} can be sent ({len(plan.left_out)} left out; {first})")
     text = emit.locustfile(plan)
-    lines = [f"squall import openapi: {plan.tally()}"]
+    lines = [f"squall import {kind}: {plan.tally()}"]
     lines += [_line(f"left out {operation}: {why}") for operation, why in plan.left_out]
     lines += [_line(f"note: {line}") for line in plan.notes]
     if args.dry_run:

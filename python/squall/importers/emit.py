@@ -13,7 +13,13 @@ The file it writes, and why:
   squall's engine without Python per request (docs/locustfiles.md, native users). Each task is named
   after its operation, its statistics name is the route template, its tags and weight the importer's.
 - A flow is a nested SequentialTaskSet: its first request keeps an id from its response (`_field`), the
-  next ones put it in their paths, the last hands the user back to the other tasks (`interrupt`).
+  next ones put it in their paths, the last hands the user back to the other tasks (`interrupt`). A
+  recorded journey's steps may first wait the gap the recording had (`time.sleep`, which both squall
+  and Locust's gevent run cooperatively) and keep values of their responses (a JSON field, a header, a
+  cookie, a hidden form field) in the flow's attributes for the later requests; a value not found ends
+  the flow there, since the requests that send it would only be refused.
+- Values the source left to its user (Postman's variables without a value) are module-level constants
+  read from environment variables named at the top of the file.
 - Laid out as `ruff format` lays it out (squall.importers.pysource), so the user's formatter leaves it as
   it is; what was left out is listed at the end, one comment line each.
 """
@@ -24,7 +30,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from squall.importers import pysource
-from squall.importers.plan import Credential, Flow, Plan, Request, Step, Task
+from squall.importers.plan import Capture, Credential, Flow, Plan, Request, Step, Task
 from squall.importers.pysource import Code, Spread, assignment, call, comment, lines, string
 
 BASIC_HELPER = '''def _basic(user, password):
@@ -41,6 +47,42 @@ FIELD_HELPER = '''def _field(response, *path):
     for key in path:
         value = value.get(key) if isinstance(value, dict) else None
     return value'''
+JSON_HELPER = '''def _json(response, *path):
+    """The value at `path` in a response's JSON body (a list's items by their index), or None."""
+    try:
+        value = response.json()
+    except ValueError:
+        return None
+    for key in path:
+        if isinstance(value, list) and key.isdigit() and int(key) < len(value):
+            value = value[int(key)]
+        elif isinstance(value, dict):
+            value = value.get(key)
+        else:
+            return None
+    return value'''
+HIDDEN_HELPER = r'''def _hidden(response, name):
+    """The value of the hidden form field `name` in an HTML response, or None."""
+    for tag in re.findall(r"<input\b[^>]*>", response.text or "", re.IGNORECASE):
+        pairs = re.findall(
+            r"""([\w-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""", tag
+        )
+        attributes = {key.lower(): html.unescape(a or b or c) for key, a, b, c in pairs}
+        if attributes.get("name") == name and "value" in attributes:
+            return attributes["value"]
+    return None'''
+
+
+def _basic(plan: Plan) -> bool:
+    return "_basic" in plan.helpers or any(c.kind == "basic" for c in plan.credentials)
+
+
+def _steps(plan: Plan) -> list[Step]:
+    return [s for f in plan.flows for s in f.steps]
+
+
+def _captures(plan: Plan, source: str) -> bool:
+    return any(c.source == source for s in _steps(plan) for c in s.captures)
 
 
 def locustfile(plan: Plan) -> str:
@@ -48,7 +90,7 @@ def locustfile(plan: Plan) -> str:
     plan, either = _with_credentials(plan)
     out = ['"""' + plan.about[0], *plan.about[1:], '"""', ""]
     out += _imports(plan)
-    if any(c.kind == "basic" for c in plan.credentials):
+    if _basic(plan):
         out += ["", "", BASIC_HELPER, ""]
     if plan.credentials:
         out += ["", *comment("Credentials, from the environment; a request goes without any that is unset.", 0)]
@@ -63,8 +105,18 @@ def locustfile(plan: Plan) -> str:
             out += comment("Operations that accept any of these send the first that is set.", 0)
         for name, constants in either.items():
             out += assignment(f"{name} = ", " or ".join(constants), 0)
-    if plan.flows:
+    if plan.variables:
+        out += ["", *comment("Variables the source left without a value, from the environment.", 0)]
+        for constant in plan.variables:
+            if constant.comment:
+                out += comment(constant.comment, 0)
+            out += call("os.environ.get", [(None, constant.name), (None, constant.default)], 0, f"{constant.name} = ")
+    if any(s.capture is not None for s in _steps(plan)):
         out += ["", "", FIELD_HELPER]
+    if _captures(plan, "json"):
+        out += ["", "", JSON_HELPER]
+    if _captures(plan, "hidden"):
+        out += ["", "", HIDDEN_HELPER]
     out += ["", "", *_user(plan)]
     if plan.left_out:
         out += ["", ""]
@@ -75,11 +127,16 @@ def locustfile(plan: Plan) -> str:
 
 
 def _imports(plan: Plan) -> list[str]:
-    standard = []
-    if any(c.kind == "basic" for c in plan.credentials):
-        standard.append("import base64")
-    if plan.credentials:
-        standard.append("import os")
+    modules = set(plan.modules)
+    if _basic(plan):
+        modules.add("base64")
+    if _captures(plan, "hidden"):
+        modules |= {"html", "re"}
+    if plan.credentials or plan.variables:
+        modules.add("os")
+    if any(s.think for s in _steps(plan)):
+        modules.add("time")
+    standard = [f"import {m}" for m in sorted(modules)]
     if any(f.quoted for f in plan.flows):
         standard.append("from urllib.parse import quote")
     names = {"HttpUser", "task"}
@@ -268,6 +325,15 @@ def _step(flow: Flow, step: Step, last: bool) -> list[str]:
     out = ["        @task", f"        def {step.function}(self):"]
     for text in step.comments:
         out += comment(text, 3)
+    if step.think:
+        out.append(f"            time.sleep({_number(round(step.think, 3))})")
+    if step.captures:
+        out += _request(step.request, 3, prefix="response = ")
+        for capture in step.captures:
+            out += _capture(capture)
+        if last and flow.interrupt:
+            out.append("            self.interrupt()")
+        return out
     attribute = f"self.{flow.attribute}"
     if step.capture is not None:
         out += _request(step.request, 3, prefix="response = ")
@@ -282,9 +348,24 @@ def _step(flow: Flow, step: Step, last: bool) -> list[str]:
             value = flow.attribute
         path = Code("f" + string(_filled(step.request, step.uses, value)))
     out += _request(step.request, 3, path)
-    if last:
+    if last and flow.interrupt:
         out.append("            self.interrupt()")
     return out
+
+
+def _capture(capture: Capture) -> list[str]:
+    """`self.<attribute> = ` the value from the response, and the end of the flow when there is none."""
+    target = f"self.{capture.attribute} = "
+    out = comment(capture.comment, 3) if capture.comment else []
+    if capture.source == "json":
+        out += call("_json", [(None, Code("response")), *[(None, key) for key in capture.key]], 3, target)
+    elif capture.source == "header":
+        out += call("response.headers.get", [(None, capture.key[0])], 3, target)
+    elif capture.source == "cookie":
+        out += call("self.client.cookies.get", [(None, capture.key[0])], 3, target)
+    else:
+        out += call("_hidden", [(None, Code("response")), (None, capture.key[0])], 3, target)
+    return [*out, f"            if self.{capture.attribute} is None:", "                self.interrupt()"]
 
 
 def _filled(request: Request, parameter: str, expression: str) -> str:

@@ -1,9 +1,9 @@
 """What an importer hands the emitter: a load test described without any source format in it.
 
-An importer (OpenAPI's now; HAR's and Postman's would be the same shape) reads its document into a
-`Plan`: the user class's host and wait, the credentials read from the environment, the tasks (one
-request each) and the flows (requests in order, a value from one response used by the next), and what
-it left out and why. squall.importers.emit writes any plan as the same plain Locust file, so that every
+An importer (OpenAPI's, Postman's, HAR's) reads its document into a `Plan`: the user class's host and
+wait, the credentials and variables read from the environment, the tasks (one request each) and the
+flows (requests in order, values from one response used by the next, think times), and what it left
+out and why. squall.importers.emit writes any plan as the same plain Locust file, so that every
 importer's output reads alike and the emitter's choices (layout, comments, what runs natively) are made
 once.
 """
@@ -56,15 +56,33 @@ class Task:
 
 
 @dataclass
+class Capture:
+    """A value a step's response returned, kept in the flow's attribute `attribute` for later requests
+    (correlation): `source` "json" (the field at `key`, a path), "header" (the header `key[0]`), "cookie"
+    (the cookie `key[0]`, as the session's jar holds it after the response) or "hidden" (the value of
+    the hidden form field named `key[0]` in an HTML response). Later requests refer to it as
+    `self.<attribute>` (a pysource.Code in their values)."""
+
+    attribute: str
+    source: str
+    key: list[str]
+    comment: str = ""
+
+
+@dataclass
 class Step:
     """A request of a flow: the first (`capture`) keeps a field of its response's JSON in the flow's
-    attribute; the later ones put that attribute where `uses` (a path parameter) goes."""
+    attribute; the later ones put that attribute where `uses` (a path parameter) goes. A recorded
+    journey's step may wait first (`think`, seconds: the gap the recording had) and keep values of its
+    response (`captures`) that later steps send."""
 
     function: str
     request: Request
     comments: list[str] = field(default_factory=list)
     capture: list[str] | None = None  # the path to the field in the response's JSON: ["id"]
     uses: str | None = None  # the path parameter the attribute fills
+    think: float = 0.0
+    captures: list[Capture] = field(default_factory=list)
 
 
 @dataclass
@@ -78,6 +96,7 @@ class Flow:
     tags: list[str] = field(default_factory=list)
     weight: int = 1
     quoted: bool = True  # the id is text: percent-encoded in the path
+    interrupt: bool = True  # the last step hands the user back to its other tasks
 
 
 @dataclass
@@ -97,6 +116,16 @@ class Credential:
 
 
 @dataclass
+class Variable:
+    """A module-level constant read from the environment (`name`, the variable's too), `default` when
+    unset: a value the source left to its user (a Postman variable without a value)."""
+
+    name: str
+    default: str = ""
+    comment: str = ""
+
+
+@dataclass
 class Plan:
     """A load test: one user class, its tasks and flows; `about` is the module docstring's lines."""
 
@@ -110,6 +139,10 @@ class Plan:
     left_out: list[tuple[str, str]] = field(default_factory=list)  # (the operation, why)
     notes: list[str] = field(default_factory=list)  # what else did not carry over (a scheme squall cannot send)
     wait: tuple[float, float] = (1.0, 3.0)
+    variables: list[Variable] = field(default_factory=list)
+    noun: str = "operation"  # what the tally counts: "operation", "request"
+    modules: list[str] = field(default_factory=list)  # standard modules the requests' Code values use
+    helpers: list[str] = field(default_factory=list)  # the emitter's helpers they call: "_basic"
 
     def tally(self) -> str:
         """What became of the operations: "19 operations: 7 tasks, 12 in 3 flows, 0 left out"."""
@@ -117,7 +150,7 @@ class Plan:
         total = len(self.tasks) + steps + len(self.left_out)
         flows = f", {steps} in {_counted(len(self.flows), 'flow')}" if self.flows else ""
         tasks = _counted(len(self.tasks), "task")
-        return f"{_counted(total, 'operation')}: {tasks}{flows}, {len(self.left_out)} left out"
+        return f"{_counted(total, self.noun)}: {tasks}{flows}, {len(self.left_out)} left out"
 
 
 def _counted(n: int, word: str) -> str:

@@ -1,0 +1,223 @@
+"""`squall import postman` against ground truth.
+
+The collection tests/fixtures/postman/shop.postman_collection.json (v2.1, written by hand from the
+schema) and its environment file describe tests/servers/postman_app.py: collection, folder and request
+auth (bearer, basic, API key in a header and in the query, noauth, inherit), a pre-set header, disabled
+headers, query parameters and form fields, every body mode (raw JSON, raw text, urlencoded, formdata
+with a file, GraphQL), path variables, a variable without a value (read from the environment), scripts.
+The imported file is run by squall and by Locust; the app answers 2xx only to what the collection
+means and counts every request per route and status: every route must be called, every answer 2xx."""
+
+import ast
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from support import HERE, free_port, squall, squall_get, wait_until
+
+FIXTURES = HERE / "fixtures" / "postman"
+COLLECTION = FIXTURES / "shop.postman_collection.json"
+ENVIRONMENT = FIXTURES / "local.postman_environment.json"
+BIN = Path(sys.executable).parent
+RUFF = str(BIN / "ruff") if (BIN / "ruff").exists() else shutil.which("ruff")
+RUN = ["--headless", "-u", "2", "-r", "10", "-t", "4s"]
+ROUTES = {
+    ("GET", "/api/items"),
+    ("POST", "/api/items"),
+    ("GET", "/api/items/{item_id}"),
+    ("GET", "/api/public"),
+    ("GET", "/api/search"),
+    ("GET", "/api/keyed"),
+    ("POST", "/api/login"),
+    ("POST", "/api/upload"),
+    ("POST", "/graphql"),
+    ("POST", "/api/notes"),
+    ("GET", "/admin/stats"),
+    ("GET", "/admin/raw"),
+}
+
+
+@pytest.fixture(scope="module")
+def app():
+    for _ in range(3):
+        port = free_port()
+        command = [BIN / "uvicorn", "--app-dir", HERE / "servers", "postman_app:app", "--port", str(port)]
+        proc = subprocess.Popen([*command, "--log-level", "warning"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            wait_until(lambda url=url: _serves(url), "the FastAPI app", proc=proc, timeout=30)
+        except AssertionError:
+            proc.kill()
+            proc.wait()
+            continue
+        try:
+            yield url
+        finally:
+            proc.terminate()
+            proc.wait(10)
+        return
+    pytest.fail("the FastAPI app did not start")
+
+
+def _serves(url):
+    try:
+        squall_get(url + "/__counts")
+        return True
+    except OSError:
+        return False
+
+
+def counts(url):
+    return {(m, p, s): n for m, p, s, n in json.loads(squall_get(url + "/__counts"))}
+
+
+def received(before, after):
+    return {k: n - before.get(k, 0) for k, n in after.items() if n - before.get(k, 0) > 0}
+
+
+def imported(out, *options):
+    p = squall("import", "postman", COLLECTION, "--environment", ENVIRONMENT, "-o", out, *options, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return p
+
+
+def well_formed(path):
+    """The file parses, passes ruff's default lint and is laid out as `ruff format` would."""
+    text = Path(path).read_text()
+    ast.parse(text)
+    assert RUFF, "ruff is missing (requirements/dev.txt pins it)"
+    lint = subprocess.run([RUFF, "check", "--isolated", path], capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout
+    layout = subprocess.run([RUFF, "format", "--isolated", "--diff", path], capture_output=True, text=True)
+    assert layout.returncode == 0, layout.stdout + layout.stderr
+    return text
+
+
+def judge(got):
+    wrong = {k: n for k, n in got.items() if not 200 <= k[2] < 300}
+    assert not wrong, wrong
+    assert {(m, p) for m, p, _ in got} == ROUTES, got
+
+
+@pytest.mark.slow
+def test_every_request_squall_sends_is_what_the_collection_means(app, tmp_path):
+    gen = tmp_path / "gen.py"
+    p = imported(gen, "--wait", "0")
+    assert "squall import postman: 12 requests: 3 tasks, 9 in 2 flows, 0 left out" in p.stderr, p.stderr
+    assert "Postman scripts (pre-request or tests) not run" in p.stderr
+    text = gen.read_text()
+    ast.parse(text)
+    assert 'API_KEY = os.environ.get("API_KEY", "")' in text and "class CatalogueFolder(SequentialTaskSet)" in text
+    before = counts(app)
+    run = squall("-f", gen, *RUN, "-H", app, env={**os.environ, "API_KEY": "pm-header-2"}, timeout=120)
+    assert run.returncode == 0, run.stderr[-3000:]
+    judge(received(before, counts(app)))
+
+
+@pytest.mark.slow
+def test_every_request_locust_sends_is_what_the_collection_means(app, tmp_path):
+    gen = tmp_path / "gen.py"
+    imported(gen, "--wait", "0")
+    before = counts(app)
+    run = subprocess.run(
+        [sys.executable, "-m", "locust", "-f", gen, *RUN, "-H", app],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "API_KEY": "pm-header-2"},
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    judge(received(before, counts(app)))
+
+
+def test_the_file_says_what_it_chose(tmp_path):
+    gen = tmp_path / "gen.py"
+    imported(gen)
+    text = well_formed(gen)
+    assert "Its Postman scripts (pre-request or tests) are not run." in text
+    assert "# {{apiKey}}: no value in the collection" in text
+    assert "X-Disabled" not in text and '"debug"' not in text and '"remember"' not in text and '"skip"' not in text
+    assert '"Authorization": "Basic YW5uOnMzY3JldA=="' in text  # the folder's basic auth, inherited
+    assert 'name="/api/items/{item_id}"' in text and '"/api/items/1"' in text
+    assert 'files={"doc": ("report.txt", b"", "application/octet-stream")}' in text
+    assert '"variables": {"id": 1}' in text
+
+
+V20 = {
+    "info": {"name": "Old", "schema": "https://schema.getpostman.com/json/collection/v2.0.0/collection.json"},
+    "auth": {"type": "bearer", "bearer": {"token": "{{secret token}}"}},
+    "item": [
+        {"name": "one", "request": "https://api.example.com/things?x=1"},
+        {
+            "name": "two",
+            "request": {
+                "method": "PUT",
+                "url": "https://other.example.org/v1/things/:id",
+                "auth": {"type": "basic", "basic": {"username": "u", "password": "{{pw}}"}},
+                "body": {"mode": "raw", "raw": "<a>{{pw}}</a>", "options": {"raw": {"language": "xml"}}},
+            },
+        },
+        {"name": "three", "request": {"method": "GET", "url": "{{host}}/x"}, "auth": {"type": "digest"}},
+        {"name": "four", "request": {"method": "BREW", "url": "https://api.example.com/pot"}},
+        {"name": "five", "request": {"method": "GET", "url": "https://api.example.com/{{$guid}}"}},
+    ],
+}
+
+
+def test_a_v2_0_collection_with_unresolved_variables_and_other_hosts(tmp_path):
+    (tmp_path / "old.json").write_text(json.dumps(V20))
+    p = squall("import", "postman", tmp_path / "old.json", "-o", tmp_path / "old.py")
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.splitlines()[0] == "squall import postman: 5 requests: 4 tasks, 1 left out", p.stderr
+    assert "left out four: its method BREW is not one squall sends" in p.stderr
+    assert "dynamic variables sent as written: {{$guid}}" in p.stderr
+    text = well_formed(tmp_path / "old.py")
+    assert 'SECRET_TOKEN = os.environ.get("SECRET_TOKEN", "")' in text and '"Bearer " + SECRET_TOKEN' in text
+    assert '"https://other.example.org/v1/things/:id"' in text  # another host: the whole URL
+    assert '"Authorization": _basic("u", PW)' in text and "import base64" in text
+    assert 'f"{HOST}/x"' in text
+
+
+BAD = {
+    "har.json": (b'{"log": {"entries": []}}', "is a HAR file"),
+    "openapi.json": (b'{"openapi": "3.0.0", "paths": {}}', "is an OpenAPI document"),
+    "v1.json": (b'{"id": "x", "name": "n", "requests": [], "order": []}', "is a Postman collection v1"),
+    "list.json": (b"[1]", "is not a Postman collection"),
+    "empty.json": (b'{"info": {"name": "e"}, "item": []}', "describes no request to import"),
+    "truncated.json": (b'{"info": {"name": "e"}, "item": [', "ends before its JSON does"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_bad_collections_are_refused_in_one_line(name, tmp_path):
+    data, expected = BAD[name]
+    (tmp_path / name).write_bytes(data)
+    p = squall("import", "postman", tmp_path / name, "-o", tmp_path / "out.py")
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    lines = p.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("squall import: error: ") and expected in lines[0], p.stderr
+    assert not (tmp_path / "out.py").exists()
+
+
+def test_a_bad_environment_file_is_refused_in_one_line(tmp_path):
+    (tmp_path / "env.json").write_text('{"name": "x"}')
+    p = squall("import", "postman", COLLECTION, "--environment", tmp_path / "env.json", "--dry-run")
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "is not a Postman environment" in p.stderr, p.stderr
+
+
+def test_a_query_only_in_the_raw_url_is_read_and_decoded(tmp_path):
+    """A URL object with `raw` alone (no host, path or query lists): its query is read from it, its
+    percent-encoding undone once, since the client encodes the parameters again."""
+    collection = {
+        "info": {"name": "Raw", "schema": "https://schema.getpostman.com/json/collection/v2.1.0/collection.json"},
+        "item": [{"name": "find", "request": {"method": "GET", "url": {"raw": "http://a.example/find?q=a%20b&n=2"}}}],
+    }
+    (tmp_path / "raw.json").write_text(json.dumps(collection))
+    p = squall("import", "postman", tmp_path / "raw.json", "--dry-run")
+    assert p.returncode == 0, p.stderr
+    assert 'params={"q": "a b", "n": "2"}' in p.stdout and '"/find"' in p.stdout
