@@ -9,16 +9,20 @@ The imported file is run by squall and by Locust; the app answers 2xx only to wh
 means and counts every request per route and status: every route must be called, every answer 2xx."""
 
 import ast
+import datetime
 import json
 import os
 import shutil
 import subprocess
 import sys
+import time
+import uuid
 from pathlib import Path
 
 import pytest
 
 from support import HERE, free_port, squall, squall_get, wait_until
+from test_locust_corpus import Recorder
 
 FIXTURES = HERE / "fixtures" / "postman"
 COLLECTION = FIXTURES / "shop.postman_collection.json"
@@ -164,7 +168,7 @@ V20 = {
         },
         {"name": "three", "request": {"method": "GET", "url": "{{host}}/x"}, "auth": {"type": "digest"}},
         {"name": "four", "request": {"method": "BREW", "url": "https://api.example.com/pot"}},
-        {"name": "five", "request": {"method": "GET", "url": "https://api.example.com/{{$guid}}"}},
+        {"name": "five", "request": {"method": "GET", "url": "https://api.example.com/{{$randomCity}}"}},
     ],
 }
 
@@ -175,7 +179,7 @@ def test_a_v2_0_collection_with_unresolved_variables_and_other_hosts(tmp_path):
     assert p.returncode == 0, p.stderr
     assert p.stderr.splitlines()[0] == "squall import postman: 5 requests: 4 tasks, 1 left out", p.stderr
     assert "left out four: its method BREW is not one squall sends" in p.stderr
-    assert "dynamic variables sent as written: {{$guid}}" in p.stderr
+    assert "dynamic variables sent as written: {{$randomCity}}" in p.stderr
     text = well_formed(tmp_path / "old.py")
     assert 'SECRET_TOKEN = os.environ.get("SECRET_TOKEN", "")' in text and '"Bearer " + SECRET_TOKEN' in text
     assert '"https://other.example.org/v1/things/:id"' in text  # another host: the whole URL
@@ -221,3 +225,54 @@ def test_a_query_only_in_the_raw_url_is_read_and_decoded(tmp_path):
     p = squall("import", "postman", tmp_path / "raw.json", "--dry-run")
     assert p.returncode == 0, p.stderr
     assert 'params={"q": "a b", "n": "2"}' in p.stdout and '"/find"' in p.stdout
+
+
+def test_dynamic_variables_are_made_anew_for_each_request_as_postman_makes_them(tmp_path):
+    """`{{$guid}}` in a header, `{{$timestamp}}` and `{{$randomInt}}` in the query, `{{$isoTimestamp}}`
+    in a JSON body: each request the recorder received carries its own value, of the kind Postman makes
+    (a UUID, the unix time of the run, an integer in 0..1000, an ISO time in UTC); a faker variable
+    (`{{$randomCity}}`) goes as written and the summary names it."""
+    collection = {
+        "info": {"name": "Dynamic", "schema": "https://schema.getpostman.com/json/collection/v2.1.0/collection.json"},
+        "item": [
+            {
+                "name": "Send",
+                "request": {
+                    "method": "POST",
+                    "header": [{"key": "X-Request-Id", "value": "{{$guid}}"}],
+                    "url": "{{base}}/dyn?t={{$timestamp}}&n={{$randomInt}}&city={{$randomCity}}",
+                    "body": {
+                        "mode": "raw",
+                        "raw": '{"at": "{{$isoTimestamp}}", "ok": true}',
+                        "options": {"raw": {"language": "json"}},
+                    },
+                },
+            }
+        ],
+    }
+    source, out = tmp_path / "dynamic.json", tmp_path / "dynamic_locustfile.py"
+    source.write_text(json.dumps(collection))
+    recorder = Recorder()
+    try:
+        collection["variable"] = [{"key": "base", "value": recorder.url}]
+        source.write_text(json.dumps(collection))
+        p = squall("import", "postman", source, "-o", out, "--wait", "0", timeout=60)
+        assert p.returncode == 0, p.stderr
+        assert "{{$randomCity}}" in p.stderr
+        well_formed(out)
+        began = time.time()
+        run = squall("-f", out, "--headless", "-u", 1, "-r", 10, "-t", "1s", "--only-summary", timeout=60)
+        assert run.returncode == 0, run.stderr[-2000:]
+        records = [r for r in recorder.log() if r["path"].startswith("/dyn")]
+    finally:
+        recorder.stop()
+    assert len(records) >= 5
+    ids = [dict(r["headers"])["x-request-id"] for r in records]
+    assert len(set(ids)) == len(ids) and all(uuid.UUID(i).version == 4 for i in ids)
+    for r in records:
+        query = dict(r["query"])
+        assert began - 1 <= int(query["t"]) <= time.time() + 1
+        assert 0 <= int(query["n"]) <= 1000
+        assert query["city"] == "{{$randomCity}}"
+        at = json.loads(r["body"])["at"]
+        assert at.endswith("Z") and abs(datetime.datetime.fromisoformat(at[:-1] + "+00:00").timestamp() - began) < 30

@@ -480,7 +480,16 @@ def test_the_report_of_a_find_limit_run_shows_the_breaking_point(browser, tmp_pa
         wait_for_port(port)
         out, html = tmp_path / "l.json", tmp_path / "l.html"
         p = squall(
-            "bench", f"http://127.0.0.1:{port}/", "--find-limit", "--step-time", "2s", "--json", out, "--html", html
+            # (1 s steps: this test reads the page against the result, whatever the search found)
+            "bench",
+            f"http://127.0.0.1:{port}/",
+            "--find-limit",
+            "--step-time",
+            "1s",
+            "--json",
+            out,
+            "--html",
+            html,
         )
         assert p.returncode == 0, p.stdout
     finally:

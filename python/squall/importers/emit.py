@@ -73,6 +73,33 @@ HIDDEN_HELPER = r'''def _hidden(response, name):
     return None'''
 
 
+DYNAMIC_HELPER = '''def _guid():
+    """Postman's {{$guid}} and {{$randomUUID}}: a new UUID (version 4)."""
+    return str(uuid.uuid4())
+
+
+def _timestamp():
+    """Postman's {{$timestamp}}: the Unix time, in whole seconds."""
+    return str(int(time.time()))
+
+
+def _iso_timestamp():
+    """Postman's {{$isoTimestamp}}: the time in UTC, ISO 8601 to the millisecond."""
+    now = time.time()
+    seconds = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now))
+    return f"{seconds}.{int(now % 1 * 1000):03d}Z"
+
+
+def _random_int():
+    """Postman's {{$randomInt}}: an integer from 0 to 1000."""
+    return str(random.randint(0, 1000))
+
+
+def _random_boolean():
+    """Postman's {{$randomBoolean}}: true or false."""
+    return random.choice(["true", "false"])'''
+
+
 def _basic(plan: Plan) -> bool:
     return "_basic" in plan.helpers or any(c.kind == "basic" for c in plan.credentials)
 
@@ -92,6 +119,8 @@ def locustfile(plan: Plan) -> str:
     out += _imports(plan)
     if _basic(plan):
         out += ["", "", BASIC_HELPER, ""]
+    if "_dynamic" in plan.helpers:
+        out += ["", "", DYNAMIC_HELPER]
     if plan.credentials:
         out += ["", *comment("Credentials, from the environment; a request goes without any that is unset.", 0)]
         for credential in plan.credentials:
@@ -123,13 +152,26 @@ def locustfile(plan: Plan) -> str:
         out += comment(f"Left out ({len(plan.left_out)}):", 0)
         for operation, why in plan.left_out:
             out += comment(f"- {operation}: {why}", 0)
-    return "\n".join(out) + "\n"
+    return "\n".join(_two_blank_lines_at_most(out)) + "\n"
+
+
+def _two_blank_lines_at_most(out: list[str]) -> list[str]:
+    """`out` with no more than two blank lines in a row, as ruff format lays out a module (a block that
+    ends with one, for the block that may follow it, may be followed by another)."""
+    kept: list[str] = []
+    for line in out:
+        if line == "" and kept[-2:] == ["", ""]:
+            continue
+        kept.append(line)
+    return kept
 
 
 def _imports(plan: Plan) -> list[str]:
     modules = set(plan.modules)
     if _basic(plan):
         modules.add("base64")
+    if "_dynamic" in plan.helpers:
+        modules |= {"random", "time", "uuid"}
     if _captures(plan, "hidden"):
         modules |= {"html", "re"}
     if plan.credentials or plan.variables:

@@ -11,7 +11,9 @@ The policy, and why:
   a module-level constant read from an environment variable the file names at its top, so nothing is
   guessed and the file runs as it is. Values the environment file gives, its secrets included, are
   written as they are (the docs say to keep such a file private, or empty the value). Postman's
-  dynamic variables (`{{$guid}}`...) are not made up: they go as written, and the summary says which.
+  dynamic variables are made anew for each request, as Postman makes them, where their meaning is
+  fixed (`DYNAMIC`: `{{$guid}}`, `{{$timestamp}}`, `{{$randomInt}}`...); the faker ones (a random
+  e-mail, a city) go as written, and the summary says which.
 - The URL in either form (a string, or the object with `host`, `path`, `query`, `variable`; query
   values decoded, since Postman keeps them as sent and the client encodes them again); headers
   as a list or as Postman's `Key: value` text; disabled headers, query parameters and form fields are
@@ -43,6 +45,16 @@ from squall.importers.plan import Body, Flow, Plan, Request, Step, Task, Variabl
 from squall.importers.pysource import Code
 
 VARIABLE = re.compile(r"\{\{([^{}]+)\}\}")
+# Postman's dynamic variables whose values are defined (its docs): the generated file's `_dynamic` makes
+# them per request (squall.importers.emit DYNAMIC_HELPER).
+DYNAMIC = {
+    "$guid": "_guid",
+    "$randomUUID": "_guid",
+    "$timestamp": "_timestamp",
+    "$isoTimestamp": "_iso_timestamp",
+    "$randomInt": "_random_int",
+    "$randomBoolean": "_random_boolean",
+}
 MAX_DEPTH = 10  # a variable naming another, naming another...: Postman itself stops resolving early
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 
@@ -95,24 +107,32 @@ class Reader:
         return self.constants[name]
 
     def value(self, given: Any) -> str | Code:
-        """`given` resolved: a string, or an f-string (Code) reading the constants of what is unresolved."""
+        """`given` resolved: a string, or an f-string (Code) reading the constants of what is unresolved
+        and making the dynamic variables it names (`DYNAMIC`)."""
         text = self.resolved(given if isinstance(given, str) else "" if given is None else json.dumps(given))
         names = [m.group(1).strip() for m in VARIABLE.finditer(text)]
-        unresolved = [n for n in names if not n.startswith("$")]
-        self.dynamic.update("{{" + n + "}}" for n in names if n.startswith("$"))
+        unresolved = [n for n in names if not n.startswith("$") or n in DYNAMIC]
+        self.dynamic.update("{{" + n + "}}" for n in names if n.startswith("$") and n not in DYNAMIC)
         if not unresolved:
             return text
+        if any(n in DYNAMIC for n in names):
+            self.helpers.add("_dynamic")
         whole = VARIABLE.fullmatch(text)
         if whole is not None:
-            return Code(self.constant(whole.group(1).strip()))
+            return Code(self.code(whole.group(1).strip()))
         parts, last = [], 0
         for m in VARIABLE.finditer(text):
             parts.append(_braces(text[last : m.start()]))
             name = m.group(1).strip()
-            parts.append(_braces(m.group(0)) if name.startswith("$") else "{" + self.constant(name) + "}")
+            is_written = name.startswith("$") and name not in DYNAMIC
+            parts.append(_braces(m.group(0)) if is_written else "{" + self.code(name) + "}")
             last = m.end()
         parts.append(_braces(text[last:]))
         return Code("f" + _quoted("".join(parts)))
+
+    def code(self, name: str) -> str:
+        """The expression of variable `name`: a dynamic one made per request, else its constant."""
+        return f"{DYNAMIC[name]}()" if name in DYNAMIC else self.constant(name)
 
     # -- requests ------------------------------------------------------------------------------------
 
