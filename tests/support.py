@@ -2,6 +2,7 @@
 
 import contextlib
 import getpass
+import json
 import re
 import shutil
 import socket
@@ -354,3 +355,48 @@ def serving(script, *args):
     finally:
         proc.kill()
         proc.wait()
+
+
+class CountingApp:
+    """tests/servers/MODULE.py's FastAPI `app` under uvicorn on a free port (tried again if the port was
+    taken meanwhile), counting what it receives by route and status (tests/servers/_counting.py)."""
+
+    def __init__(self, module):
+        uvicorn = Path(sys.executable).parent / "uvicorn"
+        for _ in range(3):
+            port = free_port()
+            command = [uvicorn, "--app-dir", HERE / "servers", f"{module}:app", "--port", str(port)]
+            self.proc = subprocess.Popen(
+                [*command, "--log-level", "warning"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+            )
+            self.url = f"http://127.0.0.1:{port}"
+            try:
+                wait_until(self._serves, f"{module}'s app", proc=self.proc, timeout=30)
+                return
+            except AssertionError:
+                self.stop()
+        raise RuntimeError(f"{module}'s app did not start")
+
+    def _serves(self):
+        try:
+            squall_get(self.url + "/__counts")
+            return True
+        except OSError:
+            return False
+
+    def counts(self):
+        return route_counts(self.url)
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+def route_counts(url):
+    """What the CountingApp at `url` has received so far: {(method, route template, status): requests}."""
+    return {(m, p, s): n for m, p, s, n in json.loads(squall_get(url + "/__counts"))}
+
+
+def counted_between(before, after):
+    """What a CountingApp counted between two reads of `counts()`: {(method, route, status): requests}."""
+    return {k: n - before.get(k, 0) for k, n in after.items() if n - before.get(k, 0) > 0}

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from support import HERE, free_port, squall, squall_get, wait_until
+from support import HERE, CountingApp, squall
 
 FIXTURES = HERE / "fixtures" / "har"
 BIN = Path(sys.executable).parent
@@ -41,44 +41,11 @@ JOURNEY = {
 }
 
 
-class App:
-    """tests/servers/har_app.py in a process of its own, on a free port."""
-
-    def __init__(self):
-        for _ in range(3):
-            self.port = free_port()
-            command = [BIN / "uvicorn", "--app-dir", HERE / "servers", "har_app:app", "--port", str(self.port)]
-            self.proc = subprocess.Popen(
-                [*command, "--log-level", "warning"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-            )
-            self.url = f"http://127.0.0.1:{self.port}"
-            try:
-                wait_until(self._serves, "the FastAPI app", proc=self.proc, timeout=30)
-                return
-            except AssertionError:
-                self.stop()
-        pytest.fail("the FastAPI app did not start")
-
-    def _serves(self):
-        try:
-            squall_get(self.url + "/__counts")
-            return True
-        except OSError:
-            return False
-
-    def counts(self):
-        return {(m, p, s): n for m, p, s, n in json.loads(squall_get(self.url + "/__counts"))}
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(10)
-
-
 @pytest.fixture(scope="module")
 def recording(browser, tmp_path_factory):
     """A HAR Chromium recorded of the journey, on a server that is gone once it is made."""
     har = tmp_path_factory.mktemp("har") / "journey.har"
-    app = App()
+    app = CountingApp("har_app")
     try:
         context = browser.new_context(record_har_path=str(har), record_har_content="embed")
         page = context.new_page()
@@ -96,7 +63,7 @@ def recording(browser, tmp_path_factory):
 @pytest.fixture
 def fresh_app():
     """The same app restarted: new secrets, new ids, another port."""
-    app = App()
+    app = CountingApp("har_app")
     yield app
     app.stop()
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from support import HERE, free_port, squall, squall_get, wait_until
+from support import HERE, CountingApp, counted_between, free_port, route_counts, squall, squall_get
 
 FIXTURES = HERE / "fixtures" / "openapi"
 BIN = Path(sys.executable).parent
@@ -40,42 +40,10 @@ RUN = ["--headless", "-u", "2", "-r", "10", "-t", "4s"]
 
 @pytest.fixture(scope="module")
 def app():
-    """The strict app on a free port (squall.ports.free_port, tried again if taken meanwhile): its URL."""
-    for _ in range(3):
-        port = free_port()
-        command = [BIN / "uvicorn", "--app-dir", HERE / "servers", "openapi_app:app", "--port", str(port)]
-        proc = subprocess.Popen([*command, "--log-level", "warning"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            wait_until(lambda url=url: _serves(url), "the FastAPI app", proc=proc, timeout=30)
-        except AssertionError:
-            proc.kill()
-            proc.wait()
-            continue
-        try:
-            yield url
-        finally:
-            proc.terminate()
-            proc.wait(10)
-        return
-    pytest.fail("the FastAPI app did not start")
-
-
-def _serves(url):
-    try:
-        squall_get(url + "/openapi.json")
-        return True
-    except OSError:
-        return False
-
-
-def counts(url):
-    return {(m, p, s): n for m, p, s, n in json.loads(squall_get(url + "/__counts"))}
-
-
-def received(before, after):
-    """What the server counted between two reads: {(method, route, status): requests}."""
-    return {k: n - before.get(k, 0) for k, n in after.items() if n - before.get(k, 0) > 0}
+    """tests/servers/openapi_app.py on a free port, counting what it receives: its URL."""
+    server = CountingApp("openapi_app")
+    yield server.url
+    server.stop()
 
 
 def operations(url):
@@ -121,17 +89,17 @@ def test_the_strict_app_takes_every_request_squall_sends(app, tmp_path):
     assert "12 operations: 8 tasks, 4 in 1 flow, 0 left out" in p.stderr, p.stderr
     text = well_formed(gen)
     assert "class ItemsFlow(SequentialTaskSet):" in text and 'name="/api/items/{item_id}"' in text
-    before = counts(app)
+    before = route_counts(app)
     run = squall("-f", gen, *RUN, "-H", app, env={**os.environ, **CREDENTIALS}, timeout=120)
     assert run.returncode == 0, run.stderr[-3000:]
-    judge(app, received(before, counts(app)))
+    judge(app, counted_between(before, route_counts(app)))
 
 
 def test_the_strict_app_takes_every_request_locust_sends(app, tmp_path):
     """The same file, unchanged, under Locust 2.47."""
     gen = tmp_path / "gen.py"
     imported(app + "/openapi.json", gen, "--wait", "0")
-    before = counts(app)
+    before = route_counts(app)
     run = subprocess.run(
         [sys.executable, "-m", "locust", "-f", gen, *RUN, "-H", app],
         capture_output=True,
@@ -140,7 +108,7 @@ def test_the_strict_app_takes_every_request_locust_sends(app, tmp_path):
         env={**os.environ, **CREDENTIALS},
     )
     assert run.returncode == 0, run.stderr[-3000:]
-    judge(app, received(before, counts(app)))
+    judge(app, counted_between(before, route_counts(app)))
 
 
 def test_credentials_come_from_the_environment_only(app, tmp_path):
@@ -151,9 +119,9 @@ def test_credentials_come_from_the_environment_only(app, tmp_path):
     text = gen.read_text()
     assert not any(secret in text for secret in CREDENTIALS.values())
     env = {k: v for k, v in os.environ.items() if k not in CREDENTIALS}
-    before = counts(app)
+    before = route_counts(app)
     squall("-f", gen, *RUN[:-1], "2s", "-H", app, env=env, timeout=120)
-    got = received(before, counts(app))
+    got = counted_between(before, route_counts(app))
     secured = {"/api/orders", "/api/reports/{day}", "/api/trees", "/api/export"}
     assert {p for (m, p, s) in got if s in (401, 403)} == secured, got
     assert not {k for k in got if k[2] == 422 or k[2] >= 500}, got

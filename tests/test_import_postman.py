@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from support import HERE, free_port, squall, squall_get, wait_until
+from support import HERE, CountingApp, counted_between, route_counts, squall
 from test_locust_corpus import Recorder
 
 FIXTURES = HERE / "fixtures" / "postman"
@@ -48,40 +48,10 @@ ROUTES = {
 
 @pytest.fixture(scope="module")
 def app():
-    for _ in range(3):
-        port = free_port()
-        command = [BIN / "uvicorn", "--app-dir", HERE / "servers", "postman_app:app", "--port", str(port)]
-        proc = subprocess.Popen([*command, "--log-level", "warning"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            wait_until(lambda url=url: _serves(url), "the FastAPI app", proc=proc, timeout=30)
-        except AssertionError:
-            proc.kill()
-            proc.wait()
-            continue
-        try:
-            yield url
-        finally:
-            proc.terminate()
-            proc.wait(10)
-        return
-    pytest.fail("the FastAPI app did not start")
-
-
-def _serves(url):
-    try:
-        squall_get(url + "/__counts")
-        return True
-    except OSError:
-        return False
-
-
-def counts(url):
-    return {(m, p, s): n for m, p, s, n in json.loads(squall_get(url + "/__counts"))}
-
-
-def received(before, after):
-    return {k: n - before.get(k, 0) for k, n in after.items() if n - before.get(k, 0) > 0}
+    """tests/servers/postman_app.py on a free port, counting what it receives: its URL."""
+    server = CountingApp("postman_app")
+    yield server.url
+    server.stop()
 
 
 def imported(out, *options):
@@ -117,17 +87,17 @@ def test_every_request_squall_sends_is_what_the_collection_means(app, tmp_path):
     text = gen.read_text()
     ast.parse(text)
     assert 'API_KEY = os.environ.get("API_KEY", "")' in text and "class CatalogueFolder(SequentialTaskSet)" in text
-    before = counts(app)
+    before = route_counts(app)
     run = squall("-f", gen, *RUN, "-H", app, env={**os.environ, "API_KEY": "pm-header-2"}, timeout=120)
     assert run.returncode == 0, run.stderr[-3000:]
-    judge(received(before, counts(app)))
+    judge(counted_between(before, route_counts(app)))
 
 
 @pytest.mark.slow
 def test_every_request_locust_sends_is_what_the_collection_means(app, tmp_path):
     gen = tmp_path / "gen.py"
     imported(gen, "--wait", "0")
-    before = counts(app)
+    before = route_counts(app)
     run = subprocess.run(
         [sys.executable, "-m", "locust", "-f", gen, *RUN, "-H", app],
         capture_output=True,
@@ -136,7 +106,7 @@ def test_every_request_locust_sends_is_what_the_collection_means(app, tmp_path):
         env={**os.environ, "API_KEY": "pm-header-2"},
     )
     assert run.returncode == 0, run.stderr[-3000:]
-    judge(received(before, counts(app)))
+    judge(counted_between(before, route_counts(app)))
 
 
 def test_the_file_says_what_it_chose(tmp_path):

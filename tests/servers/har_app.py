@@ -17,21 +17,20 @@ GET /app is the page whose script makes the journey; it loads a stylesheet, a sc
 GET /__counts answers [[method, route template, status, count], ...].
 """
 
-import collections
 import secrets
 from urllib.parse import parse_qsl
 
+from _counting import count_requests
 from fastapi import FastAPI, HTTPException, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
-from starlette.routing import Match
 
 CSRF = secrets.token_hex(16)
 CURSOR = secrets.token_hex(8)
 ITEMS = {100_000_000 + secrets.randbelow(900_000_000): name for name in ("anvil", "hammer", "tongs")}
 tokens: set[str] = set()
 xsrfs: set[str] = set()
-counts: collections.Counter = collections.Counter()
 app = FastAPI(title="HAR ground truth")
+counts = count_requests(app)
 
 PAGE = """<!doctype html>
 <html><head><title>Shop</title><link rel="stylesheet" href="/static/app.css"></head>
@@ -72,25 +71,6 @@ PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
     "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082"
 )
-
-
-@app.middleware("http")
-async def count(request: Request, call_next):
-    response = await call_next(request)
-    template = request.url.path
-    for route in app.routes:
-        matched, _ = route.matches(request.scope)
-        if matched == Match.FULL:
-            template = route.path
-            break
-    if not template.startswith("/__"):
-        counts[(request.method, template, response.status_code)] += 1
-    return response
-
-
-@app.get("/__counts", include_in_schema=False)
-def get_counts():
-    return [[m, p, s, n] for (m, p, s), n in sorted(counts.items())]
 
 
 @app.get("/app")

@@ -28,6 +28,7 @@ from datetime import date, datetime
 from typing import Annotated, Literal, Optional, Union
 from urllib.parse import parse_qsl
 
+from _counting import count_requests
 from fastapi import Body, Cookie, Depends, FastAPI, Header, HTTPException, Path, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -41,29 +42,14 @@ from fastapi.security import (
     HTTPBearer,
 )
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, TypeAdapter, ValidationError
-from starlette.routing import Match
 
 API_KEY, TOKEN, USER, PASSWORD, QUERY_KEY, SESSION = "key-123", "token-456", "ann", "s3cret", "q-789", "sid-0"
 
 app = FastAPI(title="Squall Ground Truth", version="1.0")
-counts = collections.Counter()
+counts = count_requests(app)
 errors = collections.deque(maxlen=20)
 items: dict[int, dict] = {}
 next_id = itertools.count(1)
-
-
-@app.middleware("http")
-async def count(request: Request, call_next):
-    response = await call_next(request)
-    template = request.url.path
-    for route in app.routes:
-        matched, _ = route.matches(request.scope)
-        if matched == Match.FULL:
-            template = route.path
-            break
-    if not template.startswith("/__"):
-        counts[(request.method, template, response.status_code)] += 1
-    return response
 
 
 @app.exception_handler(RequestValidationError)
@@ -71,11 +57,6 @@ async def refused(request: Request, exc: RequestValidationError):
     detail = json.loads(json.dumps(exc.errors(), default=str))
     errors.append({"method": request.method, "path": request.url.path, "detail": detail})
     return JSONResponse({"detail": detail}, status_code=422)
-
-
-@app.get("/__counts", include_in_schema=False)
-def get_counts():
-    return [[m, p, s, n] for (m, p, s), n in sorted(counts.items())]
 
 
 @app.get("/__errors", include_in_schema=False)

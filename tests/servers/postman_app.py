@@ -13,42 +13,22 @@ tests/servers postman_app:app
 """
 
 import base64
-import collections
 import email.parser
 import email.policy
 import itertools
 import json
 from urllib.parse import parse_qsl
 
+from _counting import count_requests
 from fastapi import FastAPI, HTTPException, Request
-from starlette.routing import Match
 
 TOKEN, USER, PASSWORD, QUERY_KEY = "pm-token-1", "ann", "s3cret", "pm-query-3"
 HEADER_KEY = "pm-header-2"  # the test's environment variable API_KEY gives it (the collection does not)
 
 app = FastAPI(title="Postman ground truth")
-counts: collections.Counter = collections.Counter()
+counts = count_requests(app)
 items = {1: {"id": 1, "name": "anvil", "price": 9.5}}
 next_id = itertools.count(2)
-
-
-@app.middleware("http")
-async def count(request: Request, call_next):
-    response = await call_next(request)
-    template = request.url.path
-    for route in app.routes:
-        matched, _ = route.matches(request.scope)
-        if matched == Match.FULL:
-            template = route.path
-            break
-    if not template.startswith("/__"):
-        counts[(request.method, template, response.status_code)] += 1
-    return response
-
-
-@app.get("/__counts", include_in_schema=False)
-def get_counts():
-    return [[m, p, s, n] for (m, p, s), n in sorted(counts.items())]
 
 
 def common(request: Request, auth: str | None):
