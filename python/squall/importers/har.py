@@ -47,13 +47,12 @@ import base64
 import json
 import os
 import re
-import textwrap
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urljoin, urlsplit
 
-from squall.importers import Options, sources
+from squall.importers import Options, pysource, sources
 from squall.importers.openapi.operations import class_name, identifier
 from squall.importers.plan import Body, Capture, Flow, Plan, Request, Step
 from squall.importers.pysource import Code, string
@@ -787,11 +786,4 @@ def _about(result: Plan, name: str, made_by: str, title: str, captures: int, opt
         " not sent.",
         f"Runs unchanged with squall (squall -f {options.output}) and Locust (locust -f {options.output}).",
     ]
-    out: list[str] = []
-    for i, paragraph in enumerate(paragraphs):
-        text = "".join(ch if ch.isprintable() else " " for ch in paragraph)
-        text = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
-        out += textwrap.wrap(text, 88 - (3 if i == 0 else 0), break_long_words=False, break_on_hyphens=False) or [""]
-        if i < len(paragraphs) - 1:
-            out.append("")
-    return out
+    return pysource.docstring(paragraphs)

@@ -39,7 +39,7 @@ import re
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from squall.importers import Options, sources
+from squall.importers import Options, pysource, sources
 from squall.importers.openapi.operations import class_name, identifier
 from squall.importers.plan import Body, Flow, Plan, Request, Step, Task, Variable
 from squall.importers.pysource import Code
@@ -534,7 +534,6 @@ def plan(location: str, options: Options, environment: str | None = None) -> Pla
 
 
 def _about(result: Plan, title: str, name: str, version: str, options: Options) -> list[str]:
-    import textwrap
 
     paragraphs = [
         f"{title}: a Locust load test made by squall import postman.",
@@ -548,11 +547,4 @@ def _about(result: Plan, title: str, name: str, version: str, options: Options) 
         *result.notes,
         f"Runs unchanged with squall (squall -f {options.output}) and Locust (locust -f {options.output}).",
     ]
-    out: list[str] = []
-    for i, paragraph in enumerate(paragraphs):
-        text = "".join(ch if ch.isprintable() else " " for ch in paragraph)
-        text = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
-        out += textwrap.wrap(text, 88 - (3 if i == 0 else 0), break_long_words=False, break_on_hyphens=False) or [""]
-        if i < len(paragraphs) - 1:
-            out.append("")
-    return out
+    return pysource.docstring(paragraphs)

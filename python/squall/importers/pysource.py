@@ -20,6 +20,7 @@ rule stated once:
 from __future__ import annotations
 
 import math
+import textwrap
 from typing import Any
 
 WIDTH = 88
@@ -169,4 +170,19 @@ def comment(text: str, level: int) -> list[str]:
             else:
                 line = f"{line} {word}" if line else word
         out.append((indent + line).rstrip())
+    return out
+
+
+def docstring(paragraphs: list[str]) -> list[str]:
+    """`paragraphs` as the lines of a module's docstring (without its quotes), wrapped at WIDTH on spaces
+    (the first line 3 shorter, for the opening quotes), a blank line between paragraphs; what does not
+    print is a space, and a backslash or triple quote is escaped, so the text reads as written."""
+    out: list[str] = []
+    for i, paragraph in enumerate(paragraphs):
+        text = "".join(ch if ch.isprintable() else " " for ch in paragraph)
+        text = text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+        width = WIDTH - (3 if i == 0 else 0)
+        out += textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False) or [""]
+        if i < len(paragraphs) - 1:
+            out.append("")
     return out

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import os
 import random
-import textwrap
 from urllib.parse import urlsplit, urlunsplit
 
-from squall.importers import Options, sources
+from squall.importers import Options, pysource, sources
 from squall.importers.openapi import flows as flows_
 from squall.importers.openapi.document import Document
 from squall.importers.openapi.operations import (
@@ -29,8 +28,6 @@ from squall.importers.openapi.operations import (
 from squall.importers.plan import Flow, Plan, Step, Task
 from squall.importers.sources import dict_at
 from squall.importers.values import Values
-
-DOC_WIDTH = 88
 
 
 def plan(location: str, options: Options) -> Plan:
@@ -166,14 +163,7 @@ def _about(
         *unsent,
         f"Runs unchanged with squall (squall -f {options.output}) and Locust (locust -f {options.output}).",
     ]
-    out: list[str] = []
-    for i, paragraph in enumerate(paragraphs):
-        text = _docstring_text(paragraph)
-        width = DOC_WIDTH - (3 if i == 0 else 0)
-        out += textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False) or [""]
-        if i < len(paragraphs) - 1:
-            out.append("")
-    return out
+    return pysource.docstring(paragraphs)
 
 
 def _shown(location: str) -> str:
@@ -183,9 +173,3 @@ def _shown(location: str) -> str:
     parts = urlsplit(location)
     host = parts.netloc.rpartition("@")[2]
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
-
-
-def _docstring_text(text: str) -> str:
-    """Text that can sit in a triple-quoted docstring as it reads."""
-    text = "".join(ch if ch.isprintable() else " " for ch in text)
-    return text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
