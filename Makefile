@@ -22,7 +22,7 @@ test: $(DEV) $(STAMP)
 	$(MAKE) lint
 	$(MAKE) test-rust test-python
 
-## check: the fast tier, for contributors: the lints, the engine's unit tests and every Python test not marked slow (each under a few seconds), in parallel; about 4 minutes on 2 cores (after `make dev`)
+## check: the fast tier, for contributors: the lints, the engine's unit tests and every Python test not marked slow (each under a few seconds), in parallel; about 3 minutes on 2 cores (after `make dev`)
 check: $(DEV) $(NODE_MODULES)
 	@$(PY) -c "import squall._engine" 2>/dev/null || (echo "squall is not installed in $(VENV): run make dev" >&2; exit 2)
 	./scripts/install-system-deps.sh
