@@ -74,7 +74,9 @@ def test_distribution_and_status_counts_are_the_results_and_the_servers(browser,
         "none": served["/close-mid"],
     }
     ours = {**codes, "none": no_status}
-    assert sum(truth.values()) - sum(ours.values()) == r["abandoned"] <= 1, (truth, ours, r["abandoned"])
+    # A request cancelled in flight at the end is in the server's counts if it reached the server before
+    # the cancel, and not if it did not (a loaded machine showed both).
+    assert 0 <= sum(truth.values()) - sum(ours.values()) <= r["abandoned"] <= 1, (truth, ours, r["abandoned"])
     assert all(ours[k] <= truth[k] <= ours[k] + r["abandoned"] for k in truth), (truth, ours)
 
     page = open_page(browser, html.as_uri(), offline=True)
