@@ -1,5 +1,6 @@
 """Real servers on 127.0.0.1 for the tests, and a way to run the squall command."""
 
+import ast
 import contextlib
 import getpass
 import json
@@ -400,3 +401,27 @@ def route_counts(url):
 def counted_between(before, after):
     """What a CountingApp counted between two reads of `counts()`: {(method, route, status): requests}."""
     return {k: n - before.get(k, 0) for k, n in after.items() if n - before.get(k, 0) > 0}
+
+
+def well_formed(path):
+    """A generated locustfile (`squall import`) parses, passes ruff's default lint and is laid out as
+    `ruff format` would (line length 88: --isolated, whatever configuration is around it); its text."""
+    ruff = Path(sys.executable).parent / "ruff"
+    ruff = str(ruff) if ruff.exists() else shutil.which("ruff")
+    text = Path(path).read_text()
+    ast.parse(text)
+    assert ruff, "ruff is missing (requirements/dev.txt pins it)"
+    lint = subprocess.run([ruff, "check", "--isolated", path], capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout
+    layout = subprocess.run([ruff, "format", "--isolated", "--diff", path], capture_output=True, text=True)
+    assert layout.returncode == 0, layout.stdout + layout.stderr
+    return text
+
+
+def one_line_error(p, expected):
+    """`squall import` refused its input as a usage error: exit 2, one line naming `expected`, no traceback."""
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    assert "Traceback" not in p.stderr
+    lines = p.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("squall import: error: "), p.stderr
+    assert expected in lines[0], lines[0]

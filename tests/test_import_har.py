@@ -14,21 +14,16 @@ Then hand-written HARs in the shapes Chrome and Firefox write (their timings, po
 `text`, base64 response bodies, `_resourceType`, time zones) import into files that parse and lint;
 and bad input is refused in one line."""
 
-import ast
 import json
-import shutil
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
-from support import HERE, CountingApp, squall
+from support import HERE, CountingApp, one_line_error, squall, well_formed
 
 FIXTURES = HERE / "fixtures" / "har"
-BIN = Path(sys.executable).parent
-RUFF = str(BIN / "ruff") if (BIN / "ruff").exists() else shutil.which("ruff")
 RUN = ["--headless", "-u", "2", "-r", "10", "-t", "4s"]
 JOURNEY = {
     ("GET", "/app"),
@@ -66,17 +61,6 @@ def fresh_app():
     app = CountingApp("har_app")
     yield app
     app.stop()
-
-
-def well_formed(path):
-    text = Path(path).read_text()
-    ast.parse(text)
-    assert RUFF, "ruff is missing (requirements/dev.txt pins it)"
-    lint = subprocess.run([RUFF, "check", "--isolated", path], capture_output=True, text=True)
-    assert lint.returncode == 0, lint.stdout
-    layout = subprocess.run([RUFF, "format", "--isolated", "--diff", path], capture_output=True, text=True)
-    assert layout.returncode == 0, layout.stdout + layout.stderr
-    return text
 
 
 def judge(before, after):
@@ -212,10 +196,7 @@ BAD = {
 def test_bad_hars_are_refused_in_one_line(name, tmp_path):
     data, expected = BAD[name]
     (tmp_path / name).write_bytes(data)
-    p = squall("import", "har", tmp_path / name, "-o", tmp_path / "out.py")
-    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
-    lines = p.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("squall import: error: ") and expected in lines[0], p.stderr
+    one_line_error(squall("import", "har", tmp_path / name, "-o", tmp_path / "out.py"), expected)
     assert not (tmp_path / "out.py").exists()
 
 

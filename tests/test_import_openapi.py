@@ -10,23 +10,28 @@ must find what its create made (no 404). Then: the public fixtures (Swagger 2.0 
 JSON and YAML, and Gitea's 279 operations, timed) import into files that parse, lint and stay as `ruff
 format` lays them out; the options; and bad input, each refused in one line with exit code 2."""
 
-import ast
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
-from support import HERE, CountingApp, counted_between, free_port, route_counts, squall, squall_get
+from support import (
+    HERE,
+    CountingApp,
+    counted_between,
+    free_port,
+    one_line_error,
+    route_counts,
+    squall,
+    squall_get,
+    well_formed,
+)
 
 FIXTURES = HERE / "fixtures" / "openapi"
-BIN = Path(sys.executable).parent
-RUFF = str(BIN / "ruff") if (BIN / "ruff").exists() else shutil.which("ruff")
 CREDENTIALS = {
     "API_KEY_HEADER": "key-123",
     "API_KEY_QUERY": "q-789",
@@ -55,19 +60,6 @@ def imported(spec, out, *options):
     p = squall("import", "openapi", spec, "-o", out, *options, timeout=60)
     assert p.returncode == 0, p.stderr
     return p
-
-
-def well_formed(path):
-    """The file parses, passes ruff's default lint and is laid out as `ruff format` would (line
-    length 88: --isolated, whatever configuration is around it)."""
-    text = Path(path).read_text()
-    ast.parse(text)
-    assert RUFF, "ruff is missing (requirements/dev.txt pins it)"
-    lint = subprocess.run([RUFF, "check", "--isolated", path], capture_output=True, text=True)
-    assert lint.returncode == 0, lint.stdout
-    layout = subprocess.run([RUFF, "format", "--isolated", "--diff", path], capture_output=True, text=True)
-    assert layout.returncode == 0, layout.stdout + layout.stderr
-    return text
 
 
 def judge(url, got):
@@ -287,14 +279,6 @@ BAD = {
         "can be sent (1 left out; POST /x: its request body is only",
     ),
 }
-
-
-def one_line_error(p, expected):
-    assert p.returncode == 2, (p.returncode, p.stderr)
-    assert "Traceback" not in p.stderr
-    lines = p.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("squall import: error: "), p.stderr
-    assert expected in lines[0], lines[0]
 
 
 @pytest.mark.parametrize("name", sorted(BAD))

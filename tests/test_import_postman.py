@@ -12,23 +12,19 @@ import ast
 import datetime
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 
-from support import HERE, CountingApp, counted_between, route_counts, squall
+from support import HERE, CountingApp, counted_between, one_line_error, route_counts, squall, well_formed
 from test_locust_corpus import Recorder
 
 FIXTURES = HERE / "fixtures" / "postman"
 COLLECTION = FIXTURES / "shop.postman_collection.json"
 ENVIRONMENT = FIXTURES / "local.postman_environment.json"
-BIN = Path(sys.executable).parent
-RUFF = str(BIN / "ruff") if (BIN / "ruff").exists() else shutil.which("ruff")
 RUN = ["--headless", "-u", "2", "-r", "10", "-t", "4s"]
 ROUTES = {
     ("GET", "/api/items"),
@@ -58,18 +54,6 @@ def imported(out, *options):
     p = squall("import", "postman", COLLECTION, "--environment", ENVIRONMENT, "-o", out, *options, timeout=60)
     assert p.returncode == 0, p.stderr
     return p
-
-
-def well_formed(path):
-    """The file parses, passes ruff's default lint and is laid out as `ruff format` would."""
-    text = Path(path).read_text()
-    ast.parse(text)
-    assert RUFF, "ruff is missing (requirements/dev.txt pins it)"
-    lint = subprocess.run([RUFF, "check", "--isolated", path], capture_output=True, text=True)
-    assert lint.returncode == 0, lint.stdout
-    layout = subprocess.run([RUFF, "format", "--isolated", "--diff", path], capture_output=True, text=True)
-    assert layout.returncode == 0, layout.stdout + layout.stderr
-    return text
 
 
 def judge(got):
@@ -171,10 +155,7 @@ BAD = {
 def test_bad_collections_are_refused_in_one_line(name, tmp_path):
     data, expected = BAD[name]
     (tmp_path / name).write_bytes(data)
-    p = squall("import", "postman", tmp_path / name, "-o", tmp_path / "out.py")
-    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
-    lines = p.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("squall import: error: ") and expected in lines[0], p.stderr
+    one_line_error(squall("import", "postman", tmp_path / name, "-o", tmp_path / "out.py"), expected)
     assert not (tmp_path / "out.py").exists()
 
 
