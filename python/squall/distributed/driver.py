@@ -32,7 +32,7 @@ import sys
 import time
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, ClassVar
+from typing import Any
 
 from squall import _engine, exitcodes
 from squall.distributed import cluster, shares
@@ -299,7 +299,8 @@ class Driver:
         known = [w.progress for w in self.workers if w.progress]
         if not known:
             return None
-        summed = {k: sum(p.get(k) or 0 for p in known) for k in known[0] if k in ClusterProgress.COUNTS}
+        # (the counts the workers' feeds send: squall.distributed.feed's fields but the time and the phase)
+        summed = {k: sum(p.get(k) or 0 for p in known) for k in known[0] if k not in ("elapsed", "phase")}
         phases = [str(p["phase"]) for p in known if p.get("phase") in MQTT_PHASES]
         return ClusterProgress(
             elapsed=max(p.get("elapsed") or 0.0 for p in known),
@@ -475,7 +476,6 @@ class Driver:
 class ClusterProgress:
     """What the workers' progress lines would show, added up (squall.report.progress.Shown)."""
 
-    COUNTS: ClassVar = ("completed", "failed", "users", "connected", "sent", "published", "mqtt_failed", "delivered")
     elapsed: float
     phase: str
     finished: bool
