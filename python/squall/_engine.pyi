@@ -7,6 +7,7 @@ from typing import Any, final
 from typing_extensions import disjoint_base
 
 __all__ = [
+    "LONGEST_WAIT_S",
     "PERCENTILES",
     "CallBase",
     "Completion",
@@ -32,6 +33,8 @@ __all__ = [
 ]
 
 __version__: str
+LONGEST_WAIT_S: float
+"""The longest wait a native user's plan is given (seconds): longer ones (and NaN) are this long."""
 PERCENTILES: list[float]
 
 class UsageError(ValueError):

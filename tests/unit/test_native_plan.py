@@ -93,9 +93,9 @@ def test_locusts_wait_times_say_what_they_are_for_the_engine():
 
 
 def test_waits_longer_than_the_engines_timers_hold_keep_a_user_in_python():
-    """A native plan waits at most _LONGEST_NATIVE_WAIT: the engine's Durations and Instants overflow
-    (1e19 s aborted the run) or are no Duration at all (1e30 s waited none). Longer waits, infinite ones
-    and NaN run in Python, whose hub sleeps them until the run ends."""
+    """A native plan waits at most _LONGEST_NATIVE_WAIT, the engine's LONGEST_WAIT_S, where its waits
+    saturate (its Durations and Instants overflowed at 1e19 s, the run aborted, and 1e30 s waited none).
+    Longer waits, infinite ones and NaN run in Python, whose hub sleeps them until the run ends."""
     from squall.user.native import _LONGEST_NATIVE_WAIT, _longest
 
     inf, nan = float("inf"), float("nan")

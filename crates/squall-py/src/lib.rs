@@ -981,6 +981,7 @@ fn merge_histograms(py: Python<'_>, histograms: Vec<String>) -> PyResult<MergedH
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", squall_engine::VERSION)?;
     m.add("PERCENTILES", squall_engine::stats::PERCENTILES.to_vec())?;
+    m.add("LONGEST_WAIT_S", squall_engine::script::LONGEST_WAIT_S)?;
     m.add("UsageError", m.py().get_type::<UsageError>())?;
     m.add("TargetError", m.py().get_type::<TargetError>())?;
     m.add_class::<Run>()?;

@@ -33,7 +33,7 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-from squall._engine import NativePlan, Prepared, UsageError
+from squall._engine import LONGEST_WAIT_S, NativePlan, Prepared, UsageError
 from squall.clients import HttpSession
 from squall.requests_compat import CaseInsensitiveDict
 
@@ -243,11 +243,11 @@ def _wait(user: User) -> dict[str, Any] | None:
     return {kind: value}
 
 
-# The longest wait a native plan is given (seconds, some 30 years): the engine's timers count from now in
-# Durations and Instants, which a wait of 1e19 s overflows (the run aborted) and one of 1e30 s is no
-# Duration at all (it waited none). A user that waits longer (Locust's `constant(float("inf"))`, a user
-# that only runs its on_start, or 1e300 s) runs in Python, whose timers hold any wait (it never ends).
-_LONGEST_NATIVE_WAIT = 1e9
+# The longest wait a native plan is given (seconds, some 30 years): the engine's waits saturate there (a
+# wait of 1e19 s had overflowed its clock, the run aborted, and one of 1e30 s had waited none). A user
+# that can wait longer (Locust's `constant(float("inf"))`, a user that only runs its on_start, or 1e300 s)
+# runs in Python, whose timers hold any wait (it never ends).
+_LONGEST_NATIVE_WAIT = LONGEST_WAIT_S
 
 
 def _longest(wait: dict[str, Any]) -> float:

@@ -31,6 +31,7 @@ mod pools;
 mod request;
 mod think;
 mod wait;
+pub use wait::LONGEST_WAIT_S;
 
 use crate::http::request::{check_headers, check_method};
 use crate::mqtt::script::Op;

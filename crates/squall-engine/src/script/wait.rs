@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 /// The longest wait the engine keeps (about 31 years): a longer one (Locust's `constant(float("inf"))`,
 /// a user that only runs its on_start) or NaN waits this long, which outlasts any run, instead of
 /// overflowing an `Instant` (1e19 s aborted the process) or becoming no wait at all (1e30 s did).
-/// squall.user.native leaves such users to Python anyway (_LONGEST_NATIVE_WAIT): this is the engine's own
-/// guarantee.
+/// squall.user.native leaves a user whose wait can be longer to Python (`squall._engine.LONGEST_WAIT_S`):
+/// this is the engine's own guarantee.
 pub const LONGEST_WAIT_S: f64 = 1e9;
 
 /// `seconds` as a wait: none below 0, `LONGEST_WAIT_S` beyond it or for NaN.
