@@ -156,7 +156,7 @@ def test_png_export_writes_every_chart_as_printed(nginx, browser, tmp_path):
     the page's tabs and controls hidden (they covered a title and showed in the images)."""
     out = tmp_path / "r.json"
     p = squall(
-        "bench", nginx.url + "/", "--rate", 200, "-c", 50, "-t", "2s", "--monitor-name", "nginx", "--json", out, "-q"
+        "bench", nginx.url + "/", "--rate", 200, "-c", 500, "-t", "2s", "--monitor-name", "nginx", "--json", out, "-q"
     )
     assert p.returncode == 0, p.stderr
     r = json.loads(out.read_text())
@@ -194,9 +194,11 @@ def test_png_export_writes_every_chart_as_printed(nginx, browser, tmp_path):
     assert not page.locator(".navbar").is_visible()
     assert page.locator(".tog").count() > 0 and not any(t.is_visible() for t in page.locator(".tog").all())
     # The open model's connections chart: the connections opened (not the cap), with the cap as a note.
+    # 2 s at 200/s sends at most about 400 requests, so even a loaded machine where every request took
+    # a connection of its own opens fewer than the cap of 500 (a cap of 50 was once all used in CI).
     users = [s["users"] for s in r["timeseries"]]
-    assert users[-1] == r["connect"]["requests"] < 50
-    assert "cap 50" in page.locator("[data-testid='chart-users'] .chart-note").inner_text()
+    assert users[-1] == r["connect"]["requests"] < 500
+    assert "cap 500" in page.locator("[data-testid='chart-users'] .chart-note").inner_text()
     page.close()
 
 
