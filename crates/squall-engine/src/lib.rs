@@ -6,6 +6,7 @@
 //!   typed result document and its lossless merge.
 //! - `net`: name resolution, TCP and TLS connections.
 //! - `http`: requests prepared once, the HTTP/1.1 exchange, HTTP/2.
+//! - `ws`: WebSocket: the opening handshake, then messages and their replies on the connection.
 //! - `run`: the run core: one lifecycle (start, progress, stop, result) for every kind of load, the
 //!   precise clock, the open model's schedule and dispatch.
 //! - the kinds of load on top of it: `bench` (one URL over N connections), `mqtt` (simulated
@@ -19,6 +20,7 @@ pub mod run;
 pub mod script;
 pub mod stats;
 pub mod types;
+pub mod ws;
 
 pub use bench::config::{Arrival, BenchConfig};
 pub use stats::result::RunResult;

@@ -36,9 +36,10 @@ def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
     p = commands.add_parser(
         "bench",
         help="load one URL, no script needed",
-        description="Load one URL: closed model (-c connections) or open model (--rate).",
+        description="Load one URL: closed model (-c connections) or open model (--rate). A ws:// or wss:// URL "
+        "is a WebSocket: each request is one exchange, a message sent and its reply.",
     )
-    p.add_argument("url", help="http:// or https:// URL")
+    p.add_argument("url", help="http://, https://, ws:// or wss:// URL")
     load = p.add_argument_group("load")
     load.add_argument("-n", "--requests", type=str, help="stop after exactly N requests (default 200 without -t)")
     load.add_argument("-c", "--connections", type=str, default="50", help="concurrent connections (default 50)")
@@ -62,6 +63,12 @@ def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
     body = req.add_mutually_exclusive_group()
     body.add_argument("-d", "--data", help="request body")
     body.add_argument("--data-file", metavar="FILE", help="request body from a file")
+    req.add_argument(
+        "--message",
+        metavar="TEXT|@FILE",
+        help=f"WebSocket: the message each exchange sends, or @FILE for a file's bytes (default {DEFAULT_MESSAGE!r})",
+    )
+    req.add_argument("--binary", action="store_true", help="WebSocket: send the message as binary, not text")
     req.add_argument("--name", help="stats name of the endpoint (default: the URL's path)")
     req.add_argument("--timeout", type=str, default="30s", help="per-request timeout, connect included (default 30s)")
     req.add_argument("--insecure", action="store_true", help="do not verify TLS certificates")
@@ -77,6 +84,42 @@ def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
     distributed.add_arguments(p)
     p.set_defaults(func=run)
     return p
+
+
+# What a WebSocket exchange sends when no --message is given.
+DEFAULT_MESSAGE = "squall"
+
+
+def is_websocket(url: str) -> bool:
+    return urlsplit(url).scheme.lower() in ("ws", "wss")
+
+
+def _message(args: argparse.Namespace) -> bytes:
+    """A WebSocket run's message (`--message TEXT` or `@FILE`); the HTTP flags it cannot take are refused."""
+    for flag, given in [
+        ("-d/--data", args.data is not None),
+        ("--data-file", args.data_file is not None),
+        ("-m/--method", args.method is not None),
+        ("--http2", args.http2),
+        ("--no-keepalive", args.no_keepalive),
+    ]:
+        if given:
+            raise UsageError(f"{flag} is for http:// and https:// URLs; a WebSocket sends --message")
+    text: str = DEFAULT_MESSAGE if args.message is None else args.message
+    if not text.startswith("@"):
+        data = text.encode()
+    else:
+        try:
+            with open(text[1:], "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise UsageError(f"cannot read --message '{text}': {e.strerror}") from None
+    if not args.binary:
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise UsageError("a text message must be UTF-8: give --binary to send these bytes") from None
+    return data
 
 
 def _headers(raw: list[str]) -> list[tuple[str, str]]:
@@ -118,8 +161,12 @@ def _credentials(url: str, headers: list[tuple[str, str]]) -> tuple[str, list[tu
 
 
 def engine_config(args: argparse.Namespace) -> tuple[dict[str, Any], bytes]:
-    """The engine's configuration (a dict for JSON) and the request body, from parsed arguments."""
-    body = _body(args)
+    """The engine's configuration (a dict for JSON) and the request body (a WebSocket's message), from
+    parsed arguments."""
+    websocket = is_websocket(args.url)
+    if not websocket and (args.message is not None or args.binary):
+        raise UsageError("--message and --binary are for ws:// and wss:// URLs; an HTTP request sends -d")
+    body = _message(args) if websocket else _body(args)
     requests = to_positive_int(args.requests) if args.requests else None
     duration = to_duration(args.duration) if args.duration else None
     if requests is None and duration is None:
@@ -131,7 +178,7 @@ def engine_config(args: argparse.Namespace) -> tuple[dict[str, Any], bytes]:
     url, headers = _credentials(args.url, _headers(args.header))
     config = {
         "url": url,
-        "method": (args.method or ("POST" if body else "GET")),
+        "method": "GET" if websocket else (args.method or ("POST" if body else "GET")),
         "headers": headers,
         "name": args.name,
         "connections": connections,
@@ -145,6 +192,7 @@ def engine_config(args: argparse.Namespace) -> tuple[dict[str, Any], bytes]:
         "http2": args.http2,
         "h2_streams": to_positive_int(args.h2_streams),
         "keepalive": not args.no_keepalive,
+        "binary": args.binary,
         "threads": to_positive_int(args.threads) if args.threads else None,
     }
     return config, body

@@ -46,6 +46,9 @@ pub struct BenchConfig {
     pub h2_streams: usize,
     #[serde(default = "default_true")]
     pub keepalive: bool,
+    /// WebSocket (a `ws://` or `wss://` URL): send the message (the body) as binary, not text.
+    #[serde(default)]
+    pub binary: bool,
     /// Worker threads; default one per available core.
     #[serde(default)]
     pub threads: Option<usize>,
@@ -104,6 +107,16 @@ impl BenchConfig {
         }
         if self.timeout.is_nan() || self.timeout <= 0.0 {
             return Err("the timeout must be positive".into());
+        }
+        if crate::ws::is_ws_url(&self.url) {
+            if self.http2 {
+                return Err("HTTP/2 is for http:// and https:// URLs, not WebSocket".into());
+            }
+            if !self.keepalive {
+                return Err("a WebSocket keeps its connection: no keep-alive setting applies".into());
+            }
+        } else if self.binary {
+            return Err("a binary message is for ws:// and wss:// URLs".into());
         }
         if self.h2_streams == 0 {
             return Err("HTTP/2 streams per connection must be at least 1".into());

@@ -2,6 +2,8 @@
 //! share of the connections (one worker task each, or one per HTTP/2 stream); in the closed model each
 //! worker sends its next request when the last one ends, in the open model a feeder thread issues
 //! intended send times (latency counts from them) that the threads' dispatchers hand to idle workers.
+//! A `ws://` URL is the same run of WebSocket exchanges: each a message sent and its reply, on a
+//! connection opened by the handshake (timed as the connect).
 
 pub mod config;
 pub mod worker;
@@ -16,6 +18,7 @@ use crate::stats;
 use crate::stats::lag::{Lag, ScheduleReport};
 use crate::stats::result::{self, RunResult};
 use crate::types::{StartError, StopReason};
+use crate::ws::{self, Handshake};
 pub use config::BenchConfig;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -34,6 +37,8 @@ pub struct OpenState {
 pub struct Bench {
     pub cfg: BenchConfig,
     pub spec: RequestSpec,
+    /// A WebSocket run's handshake (`ws://` and `wss://` URLs); its message is the body.
+    pub handshake: Option<Handshake>,
     pub threads: usize,
     pub core: Arc<RunCore>,
     /// Closed model with a request count: requests claimed so far.
@@ -75,8 +80,20 @@ impl Bench {
 /// Checks the configuration, resolves and (by default) connects to the target once, then starts.
 pub fn start(cfg: BenchConfig, body: Vec<u8>) -> Result<Run<Bench>, StartError> {
     cfg.validate().map_err(StartError::Usage)?;
-    let mut spec = RequestSpec::new(&cfg.url, &cfg.method, &cfg.headers, cfg.name.as_deref(), cfg.keepalive, body)
+    let websocket = ws::is_ws_url(&cfg.url);
+    let (url, method) = match websocket {
+        true => (ws::http_url(&cfg.url), "GET"),
+        false => (cfg.url.clone(), cfg.method.as_str()),
+    };
+    let mut spec = RequestSpec::new(&url, method, &cfg.headers, cfg.name.as_deref(), cfg.keepalive, body)
         .map_err(StartError::Usage)?;
+    let handshake = match websocket {
+        true => Some(Handshake::new(&spec.url, &cfg.headers).map_err(StartError::Usage)?),
+        false => None,
+    };
+    if websocket {
+        spec.method = "WS".into(); // the statistics' method: Locust's socket users use it too
+    }
     let h2_head = match cfg.http2 {
         true => Some(encode_head(&request_template(&spec).map_err(StartError::Usage)?)),
         false => None,
@@ -86,7 +103,7 @@ pub fn start(cfg: BenchConfig, body: Vec<u8>) -> Result<Run<Bench>, StartError> 
     let tls = spec.https.then(|| (tls::client_config(cfg.insecure, alpn), spec.host.as_str()));
     let connector = Connector::new(spec.addrs.clone(), tls).map_err(StartError::Usage)?;
     if cfg.preflight {
-        preflight(&connector, &spec, cfg.timeout(), cfg.insecure)?;
+        preflight(&connector, &spec, handshake.as_ref(), cfg.timeout(), cfg.insecure)?;
     }
 
     let threads = run::thread_count(cfg.threads, cfg.connections);
@@ -115,6 +132,7 @@ pub fn start(cfg: BenchConfig, body: Vec<u8>) -> Result<Run<Bench>, StartError> 
         drain_since: Mutex::new(None),
         stopped_at: Mutex::new(None),
         spec,
+        handshake,
         cfg,
     });
     core.timeline.set_users(bench.users_at(Duration::ZERO));
@@ -138,18 +156,36 @@ pub fn start(cfg: BenchConfig, body: Vec<u8>) -> Result<Run<Bench>, StartError> 
     })
 }
 
-/// One connection (and TLS handshake) before the run, so that a dead target is one clear error.
-fn preflight(connector: &Connector, spec: &RequestSpec, timeout: Duration, insecure: bool) -> Result<(), StartError> {
+/// One connection (and TLS handshake, and WebSocket handshake) before the run, so that a dead target,
+/// or a path that is no WebSocket, is one clear error.
+fn preflight(
+    connector: &Connector,
+    spec: &RequestSpec,
+    handshake: Option<&Handshake>,
+    timeout: Duration,
+    insecure: bool,
+) -> Result<(), StartError> {
     let target = crate::net::host_port(&spec.host, spec.port);
-    let outcome = run::runtime().block_on(async { tokio::time::timeout(timeout, connector.connect(0)).await });
+    // The failure, and whether it came in the WebSocket handshake (after the connection opened).
+    let open = async {
+        let mut io = connector.connect(0).await.map_err(|f| (f, false))?;
+        if let Some(h) = handshake {
+            h.open(&mut io).await.map_err(|f| (f, true))?;
+        }
+        Ok::<_, (stats::Failure, bool)>(())
+    };
+    let outcome = run::runtime().block_on(async { tokio::time::timeout(timeout, open).await });
     match outcome {
-        Ok(Ok(_)) => Ok(()),
-        Err(_) => Err(StartError::Target(format!("cannot connect to {target}: timed out after {timeout:?}"))),
-        Ok(Err(f)) => Err(StartError::Target(format!(
+        Ok(Err((f, true))) => {
+            Err(StartError::Target(format!("{target}{} did not open a WebSocket: {}", spec.name, f.message())))
+        }
+        Ok(Err((f, false))) => Err(StartError::Target(format!(
             "cannot connect to {target}: {}{}",
             f.message(),
             tls::hint(&f.kind, insecure)
         ))),
+        Ok(Ok(_)) => Ok(()),
+        Err(_) => Err(StartError::Target(format!("cannot connect to {target}: timed out after {timeout:?}"))),
     }
 }
 

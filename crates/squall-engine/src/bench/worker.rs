@@ -1,6 +1,6 @@
 //! One worker thread of a run: its tokio current-thread runtime, its connections (one worker task
 //! each, or one per HTTP/2 stream), how each worker gets its next send (closed or open model), the
-//! HTTP/1.1 and HTTP/2 requests, and the watchdog that times requests out.
+//! HTTP/1.1 and HTTP/2 requests and WebSocket exchanges, and the watchdog that times them out.
 
 use super::Bench;
 use crate::http::h1::{H1Conn, Keep, Timing};
@@ -8,6 +8,7 @@ use crate::http::h2lean::{Head, LeanConn};
 use crate::net::Connector;
 use crate::run::dispatch::{Dispatch, Slot};
 use crate::stats::{self, Outcome, Recorder};
+use crate::ws::WsConn;
 use bytes::Bytes;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -236,6 +237,7 @@ async fn worker(
         _ => None,
     };
     let mut h1: Option<H1Conn> = None;
+    let mut ws: Option<WsConn> = None;
     let slot = Rc::new(Slot::default());
     let open = ctx.shared.open.is_some();
     let mut last_completion = None;
@@ -245,6 +247,7 @@ async fn worker(
         ctx.in_flight.set(ctx.in_flight.get() + 1);
         let result = match &h2 {
             Some(conn) => h2_request(&ctx, conn, &watch).await,
+            None if ctx.shared.handshake.is_some() => ws_exchange(&ctx, &mut ws, conn_index, &watch).await,
             None => h1_request(&ctx, &mut h1, conn_index, &watch).await,
         };
         watch.started.set(None);
@@ -267,6 +270,10 @@ async fn worker(
         }
         drop(recorder);
         last_completion = Some(now);
+    }
+    if let Some(ws) = ws.as_mut() {
+        // A WebSocket that ran its share says goodbye (those the run's end aborts just close).
+        let _ = tokio::time::timeout(Duration::from_millis(100), ws.close()).await;
     }
     worker_finished(&ctx);
 }
@@ -306,6 +313,35 @@ async fn h2_request(ctx: &ThreadCtx, conn: &LeanConn, watch: &Watch) -> Exchange
     let on_connect = |t| ctx.recorder.borrow_mut().record_connect(t);
     let r = conn.exchange(&ctx.connector, head, &ctx.body, on_connect, &watch.connecting).await?;
     Ok((r.status, r.body_bytes, r.body_bytes, Timing::default()))
+}
+
+/// One WebSocket exchange: the message sent and its reply read, on this worker's connection (opened
+/// first, its handshake included in the connect time). Its status is 0: a message has none.
+async fn ws_exchange(ctx: &ThreadCtx, conn: &mut Option<WsConn>, conn_index: usize, watch: &Watch) -> Exchanged {
+    if conn.is_none() {
+        watch.connecting.set(true);
+        let t0 = Instant::now();
+        let opened = async {
+            let (stream, o) = ctx.connector.connect_timed(conn_index).await?;
+            let handshake = ctx.shared.handshake.as_ref().expect("a WebSocket run has its handshake");
+            Ok::<_, stats::Failure>((WsConn::open(stream, handshake).await?, o))
+        }
+        .await;
+        watch.connecting.set(false);
+        let mut recorder = ctx.recorder.borrow_mut();
+        recorder.record_connect(t0.elapsed());
+        let (ws, o) = opened?;
+        recorder.timing(0).opened(o.tcp, o.tls);
+        *conn = Some(ws);
+    }
+    let ws = conn.as_mut().expect("opened above");
+    match ws.exchange(&ctx.body, ctx.shared.cfg.binary).await {
+        Ok(reply) => Ok((0, reply.bytes, reply.bytes, Timing::default())),
+        Err(f) => {
+            *conn = None; // a failed exchange leaves the connection in an unknown state
+            Err(f)
+        }
+    }
 }
 
 /// Per thread: times out requests (no timer per request: one scan a few times a second) and hands

@@ -84,6 +84,8 @@ pub enum FailureKind {
     /// More than the engine keeps of something the server sends (a header block, a body kept for a
     /// script, a chunk's size line, an MQTT packet): the detail says what and the bound.
     TooLarge,
+    /// A WebSocket handshake or frame that breaks RFC 6455 (the detail says how).
+    WebSocket,
 }
 
 impl FailureKind {
@@ -105,6 +107,7 @@ impl FailureKind {
             FailureKind::Unsent => "unsent",
             FailureKind::TooManyRedirects => "too_many_redirects",
             FailureKind::TooLarge => "too_large",
+            FailureKind::WebSocket => "websocket",
         }
     }
 }
@@ -142,6 +145,7 @@ impl Failure {
             FailureKind::Lost => "published but never delivered to the subscriber".into(),
             FailureKind::TooManyRedirects => format!("exceeded {} redirects (TooManyRedirects)", self.detail),
             FailureKind::TooLarge => format!("too large: {}", self.detail),
+            FailureKind::WebSocket => format!("WebSocket: {}", self.detail),
             FailureKind::Io | FailureKind::Script | FailureKind::Refused | FailureKind::Unsent => self.detail.clone(),
         }
     }
@@ -157,7 +161,8 @@ pub fn failed_status(status: u16) -> bool {
 
 /// What one request came to.
 pub enum Outcome {
-    /// A response arrived; a 4xx or 5xx status counts as a failure (`failed_status`).
+    /// A response arrived; a 4xx or 5xx status counts as a failure (`failed_status`). Status 0: a
+    /// reply that has none (a WebSocket message), a success.
     Response {
         status: u16,
         body_bytes: u64,
@@ -219,7 +224,9 @@ impl EndpointStats {
                 self.body_bytes += body_bytes;
                 self.wire_bytes += wire_bytes;
                 self.failures += failed_status(*status) as u64;
-                self.add_status(*status, 1);
+                if *status != 0 {
+                    self.add_status(*status, 1); // 0: no status (a WebSocket message)
+                }
             }
             Outcome::Failed(_) => self.failures += 1,
             Outcome::Judged { status, body_bytes, failure } => {

@@ -1,0 +1,174 @@
+"""`squall bench ws://`: WebSocket exchanges (a message sent, its reply read) against a server that
+counts what it received and sent (tests/servers/ws_server.py, the `websockets` library): counts equal,
+latencies within the server's known delay, and the server's misdeeds (closes, silence, a 64 MB frame,
+fragments, pings, a refused handshake) counted as what they are, with runs that end on time."""
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from support import self_signed, serving, squall, squall_get
+
+
+@pytest.fixture(scope="module")
+def ws():
+    with serving("ws_server.py") as port:
+        yield f"127.0.0.1:{port}"
+
+
+def counts(ws):
+    return json.loads(squall_get(f"http://{ws}/__counts"))
+
+
+def since(ws, before):
+    return {k: v - before[k] for k, v in counts(ws).items()}
+
+
+def bench(tmp_path, url, *args, code=0):
+    out = tmp_path / "r.json"
+    out.unlink(missing_ok=True)
+    p = squall("bench", url, *args, "--json", out, "-q")
+    assert p.returncode == code, p.stderr
+    return json.loads(out.read_text())
+
+
+def test_every_exchange_is_a_message_the_server_received_and_answered(ws, tmp_path):
+    before = counts(ws)
+    r = bench(tmp_path, f"ws://{ws}/echo", "-n", 3000, "-c", 20, "--message", "hello there")
+    seen = since(ws, before)
+    agg = r["aggregate"]
+    assert agg["requests"] == seen["received"] == seen["replies"] == 3000 and agg["failures"] == 0
+    assert agg["body_bytes"] == seen["reply_bytes"] == 3000 * len("hello there")
+    (e,) = r["endpoints"]
+    assert (e["method"], e["name"], e["status_codes"]) == ("WS", "/echo", {})  # a message has no status
+    # The handshakes are the connects: one per connection, and the one before the run (a dead or
+    # wrong target is one clear error, not a run of failures).
+    assert r["connect"]["requests"] == 20 and seen["connections"] == 21
+    assert r["url"] == f"ws://{ws}/echo" and r["method"] == "WS"
+
+
+def test_a_binary_message_from_a_file(ws, tmp_path):
+    blob = bytes(range(256)) * 40
+    (tmp_path / "m.bin").write_bytes(blob)
+    before = counts(ws)
+    r = bench(tmp_path, f"ws://{ws}/echo", "-n", 200, "-c", 2, "--message", f"@{tmp_path / 'm.bin'}", "--binary")
+    assert r["aggregate"]["failures"] == 0
+    assert r["aggregate"]["body_bytes"] == since(ws, before)["reply_bytes"] == 200 * len(blob)
+    p = squall("bench", f"ws://{ws}/echo", "-n", 1, "--message", f"@{tmp_path / 'm.bin'}")
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "--binary" in p.stderr, p.stderr
+
+
+def test_the_open_model_sends_the_rate_times_the_duration(ws, tmp_path):
+    before = counts(ws)
+    r = bench(tmp_path, f"ws://{ws}/echo", "--rate", 300, "-t", "2s", "-c", 20)
+    om = r["schedule"]
+    assert om["intended"] == om["sent"] == 600 and om["dropped"] == 0  # Schedule's exact count
+    assert r["aggregate"]["requests"] + r["abandoned"] == since(ws, before)["received"] == 600
+    assert r["connect"]["requests"] < 20  # connections opened as the rate needed them
+
+
+def test_latency_is_the_servers_known_delay_and_no_less(ws, tmp_path):
+    r = bench(tmp_path, f"ws://{ws}/delay?ms=25", "-c", 4, "-t", "2s")
+    agg = r["aggregate"]
+    # The server answers 25 ms after it read the message (asyncio.sleep: never early), so no exchange
+    # can take less; the median allows for a loaded machine's scheduling (xdist's neighbours).
+    assert agg["failures"] == 0 and agg["min_us"] >= 25_000, agg
+    assert agg["percentiles_us"]["50"] < 50_000, agg["percentiles_us"]
+    # 4 connections, one exchange at a time each, 25 ms apiece: at most 4 * 2 s / 25 ms.
+    assert 100 <= agg["requests"] <= 320
+
+
+def test_a_close_from_the_server_fails_the_exchange_with_its_code_and_reason(ws, tmp_path):
+    before = counts(ws)
+    r = bench(tmp_path, f"ws://{ws}/close?after=4", "-n", 400, "-c", 4)
+    seen = since(ws, before)
+    agg = r["aggregate"]
+    assert agg["requests"] == seen["received"] == 400
+    # Every 4th message of a connection is closed on; how the 400 fell to the 4 connections decides
+    # the count (100 if evenly), and the server's count is the truth.
+    assert agg["failures"] == seen["closes"] == 400 - seen["replies"] and 90 <= seen["closes"] <= 100
+    (err,) = r["errors"]
+    assert err["count"] == seen["closes"] and "WebSocket close 1001: bye" in err["message"], err
+    # Each close costs the connection: the next exchange opens another (the handshake counted again).
+    assert r["connect"]["requests"] == seen["connections"] - 1
+
+
+def test_a_silent_server_times_out_and_the_run_ends_on_time(ws, tmp_path):
+    before = counts(ws)
+    t0 = time.monotonic()
+    r = bench(tmp_path, f"ws://{ws}/silent", "-c", 3, "-t", "2s", "--timeout", "0.5s", code=1)
+    assert time.monotonic() - t0 < 15  # the run itself is 2 s; start-up and exit on a starved host
+    agg = r["aggregate"]
+    assert agg["requests"] == agg["failures"] > 0 and r["duration_s"] < 2.5
+    assert {e["message"] for e in r["errors"]} == {"request timed out"}
+    assert agg["requests"] + r["abandoned"] == since(ws, before)["received"]
+
+
+def test_a_64_mb_frame_is_refused_before_its_payload_and_memory_stays_bounded(ws, tmp_path):
+    out = tmp_path / "big.json"
+    # squall under a parent that reports its peak RSS (the children's maximum, this one's only).
+    code = (
+        "import resource, subprocess, sys;"
+        f"p = subprocess.run([sys.executable, '-m', 'squall', 'bench', 'ws://{ws}/big', '-n', '20', '-c', '2',"
+        f" '--json', '{out}', '-q'], stdout=subprocess.DEVNULL);"
+        "print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    rc, peak_kb = map(int, p.stdout.split())
+    assert rc == 1, p.stderr
+    r = json.loads(out.read_text())
+    assert r["aggregate"]["requests"] == r["aggregate"]["failures"] == 20
+    (err,) = r["errors"]
+    assert err["message"] == "too large: WebSocket frame over 16 MB", err
+    assert peak_kb < 150_000, peak_kb  # squall's own size is about 40 MB; a 64 MB frame kept would show
+
+
+def test_fragmented_replies_are_counted_whole(ws, tmp_path):
+    before = counts(ws)
+    r = bench(tmp_path, f"ws://{ws}/fragments?n=50&size=1000", "-n", 100, "-c", 2)
+    assert r["aggregate"]["failures"] == 0 and r["aggregate"]["requests"] == 100
+    assert r["aggregate"]["body_bytes"] == since(ws, before)["reply_bytes"] == 100 * 50 * 1000
+
+
+def test_pings_on_the_way_are_answered(ws, tmp_path):
+    before = counts(ws)
+    r = bench(tmp_path, f"ws://{ws}/ping", "-n", 200, "-c", 2)
+    assert r["aggregate"]["failures"] == 0
+    assert since(ws, before)["pongs"] == 200  # the server waited for each pong before it replied
+
+
+@pytest.mark.parametrize(
+    ("path", "reason"),
+    [("/reject", "did not open a WebSocket: HTTP 403"), ("/plain", "answered the handshake with 200, not 101")],
+)
+def test_a_path_that_is_no_websocket_is_one_clear_error_before_the_run(ws, path, reason):
+    p = squall("bench", f"ws://{ws}{path}", "-n", 10)
+    assert p.returncode == 3, p.stderr  # docs/numbers.md: the run could not start
+    assert "Traceback" not in p.stderr and p.stderr.count("\n") == 1 and reason in p.stderr, p.stderr
+
+
+def test_wss_with_a_self_signed_certificate(tmp_path):
+    self_signed(tmp_path)
+    with serving("ws_server.py", tmp_path) as port:
+        r = bench(tmp_path, f"wss://localhost:{port}/echo", "-n", 100, "-c", 2, "--insecure")
+        assert r["aggregate"]["requests"] == 100 and r["aggregate"]["failures"] == 0
+        p = squall("bench", f"wss://localhost:{port}/echo", "-n", 10)
+        assert p.returncode == 3 and "--insecure" in p.stderr and p.stderr.count("\n") == 1, p.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["http://127.0.0.1:9/", "--message", "x"], "--message and --binary are for ws://"),
+        (["ws://127.0.0.1:9/", "--http2"], "--http2 is for http://"),
+        (["ws://127.0.0.1:9/", "-d", "x"], "-d/--data is for http://"),
+        (["ws://127.0.0.1:9/", "-H", "Sec-WebSocket-Extensions: permessage-deflate"], "sets Sec-WebSocket-Extensions"),
+        (["ws://127.0.0.1:9/", "--message", "@/nonexistent"], "cannot read --message"),
+    ],
+)
+def test_bad_websocket_flags_are_one_line_usage_errors(args, says):
+    p = squall("bench", *args, "-n", 1)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and says in p.stderr, p.stderr
