@@ -11,6 +11,7 @@ import time
 import pytest
 
 from support import self_signed, serving, squall, squall_get
+from test_web import open_page, points, shot
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +49,21 @@ def test_every_exchange_is_a_message_the_server_received_and_answered(ws, tmp_pa
     # wrong target is one clear error, not a run of failures).
     assert r["connect"]["requests"] == 20 and seen["connections"] == 21
     assert r["url"] == f"ws://{ws}/echo" and r["method"] == "WS"
+
+
+def test_the_report_shows_the_exchanges_the_server_counted_and_no_status_chart(ws, browser, tmp_path):
+    before = counts(ws)
+    html = tmp_path / "r.html"
+    bench(tmp_path, f"ws://{ws}/echo", "--rate", 200, "-t", "2s", "-c", 5, "--html", html)
+    received = since(ws, before)["received"]
+    page = open_page(browser, html.as_uri(), offline=True)
+    assert page.console_errors == []
+    shot(page, "websocket-report")
+    row = page.locator("[data-testid='stats-table'] tbody tr").first.inner_text().split("\t")
+    assert row[:3] == ["WS", "/echo", f"{received:,}"], row
+    assert points(page, "rps") >= 2
+    # A message has no status: no "no response" series for every exchange.
+    assert page.locator("[data-testid='chart-status']").count() == 0
 
 
 def test_a_binary_message_from_a_file(ws, tmp_path):

@@ -138,7 +138,7 @@ export function breakdown(e: Endpoint, label: string): HTMLElement {
 /** The section's body: the breakdown of the entry shown, or why there is none. */
 export function fillBreakdown(body: HTMLElement, e: Endpoint | null, label: string): boolean {
   if (!e || !timingsOf(e)) {
-    fill(body, h("p", { class: "empty", testid: "no-timings" }, "Not broken down: only HTTP/1.1 requests are (not HTTP/2 or MQTT, nor results from before squall timed the phases)."));
+    fill(body, h("p", { class: "empty", testid: "no-timings" }, "Not broken down: only HTTP/1.1 requests are (not HTTP/2, WebSocket or MQTT, nor results from before squall timed the phases)."));
     return false;
   }
   fill(body, breakdown(e, label));

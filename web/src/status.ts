@@ -1,6 +1,7 @@
 // Responses per second by status (Gatling's chart): a series per status code, and "no response" for the
 // requests that failed without one (refused, timed out, reset, closed). Its counts are the seconds'
-// `status_codes`, so that over the run they add up to the result's.
+// `status_codes`, so that over the run they add up to the result's. WebSocket exchanges (method WS) have
+// no status by nature: they are not "no response", and a run of them alone has no such chart.
 import type { Endpoint, Point } from "./types";
 import { COLORS, type SeriesDef } from "./charts";
 import { num } from "./util";
@@ -11,7 +12,10 @@ export const NO_RESPONSE = "none";
 const MAX_CODES = 8;
 const OTHER = "other";
 
-type Counted = { requests?: number; status_codes?: Record<string, number> };
+type Counted = { method?: string; requests?: number; status_codes?: Record<string, number> };
+
+/** A WebSocket exchange: a message and its reply, which has no status. */
+const statusless = (e: Counted) => e.method === "WS";
 
 /** The status counts of entries added up (a second's endpoints, or one of them). */
 export function statusCounts(entries: Counted[]): Record<string, number> {
@@ -23,7 +27,7 @@ export function statusCounts(entries: Counted[]): Record<string, number> {
 /** Requests without a status among those counted. */
 function unanswered(entries: Counted[], counts: Record<string, number>): number {
   const answered = Object.values(counts).reduce((a, n) => a + n, 0);
-  return Math.max(0, entries.reduce((a, e) => a + num(e.requests), 0) - answered);
+  return Math.max(0, entries.reduce((a, e) => a + (statusless(e) ? 0 : num(e.requests)), 0) - answered);
 }
 
 /** The series' keys for totals (the aggregate's endpoints, or the picked one): codes by count, "other", "none". */

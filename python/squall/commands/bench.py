@@ -178,7 +178,7 @@ def engine_config(args: argparse.Namespace) -> tuple[dict[str, Any], bytes]:
     url, headers = _credentials(args.url, _headers(args.header))
     config = {
         "url": url,
-        "method": "GET" if websocket else (args.method or ("POST" if body else "GET")),
+        "method": "WS" if websocket else (args.method or ("POST" if body else "GET")),
         "headers": headers,
         "name": args.name,
         "connections": connections,
