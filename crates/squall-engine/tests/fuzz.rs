@@ -1,6 +1,7 @@
 //! Property-based fuzzing (proptest) of what the network sends us: the HTTP/1.1 response path (head,
 //! Content-Length, chunked decoding, close-delimited bodies), bench's HTTP/2 client (frames, HPACK
-//! blocks), the MQTT packet decoder and the `--verify` header. Each case must end in a result or an error, never a panic or a hang, and where
+//! blocks), the MQTT packet decoder, the `--verify` header and WebSocket (the handshake's answer, frames,
+//! fragments and pings). Each case must end in a result or an error, never a panic or a hang, and where
 //! the input is well formed the decoded value must be what was encoded.
 //!
 //! The bounds on what a server may send (issue 26) are cases too: a chunk size line, trailers, an
@@ -374,6 +375,152 @@ proptest! {
         for host in 0..4 {
             let header = jar.header_for(&format!("h{host}.shop.test"), &[]).unwrap_or_default();
             prop_assert!(header.len() <= MAX_HEADER, "{}", header.len());
+        }
+    }
+}
+
+/// A WebSocket server for one connection: reads the handshake (up to its blank line), answers it as
+/// `answer` says (given the client's key), then writes `after` in pieces of `piece` bytes and closes.
+async fn serve_ws(
+    answer: impl FnOnce(&str) -> Vec<u8> + Send + 'static,
+    after: Vec<u8>,
+    piece: usize,
+) -> (SocketAddr, tokio::task::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await.unwrap();
+        let mut head = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            match s.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => head.extend_from_slice(&buf[..n]),
+            }
+        }
+        let text = String::from_utf8_lossy(&head).to_string();
+        let key = text.lines().find_map(|l| l.strip_prefix("Sec-WebSocket-Key: ")).unwrap_or("").trim().to_string();
+        let mut out = answer(&key);
+        out.extend_from_slice(&after);
+        for chunk in out.chunks(piece.max(1)) {
+            if s.write_all(chunk).await.is_err() {
+                break;
+            }
+        }
+        let _ = s.shutdown().await;
+        while matches!(s.read(&mut buf).await, Ok(n) if n > 0) {}
+    });
+    (addr, server)
+}
+
+fn accepted(key: &str) -> Vec<u8> {
+    format!(
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {}\r\n\r\n",
+        squall_engine::ws::handshake::accept_for(key.as_bytes())
+    )
+    .into_bytes()
+}
+
+/// One WebSocket exchange against `serve_ws`: Some(Ok(reply bytes)) or Some(Err(message)), None if it hung.
+fn ws_exchange(
+    answer: impl FnOnce(&str) -> Vec<u8> + Send + 'static,
+    after: Vec<u8>,
+    piece: usize,
+) -> Option<Result<u64, String>> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async move {
+        let (addr, server) = serve_ws(answer, after, piece).await;
+        let url = url::Url::parse(&format!("http://{addr}/ws")).unwrap();
+        let handshake = squall_engine::ws::Handshake::new(&url, &[]).unwrap();
+        let outcome = tokio::time::timeout(Duration::from_secs(5), async {
+            let io = Stream::plain(TcpStream::connect(addr).await.unwrap());
+            let mut ws = squall_engine::ws::WsConn::open(io, &handshake).await?;
+            ws.exchange(b"hello", false).await
+        })
+        .await;
+        server.abort();
+        match outcome {
+            Err(_) => None,
+            Ok(Ok(r)) => Some(Ok(r.bytes)),
+            Ok(Err(f)) => Some(Err(f.message())),
+        }
+    })
+}
+
+/// A server frame (never masked): FIN, opcode, the payload's length in its shortest form.
+fn ws_frame(fin: bool, opcode: u8, payload: &[u8]) -> Vec<u8> {
+    let mut out = vec![(fin as u8) << 7 | opcode];
+    match payload.len() {
+        n if n < 126 => out.push(n as u8),
+        n if n < 65536 => {
+            out.push(126);
+            out.extend_from_slice(&(n as u16).to_be_bytes());
+        }
+        n => {
+            out.push(127);
+            out.extend_from_slice(&(n as u64).to_be_bytes());
+        }
+    }
+    out.extend_from_slice(payload);
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
+    /// Any bytes as the handshake's answer: the WebSocket opens or fails, never a panic or a hang.
+    #[test]
+    fn ws_handshake_survives_any_answer(bytes in proptest::collection::vec(any::<u8>(), 0..400), piece in 1usize..64) {
+        prop_assert!(ws_exchange(move |_| bytes, vec![], piece).is_some(), "hung");
+    }
+
+    /// Any bytes after a valid handshake, as the frames of the reply: a reply or an error, never a
+    /// panic or a hang.
+    #[test]
+    fn ws_frames_survive_any_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..600), piece in 1usize..64) {
+        prop_assert!(ws_exchange(accepted, bytes, piece).is_some(), "hung");
+    }
+
+    /// A reply in any number of fragments of any sizes, pings between them, however the bytes are
+    /// split on the wire: its size is exactly what was sent.
+    #[test]
+    fn ws_replies_are_counted_whole(
+        fragments in proptest::collection::vec((proptest::collection::vec(any::<u8>(), 0..300), any::<bool>()), 1..8),
+        binary: bool,
+        piece in 1usize..64,
+    ) {
+        let mut wire = Vec::new();
+        let n = fragments.len();
+        let mut sent = 0u64;
+        for (i, (payload, ping)) in fragments.iter().enumerate() {
+            if *ping {
+                wire.extend(ws_frame(true, 0x9, b"are you there"));
+            }
+            let opcode = if i > 0 { 0x0 } else if binary { 0x2 } else { 0x1 };
+            // Text must be UTF-8 only when whole (a fragment may split a character): ASCII here.
+            let payload: Vec<u8> = if binary { payload.clone() } else { payload.iter().map(|b| b'a' + b % 26).collect() };
+            wire.extend(ws_frame(i + 1 == n, opcode, &payload));
+            sent += payload.len() as u64;
+        }
+        prop_assert_eq!(ws_exchange(accepted, wire, piece), Some(Ok(sent)));
+    }
+}
+
+/// A frame just within or past the bound: taken, or refused at its header before its payload.
+#[test]
+fn ws_frames_above_the_bound_are_refused_at_their_header() {
+    use squall_engine::ws::MAX_FRAME;
+    for over in [false, true] {
+        let len = if over { MAX_FRAME } else { MAX_FRAME - 1 };
+        let mut wire = vec![0x82, 127];
+        wire.extend_from_slice(&(len as u64).to_be_bytes());
+        if !over {
+            wire.extend(std::iter::repeat_n(0u8, len));
+        }
+        let got = ws_exchange(accepted, wire, 1 << 16);
+        match over {
+            true => assert_eq!(got, Some(Err(format!("too large: WebSocket frame over {} MB", MAX_FRAME >> 20)))),
+            false => assert_eq!(got, Some(Ok(len as u64))),
         }
     }
 }
