@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "crates" / "squall-engine" / "src"
-ORDER = ["types", "stats", "net", "http", "run", "bench", "mqtt", "script"]
+ORDER = ["types", "stats", "net", "http", "ws", "run", "bench", "mqtt", "script"]
 PATH = re.compile(r"\bcrate::(" + "|".join(ORDER) + r")\b")
 
 
