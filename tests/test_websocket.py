@@ -4,9 +4,12 @@ latencies within the server's known delay, and the server's misdeeds (closes, si
 fragments, pings, a refused handshake) counted as what they are, with runs that end on time."""
 
 import json
+import math
+import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -188,3 +191,64 @@ def test_wss_with_a_self_signed_certificate(tmp_path):
 def test_bad_websocket_flags_are_one_line_usage_errors(args, says):
     p = squall("bench", *args, "-n", 1)
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and says in p.stderr, p.stderr
+
+
+# --- WebSocketUser: scripted users whose WebSocket is the engine's (squall.contrib.websocket) ---
+
+USERS_FILE = Path(__file__).parent / "locustfiles" / "ws_users.py"
+
+
+def run_users(ws, tmp_path, user_class, users, seconds, path, timeout=30, code=0):
+    out = tmp_path / "s.json"
+    env = dict(os.environ, WS_PATH=path, WS_TIMEOUT=str(timeout))
+    args = ["-f", USERS_FILE, user_class, "-H", f"ws://{ws}", "--headless", "-u", users, "-r", 100]
+    p = squall(*args, "-t", f"{seconds}s", "--result-json", out, "--only-summary", env=env)
+    assert p.returncode == code and "Traceback" not in p.stderr, p.stderr[-3000:]
+    r = json.loads(out.read_text())
+    return r, {(e["method"], e["name"]): e for e in r["endpoints"]}
+
+
+def test_websocket_users_exchange_in_the_engine_as_the_server_counts(ws, tmp_path):
+    before = counts(ws)
+    r, eps = run_users(ws, tmp_path, "Talker", 4, 2, "/echo")
+    seen = since(ws, before)
+    assert r["exceptions"] == []  # every reply was the message sent back (the tasks assert it)
+    assert eps[("WS", "/echo")]["requests"] == seen["connections"] == 4  # the handshakes, once a user
+    exchanged = eps[("WSC", "hello")]["requests"] + eps[("WSC", "blob")]["requests"]
+    assert r["aggregate"]["failures"] == 0 and exchanged > 100
+    # The server read every message counted, and at most one a user more (in flight at the end).
+    assert 0 <= seen["received"] - exchanged <= 4, (seen, exchanged)
+    # The task weights (3:1) drew the names: 0.25 of them blobs, within 5 standard deviations.
+    share, sd = eps[("WSC", "blob")]["requests"] / exchanged, math.sqrt(0.25 * 0.75 / exchanged)
+    assert abs(share - 0.25) < 5 * sd, share
+
+
+def test_websocket_users_receive_what_the_server_pushes_when_it_pushes(ws, tmp_path):
+    before = counts(ws)
+    r, eps = run_users(ws, tmp_path, "Listener", 3, 3, "/push?n=20&ms=50")
+    assert r["exceptions"] == []  # each user saw push 0, push 1, ... in order
+    received = eps[("WSR", "push")]
+    assert received["requests"] == since(ws, before)["pushed"] == 60 and received["failures"] == 0
+    # Each receive waits for the next push, 50 ms after the last (asyncio.sleep: never early): about
+    # 50 ms each, less the moment the task took between two receives; a loaded machine adds to it.
+    assert 40_000 <= received["percentiles_us"]["50"] <= 100_000, received["percentiles_us"]
+
+
+def test_a_server_close_fails_the_exchange_quietly_and_the_next_one_reconnects(ws, tmp_path):
+    before = counts(ws)
+    r, eps = run_users(ws, tmp_path, "Talker", 2, 2, "/close?after=3", code=1)  # (failures: exit 1, as Locust)
+    seen = since(ws, before)
+    assert r["exceptions"] == []  # WebSocketError ends the task as RescheduleTask does: no traceback
+    failed = eps[("WSC", "hello")]["failures"] + eps[("WSC", "blob")]["failures"]
+    assert 0 <= seen["closes"] - failed <= 2 and failed > 10  # (a close may come as the run ends)
+    assert eps[("WS", "/close?after=3")]["requests"] == seen["connections"]  # each reconnect counted
+    assert {e["message"] for e in r["errors"]} == {"server closed the connection (WebSocket close 1001: bye)"}
+
+
+def test_users_waiting_on_a_silent_server_stop_on_time(ws, tmp_path):
+    before = counts(ws)
+    t0 = time.monotonic()
+    r, eps = run_users(ws, tmp_path, "Talker", 3, 2, "/silent", timeout=100)
+    assert time.monotonic() - t0 < 20  # the run is 2 s; start-up and exit on a starved host
+    assert since(ws, before)["received"] == 3  # one message each, never answered
+    assert eps[("WS", "/silent")]["requests"] == 3 and ("WSC", "hello") not in eps and ("WSC", "blob") not in eps

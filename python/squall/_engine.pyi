@@ -152,12 +152,15 @@ class NativePlan:
 
 @final
 class Completion:
-    """What came back for a scripted MQTT operation (a request's is a Response)."""
+    """What came back for a scripted MQTT or WebSocket operation (a request's is a Response)."""
 
     id: int
     elapsed_us: int
     error: str | None
     """Why it failed; None when it succeeded."""
+    content: bytes
+    """A WebSocket exchange's or receive's message (else empty)."""
+    binary: bool
 
 @disjoint_base
 class Response:
@@ -251,6 +254,15 @@ class ScriptEngine:
     def mqtt_subscribe(self, user: int, filter: str, qos: int, name: str | None = None) -> int:
         """`name`: as for `mqtt_publish` (Locust's: `subscribe:QOS:FILTER`)."""
     def mqtt_disconnect(self, user: int) -> int: ...
+    def ws_connect(
+        self, user: int, url: str, headers: list[tuple[str, str]], name: str | None = None, timeout: float = 30.0
+    ) -> int: ...
+    def ws_send(self, user: int, payload: bytes, binary: bool, name: str | None = None) -> int: ...
+    def ws_exchange(
+        self, user: int, payload: bytes, binary: bool, name: str | None = None, timeout: float = 30.0
+    ) -> int: ...
+    def ws_receive(self, user: int, name: str | None = None, timeout: float = 30.0) -> int: ...
+    def ws_close(self, user: int) -> int: ...
     def record(
         self, method: str, name: str, elapsed_us: int, status: int, body_bytes: int, failure: str | None = None
     ) -> None:

@@ -8,6 +8,7 @@
 - `/big`: each message is answered by the head of a 64 MB binary frame (its payload never comes)
 - `/fragments?n=N&size=S`: each message is answered by one message in N fragments of S bytes
 - `/ping`: each answer comes after a ping that the client must answer (the pong is awaited)
+- `/push?n=N&ms=M`: on connecting, N messages `push I` sent M ms apart; messages are echoed meanwhile
 - `/reject`: the handshake is refused with 403; `/plain`: a plain 200, no upgrade
 
 `GET /__counts` answers the counts so far (JSON): connections opened, messages received, replies
@@ -27,7 +28,7 @@ from urllib.parse import parse_qs, urlsplit
 from websockets.asyncio.server import serve
 from websockets.exceptions import ConnectionClosed
 
-counts = {"connections": 0, "received": 0, "replies": 0, "closes": 0, "pongs": 0, "reply_bytes": 0}
+counts = {"connections": 0, "received": 0, "replies": 0, "closes": 0, "pongs": 0, "reply_bytes": 0, "pushed": 0}
 
 
 def process_request(connection, request):
@@ -47,6 +48,14 @@ async def reply(ws, message):
     counts["reply_bytes"] += len(message if isinstance(message, bytes) else message.encode())
 
 
+async def push(ws, n, ms):
+    with contextlib.suppress(ConnectionClosed):
+        for i in range(n):
+            await asyncio.sleep(ms / 1000)
+            await reply(ws, f"push {i}")
+            counts["pushed"] += 1
+
+
 async def handler(ws):
     counts["connections"] += 1
     with contextlib.suppress(ConnectionClosed):  # a client that leaves without a close frame
@@ -57,10 +66,12 @@ async def exchanges(ws):
     url = urlsplit(ws.request.path)
     query = {k: int(v[0]) for k, v in parse_qs(url.query).items()}
     on_this = 0
+    if url.path == "/push":
+        asyncio.get_running_loop().create_task(push(ws, query["n"], query["ms"]))
     async for message in ws:
         counts["received"] += 1
         on_this += 1
-        if url.path == "/echo":
+        if url.path in ("/echo", "/push"):
             await reply(ws, message)
         elif url.path == "/delay":
             await asyncio.sleep(query["ms"] / 1000)

@@ -15,6 +15,7 @@ use squall_engine::script::{
     Checked, Endpoint, Head, Judged, RequestShape, ScriptEngine as Engine, ScriptOptions, ScriptRequest, Verdict,
 };
 use squall_engine::stats::result::{self, RunResult};
+use squall_engine::ws::WsOp;
 use squall_engine::{BenchConfig, StartError, StopReason};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -404,13 +405,16 @@ impl NativePlan {
     }
 }
 
-/// What came back for a scripted MQTT operation (a request's is a Response).
+/// What came back for a scripted MQTT or WebSocket operation (a request's is a Response).
 #[pyclass(module = "squall._engine", frozen, get_all)]
 struct Completion {
     id: u64,
     elapsed_us: u64,
     /// Why it failed; None when it succeeded.
     error: Option<String>,
+    /// A WebSocket exchange's or receive's message (else empty), and whether it is binary.
+    content: Py<PyBytes>,
+    binary: bool,
 }
 
 /// A scripted request's response, as the engine's poll hands it over: status, URL, body and timing
@@ -629,7 +633,13 @@ impl ScriptEngine {
         done.into_iter()
             .map(|c| {
                 let Some((request, endpoint)) = c.request else {
-                    let completion = Completion { id: c.id, elapsed_us: c.elapsed_us, error: c.error };
+                    let completion = Completion {
+                        id: c.id,
+                        elapsed_us: c.elapsed_us,
+                        error: c.error,
+                        content: PyBytes::new(py, &c.body).unbind(),
+                        binary: c.status == 2, // a WebSocket message's opcode (websocket.rs)
+                    };
                     return Ok(Py::new(py, completion)?.into_any());
                 };
                 let class = classes.as_ref().map(|c| if request.record { &c.plain } else { &c.caught });
@@ -747,6 +757,52 @@ impl ScriptEngine {
 
     fn mqtt_disconnect(&self, user: u64) -> PyResult<u64> {
         Ok(self.engine()?.submit_mqtt(user, |id| Op::Disconnect { id }))
+    }
+
+    /// Opens `user`'s WebSocket at `url` (ws:// or wss://), closing any it had; returns the operation's id.
+    #[pyo3(signature = (user, url, headers, name=None, timeout=30.0))]
+    fn ws_connect(
+        &self,
+        user: u64,
+        url: String,
+        headers: Vec<(String, String)>,
+        name: Option<String>,
+        timeout: f64,
+    ) -> PyResult<u64> {
+        let timeout = seconds(timeout);
+        Ok(self.engine()?.submit_ws(user, |id| WsOp::Connect { id, url, headers, name, timeout }))
+    }
+
+    /// Sends a message on `user`'s WebSocket (done once written).
+    #[pyo3(signature = (user, payload, binary, name=None))]
+    fn ws_send(&self, user: u64, payload: Vec<u8>, binary: bool, name: Option<String>) -> PyResult<u64> {
+        Ok(self.engine()?.submit_ws(user, |id| WsOp::Send { id, payload, binary, name }))
+    }
+
+    /// Sends a message and waits for the next one the server sends after it (the reply).
+    #[pyo3(signature = (user, payload, binary, name=None, timeout=30.0))]
+    fn ws_exchange(
+        &self,
+        user: u64,
+        payload: Vec<u8>,
+        binary: bool,
+        name: Option<String>,
+        timeout: f64,
+    ) -> PyResult<u64> {
+        let timeout = seconds(timeout);
+        Ok(self.engine()?.submit_ws(user, |id| WsOp::Exchange { id, payload, binary, name, timeout }))
+    }
+
+    /// Waits for the next message on `user`'s WebSocket (the oldest unread, if one is waiting).
+    #[pyo3(signature = (user, name=None, timeout=30.0))]
+    fn ws_receive(&self, user: u64, name: Option<String>, timeout: f64) -> PyResult<u64> {
+        let timeout = seconds(timeout);
+        Ok(self.engine()?.submit_ws(user, |id| WsOp::Receive { id, name, timeout }))
+    }
+
+    /// Closes `user`'s WebSocket (close 1000).
+    fn ws_close(&self, user: u64) -> PyResult<u64> {
+        Ok(self.engine()?.submit_ws(user, |id| WsOp::Close { id }))
     }
 
     /// Records a verdict on a request the script names: a request event it fired itself.
@@ -1003,4 +1059,13 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<MergedHistogram>()?;
     m.add_function(wrap_pyfunction!(start_demo_broker, m)?)?;
     Ok(())
+}
+
+/// A timeout the script gives, in seconds: at least a millisecond, at most the engine's longest wait.
+fn seconds(s: f64) -> Duration {
+    Duration::from_secs_f64(if s.is_nan() {
+        squall_engine::script::LONGEST_WAIT_S
+    } else {
+        s.clamp(0.001, squall_engine::script::LONGEST_WAIT_S)
+    })
 }

@@ -204,6 +204,8 @@ pub(super) struct Engine {
     pub(super) ready: Notify,
     /// Each MQTT user's connection task.
     pub(super) mqtt: RefCell<HashMap<u64, UserTx>>,
+    /// Each WebSocket user's connection task (`websocket`).
+    pub(super) ws: RefCell<HashMap<u64, crate::ws::WsTx>>,
     /// Requests not yet completed, by id.
     pub(super) running: RefCell<HashMap<u64, Running>>,
     /// The native users (`native`), by user id, and how many of them think between tasks.
@@ -303,6 +305,7 @@ impl Engine {
             messages: RefCell::default(),
             ready: Notify::new(),
             mqtt: RefCell::default(),
+            ws: RefCell::default(),
             running: RefCell::default(),
             native: RefCell::default(),
             native_thinking: Cell::new(0),

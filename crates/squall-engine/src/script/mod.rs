@@ -31,6 +31,7 @@ mod pools;
 mod request;
 mod think;
 mod wait;
+pub mod websocket;
 pub use wait::LONGEST_WAIT_S;
 
 use crate::http::request::{check_headers, check_method};
@@ -678,6 +679,26 @@ impl ScriptEngine {
         id
     }
 
+    /// A WebSocket operation of a scripted user (`websocket`), run on that user's connection in order;
+    /// its completion comes from `poll` under the returned id.
+    pub fn submit_ws(&self, user: u64, op: impl FnOnce(u64) -> crate::ws::WsOp) -> u64 {
+        let id = self.next_id();
+        let engine = &self.engine;
+        let tx = engine
+            .ws
+            .borrow_mut()
+            .entry(user)
+            .or_insert_with(|| {
+                let (tx, rx) = mpsc::unbounded_channel();
+                let insecure = engine.options.insecure;
+                self.local.spawn_local(websocket::user_task(engine.clone(), insecure, rx));
+                tx
+            })
+            .clone();
+        let _ = tx.send(op(id));
+        id
+    }
+
     /// Runs `user`'s tasks natively (`native`): returns the plan's id, whose completion comes when the
     /// plan ends (`end_plans`). A plan whose URL cannot be requested, or that the engine cannot run,
     /// is an error at once, nothing sent.
@@ -742,6 +763,7 @@ impl ScriptEngine {
         engine.pool.borrow_mut().users.remove(&user);
         engine.jars.borrow_mut().remove(&user);
         engine.mqtt.borrow_mut().remove(&user); // its task says goodbye and ends
+        engine.ws.borrow_mut().remove(&user); // the same
     }
 
     /// The user's cookies: (name, value, domain).

@@ -1,14 +1,10 @@
 //! One WebSocket connection after its handshake: a message sent and its reply read, as one exchange.
 
+use super::wire::{closed, failure, violation, Prefixed};
 use super::{Handshake, MAX_FRAME};
 use crate::net::Stream;
-use crate::stats::{Failure, FailureKind};
-use bytes::{Buf, Bytes};
-use fastwebsockets::{Frame, OpCode, Payload, Role, WebSocket, WebSocketError};
-use std::io;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use crate::stats::Failure;
+use fastwebsockets::{Frame, OpCode, Payload, Role, WebSocket};
 
 /// What came back for one message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,81 +73,5 @@ impl WsConn {
                 OpCode::Ping | OpCode::Pong => {} // a ping was answered by the reader (auto pong)
             }
         }
-    }
-}
-
-fn violation(what: &str) -> Failure {
-    Failure::new(FailureKind::WebSocket, what)
-}
-
-/// The server's close frame, as a failure: its code and reason (RFC 6455 §7.4).
-fn closed(payload: &[u8]) -> Failure {
-    if payload.len() < 2 {
-        return Failure::new(FailureKind::Closed, "(WebSocket close)");
-    }
-    let code = u16::from_be_bytes([payload[0], payload[1]]);
-    let reason = String::from_utf8_lossy(&payload[2..]);
-    let reason: String = reason.chars().take(120).collect();
-    match reason.is_empty() {
-        true => Failure::new(FailureKind::Closed, format!("(WebSocket close {code})")),
-        false => Failure::new(FailureKind::Closed, format!("(WebSocket close {code}: {reason})")),
-    }
-}
-
-fn failure(e: WebSocketError) -> Failure {
-    match e {
-        WebSocketError::IoError(e) => crate::net::classify_io(&e, "(WebSocket)"),
-        WebSocketError::UnexpectedEOF | WebSocketError::ConnectionClosed => {
-            Failure::new(FailureKind::Closed, "(no WebSocket close)")
-        }
-        WebSocketError::FrameTooLarge => {
-            Failure::new(FailureKind::TooLarge, format!("WebSocket frame over {} MB", MAX_FRAME >> 20))
-        }
-        other => Failure::new(FailureKind::WebSocket, other.to_string()),
-    }
-}
-
-/// The connection, with what the server sent right after its handshake answer read first.
-struct Prefixed {
-    early: Bytes,
-    io: Stream,
-}
-
-impl AsyncRead for Prefixed {
-    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        if this.early.has_remaining() {
-            let n = this.early.len().min(buf.remaining());
-            buf.put_slice(&this.early[..n]);
-            this.early.advance(n);
-            return Poll::Ready(Ok(()));
-        }
-        Pin::new(&mut this.io).poll_read(cx, buf)
-    }
-}
-
-impl AsyncWrite for Prefixed {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
     }
 }

@@ -4,16 +4,24 @@
 //! one buffer, its writes mask in place); the handshake is written here, because the crate's own
 //! needs hyper's client and squall's connections are its own (`net::Stream`, timed, TLS or not).
 //!
+//! A scripted user's connection is held as a `duplex` instead: a reader that takes every message as it
+//! comes (answering pings even while the user thinks) and a writer the user's operations share.
+//!
 //! What a reply is: the first whole data message (text or binary) after the send; pings met on the
 //! way are answered, a close from the server fails the exchange with its code and reason. Fragmented
 //! replies are counted, not kept: a bench only needs their size, so a server that fragments without
 //! end costs time, not memory.
 
 pub mod conn;
+pub mod duplex;
 pub mod handshake;
+pub mod op;
+mod wire;
 
 pub use conn::{Reply, WsConn};
+pub use duplex::{Incoming, Reader, Writer};
 pub use handshake::Handshake;
+pub use op::{WsOp, WsTx};
 
 /// The largest frame a reply may carry. A bigger one fails the exchange (`too large`) before its
 /// payload is read: 10,000 connections must not each hold a server's 64 MB frame.

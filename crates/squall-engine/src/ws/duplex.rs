@@ -1,0 +1,102 @@
+//! A WebSocket held in two halves, for scripted users: the `Reader` takes each whole message as it comes
+//! (a task of its own reads for ever, so pings are answered and messages kept while the user does
+//! something else), the `Writer` sends the user's messages, and the reader's pongs and close replies.
+
+use super::wire::{closed, failure, violation, Prefixed};
+use super::{Handshake, MAX_FRAME};
+use crate::net::Stream;
+use crate::stats::{Failure, FailureKind};
+use fastwebsockets::{
+    after_handshake_split, Frame, OpCode, Payload, Role, WebSocketError, WebSocketRead, WebSocketWrite,
+};
+use std::rc::Rc;
+use tokio::io::{ReadHalf, WriteHalf};
+
+/// A whole message from the server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Incoming {
+    pub data: Vec<u8>,
+    pub binary: bool,
+}
+
+pub struct Writer {
+    ws: tokio::sync::Mutex<WebSocketWrite<WriteHalf<Prefixed>>>,
+}
+
+pub struct Reader {
+    ws: WebSocketRead<ReadHalf<Prefixed>>,
+    writer: Rc<Writer>,
+}
+
+/// Opens the WebSocket over a fresh connection, in two halves.
+pub async fn open(mut io: Stream, handshake: &Handshake) -> Result<(Reader, Rc<Writer>), Failure> {
+    let early = handshake.open(&mut io).await?;
+    let (r, w) = tokio::io::split(Prefixed { early, io });
+    let (mut read, write) = after_handshake_split(r, w, Role::Client);
+    read.set_max_message_size(MAX_FRAME);
+    read.set_auto_pong(true);
+    read.set_auto_close(true);
+    let writer = Rc::new(Writer { ws: tokio::sync::Mutex::new(write) });
+    Ok((Reader { ws: read, writer: writer.clone() }, writer))
+}
+
+impl Writer {
+    /// Sends one message (text unless `binary`; masked in place, so it is taken by value).
+    pub async fn send(&self, mut payload: Vec<u8>, binary: bool) -> Result<(), Failure> {
+        let opcode = if binary { OpCode::Binary } else { OpCode::Text };
+        let frame = Frame::new(true, opcode, None, Payload::BorrowedMut(&mut payload));
+        self.ws.lock().await.write_frame(frame).await.map_err(failure)
+    }
+
+    /// Says goodbye (close 1000) without waiting for the server's close.
+    pub async fn close(&self) {
+        let _ = self.ws.lock().await.write_frame(Frame::close(1000, b"")).await;
+    }
+
+    async fn obliged(&self, frame: Frame<'_>) -> Result<(), WebSocketError> {
+        self.ws.lock().await.write_frame(frame).await
+    }
+}
+
+impl Reader {
+    /// The next whole message: fragments joined (at most `MAX_FRAME` in all), pings answered on the way.
+    /// A close from the server, or an error, ends the connection: the reader stops there.
+    pub async fn next(&mut self) -> Result<Incoming, Failure> {
+        let writer = self.writer.clone();
+        let mut send = move |frame: Frame<'static>| {
+            let writer = writer.clone();
+            async move { writer.obliged(frame).await }
+        };
+        let mut message: Option<Incoming> = None;
+        loop {
+            let frame = self.ws.read_frame(&mut send).await.map_err(failure)?;
+            match frame.opcode {
+                OpCode::Close => return Err(closed(&frame.payload)),
+                OpCode::Ping | OpCode::Pong => continue,
+                OpCode::Text | OpCode::Binary if message.is_some() => {
+                    return Err(violation("a new message began before the last one's final fragment"));
+                }
+                OpCode::Continuation if message.is_none() => {
+                    return Err(violation("a continuation frame with no message to continue"));
+                }
+                OpCode::Text | OpCode::Binary | OpCode::Continuation => {}
+            }
+            let m =
+                message.get_or_insert_with(|| Incoming { data: Vec::new(), binary: frame.opcode == OpCode::Binary });
+            if m.data.len() + frame.payload.len() > MAX_FRAME {
+                return Err(Failure::new(
+                    FailureKind::TooLarge,
+                    format!("WebSocket message over {} MB", MAX_FRAME >> 20),
+                ));
+            }
+            m.data.extend_from_slice(&frame.payload);
+            if frame.fin {
+                let m = message.take().expect("set above");
+                if !m.binary && std::str::from_utf8(&m.data).is_err() {
+                    return Err(violation("a text message that is not UTF-8"));
+                }
+                return Ok(m);
+            }
+        }
+    }
+}

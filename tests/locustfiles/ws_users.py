@@ -1,0 +1,44 @@
+"""WebSocket users of squall's engine (squall.contrib.websocket) against tests/servers/ws_server.py:
+WS_PATH picks the server's behaviour, WS_KIND the user's (exchanges, or receives of pushed messages)."""
+
+import os
+
+from locust import constant, task
+
+from squall.contrib.websocket import WebSocketUser
+
+PATH = os.environ.get("WS_PATH", "/echo")
+
+
+class Talker(WebSocketUser):
+    wait_time = constant(0)
+    timeout = float(os.environ.get("WS_TIMEOUT", "30"))
+
+    def on_start(self):
+        self.ws.connect(PATH)
+
+    @task(3)
+    def hello(self):
+        reply = self.ws.exchange("hello", name="hello")
+        assert reply == "hello", reply
+
+    @task(1)
+    def blob(self):
+        reply = self.ws.exchange(b"\x00\xff" * 8, name="blob")
+        assert reply == b"\x00\xff" * 8, reply
+
+
+class Listener(WebSocketUser):
+    """Takes what the server pushes (/push): each receive waits for the next message."""
+
+    wait_time = constant(0)
+
+    def on_start(self):
+        self.ws.connect(PATH)
+        self.seen = 0
+
+    @task
+    def listen(self):
+        message = self.ws.receive(name="push")
+        assert message == f"push {self.seen}", message
+        self.seen += 1
