@@ -252,3 +252,24 @@ def test_users_waiting_on_a_silent_server_stop_on_time(ws, tmp_path):
     assert time.monotonic() - t0 < 20  # the run is 2 s; start-up and exit on a starved host
     assert since(ws, before)["received"] == 3  # one message each, never answered
     assert eps[("WS", "/silent")]["requests"] == 3 and ("WSC", "hello") not in eps and ("WSC", "blob") not in eps
+
+
+@pytest.mark.slow
+@pytest.mark.serial  # a thousand handshakes at once: a Python server on a busy machine is slow to take them
+def test_a_thousand_waiting_connections_and_the_memory_each_took(ws, tmp_path):
+    """-c 1000 against replies 3 s late: every connection open and waiting. The summary's memory a
+    connection is the kernel's high-water mark (VmHWM) less the resident memory before the run, shared
+    over the connections opened: checked against the result's own figures, and bounded (bench/ measures
+    it at 10,000: docs/websocket.md)."""
+    out = tmp_path / "r.json"
+    before = counts(ws)
+    p = squall("bench", f"ws://{ws}/delay?ms=3000", "-c", 1000, "-t", "6s", "--json", out)
+    assert p.returncode == 0, p.stderr
+    r = json.loads(out.read_text())
+    opened = r["connect"]["requests"]
+    assert opened == 1000 and since(ws, before)["connections"] == 1001  # (and the one before the run)
+    process = r["generator"]["process"]
+    grew = process["rss_peak_bytes"] - process["rss_start_bytes"]
+    line = next(x for x in p.stdout.splitlines() if x.startswith("Memory"))
+    assert f"{grew / opened / 1000:.2f} KB a connection" in line, line
+    assert grew / opened < 20_000, line

@@ -1,7 +1,7 @@
 // The generator's own health (`generator`: squall watching its threads' CPU and its sends' lag), so that
 // nobody takes squall's limit for the target's: a banner with its warnings, a header badge, its threads.
 import type { Generator, GeneratorThread, Lateness, Result } from "./types";
-import { fill, fmtInt, fmtMs, fmtPct, h, setText } from "./util";
+import { fill, fmtBytes, fmtInt, fmtMs, fmtPct, h, setText } from "./util";
 import { fmtCpu } from "./monitor";
 
 const fin = (v: unknown): v is number => typeof v === "number" && isFinite(v);
@@ -153,7 +153,16 @@ export function generatorTable(g: Generator): HTMLElement {
       total ? h("tbody", { class: "total" }, total) : null,
     ),
     g.lateness && typeof g.lateness === "object" ? latenessLine(g.lateness) : null,
+    memoryLine(g),
   );
+}
+
+/** squall's peak resident memory, and how much it grew over the run (the connections, the statistics). */
+function memoryLine(g: Generator): HTMLElement | null {
+  const p = g.process;
+  if (!p || typeof p !== "object" || !fin(p.rss_peak_bytes)) return null;
+  const grew = fin(p.rss_start_bytes) ? `, ${fmtBytes(Math.max(p.rss_peak_bytes - p.rss_start_bytes, 0))} more than before the run` : "";
+  return h("p", { class: "note", testid: "generator-memory" }, `Memory: peak ${fmtBytes(p.rss_peak_bytes)} resident${grew}.`);
 }
 
 /** Compare: a run whose generator warned gets a mark beside its label. */

@@ -331,7 +331,14 @@ export interface Lateness {
 export interface Generator {
   threads?: GeneratorThread[];
   /** CPU null: not measured (a run shorter than the one-second sampling) */
-  process?: { cpu_percent_mean?: number | null; cpu_percent_peak?: number | null; cpus?: number } | null;
+  process?: {
+    cpu_percent_mean?: number | null;
+    cpu_percent_peak?: number | null;
+    cpus?: number;
+    /** resident memory before the run, and its peak (bytes; absent in older results) */
+    rss_start_bytes?: number | null;
+    rss_peak_bytes?: number | null;
+  } | null;
   /** one line each; empty when squall kept up */
   warnings?: string[];
   saturated?: boolean;

@@ -15,6 +15,7 @@ from squall.commands.drive import drive, find_limit_by_rate, print_observations,
 from squall.distributed import shares
 from squall.distributed.feed import wait_for_start, worker_feed
 from squall.errors import UsageError
+from squall.monitor import generator
 from squall.options.arguments import (
     add_output_arguments,
     add_threshold_arguments,
@@ -229,13 +230,14 @@ def run(args: argparse.Namespace) -> int:
 
         end = functools.partial(finish, args=args, watch=watch)
         return runs.run_bench(args, config, dashboard, watch, target_monitor, end, _load(config))
+    rss_start = generator.resident()
     engine_run = _start(config, body)
     if engine_run is None:
         return exitcodes.CANNOT_START
     line = ProgressLine(config) if not args.quiet and sys.stderr.isatty() else None
     partial = live.partial_files(args.json, "http", args.url, _load(config))
     with deferred():  # a second Ctrl-C waits for the outputs
-        result, signum = drive(engine_run, line, dashboard, partial, watch, target_monitor)
+        result, signum = drive(engine_run, line, dashboard, partial, watch, target_monitor, rss_start)
         code = finish(result, signum, args, watch)
         if partial is not None:
             partial.done()

@@ -39,15 +39,17 @@ def drive(
     partial: PartialFiles | None = None,
     watch: Watch | None = None,
     monitor: Monitor | None = None,
+    rss_start: int | None = None,
 ) -> tuple[dict[str, Any], int | None]:
     """Waits for the run to end, showing its progress on `line` and `dashboard`, saving it in `partial`
     and checking `watch`'s thresholds if given; returns (result dict, the signal that stopped it or
     None). A signal, Stop on the dashboard or a failed threshold (`--threshold-abort`) stops the run,
-    and the result still holds everything measured until then.
+    and the result still holds everything measured until then. `rss_start`: squall's resident memory
+    before the run started (`generator.resident`), what its connections are counted from.
     """
     store = dashboard.store if dashboard is not None else None
     # Always on: the generator watches itself (0.1 ms a second), reading the stream once a second.
-    generator = GeneratorWatch()
+    generator = GeneratorWatch(rss_start=rss_start)
     # A distributed worker's feed carries the histograms: its driver merges them exactly.
     histograms = isinstance(partial, WorkerFeed)
     publisher = Publisher(

@@ -64,6 +64,23 @@ class _Load:
         return self.saturated_total / self.saturated_s if self.saturated_s else 0.0
 
 
+def resident(pid: int | None = None) -> int | None:
+    """Process `pid`'s resident memory now (default: this process's), in bytes."""
+    return _memory(os.getpid() if pid is None else pid, "VmRSS")
+
+
+def _memory(pid: int, field: str) -> int | None:
+    """A memory figure of /proc/PID/status (VmRSS: resident now; VmHWM: its peak), in bytes."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 class GeneratorWatch:
     """squall watching itself: the CPU of each of its threads, and the send lag of paced loads, to warn
     when the generator, not the target, is what limits the run. Fed once a second by the driving loop
@@ -71,9 +88,9 @@ class GeneratorWatch:
     (sustained or material); a mean lag that grows every second for LAG_WINDOW seconds, to 10 ms or
     more and at least twice where it began, warns too."""
 
-    def __init__(self, pid: int | None = None, *, cpus: int | None = None) -> None:
+    def __init__(self, pid: int | None = None, *, cpus: int | None = None, rss_start: int | None = None) -> None:
         """Watches process `pid` (default: this one), which may use `cpus` cores (default: the cores
-        its affinity allows)."""
+        its affinity allows); `rss_start`: its resident memory before the run (default: now)."""
         self.pid = os.getpid() if pid is None else pid
         self.own = self.pid == os.getpid()
         if cpus is None:
@@ -94,6 +111,7 @@ class GeneratorWatch:
         self.worst_growth: tuple[float, float, int, int] | None = None  # (from us, to us, first, last)
         self._cost_s = 0.0
         self._samples = 0
+        self.rss_start = rss_start or resident(self.pid)  # before the run's connections (their growth)
 
     @property
     def cost_per_sample_s(self) -> float:
@@ -274,6 +292,10 @@ class GeneratorWatch:
                 "cpu_percent_mean": round(self.process.mean, 1) if self.has_cpu else None,
                 "cpu_percent_peak": round(self.process.peak, 1) if self.has_cpu else None,
                 "cpus": self.cpus,
+                # The resident memory when the watch began and its peak (the kernel's high-water mark):
+                # what the run's connections and statistics cost (`squall bench` says it per connection).
+                "rss_start_bytes": self.rss_start,
+                "rss_peak_bytes": _memory(self.pid, "VmHWM"),
             },
             "warnings": self.warnings(),
             "saturated": self.saturated,

@@ -11,6 +11,25 @@ def _section(title: str) -> str:
     return f"\n{title}\n"
 
 
+# Connections from which the summary gives the memory a connection: fewer, and the statistics' own
+# growth (histograms, the time series) is most of what the run added.
+MEMORY_PER_CONNECTION_FROM = 1000
+
+
+def _memory(r: dict[str, Any]) -> str | None:
+    """squall's peak resident memory, and with many connections what each added (the growth over the
+    run, shared out: the connections' buffers and tasks, and the statistics)."""
+    process = (r.get("generator") or {}).get("process") or {}
+    peak, start = process.get("rss_peak_bytes"), process.get("rss_start_bytes")
+    if not peak:
+        return None
+    text = f"peak {size(peak)} resident"
+    opened = r["connect"]["requests"]
+    if start and opened >= MEMORY_PER_CONNECTION_FROM:
+        text += f", {size(max(peak - start, 0) / opened)} a connection ({size(max(peak - start, 0))} over {opened:,})"
+    return text
+
+
 def summary(r: dict[str, Any]) -> str:
     """The summary of a `squall bench` result document."""
     agg = r["aggregate"]
@@ -41,6 +60,9 @@ def summary(r: dict[str, Any]) -> str:
     c = r["connect"]
     if c["requests"]:
         w(f"Connect      {c['requests']:,} opened, mean {ms(c['mean_us'])} ms, max {ms(c['max_us'])} ms\n")
+    memory = _memory(r)
+    if memory:
+        w(f"Memory       {memory}\n")
     om = r.get("schedule")
     if om:
         w(

@@ -79,7 +79,9 @@ impl Handshake {
                 return Err(Failure::new(FailureKind::Closed, "during the WebSocket handshake"));
             }
             if let Some(head) = check_answer(&buf, &key)? {
-                return Ok(buf.split_off(head).freeze());
+                // What came after the head (frames sent at once), copied out: a slice would keep the
+                // whole read buffer for the connection's life (1 KB a connection).
+                return Ok(Bytes::copy_from_slice(&buf[head..]));
             }
             if buf.len() > MAX_HEAD {
                 return Err(Failure::new(

@@ -55,6 +55,9 @@ impl AsyncRead for Prefixed {
             let n = this.early.len().min(buf.remaining());
             buf.put_slice(&this.early[..n]);
             this.early.advance(n);
+            if !this.early.has_remaining() {
+                this.early = Bytes::new(); // (frames that came with the handshake's answer, read now)
+            }
             return Poll::Ready(Ok(()));
         }
         Pin::new(&mut this.io).poll_read(cx, buf)
