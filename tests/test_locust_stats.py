@@ -128,6 +128,7 @@ def delay_server():
         yield f"http://127.0.0.1:{port}"
 
 
+@pytest.mark.serial  # a median within 1 ms of the server's delay: a neighbour's load would move it
 def test_percentiles_of_a_server_of_known_latency(delay_server, tmp_path):
     """Every answer takes the server's 20 ms (plus loopback and scheduling, well under 1 ms at the median
     on an idle machine; a busy 2-core one adds tail). The stats' percentiles are HDR's: within 0.1% of a

@@ -52,6 +52,7 @@ def test_defaults():
         "http2": False,
         "h2_streams": 1,
         "keepalive": True,
+        "binary": False,
         "threads": None,
     }
 
@@ -79,6 +80,7 @@ def test_every_flag_reaches_the_engine():
         "http2": True,
         "h2_streams": 4,
         "keepalive": False,
+        "binary": False,
         "threads": 3,
     }
 

@@ -235,7 +235,15 @@ def test_a_squall_that_keeps_up_warns_of_nothing():
         {"name": "squall-worker-0", "cpu_percent_mean": 31.0, "cpu_percent_peak": 32.0, "saturated_s": 0},
         {"name": "squall-worker-1", "cpu_percent_mean": 25.0, "cpu_percent_peak": 25.0, "saturated_s": 0},
     ]
+    memory = {k: doc["process"].pop(k) for k in ("rss_start_bytes", "rss_peak_bytes")}
     assert doc["process"] == {"cpu_percent_mean": 58.0, "cpu_percent_peak": 59.0, "cpus": 2}
+    # This process's memory, from /proc: the peak is the kernel's high-water mark, never below the start.
+    assert 0 < memory["rss_start_bytes"] <= memory["rss_peak_bytes"] == _status_bytes("VmHWM")
+
+
+def _status_bytes(field):
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith(field + ":"))
 
 
 def test_an_engine_thread_saturated_for_12_seconds():
