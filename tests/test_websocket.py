@@ -241,7 +241,8 @@ def test_a_server_close_fails_the_exchange_quietly_and_the_next_one_reconnects(w
     assert r["exceptions"] == []  # WebSocketError ends the task as RescheduleTask does: no traceback
     failed = eps[("WSC", "hello")]["failures"] + eps[("WSC", "blob")]["failures"]
     assert 0 <= seen["closes"] - failed <= 2 and failed > 10  # (a close may come as the run ends)
-    assert eps[("WS", "/close?after=3")]["requests"] == seen["connections"]  # each reconnect counted
+    # Each reconnect counted; a user's reconnect still in its handshake when the run ended is not.
+    assert 0 <= seen["connections"] - eps[("WS", "/close?after=3")]["requests"] <= 2
     assert {e["message"] for e in r["errors"]} == {"server closed the connection (WebSocket close 1001: bye)"}
 
 
