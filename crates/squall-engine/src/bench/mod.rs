@@ -199,12 +199,14 @@ impl Load for Bench {
         };
         let mut merged = Vec::new();
         let mut timings = Vec::new();
+        let mut streams = Vec::new();
         let mut errors = HashMap::new();
         let mut connect = stats::new_histogram();
         let (mut abandoned, mut lag) = (0, Lag::default());
         for o in outputs {
             stats::merge_vec(&mut merged, &o.recorder.totals);
             stats::timing::merge_vec(&mut timings, &o.recorder.timings);
+            stats::streams::merge_vec(&mut streams, &o.recorder.streams);
             stats::merge_errors(&mut errors, o.recorder.errors);
             connect.add(&o.recorder.connect).expect("auto-resizing histograms always merge");
             abandoned += o.abandoned;
@@ -243,6 +245,7 @@ impl Load for Bench {
             duration: end.saturating_duration_since(core.start),
             totals: merged,
             timings,
+            streams,
             errors,
             connect,
             seconds: core.timeline.all(),

@@ -3,11 +3,11 @@
 //! HTTP/1.1 and HTTP/2 requests, and the watchdog that times requests out.
 
 use super::Bench;
-use crate::http::h1::{H1Conn, Keep, Timing};
+use crate::http::h1::{H1Conn, Keep, StreamWatch, Timing};
 use crate::http::h2lean::{Head, LeanConn};
 use crate::net::Connector;
 use crate::run::dispatch::{Dispatch, Slot};
-use crate::stats::{self, Outcome, Recorder};
+use crate::stats::{self, Outcome, Recorder, StreamClock};
 use bytes::Bytes;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -190,6 +190,8 @@ struct Watch {
     /// When it really started; the timeout counts from here. None when idle.
     started: Cell<Option<Instant>>,
     connecting: Cell<bool>,
+    /// Reading an event stream's body (`BenchStreams`): a timeout cuts the stream.
+    streaming: Cell<bool>,
     task: RefCell<Option<tokio::task::AbortHandle>>,
 }
 
@@ -245,7 +247,7 @@ async fn worker(
         ctx.in_flight.set(ctx.in_flight.get() + 1);
         let result = match &h2 {
             Some(conn) => h2_request(&ctx, conn, &watch).await,
-            None => h1_request(&ctx, &mut h1, conn_index, &watch).await,
+            None => h1_request(&ctx, &mut h1, conn_index, &watch, begin).await,
         };
         watch.started.set(None);
         let now = Instant::now();
@@ -274,7 +276,39 @@ async fn worker(
 /// Status, body and wire bytes, and what an HTTP/1.1 exchange saw of its phases (HTTP/2: nothing).
 type Exchanged = Result<(u16, u64, u64, Timing), stats::Failure>;
 
-async fn h1_request(ctx: &ThreadCtx, conn: &mut Option<H1Conn>, conn_index: usize, watch: &Watch) -> Exchanged {
+/// Bench's `StreamWatch`: an event stream's events timed into the recorder (`stats::streams`), and the
+/// watchdog's timeout pushed back while its bytes keep coming: for a stream, `--timeout` is the longest
+/// wait for its head or for its next bytes, not for its end.
+struct BenchStreams<'a> {
+    ctx: &'a ThreadCtx,
+    watch: &'a Watch,
+    clock: StreamClock,
+    opened: bool,
+}
+
+impl StreamWatch for BenchStreams<'_> {
+    const WATCHING: bool = true;
+
+    fn opened(&mut self, at: Instant) {
+        self.opened = true;
+        self.watch.streaming.set(true);
+        self.watch.started.set(Some(at));
+        self.ctx.recorder.borrow_mut().stream(0).streams += 1;
+    }
+
+    fn progress(&mut self, at: Instant, events: u64) {
+        self.watch.started.set(Some(at));
+        self.ctx.recorder.borrow_mut().events(at, 0, events, &mut self.clock);
+    }
+}
+
+async fn h1_request(
+    ctx: &ThreadCtx,
+    conn: &mut Option<H1Conn>,
+    conn_index: usize,
+    watch: &Watch,
+    begin: Instant,
+) -> Exchanged {
     let open = async || {
         watch.connecting.set(true);
         let t0 = Instant::now();
@@ -288,7 +322,8 @@ async fn h1_request(ctx: &ThreadCtx, conn: &mut Option<H1Conn>, conn_index: usiz
     };
     let spec = &ctx.shared.spec;
     let mut t = Timing::default();
-    let resp = crate::http::h1::exchange_keepalive(
+    let mut streams = BenchStreams { ctx, watch, clock: StreamClock::new(begin), opened: false };
+    let resp = crate::http::h1::exchange_keepalive_watched(
         conn,
         open,
         &spec.h1_bytes,
@@ -296,8 +331,18 @@ async fn h1_request(ctx: &ThreadCtx, conn: &mut Option<H1Conn>, conn_index: usiz
         Keep::Nothing,
         spec.keepalive,
         &mut t,
+        &mut streams,
     )
-    .await?;
+    .await;
+    if streams.opened {
+        watch.streaming.set(false);
+        let mut recorder = ctx.recorder.borrow_mut();
+        match &resp {
+            Ok(_) => recorder.stream(0).completed += 1,
+            Err(f) => recorder.stream(0).cut(f.message()),
+        }
+    }
+    let resp = resp?;
     Ok((resp.status, resp.body_bytes, resp.wire_bytes, t))
 }
 
@@ -334,9 +379,14 @@ async fn watchdog(ctx: Rc<ThreadCtx>) {
             watch.connecting.set(false);
             ctx.in_flight.set(ctx.in_flight.get() - 1);
             let begin = watch.begin.get().unwrap_or(started);
-            let outcome = Outcome::Failed(stats::Failure::new(kind, ""));
+            let failure = stats::Failure::new(kind, "");
+            let mut recorder = ctx.recorder.borrow_mut();
+            if watch.streaming.replace(false) {
+                recorder.stream(0).cut(failure.message());
+            }
             ctx.last_completion.set(Some(now));
-            ctx.recorder.borrow_mut().record(now, 0, now.saturating_duration_since(begin), &outcome);
+            recorder.record(now, 0, now.saturating_duration_since(begin), &Outcome::Failed(failure));
+            drop(recorder);
             spawn_worker(&ctx, i, Begin::Replacement);
         }
     }
