@@ -4,6 +4,7 @@
 //! intended send times (latency counts from them) that the threads' dispatchers hand to idle workers.
 
 pub mod config;
+mod streams;
 pub mod worker;
 
 use crate::http::h2::request_template;

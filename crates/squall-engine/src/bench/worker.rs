@@ -2,8 +2,9 @@
 //! each, or one per HTTP/2 stream), how each worker gets its next send (closed or open model), the
 //! HTTP/1.1 and HTTP/2 requests, and the watchdog that times requests out.
 
+use super::streams::BenchStreams;
 use super::Bench;
-use crate::http::h1::{H1Conn, Keep, StreamWatch, Timing};
+use crate::http::h1::{H1Conn, Keep, Timing};
 use crate::http::h2lean::{Head, LeanConn};
 use crate::net::Connector;
 use crate::run::dispatch::{Dispatch, Slot};
@@ -276,32 +277,6 @@ async fn worker(
 /// Status, body and wire bytes, and what an HTTP/1.1 exchange saw of its phases (HTTP/2: nothing).
 type Exchanged = Result<(u16, u64, u64, Timing), stats::Failure>;
 
-/// Bench's `StreamWatch`: an event stream's events timed into the recorder (`stats::streams`), and the
-/// watchdog's timeout pushed back while its bytes keep coming: for a stream, `--timeout` is the longest
-/// wait for its head or for its next bytes, not for its end.
-struct BenchStreams<'a> {
-    ctx: &'a ThreadCtx,
-    watch: &'a Watch,
-    clock: StreamClock,
-    opened: bool,
-}
-
-impl StreamWatch for BenchStreams<'_> {
-    const WATCHING: bool = true;
-
-    fn opened(&mut self, at: Instant) {
-        self.opened = true;
-        self.watch.streaming.set(true);
-        self.watch.started.set(Some(at));
-        self.ctx.recorder.borrow_mut().stream(0).streams += 1;
-    }
-
-    fn progress(&mut self, at: Instant, events: u64) {
-        self.watch.started.set(Some(at));
-        self.ctx.recorder.borrow_mut().events(at, 0, events, &mut self.clock);
-    }
-}
-
 async fn h1_request(
     ctx: &ThreadCtx,
     conn: &mut Option<H1Conn>,
@@ -322,7 +297,13 @@ async fn h1_request(
     };
     let spec = &ctx.shared.spec;
     let mut t = Timing::default();
-    let mut streams = BenchStreams { ctx, watch, clock: StreamClock::new(begin), opened: false };
+    let mut streams = BenchStreams {
+        recorder: &ctx.recorder,
+        started: &watch.started,
+        streaming: &watch.streaming,
+        clock: StreamClock::new(begin),
+        opened: false,
+    };
     let resp = crate::http::h1::exchange_keepalive_watched(
         conn,
         open,
@@ -334,14 +315,7 @@ async fn h1_request(
         &mut streams,
     )
     .await;
-    if streams.opened {
-        watch.streaming.set(false);
-        let mut recorder = ctx.recorder.borrow_mut();
-        match &resp {
-            Ok(_) => recorder.stream(0).completed += 1,
-            Err(f) => recorder.stream(0).cut(f.message()),
-        }
-    }
+    streams.ended(resp.as_ref().err());
     let resp = resp?;
     Ok((resp.status, resp.body_bytes, resp.wire_bytes, t))
 }
