@@ -21,7 +21,7 @@ import urllib.request
 import jsonschema
 import pytest
 
-from support import HERE, Mosquitto, free_port, squall, squall_process, wait_for_port
+from support import HERE, Mosquitto, free_port, serving, squall, squall_process, wait_for_port
 
 ROOT = HERE.parent
 GENERATOR = ROOT / "web" / "node_modules" / ".bin" / "ts-json-schema-generator"
@@ -113,6 +113,17 @@ def test_bench_results_are_as_types_ts_says(definitions, nginx, tmp_path):
     p = squall("bench", nginx.h2c_url + "/", "--http2", "-n", 200, "-c", 2, "--json", out, "-q")
     assert p.returncode == 0, p.stderr[-2000:]
     check(definitions, "Result", json.loads(out.read_text()), "bench --http2")
+
+
+def test_an_event_stream_result_is_as_types_ts_says(definitions, tmp_path):
+    """Server-Sent Events (docs/sse.md): the endpoints' `stream` and the seconds' `events`; streams cut too."""
+    out = tmp_path / "sse.json"
+    with serving("sse_server.py") as port:
+        p = squall("bench", f"http://127.0.0.1:{port}/sse?events=4&ms=5&cut=3", "-n", 4, "-c", 2, "--json", out, "-q")
+    assert p.returncode == 1, p.stderr[-2000:]
+    doc = json.loads(out.read_text())
+    assert doc["aggregate"]["stream"]["cut_reasons"] and doc["timeseries"][0]["events"] == 12
+    check(definitions, "Result", doc, "bench on an event stream")
 
 
 def test_a_locustfile_result_is_as_types_ts_says(definitions, nginx, tmp_path):

@@ -214,3 +214,29 @@ def test_results_from_before_the_new_fields_still_render(browser, tmp_path, samp
     assert points(page, "rps" if sample.startswith("bench") else "mqtt") > 1
     # `squall report --html` offers the CSVs as every report does (it once wrote them only for --html)
     assert page.locator("[data-testid='download-csv']").count() == 1
+
+
+@pytest.mark.serial
+def test_event_streams_show_the_results_numbers_and_events_a_second(browser, tmp_path):
+    """sse_server.py: streams of 12 events 100 ms apart over 3 s. The page's "Event streams" shows the
+    result's counts and percentiles (raw in data-value), and the events-a-second chart has a point a
+    second whose events add up to the result's."""
+    out, html = tmp_path / "r.json", tmp_path / "r.html"
+    with serving("sse_server.py") as port:
+        url = f"http://127.0.0.1:{port}/sse?events=12&ms=100&first=50"
+        p = squall("bench", url, "-c", 2, "-t", "3s", "--json", out, "--html", html, "-q")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(out.read_text())
+    s = r["aggregate"]["stream"]
+    page = open_page(browser, html.as_uri(), offline=True)
+    assert page.console_errors == [] and page.blocked == []
+    assert page.locator("[data-testid='section-streams']").is_visible()
+    shot(page, "report-streams")
+    for testid, key in (("streams-begun", "streams"), ("streams-completed", "completed"), ("stream-events", "events")):
+        assert int(attr(page, testid, "data-value")) == s[key], testid
+    for row in ("first_event", "gap"):
+        cells = page.locator(f"[data-testid='stream-row'][data-row='{row}']")
+        assert int(cells.locator("[data-col='count']").get_attribute("data-value")) == s[row]["count"]
+        assert int(cells.locator("[data-col='p50']").get_attribute("data-value")) == s[row]["percentiles_us"]["50"]
+    assert points(page, "events") == len(r["timeseries"])
+    assert sum(sec.get("events", 0) for sec in r["timeseries"]) == s["events"] > 0

@@ -12,6 +12,8 @@ export interface Summary {
   mean_us: number;
   stdev_us?: number;
   percentiles_us: Percentiles;
+  /** Server-Sent Events read (as they arrive; a second's: those that arrived in it); absent when none */
+  events?: number;
 }
 
 export interface Endpoint extends Summary {
@@ -24,6 +26,8 @@ export interface Endpoint extends Summary {
   distribution?: [number, number, number][];
   /** where the time went (HTTP/1.1 runs; absent live, for HTTP/2 and MQTT, and in older results) */
   timings?: Timings | null;
+  /** its event streams (HTTP/1.1 text/event-stream responses; absent live and where none was read: stats/streams.rs) */
+  stream?: StreamReport | null;
   /** [[upper bound µs, requests at most that long], ...] at Prometheus' usual bounds (/metrics' histograms) */
   buckets?: [number, number][];
   /** the whole HDR histogram (base64 of its V2 deflate encoding): what merges and thresholds read */
@@ -49,6 +53,24 @@ export interface Timings {
   tls: Phase;
   waiting: Phase;
   receiving: Phase;
+}
+
+/** An endpoint's event streams over the run (`stats/streams.rs`). */
+export interface StreamReport {
+  /** streams begun (their heads read) */
+  streams: number;
+  /** ended as their framing says (last chunk, Content-Length, a close-delimited body's close) */
+  completed: number;
+  /** ended otherwise, each a failed request too: closed or reset mid-stream, timed out, an event too large */
+  cut: number;
+  /** the cut streams' failure messages and how many */
+  cut_reasons: Record<string, number>;
+  events: number;
+  events_per_s: number;
+  /** from the request's start to the stream's first event */
+  first_event: Phase;
+  /** between consecutive events of a stream */
+  gap: Phase;
 }
 
 /** The run up to the end of a second (Locust's history CSV columns). */

@@ -40,6 +40,7 @@ import { barsOf, Distribution } from "./distribution";
 import { statusKeys, statusRow, statusSeries } from "./status";
 import { ALL, endpointLabel, Picker } from "./picker";
 import { fillBreakdown } from "./breakdown";
+import { fillStreams, hasEvents, streamOf } from "./streams";
 
 /**
  * A report shorter than this has at most one second whose rate the time charts draw (a last second
@@ -142,6 +143,7 @@ export class RunView {
   private picker: Picker;
   private shortNote: HTMLElement;
   private bdKey = "";
+  private stKey = "";
 
   constructor(private o: ViewOpts) {
     this.L = labels(o.command);
@@ -198,6 +200,8 @@ export class RunView {
     this.show("resources", waiting || !!(o.result && monitorOf(o.result.monitor)));
     this.section("timings", "Where the time goes", h("div"), "HTTP/1.1: connect, TLS, waiting, receiving");
     this.show("timings", false);
+    this.section("streams", "Event streams", h("div"), "text/event-stream: time to first event, gaps, ends");
+    this.show("streams", false);
     this.section("percentiles", "Response time percentiles", h("div", { class: "scroll" }), "exact HDR values, ms");
     this.section("status", "Status codes", h("div", { class: "scroll" }));
     this.section("failures", "Failures", h("div", { class: "scroll" }));
@@ -569,6 +573,16 @@ export class RunView {
         },
       });
       specs.push({
+        id: "events",
+        when: (s) => hasEvents(this.points, s.aggregate),
+        sig: () => this.picker.value,
+        make: (slot) => new Chart(slot, { testid: "chart-events", title: "Events per second" + picked(), yFmt: rateFmt, series: [{ label: "events/s", color: COLORS.delivered }] }),
+        row: (p) => {
+          const e = this.entryOf(p);
+          return [this.rate(e ? num(e.events) : 0, p)];
+        },
+      });
+      specs.push({
         id: "latency",
         when: always,
         sig: () => this.picker.value,
@@ -901,6 +915,7 @@ export class RunView {
     this.picker.update(this.o.command === "mqtt" ? [] : s.endpoints);
     this.updateShort(s);
     this.updateBreakdown(s);
+    this.updateStreams(s);
     setWarnings(this.banner, s.generator);
     setBadge(this.genBadge, s.generator);
     const monitored = this.res.update(s.monitor);
@@ -948,6 +963,19 @@ export class RunView {
     const any = !!s.aggregate && !!s.aggregate.timings;
     const shown = fillBreakdown(body, e, label);
     this.show("timings", shown || any);
+  }
+
+  /** The event streams of the picked endpoint (or all), redrawn only when they change. */
+  private updateStreams(s: Snapshot): void {
+    const body = this.body("streams");
+    if (!body) return;
+    const e = this.pickedTotals(s);
+    const label = this.picker.value === ALL ? "all requests" : this.pickedLabel();
+    const k = label + "\u0000" + JSON.stringify(e ? e.stream || null : null);
+    if (k === this.stKey) return;
+    this.stKey = k;
+    const shown = fillStreams(body, e, label);
+    this.show("streams", shown || !!streamOf(s.aggregate));
   }
 
   /** A new run started (the live cursor went back): the charts start over. */

@@ -18,6 +18,7 @@ use proptest::prelude::*;
 use squall_engine::http::h1::MAX_HEAD;
 use squall_engine::http::h1::{H1Conn, Keep};
 use squall_engine::http::h2lean::{encode_head, LeanConn, MAX_CONTINUATIONS, MAX_HEADER_BLOCK};
+use squall_engine::http::sse::SseParser;
 use squall_engine::mqtt::codec::Version;
 use squall_engine::mqtt::codec::MAX_INCOMING;
 use squall_engine::mqtt::header::Header;
@@ -130,8 +131,102 @@ fn h2_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
     out
 }
 
+/// (type, data, id) of each event the parser dispatches from `input` fed in pieces cut at `cuts`.
+fn sse_events(input: &[u8], cuts: &[usize]) -> Vec<(Vec<u8>, Vec<u8>, Vec<u8>)> {
+    let mut p = SseParser::new();
+    let (mut out, mut from) = (Vec::new(), 0);
+    let mut ends: Vec<usize> = cuts.iter().map(|c| c % (input.len() + 1)).collect();
+    ends.push(input.len());
+    ends.sort_unstable();
+    for end in ends {
+        p.feed(&input[from..end], |e| out.push((e.kind.to_vec(), e.data.to_vec(), e.id.to_vec()))).unwrap();
+        from = end;
+    }
+    out
+}
+
+/// The standard's steps done the plain way on the whole input: lines split first, then read.
+fn sse_reference(input: &[u8]) -> Vec<(Vec<u8>, Vec<u8>, Vec<u8>)> {
+    let input = input.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(input);
+    let mut lines = Vec::new();
+    let (mut i, mut start) = (0, 0);
+    while i < input.len() {
+        if input[i] == b'\n' || input[i] == b'\r' {
+            lines.push(&input[start..i]);
+            i += if input[i] == b'\r' && input.get(i + 1) == Some(&b'\n') { 2 } else { 1 };
+            start = i;
+        } else {
+            i += 1;
+        }
+    }
+    let (mut out, mut data, mut kind, mut id, mut has) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), false);
+    for line in lines {
+        if line.is_empty() {
+            if has {
+                data.pop();
+                out.push((kind.clone(), data.clone(), id.clone()));
+            }
+            (data, kind, has) = (Vec::new(), Vec::new(), false);
+            continue;
+        }
+        if line[0] == b':' {
+            continue;
+        }
+        let (field, value) = match line.iter().position(|&b| b == b':') {
+            Some(c) => (&line[..c], line[c + 1..].strip_prefix(b" ").unwrap_or(&line[c + 1..])),
+            None => (line, &b""[..]),
+        };
+        match field {
+            b"data" => {
+                data.extend_from_slice(value);
+                data.push(b'\n');
+                has = true;
+            }
+            b"event" => kind = value.to_vec(),
+            b"id" if !value.contains(&0) => id = value.to_vec(),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Event-stream text: its field names, separators and line ends, among other bytes.
+fn sse_text() -> impl Strategy<Value = Vec<u8>> {
+    let token = prop_oneof![
+        Just(b"data".to_vec()),
+        Just(b"event".to_vec()),
+        Just(b"id".to_vec()),
+        Just(b"retry".to_vec()),
+        Just(b":".to_vec()),
+        Just(b": ".to_vec()),
+        Just(b"\n".to_vec()),
+        Just(b"\r".to_vec()),
+        Just(b"\r\n".to_vec()),
+        Just(b"\n\n".to_vec()),
+        Just(b"\xEF\xBB\xBF".to_vec()),
+        Just("é€".as_bytes().to_vec()),
+        Just(b"\0".to_vec()),
+        proptest::collection::vec(any::<u8>(), 1..4),
+    ];
+    proptest::collection::vec(token, 0..80).prop_map(|t| t.concat())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
+    /// Server-Sent Events: any split of the stream into reads yields the same events, and they are
+    /// the ones the standard's steps give when done on the whole input at once.
+    #[test]
+    fn sse_any_split_yields_the_same_events(
+        input in sse_text(),
+        cuts in proptest::collection::vec(any::<usize>(), 0..12),
+    ) {
+        let whole = sse_events(&input, &[]);
+        prop_assert_eq!(&whole, &sse_reference(&input));
+        prop_assert_eq!(sse_events(&input, &cuts), whole);
+        let bytewise: Vec<usize> = (0..input.len()).collect();
+        prop_assert_eq!(sse_events(&input, &bytewise), sse_reference(&input));
+    }
 
     /// Any bytes at all: an error or a response, never a panic or a hang.
     #[test]

@@ -128,6 +128,7 @@ fn run(names: usize, seconds: u64, rate: u64) -> Held {
         duration: Duration::from_secs(seconds),
         totals: r.totals.clone(),
         timings: r.timings.clone(),
+        streams: Vec::new(),
         errors: Default::default(),
         connect: squall_engine::stats::new_histogram(),
         seconds: timeline.all(),

@@ -9,6 +9,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Serves `200 ok` to every request (one request per read: the engine never pipelines).
 fn counting_server() -> (u16, Arc<AtomicU64>) {
+    serving(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+}
+
+/// Serves `response` to every request, counting them.
+fn serving(response: &'static [u8]) -> (u16, Arc<AtomicU64>) {
     let count = Arc::new(AtomicU64::new(0));
     let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = std_listener.local_addr().unwrap().port();
@@ -28,7 +33,7 @@ fn counting_server() -> (u16, Arc<AtomicU64>) {
                             return;
                         }
                         served.fetch_add(1, Ordering::SeqCst);
-                        if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").await.is_err() {
+                        if s.write_all(response).await.is_err() {
                             return;
                         }
                     }
@@ -153,4 +158,28 @@ fn the_live_stream_publishes_every_second_once_and_adds_up_to_the_result() {
     // into the next second; the total above is exact).
     assert_eq!(per_second[..seen.len()], seen[..], "{per_second:?} {seen:?}");
     assert!((300..=500).contains(&per_second[1]), "{per_second:?}");
+}
+
+#[test]
+fn event_streams_merge_exactly() {
+    use squall_engine::stats::histogram_from_base64;
+    let (port, _) = serving(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 31\r\n\r\ndata: a\n\ndata: b\n\n: c\ndata: d\n\n",
+    );
+    let run = |n: u64| {
+        let cfg = config(&format!(r#"{{"url": "http://127.0.0.1:{port}/e", "requests": {n}, "connections": 2}}"#));
+        serde_json::to_value(start(cfg, vec![]).ok().unwrap().wait()).unwrap()
+    };
+    let (a, b) = (run(70), run(30));
+    assert_eq!(a["aggregate"]["stream"]["events"], 210);
+    let merged = squall_engine::stats::merge::merge_json(&[a.to_string(), b.to_string()]).unwrap();
+    let s = merged.aggregate.stream.as_ref().expect("event streams were read");
+    assert_eq!((s.streams, s.completed, s.cut, s.events), (100, 100, 0, 300));
+    assert_eq!((s.first_event.count, s.gap.count), (100, 200));
+    assert_eq!((merged.aggregate.summary.events, merged.endpoints[0].summary.events), (300, 300));
+    assert_eq!(merged.timeseries.iter().map(|t| t.summary.events).sum::<u64>(), 300);
+    let h = |v: &serde_json::Value| histogram_from_base64(v.as_str().unwrap()).unwrap();
+    let mut first = h(&a["aggregate"]["stream"]["first_event"]["histogram"]);
+    first.add(h(&b["aggregate"]["stream"]["first_event"]["histogram"])).unwrap();
+    assert_eq!(histogram_from_base64(&s.first_event.histogram).unwrap(), first);
 }

@@ -12,19 +12,23 @@
 //! | `/bytes?n=N`    | 200 with an N-byte body                                          |
 //! | `/echo`         | 200 with the request body                                        |
 //! | `/demo`         | what the demo loads: mostly a few ms, 1% slow (80 ms), 3% 500s   |
+//! | `/sse?events=N&ms=M` | Server-Sent Events: N events (default 10), M ms apart (default 100), chunked |
 
 pub mod broker;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
+use http_body_util::{BodyExt, Either, Full};
+use hyper::body::{Frame, Incoming};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use rand::Rng;
 use std::convert::Infallible;
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -38,6 +42,7 @@ pub const ENDPOINTS: &[(&str, &str)] = &[
     ("/bytes?n=1024", "an n-byte body"),
     ("/echo", "the request body back"),
     ("/demo", "a few ms, 1% slow, 3% failures"),
+    ("/sse?events=10&ms=100", "Server-Sent Events: n events, ms apart"),
 ];
 
 pub struct DemoTarget {
@@ -86,7 +91,7 @@ async fn serve(listener: TcpListener, mut shutdown: oneshot::Receiver<()>) {
         };
         let _ = stream.set_nodelay(true);
         tokio::spawn(async move {
-            let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service_fn(handle)).await;
+            let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service_fn(route)).await;
         });
     }
 }
@@ -110,6 +115,52 @@ fn reply(status: StatusCode, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
 
 async fn sleep_ms(ms: f64) {
     tokio::time::sleep(Duration::from_secs_f64(ms / 1000.0)).await;
+}
+
+/// `/sse`'s body: `left` events `every` apart, each sent as it falls due (hyper writes it as a chunk).
+struct Events {
+    left: u64,
+    next: u64,
+    every: Duration,
+    due: Pin<Box<tokio::time::Sleep>>,
+}
+
+impl hyper::body::Body for Events {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        if self.left == 0 {
+            return Poll::Ready(None);
+        }
+        if self.due.as_mut().poll(cx).is_pending() {
+            return Poll::Pending;
+        }
+        let next = self.due.deadline() + self.every;
+        self.due.as_mut().reset(next);
+        let i = self.next;
+        (self.left, self.next) = (self.left - 1, i + 1);
+        Poll::Ready(Some(Ok(Frame::data(Bytes::from(format!("id: {i}\ndata: event {i}\n\n"))))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.left == 0
+    }
+}
+
+type Body = Either<Full<Bytes>, Events>;
+
+async fn route(req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+    if req.uri().path() != "/sse" {
+        return handle(req).await.map(|r| r.map(Either::Left));
+    }
+    let every = Duration::from_secs_f64(query_param(&req, "ms").unwrap_or(100.0f64).clamp(0.0, 3_600_000.0) / 1000.0);
+    let left = query_param(&req, "events").unwrap_or(10u64);
+    let due = Box::pin(tokio::time::sleep(every));
+    let mut r = Response::new(Either::Right(Events { left, next: 0, every, due }));
+    r.headers_mut().insert("content-type", hyper::header::HeaderValue::from_static("text/event-stream"));
+    r.headers_mut().insert("cache-control", hyper::header::HeaderValue::from_static("no-cache"));
+    Ok(r)
 }
 
 async fn handle(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {

@@ -71,7 +71,13 @@ def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
     )
     req.add_argument("--binary", action="store_true", help="WebSocket: send the message as binary, not text")
     req.add_argument("--name", help="stats name of the endpoint (default: the URL's path)")
-    req.add_argument("--timeout", type=str, default="30s", help="per-request timeout, connect included (default 30s)")
+    req.add_argument(
+        "--timeout",
+        type=str,
+        default="30s",
+        help="per-request timeout, connect included; for an event stream, the longest wait for its next bytes "
+        "(default 30s)",
+    )
     req.add_argument("--insecure", action="store_true", help="do not verify TLS certificates")
     req.add_argument("--http2", action="store_true", help="use HTTP/2 (ALPN over TLS, prior knowledge over http)")
     req.add_argument(

@@ -95,7 +95,7 @@ def _mqtt(args: argparse.Namespace) -> int:
 def _serve(base: str) -> int:
     print(f"Serving the demo target on {base} until Ctrl-C. Endpoints:")
     for path, what in _engine.DemoTarget.endpoints():
-        print(f"  {base}{path:<16} {what}")
+        print(f"  {base}{path:<22} {what}")
     print(f"MQTT broker (rumqttd) on mqtt://127.0.0.1:{_engine.start_demo_broker()}")
     sys.stdout.flush()
     done = threading.Event()

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 CHARTS = (
     "limit",
     "rps",
+    "events",
     "latency",
     "status",
     "mqtt",
@@ -33,6 +34,7 @@ CHARTS = (
     "spectrum",
     "distribution",
     "timings",
+    "streams",
     "monitor-cpu",
     "monitor-memory",
 )

@@ -75,6 +75,8 @@ def summary(r: dict[str, Any]) -> str:
                 "             latencies count from the intended send times; late sends mean too few connections (-c)"
                 " or a busy generator\n"
             )
+    if agg.get("stream"):
+        w(streams(agg["stream"]))
     if not n:
         return "".join(out)
 
@@ -109,4 +111,26 @@ def summary(r: dict[str, Any]) -> str:
         w(f"  {'# occurrences':>14}  Error\n")
         for e in r["errors"]:
             w(f"  {e['count']:>14,}  {e['method']} {e['name']}: {e['message']}\n")
+    return "".join(out)
+
+
+STREAM_PERCENTILES = ["50", "90", "95", "99", "100"]
+
+
+def streams(s: dict[str, Any]) -> str:
+    """The event streams of a result's `stream` section: how they ended, the events, their timing."""
+    out = [_section("Event streams (text/event-stream)")]
+    w = out.append
+    still = s["streams"] - s["completed"] - s["cut"]
+    w(f"  {s['streams']:,} begun, {s['completed']:,} completed, {s['cut']:,} cut")
+    w(f", {still:,} still open at the end\n" if still else "\n")
+    for reason, count in sorted(s["cut_reasons"].items(), key=lambda kv: -kv[1]):
+        w(f"  {count:>14,}  cut: {reason}\n")
+    w(f"  {s['events']:,} events, {s['events_per_s']:,.2f} a second\n")
+    rows = [("time to first event", s["first_event"]), ("gap between events", s["gap"])]
+    cells = [[ms(p["percentiles_us"][k]) if p["count"] else "-" for k in STREAM_PERCENTILES] for _, p in rows]
+    width = max(7, *(len(c) + 1 for row in cells for c in row))
+    w(f"  {'(ms)':<22}" + "".join(f"{k + '%':>{width}}" for k in STREAM_PERCENTILES) + f"{'count':>10}\n")
+    for (label, p), row in zip(rows, cells):
+        w(f"  {label:<22}" + "".join(f"{c:>{width}}" for c in row) + f"{p['count']:>10,}\n")
     return "".join(out)

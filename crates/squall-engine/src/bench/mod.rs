@@ -6,6 +6,7 @@
 //! connection opened by the handshake (timed as the connect).
 
 pub mod config;
+mod streams;
 pub mod worker;
 
 use crate::http::h2::request_template;
@@ -235,12 +236,14 @@ impl Load for Bench {
         };
         let mut merged = Vec::new();
         let mut timings = Vec::new();
+        let mut streams = Vec::new();
         let mut errors = HashMap::new();
         let mut connect = stats::new_histogram();
         let (mut abandoned, mut lag) = (0, Lag::default());
         for o in outputs {
             stats::merge_vec(&mut merged, &o.recorder.totals);
             stats::timing::merge_vec(&mut timings, &o.recorder.timings);
+            stats::streams::merge_vec(&mut streams, &o.recorder.streams);
             stats::merge_errors(&mut errors, o.recorder.errors);
             connect.add(&o.recorder.connect).expect("auto-resizing histograms always merge");
             abandoned += o.abandoned;
@@ -279,6 +282,7 @@ impl Load for Bench {
             duration: end.saturating_duration_since(core.start),
             totals: merged,
             timings,
+            streams,
             errors,
             connect,
             seconds: core.timeline.all(),

@@ -2,12 +2,13 @@
 //! each, or one per HTTP/2 stream), how each worker gets its next send (closed or open model), the
 //! HTTP/1.1 and HTTP/2 requests and WebSocket exchanges, and the watchdog that times them out.
 
+use super::streams::BenchStreams;
 use super::Bench;
 use crate::http::h1::{H1Conn, Keep, Timing};
 use crate::http::h2lean::{Head, LeanConn};
 use crate::net::Connector;
 use crate::run::dispatch::{Dispatch, Slot};
-use crate::stats::{self, Outcome, Recorder};
+use crate::stats::{self, Outcome, Recorder, StreamClock};
 use crate::ws::WsConn;
 use bytes::Bytes;
 use std::cell::{Cell, RefCell};
@@ -191,6 +192,8 @@ struct Watch {
     /// When it really started; the timeout counts from here. None when idle.
     started: Cell<Option<Instant>>,
     connecting: Cell<bool>,
+    /// Reading an event stream's body (`BenchStreams`): a timeout cuts the stream.
+    streaming: Cell<bool>,
     task: RefCell<Option<tokio::task::AbortHandle>>,
 }
 
@@ -231,7 +234,8 @@ fn worker_finished(ctx: &ThreadCtx) {
 /// worker that could take any of the three was 3,456 bytes a task, a third of what a WebSocket
 /// connection cost in all at 10,000 of them.
 trait Wire {
-    async fn exchange(&mut self, ctx: &ThreadCtx, watch: &Watch) -> Exchanged;
+    /// One request; `begin` is when its latency counts from (an event stream's first event too).
+    async fn exchange(&mut self, ctx: &ThreadCtx, watch: &Watch, begin: Instant) -> Exchanged;
 
     /// The worker ran its share (not the run's end, which aborts it).
     async fn finish(&mut self) {}
@@ -250,19 +254,19 @@ struct WsWire {
 }
 
 impl Wire for H1Wire {
-    async fn exchange(&mut self, ctx: &ThreadCtx, watch: &Watch) -> Exchanged {
-        h1_request(ctx, &mut self.conn, self.index, watch).await
+    async fn exchange(&mut self, ctx: &ThreadCtx, watch: &Watch, begin: Instant) -> Exchanged {
+        h1_request(ctx, &mut self.conn, self.index, watch, begin).await
     }
 }
 
 impl Wire for H2Wire {
-    async fn exchange(&mut self, ctx: &ThreadCtx, watch: &Watch) -> Exchanged {
+    async fn exchange(&mut self, ctx: &ThreadCtx, watch: &Watch, _begin: Instant) -> Exchanged {
         h2_request(ctx, &self.0, watch).await
     }
 }
 
 impl Wire for WsWire {
-    async fn exchange(&mut self, ctx: &ThreadCtx, watch: &Watch) -> Exchanged {
+    async fn exchange(&mut self, ctx: &ThreadCtx, watch: &Watch, _begin: Instant) -> Exchanged {
         ws_exchange(ctx, &mut self.conn, self.index, watch).await
     }
 
@@ -291,7 +295,7 @@ async fn worker(ctx: Rc<ThreadCtx>, index: usize, mut wire: impl Wire, watch: Rc
         watch.begin.set(Some(begin));
         watch.started.set(Some(if open { Instant::now() } else { begin }));
         ctx.in_flight.set(ctx.in_flight.get() + 1);
-        let result = wire.exchange(&ctx, &watch).await;
+        let result = wire.exchange(&ctx, &watch, begin).await;
         watch.started.set(None);
         let now = Instant::now();
         if ctx.deadline.is_some_and(|d| now > d) {
@@ -320,7 +324,13 @@ async fn worker(ctx: Rc<ThreadCtx>, index: usize, mut wire: impl Wire, watch: Rc
 /// Status, body and wire bytes, and what an HTTP/1.1 exchange saw of its phases (HTTP/2: nothing).
 type Exchanged = Result<(u16, u64, u64, Timing), stats::Failure>;
 
-async fn h1_request(ctx: &ThreadCtx, conn: &mut Option<H1Conn>, conn_index: usize, watch: &Watch) -> Exchanged {
+async fn h1_request(
+    ctx: &ThreadCtx,
+    conn: &mut Option<H1Conn>,
+    conn_index: usize,
+    watch: &Watch,
+    begin: Instant,
+) -> Exchanged {
     let open = async || {
         watch.connecting.set(true);
         let t0 = Instant::now();
@@ -334,7 +344,14 @@ async fn h1_request(ctx: &ThreadCtx, conn: &mut Option<H1Conn>, conn_index: usiz
     };
     let spec = &ctx.shared.spec;
     let mut t = Timing::default();
-    let resp = crate::http::h1::exchange_keepalive(
+    let mut streams = BenchStreams {
+        recorder: &ctx.recorder,
+        started: &watch.started,
+        streaming: &watch.streaming,
+        clock: StreamClock::new(begin),
+        opened: false,
+    };
+    let resp = crate::http::h1::exchange_keepalive_watched(
         conn,
         open,
         &spec.h1_bytes,
@@ -342,8 +359,11 @@ async fn h1_request(ctx: &ThreadCtx, conn: &mut Option<H1Conn>, conn_index: usiz
         Keep::Nothing,
         spec.keepalive,
         &mut t,
+        &mut streams,
     )
-    .await?;
+    .await;
+    streams.ended(resp.as_ref().err());
+    let resp = resp?;
     Ok((resp.status, resp.body_bytes, resp.wire_bytes, t))
 }
 
@@ -411,9 +431,14 @@ async fn watchdog(ctx: Rc<ThreadCtx>) {
             watch.connecting.set(false);
             ctx.in_flight.set(ctx.in_flight.get() - 1);
             let begin = watch.begin.get().unwrap_or(started);
-            let outcome = Outcome::Failed(stats::Failure::new(kind, ""));
+            let failure = stats::Failure::new(kind, "");
+            let mut recorder = ctx.recorder.borrow_mut();
+            if watch.streaming.replace(false) {
+                recorder.stream(0).cut(failure.message());
+            }
             ctx.last_completion.set(Some(now));
-            ctx.recorder.borrow_mut().record(now, 0, now.saturating_duration_since(begin), &outcome);
+            recorder.record(now, 0, now.saturating_duration_since(begin), &Outcome::Failed(failure));
+            drop(recorder);
             spawn_worker(&ctx, i, Begin::Replacement);
         }
     }

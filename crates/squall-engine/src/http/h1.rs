@@ -8,9 +8,12 @@
 //! - a chunk's size line at most `MAX_CHUNK_LINE` (4 KiB: hex digits, then extensions httparse skips
 //!   but needs whole), and the trailers at most `MAX_HEAD`, as a head;
 //! - a body is counted and dropped as it arrives, unless kept for a script: then at most
-//!   `MAX_KEPT_BODY` (64 MiB). A body is never allocated by its announced length.
+//!   `MAX_KEPT_BODY` (64 MiB). A body is never allocated by its announced length;
+//! - a `text/event-stream` body, when the caller watches streams (`StreamWatch`), is parsed as it
+//!   arrives (`sse`), one event at most `sse::MAX_EVENT` (1 MiB), and nothing else of it kept.
 
 use super::response::{too_large_body, Response, MAX_KEPT_BODY};
+use super::sse::{self, SseParser};
 use crate::net::{classify_io, Stamp, Stream};
 use crate::stats::{Failure, FailureKind, Phases};
 use std::cell::Cell;
@@ -69,6 +72,27 @@ pub enum Keep {
     All,
 }
 
+/// What an exchange tells its caller of an event stream (`text/event-stream`) as it reads it: bench
+/// times the events (`stats::streams`) and pushes its timeout back while bytes keep coming.
+pub trait StreamWatch {
+    /// Whether event streams are parsed at all: without it (`NoStreams`) the parser is left out.
+    const WATCHING: bool;
+    /// A response's head says its body is an event stream; read at `at`.
+    fn opened(&mut self, at: Instant);
+    /// More of the stream's body arrived at `at` (the clock read right after its read), completing
+    /// `events` events.
+    fn progress(&mut self, at: Instant, events: u64);
+}
+
+/// Event streams read as any body.
+pub struct NoStreams;
+
+impl StreamWatch for NoStreams {
+    const WATCHING: bool = false;
+    fn opened(&mut self, _: Instant) {}
+    fn progress(&mut self, _: Instant, _: u64) {}
+}
+
 /// An error, and whether the request may be sent again on a fresh connection: a reused keep-alive
 /// connection the server had already closed fails before any response byte, and the request never ran.
 pub struct ExchangeError {
@@ -82,19 +106,34 @@ pub struct ExchangeError {
 /// server did not close it).
 pub async fn exchange_keepalive(
     conn: &mut Option<H1Conn>,
-    mut open: impl AsyncFnMut() -> Result<H1Conn, Failure>,
+    open: impl AsyncFnMut() -> Result<H1Conn, Failure>,
     request: &[u8],
     head_request: bool,
     keep: Keep,
     reuse: bool,
     timing: &mut Timing,
 ) -> Result<Response, Failure> {
+    exchange_keepalive_watched(conn, open, request, head_request, keep, reuse, timing, &mut NoStreams).await
+}
+
+/// `exchange_keepalive`, telling `watch` of an event stream as it is read.
+#[allow(clippy::too_many_arguments)]
+pub async fn exchange_keepalive_watched<W: StreamWatch>(
+    conn: &mut Option<H1Conn>,
+    mut open: impl AsyncFnMut() -> Result<H1Conn, Failure>,
+    request: &[u8],
+    head_request: bool,
+    keep: Keep,
+    reuse: bool,
+    timing: &mut Timing,
+    watch: &mut W,
+) -> Result<Response, Failure> {
     for _attempt in 0..2 {
         let c = match conn {
             Some(c) => c,
             None => conn.insert(open().await?),
         };
-        match c.exchange(request, head_request, keep).await {
+        match c.exchange_watched(request, head_request, keep, watch).await {
             Ok(resp) => {
                 *timing = c.timing();
                 if resp.close || !reuse {
@@ -141,6 +180,8 @@ pub struct H1Conn {
     sent: Option<Sent>,
     /// What a read ahead of the exchange failed with (`receive_now`), for the exchange's first read.
     failed: Option<io::Error>,
+    /// The current response's event stream, while one is read for a `StreamWatch`.
+    sse: Option<Box<SseParser>>,
 }
 
 /// What `H1Conn::receive_now` made of what came for a request sent ahead.
@@ -190,6 +231,7 @@ impl H1Conn {
             first_byte: None,
             sent: None,
             failed: None,
+            sse: None,
         }
     }
 
@@ -237,7 +279,7 @@ impl H1Conn {
             }
         };
         (self.end, self.reads) = (n, 1);
-        let Ok(Head::Complete { len, status, body, close: false, kept }) =
+        let Ok(Head::Complete { len, status, body, close: false, kept, event_stream: false }) =
             parse_head(self.buffered(), head_request, Keep::Cookies)
         else {
             return Received::Exchange;
@@ -320,6 +362,18 @@ impl H1Conn {
         head_request: bool,
         keep: Keep,
     ) -> Result<Response, ExchangeError> {
+        self.exchange_watched(request, head_request, keep, &mut NoStreams).await
+    }
+
+    /// `exchange`, telling `watch` of an event stream as it is read.
+    pub async fn exchange_watched<W: StreamWatch>(
+        &mut self,
+        request: &[u8],
+        head_request: bool,
+        keep: Keep,
+        watch: &mut W,
+    ) -> Result<Response, ExchangeError> {
+        self.sse = None;
         let reused = self.served > 0;
         let fail = |failure: Failure, retryable: bool| ExchangeError { failure, retryable };
         // A request written ahead (`send_now`) is this exchange's: the rest of it goes now, if any, and
@@ -347,7 +401,11 @@ impl H1Conn {
                     self.consume(n); // an interim response (100 Continue): the real one follows
                     continue;
                 }
-                Head::Complete { len, status, body, close, kept } => {
+                Head::Complete { len, status, body, close, kept, event_stream } => {
+                    if W::WATCHING && event_stream && !matches!(body, BodyKind::Empty) {
+                        self.sse = Some(Box::default());
+                        watch.opened(Instant::now());
+                    }
                     resp.status = status;
                     resp.close = close;
                     if let Some((head, set_cookies, location)) = kept {
@@ -376,13 +434,14 @@ impl H1Conn {
         let mut body = if keep == Keep::All { Some(Vec::new()) } else { None };
         let read = match body_kind {
             BodyKind::Empty => Ok(()),
-            BodyKind::Length(n) => self.read_exact_body(n, &mut body).await,
-            BodyKind::Chunked => self.read_chunked(&mut body, &mut resp.wire_bytes).await,
+            BodyKind::Length(n) => self.read_exact_body(n, &mut body, watch).await,
+            BodyKind::Chunked => self.read_chunked(&mut body, &mut resp.wire_bytes, watch).await,
             BodyKind::UntilClose => {
                 resp.close = true;
-                self.read_to_close(&mut body).await
+                self.read_to_close(&mut body, watch).await
             }
         };
+        self.sse = None;
         read.map_err(|f| fail(f, false))?;
         resp.body_bytes = match &body {
             Some(b) => b.len() as u64,
@@ -396,7 +455,11 @@ impl H1Conn {
         Ok(resp)
     }
 
-    fn take_body(&mut self, n: usize, body: &mut Option<Vec<u8>>) -> Result<(), Failure> {
+    fn take_body(&mut self, n: usize, body: &mut Option<Vec<u8>>, watch: &mut impl StreamWatch) -> Result<(), Failure> {
+        if let Some(parser) = self.sse.as_deref_mut().filter(|_| n > 0) {
+            let events = parser.feed(&self.buf[self.start..self.start + n], |_| {})?;
+            watch.progress(Instant::now(), events);
+        }
         if let Some(b) = body.as_mut() {
             if b.len() + n > MAX_KEPT_BODY {
                 return Err(too_large_body());
@@ -417,10 +480,15 @@ impl H1Conn {
         }
     }
 
-    async fn read_exact_body(&mut self, mut left: u64, body: &mut Option<Vec<u8>>) -> Result<(), Failure> {
+    async fn read_exact_body(
+        &mut self,
+        mut left: u64,
+        body: &mut Option<Vec<u8>>,
+        watch: &mut impl StreamWatch,
+    ) -> Result<(), Failure> {
         loop {
             let take = (self.end - self.start).min(left as usize);
-            self.take_body(take, body)?;
+            self.take_body(take, body, watch)?;
             left -= take as u64;
             if left == 0 {
                 return Ok(());
@@ -429,10 +497,10 @@ impl H1Conn {
         }
     }
 
-    async fn read_to_close(&mut self, body: &mut Option<Vec<u8>>) -> Result<(), Failure> {
+    async fn read_to_close(&mut self, body: &mut Option<Vec<u8>>, watch: &mut impl StreamWatch) -> Result<(), Failure> {
         loop {
             let n = self.end - self.start;
-            self.take_body(n, body)?;
+            self.take_body(n, body, watch)?;
             match self.fill().await {
                 Ok(0) => return Ok(()),
                 Ok(_) => {}
@@ -441,7 +509,12 @@ impl H1Conn {
         }
     }
 
-    async fn read_chunked(&mut self, body: &mut Option<Vec<u8>>, framing: &mut u64) -> Result<(), Failure> {
+    async fn read_chunked(
+        &mut self,
+        body: &mut Option<Vec<u8>>,
+        framing: &mut u64,
+        watch: &mut impl StreamWatch,
+    ) -> Result<(), Failure> {
         let bad = |what: &str| Failure::new(FailureKind::Protocol, format!("bad chunked encoding ({what})"));
         let long_line = || Failure::new(FailureKind::TooLarge, format!("chunk size line above {MAX_CHUNK_LINE} bytes"));
         let long_trailers = || Failure::new(FailureKind::TooLarge, format!("trailers above {} KiB", MAX_HEAD / 1024));
@@ -463,7 +536,7 @@ impl H1Conn {
             if size == 0 {
                 break;
             }
-            self.read_exact_body(size, body).await?;
+            self.read_exact_body(size, body, watch).await?;
             while self.end - self.start < 2 {
                 self.fill_body().await?;
             }
@@ -500,13 +573,15 @@ enum Head {
     Partial,
     /// A 1xx response of this many bytes, to skip.
     Interim(usize),
-    /// `kept`: the raw header lines, Set-Cookie values and Location, when the caller keeps the response.
+    /// `kept`: the raw header lines, Set-Cookie values and Location, when the caller keeps the response;
+    /// `event_stream`: its Content-Type is `text/event-stream`.
     Complete {
         len: usize,
         status: u16,
         body: BodyKind,
         close: bool,
         kept: Option<Kept>,
+        event_stream: bool,
     },
 }
 
@@ -541,7 +616,7 @@ fn parse_head_with<const N: usize>(
     if (100..200).contains(&status) && status != 101 {
         return Ok(Ok(Head::Interim(len)));
     }
-    Ok(head_facts(&parsed, head_request).map(|(body, close)| {
+    Ok(head_facts(&parsed, head_request).map(|(body, close, event_stream)| {
         let kept = (keep != Keep::Nothing).then(|| {
             let value = |v: &[u8]| String::from_utf8_lossy(v).into_owned();
             let set_cookies = parsed
@@ -556,16 +631,18 @@ fn parse_head_with<const N: usize>(
             let lines = (keep == Keep::All).then(|| buf[lines_start.min(len)..len].to_vec());
             (lines, set_cookies, location)
         });
-        Head::Complete { len, status, body, close, kept }
+        Head::Complete { len, status, body, close, kept, event_stream }
     }))
 }
 
-/// Reads what the head says about the body, and whether the server will close the connection.
-fn head_facts(parsed: &httparse::Response, head_request: bool) -> Result<(BodyKind, bool), Failure> {
+/// Reads what the head says about the body, whether the server will close the connection, and whether
+/// the body is an event stream.
+fn head_facts(parsed: &httparse::Response, head_request: bool) -> Result<(BodyKind, bool, bool), Failure> {
     let status = parsed.code.unwrap_or(0);
     let mut close = parsed.version == Some(0);
     let mut length = None;
     let mut chunked = false;
+    let mut event_stream = false;
     let has = |v: &[u8], token: &[u8]| v.split(|&b| b == b',').any(|t| t.trim_ascii().eq_ignore_ascii_case(token));
     for h in parsed.headers.iter() {
         if h.name.eq_ignore_ascii_case("content-length") {
@@ -579,6 +656,8 @@ fn head_facts(parsed: &httparse::Response, head_request: bool) -> Result<(BodyKi
             } else if has(h.value, b"keep-alive") {
                 close = false;
             }
+        } else if h.name.eq_ignore_ascii_case("content-type") {
+            event_stream = sse::is_event_stream(h.value);
         }
     }
     let body = if head_request || status == 204 || status == 304 {
@@ -590,7 +669,7 @@ fn head_facts(parsed: &httparse::Response, head_request: bool) -> Result<(BodyKi
     } else {
         BodyKind::UntilClose
     };
-    Ok((body, close))
+    Ok((body, close, event_stream))
 }
 
 async fn write_request(io: &mut Stream, request: &[u8]) -> io::Result<()> {
@@ -774,6 +853,55 @@ mod tests {
         let long =
             tokio::time::timeout(std::time::Duration::from_millis(200), c.exchange(REQ, false, Keep::Nothing)).await;
         assert!(long.is_err(), "still reading");
+    }
+
+    /// A watch that keeps what it is told.
+    #[derive(Default)]
+    struct Told {
+        opened: usize,
+        events: Vec<u64>,
+    }
+
+    impl StreamWatch for Told {
+        const WATCHING: bool = true;
+        fn opened(&mut self, _: Instant) {
+            self.opened += 1;
+        }
+        fn progress(&mut self, _: Instant, events: u64) {
+            self.events.push(events);
+        }
+    }
+
+    /// Event streams in each framing are parsed as read (in 7-byte pieces: `serve`), and only those.
+    #[tokio::test]
+    async fn event_streams_are_parsed_in_every_framing() {
+        let addr = serve(vec![
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 26\r\n\r\ndata: one\n\ndata: two\n\n:x\n\n",
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\nTransfer-Encoding: chunked\r\n\r\n6\r\ndata: \r\n6\r\na\n\ndat\r\n5\r\na: b\n\r\n1\r\n\n\r\n0\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 12\r\n\r\ndata: no\n\n\n\n",
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\ndata: 1\n\ndata: 2\n\ndata: 3\n\n",
+        ])
+        .await;
+        let mut c = conn(addr).await;
+        let mut counts = vec![];
+        for _ in 0..4 {
+            let mut told = Told::default();
+            let r = c.exchange_watched(REQ, false, Keep::Nothing, &mut told).await.ok().unwrap();
+            assert_eq!(r.status, 200);
+            counts.push((told.opened, told.events.iter().sum::<u64>()));
+        }
+        assert_eq!(counts, vec![(1, 2), (1, 2), (0, 0), (1, 3)]);
+    }
+
+    /// A stream closed mid-body fails as any body does, after its events were told.
+    #[tokio::test]
+    async fn a_stream_closed_mid_body_fails_after_its_events() {
+        let addr = serve(vec![b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n10\r\ndata: 0123456\n\n\r\n"]).await;
+        let mut c = conn(addr).await;
+        let mut told = Told::default();
+        let e = c.exchange_watched(REQ, false, Keep::Nothing, &mut told).await.err().unwrap();
+        assert_eq!(e.failure.message(), "server closed the connection mid-response");
+        assert_eq!((told.opened, told.events.iter().sum::<u64>()), (1, 1));
     }
 
     #[tokio::test]

@@ -1,11 +1,13 @@
 //! HTTP: requests prepared once (`request`), what came back (`response`), the lean HTTP/1.1 exchange
-//! (`h1`), HTTP/2 over the `h2` crate for scripted users (`h2`), and bench's own lean HTTP/2 (`h2lean`).
+//! (`h1`), HTTP/2 over the `h2` crate for scripted users (`h2`), bench's own lean HTTP/2 (`h2lean`),
+//! and Server-Sent Events parsed as they arrive (`sse`).
 
 pub mod h1;
 pub mod h2;
 pub mod h2lean;
 pub mod request;
 pub mod response;
+pub mod sse;
 
 use crate::stats::Failure;
 use std::cell::Cell;

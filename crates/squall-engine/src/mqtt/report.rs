@@ -184,6 +184,7 @@ pub fn build(inp: Inputs) -> RunResult {
         duration: inp.duration,
         totals,
         timings: Vec::new(), // MQTT has no request and response to break down
+        streams: Vec::new(),
         errors,
         connect,
         seconds: s.core.timeline.all(),

@@ -868,6 +868,7 @@ impl ScriptEngine {
             duration,
             totals: std::mem::take(&mut recorder.totals),
             timings: std::mem::take(&mut recorder.timings),
+            streams: std::mem::take(&mut recorder.streams),
             errors: std::mem::take(&mut recorder.errors),
             connect: recorder.connect.clone(),
             seconds: core.timeline.all(),

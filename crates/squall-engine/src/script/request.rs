@@ -1,12 +1,12 @@
 //! A scripted request's path: its exchange on the user's connection to its origin (HTTP/1.1 or
 //! HTTP/2), the redirects it follows, and its timing and record once it completes.
 
-use crate::http::h1::{H1Conn, Keep, Timing};
+use crate::http::h1::{H1Conn, Keep, StreamWatch, Timing};
 use crate::http::h2::{build_request, H2Conn};
 use crate::http::request::needs_length;
 use crate::http::response::Response;
 use crate::net::Stamp;
-use crate::stats::{EndpointId, Failure, FailureKind, Outcome, Phases};
+use crate::stats::{EndpointId, Failure, FailureKind, Outcome, Phases, StreamClock};
 use bytes::Bytes;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -87,8 +87,16 @@ pub(super) async fn measure(
     begin: Instant,
     endpoint: EndpointId,
 ) -> (Result<(Response, Option<String>), Failure>, Duration) {
-    let result = follow(engine, sender, r, known).await;
+    let mut streams = ScriptStreams { engine, endpoint, clock: StreamClock::new(begin), opened: false };
+    let result = follow(engine, sender, r, known, &mut streams).await;
     let now = Instant::now();
+    if streams.opened {
+        let mut recorder = engine.recorder.borrow_mut();
+        match &result {
+            Ok(_) => recorder.stream(endpoint).completed += 1,
+            Err(f) => recorder.stream(endpoint).cut(f.message()),
+        }
+    }
     match result {
         Ok((resp, url, deferred, phases, timing)) => {
             let elapsed = record_response(engine, r, begin, endpoint, &resp, (deferred, phases, timing), now);
@@ -101,6 +109,29 @@ pub(super) async fn measure(
             }
             (Err(failure), elapsed)
         }
+    }
+}
+
+/// A scripted request's `StreamWatch`: an event stream's events timed into the recorder under the
+/// request's endpoint (`stats::streams`), as bench's are; the body still reaches the script whole. A
+/// stream ended by the request's timeout is a timeout failure, not counted as cut (docs/sse.md).
+pub(super) struct ScriptStreams<'a> {
+    engine: &'a Engine,
+    endpoint: EndpointId,
+    clock: StreamClock,
+    opened: bool,
+}
+
+impl StreamWatch for ScriptStreams<'_> {
+    const WATCHING: bool = true;
+
+    fn opened(&mut self, _: Instant) {
+        self.opened = true;
+        self.engine.recorder.borrow_mut().stream(self.endpoint).streams += 1;
+    }
+
+    fn progress(&mut self, at: Instant, events: u64) {
+        self.engine.recorder.borrow_mut().events(at, self.endpoint, events, &mut self.clock);
     }
 }
 
@@ -157,6 +188,7 @@ pub(super) async fn follow(
     sender: Sender<'_>,
     r: &ScriptRequest,
     first: &KnownUrl,
+    streams: &mut ScriptStreams<'_>,
 ) -> Result<(Response, Option<String>, Duration, Phases, Timing), Failure> {
     let user = sender.user;
     let (mut url, mut origin) = (std::borrow::Cow::Borrowed(&first.url), first.origin);
@@ -168,7 +200,7 @@ pub(super) async fn follow(
         let cookie = cookie_header(engine, user, r, &headers, host);
         let by = if hops == 0 { sender } else { Sender::script(user) };
         let hop = Hop { method, url: &url, headers: &headers, cookie: cookie.as_deref(), body: &body };
-        let (resp, opened, timing) = exchange(engine, by, r, origin, hop).await?;
+        let (resp, opened, timing) = exchange(engine, by, r, origin, hop, streams).await?;
         phases.add(&opened);
         if !resp.set_cookies.is_empty() {
             let mut jars = engine.jars.borrow_mut();
@@ -253,6 +285,7 @@ pub(super) async fn exchange(
     r: &ScriptRequest,
     origin: usize,
     hop: Hop<'_>,
+    streams: &mut ScriptStreams<'_>,
 ) -> Result<(Response, Phases, Timing), Failure> {
     let Sender { user, bytes: prepared, held } = sender;
     let Hop { method, url, headers, cookie, body } = hop;
@@ -320,8 +353,10 @@ pub(super) async fn exchange(
     };
     let mut timing = Timing::default();
     let keep = if r.read { Keep::All } else { Keep::Cookies };
+    let head = method == "HEAD";
     let resp =
-        crate::http::h1::exchange_keepalive(&mut conn, open, bytes, method == "HEAD", keep, true, &mut timing).await?;
+        crate::http::h1::exchange_keepalive_watched(&mut conn, open, bytes, head, keep, true, &mut timing, streams)
+            .await?;
     note_stamp(engine, resp.received);
     match (conn, held) {
         (Some(c), Some(kept)) => *kept.borrow_mut() = Some(c),

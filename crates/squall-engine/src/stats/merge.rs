@@ -7,6 +7,7 @@ use super::histogram_from_base64;
 use super::lag::{Lag, ScheduleReport};
 use super::result::{self, ClientReport, ErrorReport, LoadReport, MqttReport, RunResult, Summary};
 use super::stream::AllSeconds;
+use super::streams::StreamStats;
 use super::timing::TimingStats;
 use super::{new_histogram, EndpointStats, PackedSecond};
 use std::collections::{BTreeMap, HashMap};
@@ -31,6 +32,7 @@ fn stats_of(
         body_bytes: s.body_bytes,
         wire_bytes: s.wire_bytes,
         status: status_codes.iter().filter_map(|(k, n)| Some((k.parse().ok()?, *n))).collect(),
+        events: s.events,
     })
 }
 
@@ -75,6 +77,7 @@ pub fn merge(docs: Vec<RunResult>) -> Result<RunResult, String> {
     let mut names = Names::default();
     let mut totals: Vec<EndpointStats> = Vec::new();
     let mut timings: Vec<TimingStats> = Vec::new();
+    let mut streams: Vec<StreamStats> = Vec::new();
     let mut seconds: BTreeMap<u64, Vec<EndpointStats>> = BTreeMap::new();
     let mut users: BTreeMap<u64, u64> = BTreeMap::new();
     let mut connect = new_histogram();
@@ -100,6 +103,12 @@ pub fn merge(docs: Vec<RunResult>) -> Result<RunResult, String> {
                     timings.resize_with(id + 1, TimingStats::default);
                 }
                 timings[id].merge(&TimingStats::from_report(t).map_err(|m| format!("{m} of '{}'", e.name))?);
+            }
+            if let Some(t) = &e.stream {
+                if streams.len() <= id {
+                    streams.resize_with(id + 1, StreamStats::default);
+                }
+                streams[id].merge(&StreamStats::from_report(t).map_err(|m| format!("{m} of '{}'", e.name))?);
             }
         }
         for sec in &doc.timeseries {
@@ -170,6 +179,7 @@ pub fn merge(docs: Vec<RunResult>) -> Result<RunResult, String> {
         duration: Duration::from_secs_f64(end.max(0.0)),
         totals,
         timings,
+        streams,
         errors: HashMap::new(),
         connect,
         seconds: AllSeconds {

@@ -17,10 +17,12 @@ pub mod lag;
 pub mod merge;
 pub mod result;
 pub mod stream;
+pub mod streams;
 pub mod timing;
 
 pub use hist::Hist;
 pub use stream::{LiveCounters, Second, Timeline};
+pub use streams::{StreamClock, StreamStats};
 pub use timing::{Phases, TimingStats};
 
 pub const PERCENTILES: [f64; 11] = [50.0, 66.0, 75.0, 80.0, 90.0, 95.0, 98.0, 99.0, 99.9, 99.99, 100.0];
@@ -193,6 +195,8 @@ pub struct EndpointStats {
     pub wire_bytes: u64,
     /// Status code counts; a handful of codes, so a small vector beats a map.
     pub status: Vec<(u16, u64)>,
+    /// Server-Sent Events read (`streams`): counted as they arrive, not when their request ends.
+    pub events: u64,
 }
 
 impl Default for EndpointStats {
@@ -206,11 +210,17 @@ impl Default for EndpointStats {
             body_bytes: 0,
             wire_bytes: 0,
             status: Vec::new(),
+            events: 0,
         }
     }
 }
 
 impl EndpointStats {
+    /// Whether it counted anything: a request, or an event of a stream still being read.
+    pub fn has_counts(&self) -> bool {
+        self.requests > 0 || self.events > 0
+    }
+
     #[inline]
     pub fn record(&mut self, latency_us: u64, outcome: &Outcome) {
         // Failed requests keep their time too, as in Locust: a timeout is part of the tail users feel.
@@ -264,6 +274,7 @@ impl EndpointStats {
         self.failures += other.failures;
         self.body_bytes += other.body_bytes;
         self.wire_bytes += other.wire_bytes;
+        self.events += other.events;
         for &(s, n) in &other.status {
             self.add_status(s, n);
         }
@@ -383,10 +394,11 @@ impl PackedSecond {
     pub fn pack(stats: &[EndpointStats]) -> PackedSecond {
         let mut out = Vec::new();
         let mut next = 0;
-        for (id, s) in stats.iter().enumerate().filter(|(_, s)| s.requests > 0) {
+        for (id, s) in stats.iter().enumerate().filter(|(_, s)| s.has_counts()) {
             put(&mut out, (id - next) as u64);
             next = id + 1;
-            for v in [s.requests, s.failures, s.body_bytes, s.wire_bytes, s.min_us.wrapping_add(1), s.max_us] {
+            for v in [s.requests, s.failures, s.body_bytes, s.wire_bytes, s.min_us.wrapping_add(1), s.max_us, s.events]
+            {
                 put(&mut out, v);
             }
             put(&mut out, s.status.len() as u64);
@@ -440,6 +452,7 @@ impl PackedSecond {
                 wire_bytes: take(&mut buf),
                 min_us: take(&mut buf).wrapping_sub(1),
                 max_us: take(&mut buf),
+                events: take(&mut buf),
                 ..EndpointStats::default()
             };
             s.status = (0..take(&mut buf)).map(|_| (take(&mut buf) as u16, take(&mut buf))).collect();
@@ -472,7 +485,7 @@ pub fn merge_vec(into: &mut Vec<EndpointStats>, from: &[EndpointStats]) {
         into.resize_with(from.len(), EndpointStats::default);
     }
     for (a, b) in into.iter_mut().zip(from) {
-        if b.requests > 0 {
+        if b.has_counts() {
             a.merge(b);
         }
     }
@@ -494,6 +507,8 @@ pub struct Recorder {
     pub connect: Histogram<u64>,
     /// Where the time of each endpoint's requests went (HTTP/1.1: `timing`), over the run.
     pub timings: Vec<TimingStats>,
+    /// Each endpoint's event streams (`streams`), over the run.
+    pub streams: Vec<StreamStats>,
     timeline: Arc<Timeline>,
     live: Arc<LiveCounters>,
 }
@@ -504,6 +519,7 @@ impl Recorder {
     pub fn reset_totals(&mut self) {
         self.totals.iter_mut().for_each(|s| *s = EndpointStats::default());
         self.timings.clear();
+        self.streams.clear();
         self.errors.clear();
     }
 
@@ -521,6 +537,7 @@ impl Recorder {
             second_lag: Lag::default(),
             connect: new_histogram(),
             timings: Vec::new(),
+            streams: Vec::new(),
             timeline,
             live,
         }
@@ -627,6 +644,31 @@ impl Recorder {
         self.timing(endpoint).record(phases);
     }
 
+    /// The endpoint's event streams so far (`streams`).
+    #[inline]
+    pub fn stream(&mut self, endpoint: EndpointId) -> &mut StreamStats {
+        if self.streams.len() <= endpoint {
+            self.streams.resize_with(endpoint + 1, StreamStats::default);
+        }
+        &mut self.streams[endpoint]
+    }
+
+    /// `n` events of a stream arrived at `now`, on `clock`: counted in the run's totals and the current
+    /// second, and timed (`StreamClock::events`).
+    pub fn events(&mut self, now: Instant, endpoint: EndpointId, n: u64, clock: &mut StreamClock) {
+        if n == 0 {
+            return;
+        }
+        self.roll(now);
+        for stats in [&mut self.totals, &mut self.second] {
+            if stats.len() <= endpoint {
+                stats.resize_with(endpoint + 1, EndpointStats::default);
+            }
+            stats[endpoint].events += n;
+        }
+        clock.events(self.stream(endpoint), n, now);
+    }
+
     pub fn record_connect(&mut self, took: Duration) {
         let _ = self.connect.record((took.as_micros() as u64).max(1));
     }
@@ -649,7 +691,7 @@ impl Recorder {
     }
 
     pub fn flush(&mut self) {
-        if self.second.iter().any(|s| s.requests > 0) || self.second_lag.sent > 0 {
+        if self.second.iter().any(EndpointStats::has_counts) || self.second_lag.sent > 0 {
             let filled = self.second.len();
             let done = std::mem::replace(&mut self.second, Vec::with_capacity(filled));
             let errors = std::mem::take(&mut self.second_errors);

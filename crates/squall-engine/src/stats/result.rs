@@ -5,6 +5,7 @@
 use crate::stats::lag::{Lag, ScheduleReport, SecondSchedule};
 pub use crate::stats::stream::Cumulative;
 use crate::stats::stream::{AllSeconds, Second};
+use crate::stats::streams::{StreamReport, StreamStats};
 use crate::stats::timing::{TimingStats, TimingsReport};
 use crate::stats::{self, percentile_label, EndpointStats, ErrorEntry, ErrorKey, Hist, Within, PERCENTILES};
 use crate::types::StopReason;
@@ -25,6 +26,13 @@ pub struct Summary {
     pub stdev_us: f64,
     /// Exact HDR values at 50, 66, 75, 80, 90, 95, 98, 99, 99.9, 99.99 and 100 percent.
     pub percentiles_us: BTreeMap<String, u64>,
+    /// Server-Sent Events read (`stats::streams`), counted as they arrive; absent when none were.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub events: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The summary of a bare histogram: its minimum and maximum are known to the bucket only.
@@ -34,7 +42,7 @@ pub fn summarize(hist: &Histogram<u64>, requests: u64, failures: u64, body_bytes
 
 /// The summary of an endpoint's statistics, with its exact minimum and maximum.
 pub fn summarize_stats(s: &EndpointStats) -> Summary {
-    summary_within(s.within(), s.requests, s.failures, s.body_bytes, s.wire_bytes)
+    Summary { events: s.events, ..summary_within(s.within(), s.requests, s.failures, s.body_bytes, s.wire_bytes) }
 }
 
 fn summary_within(w: Within<'_>, requests: u64, failures: u64, body_bytes: u64, wire_bytes: u64) -> Summary {
@@ -52,6 +60,7 @@ fn summary_within(w: Within<'_>, requests: u64, failures: u64, body_bytes: u64, 
         } else {
             PERCENTILES.iter().map(|&p| (percentile_label(p), w.percentile(p))).collect()
         },
+        events: 0,
     }
 }
 
@@ -77,6 +86,10 @@ pub struct EndpointReport {
     /// where nothing was timed, and in the live totals.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timings: Option<TimingsReport>,
+    /// Its event streams: time to first event, gaps, how they ended (HTTP/1.1 `text/event-stream`
+    /// responses: `stats::streams`); absent where none was read, and in the live totals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<StreamReport>,
     pub histogram: String,
 }
 
@@ -208,6 +221,8 @@ pub struct Inputs {
     pub totals: Vec<EndpointStats>,
     /// Per endpoint id, where the time went (empty when nothing was timed).
     pub timings: Vec<TimingStats>,
+    /// Per endpoint id, its event streams (empty when none was read).
+    pub streams: Vec<StreamStats>,
     pub errors: HashMap<ErrorKey, ErrorEntry>,
     pub connect: Histogram<u64>,
     /// The per-second statistics and users.
@@ -335,6 +350,7 @@ pub fn endpoint_report_with(method: &str, name: &str, s: &EndpointStats, histogr
         buckets: le_buckets_of(&s.hist),
         distribution: distribution(s.within()),
         timings: None,
+        stream: None,
         histogram: if histogram { stats::hist_to_base64(&s.hist) } else { String::new() },
     }
 }
@@ -392,7 +408,7 @@ pub fn second_report(
         endpoints: per
             .iter()
             .zip(names.iter())
-            .filter(|(s, _)| s.requests > 0)
+            .filter(|(s, _)| s.has_counts())
             .map(|(s, (m, n))| SecondEndpoint {
                 method: m.clone(),
                 name: n.clone(),
@@ -433,7 +449,7 @@ pub fn live_totals(totals: &stats::stream::Totals, names: &[(String, String)], h
         .endpoints
         .iter()
         .zip(names.iter())
-        .filter(|(s, _)| s.requests > 0)
+        .filter(|(s, _)| s.has_counts())
         .map(|(s, (m, n))| endpoint_report_with(m, n, s, histograms))
         .collect();
     let aggregate = endpoint_report_with("", "Aggregated", &merged(&totals.endpoints), histograms);
@@ -449,19 +465,33 @@ pub fn build(inp: Inputs) -> RunResult {
     let script = inp.kind == "script";
     let none = TimingStats::default();
     let timing = |id: usize| inp.timings.get(id).unwrap_or(&none).report();
+    let no_streams = StreamStats::default();
+    let stream = |id: usize, events| inp.streams.get(id).unwrap_or(&no_streams).report(events, inp.duration);
     let endpoints: Vec<EndpointReport> = totals
         .iter()
         .zip(names.iter())
         .enumerate()
-        .filter(|(_, (s, _))| !script || s.requests > 0)
-        .map(|(id, (s, (m, n)))| EndpointReport { timings: timing(id), ..endpoint_report(m, n, s) })
+        .filter(|(_, (s, _))| !script || s.has_counts())
+        .map(|(id, (s, (m, n)))| EndpointReport {
+            timings: timing(id),
+            stream: stream(id, s.events),
+            ..endpoint_report(m, n, s)
+        })
         .collect();
     let all = merged(&totals);
     let mut all_timings = TimingStats::default();
     for t in &inp.timings {
         all_timings.merge(t);
     }
-    let aggregate = EndpointReport { timings: all_timings.report(), ..endpoint_report("", "Aggregated", &all) };
+    let mut all_streams = StreamStats::default();
+    for t in &inp.streams {
+        all_streams.merge(t);
+    }
+    let aggregate = EndpointReport {
+        timings: all_timings.report(),
+        stream: all_streams.report(all.events, inp.duration),
+        ..endpoint_report("", "Aggregated", &all)
+    };
 
     let errors = error_reports(&inp.errors, names);
 

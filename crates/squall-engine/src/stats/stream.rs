@@ -267,7 +267,7 @@ impl Timeline {
                 None => inner.users_carried,
             };
             let mut all = EndpointStats::default();
-            for e in endpoints.iter().filter(|e| e.requests > 0) {
+            for e in endpoints.iter().filter(|e| e.has_counts()) {
                 all.merge(e);
             }
             inner.running.merge(&all);

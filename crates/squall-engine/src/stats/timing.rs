@@ -194,7 +194,7 @@ pub struct PhaseReport {
 }
 
 impl PhaseReport {
-    fn of(h: &Hist) -> PhaseReport {
+    pub(crate) fn of(h: &Hist) -> PhaseReport {
         let empty = h.is_empty();
         let mean = if empty { 0.0 } else { h.mean() };
         PhaseReport {

@@ -1,0 +1,50 @@
+//! Bench's event streams (`stats::streams`): the `StreamWatch` an HTTP/1.1 exchange tells of a
+//! `text/event-stream` body as it reads it.
+
+use crate::http::h1::StreamWatch;
+use crate::stats::{Failure, Recorder, StreamClock};
+use std::cell::{Cell, RefCell};
+use std::time::Instant;
+
+/// One request's watch: its events timed into the thread's recorder (endpoint 0, bench's one), and
+/// the watchdog's clock (`started`) pushed back while its bytes keep coming, so that for a stream
+/// `--timeout` is the longest wait for its head or its next bytes, not for its end. `streaming` tells
+/// the watchdog that a timeout cuts a stream.
+pub(super) struct BenchStreams<'a> {
+    pub recorder: &'a RefCell<Recorder>,
+    pub started: &'a Cell<Option<Instant>>,
+    pub streaming: &'a Cell<bool>,
+    pub clock: StreamClock,
+    pub opened: bool,
+}
+
+impl BenchStreams<'_> {
+    /// The exchange is over: a stream it read completed, or was cut by its failure.
+    pub fn ended(&self, failure: Option<&Failure>) {
+        if !self.opened {
+            return;
+        }
+        self.streaming.set(false);
+        let mut recorder = self.recorder.borrow_mut();
+        match failure {
+            None => recorder.stream(0).completed += 1,
+            Some(f) => recorder.stream(0).cut(f.message()),
+        }
+    }
+}
+
+impl StreamWatch for BenchStreams<'_> {
+    const WATCHING: bool = true;
+
+    fn opened(&mut self, at: Instant) {
+        self.opened = true;
+        self.streaming.set(true);
+        self.started.set(Some(at));
+        self.recorder.borrow_mut().stream(0).streams += 1;
+    }
+
+    fn progress(&mut self, at: Instant, events: u64) {
+        self.started.set(Some(at));
+        self.recorder.borrow_mut().events(at, 0, events, &mut self.clock);
+    }
+}

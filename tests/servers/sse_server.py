@@ -1,0 +1,138 @@
+"""A Server-Sent Events server of known timing, a thread per connection (plain sockets, TCP_NODELAY:
+each event its own segment), that records what it sent. A process of its own (see delay_server.py).
+
+GET /sse?events=N&ms=M&first=F&framing=F&cut=K&reset=1&lines=crlf
+    N events (default 5), the first F ms (default M) after the request was read, each next M ms
+    (default 20) after the one before (time.sleep: at most about 0.1 ms late on an idle Linux host;
+    the sends' real gaps are recorded). framing: chunked (default: an event per chunk, then the last
+    chunk), length (Content-Length of the whole stream, its events sent as they fall due) or close (no
+    length: the stream ends when the server closes). cut=K: the connection closed after K events, without
+    the stream's end (reset=1: reset, SO_LINGER 0). lines=crlf: lines end in CRLF. Each event is
+    `id: I`, `data: event I` and a comment line, then the blank line.
+GET /stall?events=K
+    K events 10 ms apart, then nothing, the connection held open.
+GET /silent
+    no answer at all, the connection held open.
+GET /huge
+    one event whose data line never ends (64 KiB sends until the client goes).
+GET /__sent
+    JSON: events sent, streams begun and ended whole, and the sends' gaps in ms (within streams), since
+    the last GET /__sent; and starts the count again.
+
+usage: python sse_server.py PORT; prints "ready" once it listens.
+"""
+
+import json
+import socket
+import struct
+import sys
+import threading
+import time
+from urllib.parse import parse_qs, urlsplit
+
+from listener import heads, listening
+
+CHUNKED_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+lock = threading.Lock()
+sent = {"events": 0, "streams": 0, "whole": 0, "gaps_ms": []}
+
+
+def event(i, eol):
+    return f"id: {i}{eol}data: event {i}{eol}: a comment{eol}{eol}".encode()
+
+
+def stream(conn, q):
+    n, ms = int(q.get("events", 5)), float(q.get("ms", 20))
+    first = float(q.get("first", ms))
+    framing, cut = q.get("framing", "chunked"), int(q.get("cut", -1))
+    eol = "\r\n" if q.get("lines") == "crlf" else "\n"
+    events = [event(i, eol) for i in range(n)]
+    head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+    if framing == "chunked":
+        head += "Transfer-Encoding: chunked\r\n"
+    elif framing == "length":
+        head += f"Content-Length: {sum(map(len, events))}\r\n"
+    else:
+        head += "Connection: close\r\n"
+    conn.sendall((head + "\r\n").encode())
+    with lock:
+        sent["streams"] += 1
+    last = None
+    for i, e in enumerate(events):
+        if i == cut:
+            if q.get("reset") == "1":
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            conn.close()
+            return False
+        time.sleep((first if i == 0 else ms) / 1000)
+        conn.sendall(b"%x\r\n%s\r\n" % (len(e), e) if framing == "chunked" else e)
+        now = time.monotonic()
+        with lock:
+            sent["events"] += 1
+            if last is not None:
+                sent["gaps_ms"].append((now - last) * 1000)
+        last = now
+    if framing == "chunked":
+        conn.sendall(b"0\r\n\r\n")
+    with lock:
+        sent["whole"] += 1
+    if framing == "close":
+        conn.close()
+        return False
+    return True
+
+
+def serve(conn):
+    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    with conn:
+        for head in heads(conn):
+            url = urlsplit(head.split(b" ")[1].decode())
+            q = {k: v[0] for k, v in parse_qs(url.query).items()}
+            if url.path == "/__sent":
+                with lock:
+                    body = json.dumps(sent).encode()
+                    sent.update(events=0, streams=0, whole=0, gaps_ms=[])
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+            elif url.path == "/sse":
+                if not stream(conn, q):
+                    return
+            elif url.path == "/stall":
+                conn.sendall(CHUNKED_HEAD)
+                for i in range(int(q.get("events", 1))):
+                    e = event(i, "\n")
+                    conn.sendall(b"%x\r\n%s\r\n" % (len(e), e))
+                    time.sleep(0.01)
+                wait_for_close(conn)
+                return
+            elif url.path == "/silent":
+                wait_for_close(conn)
+                return
+            elif url.path == "/huge":
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\ndata: ")
+                try:
+                    while True:
+                        conn.sendall(b"x" * 65536)
+                except OSError:
+                    return
+            else:
+                conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+
+
+def wait_for_close(conn):
+    """Holds the connection, answering nothing, until the client closes it."""
+    try:
+        while conn.recv(65536):
+            pass
+    except OSError:
+        pass
+
+
+def main(port):
+    srv = listening(port)
+    while True:
+        conn, _ = srv.accept()
+        threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]))

@@ -1,0 +1,110 @@
+// Event streams (Server-Sent Events, `text/event-stream` over HTTP/1.1): from the result's `stream`
+// (the engine's stats/streams.rs) how the streams ended, the events and their rate, and the time to
+// each stream's first event and between its events as exact HDR percentiles. The events a second over
+// time are a chart of the seconds' `events` (view.ts's "events" chart).
+import type { Endpoint, Phase, StreamReport } from "./types";
+import { fill, fmtInt, fmtMs, fmtRate, h, num } from "./util";
+
+const fin = (v: unknown): v is number => typeof v === "number" && isFinite(v);
+
+function phaseOf(v: unknown): Phase | null {
+  if (!v || typeof v !== "object") return null;
+  const p = v as Phase;
+  return fin(p.count) && fin(p.mean_us) ? p : null;
+}
+
+/** An endpoint's `stream`, checked (null: no event stream was read). */
+export function streamOf(e: Endpoint | null | undefined): StreamReport | null {
+  const s = e && e.stream;
+  if (!s || typeof s !== "object" || !fin(s.streams) || !(s.streams > 0)) return null;
+  if (!phaseOf(s.first_event) || !phaseOf(s.gap)) return null;
+  const reasons: Record<string, number> = {};
+  if (s.cut_reasons && typeof s.cut_reasons === "object") {
+    for (const [why, n] of Object.entries(s.cut_reasons)) if (fin(n)) reasons[why] = n;
+  }
+  return { ...s, completed: num(s.completed), cut: num(s.cut), events: num(s.events), events_per_s: num(s.events_per_s), cut_reasons: reasons };
+}
+
+const ROWS: { k: "first_event" | "gap"; label: string; about: string }[] = [
+  { k: "first_event", label: "time to first event", about: "from the request's start (as its latency) to its stream's first event" },
+  { k: "gap", label: "gap between events", about: "from one event of a stream to the next (0 for events that came in one read)" },
+];
+
+/** The box (`chart-streams`) for one endpoint or the aggregate. */
+export function streamsBox(s: StreamReport, label: string): HTMLElement {
+  const open = Math.max(0, num(s.streams) - num(s.completed) - num(s.cut));
+  const fact = (testid: string, value: number, text: string) => h("span", { class: "st-fact", testid, "data-value": String(value) }, h("b", null, text));
+  const facts = h(
+    "p",
+    { class: "st-facts" },
+    fact("streams-begun", s.streams, fmtInt(s.streams)),
+    " streams: ",
+    fact("streams-completed", s.completed, fmtInt(s.completed)),
+    " completed, ",
+    fact("streams-cut", s.cut, fmtInt(s.cut)),
+    " cut",
+    open ? `, ${fmtInt(open)} still open at the end` : "",
+    " · ",
+    fact("stream-events", s.events, fmtInt(s.events)),
+    " events, ",
+    fact("events-per-s", s.events_per_s, fmtRate(s.events_per_s)),
+    " a second",
+  );
+  const reasons = Object.entries(s.cut_reasons).sort((a, b) => b[1] - a[1]);
+  const cuts = reasons.length
+    ? h(
+        "ul",
+        { class: "st-cuts", testid: "stream-cuts" },
+        reasons.map(([why, n]) => h("li", { testid: "stream-cut", "data-reason": why, "data-value": String(n) }, `${fmtInt(n)} cut: ${why}`)),
+      )
+    : null;
+  const cell = (col: string, v: number | null | undefined, text?: string) =>
+    h("td", { class: "n", "data-col": col, "data-value": fin(v) ? String(v) : null }, text !== undefined ? text : fin(v) ? fmtMs(v) : "–");
+  const rows = ROWS.map(({ k, label, about }) => {
+    const p = s[k];
+    const pc = p.percentiles_us || {};
+    const none = !p.count;
+    return h(
+      "tr",
+      { testid: "stream-row", "data-row": k, title: about },
+      h("td", null, label),
+      cell("count", p.count, fmtInt(p.count)),
+      cell("mean", none ? null : p.mean_us),
+      cell("p50", none ? null : pc["50"]),
+      cell("p90", none ? null : pc["90"]),
+      cell("p95", none ? null : pc["95"]),
+      cell("p99", none ? null : pc["99"]),
+      cell("max", none ? null : fin(p.max_us) ? p.max_us : pc["100"]),
+    );
+  });
+  const th = (t: string, n = true) => h("th", { class: n ? "n" : null }, t);
+  const table = h(
+    "table",
+    { class: "grid", testid: "streams-table" },
+    h("thead", null, h("tr", null, th("(ms)", false), th("Count"), th("Mean"), th("p50"), th("p90"), th("p95"), th("p99"), th("Max"))),
+    h("tbody", null, rows),
+  );
+  return h(
+    "div",
+    { class: "chart", testid: "chart-streams", "data-points": String(num(s.events)), "data-endpoint": label },
+    h("div", { class: "chart-head" }, h("h3", null, "Event streams: " + label)),
+    facts,
+    cuts,
+    h("div", { class: "scroll" }, table),
+  );
+}
+
+/** The section's body: the streams of the entry shown, or why there are none; false when none. */
+export function fillStreams(body: HTMLElement, e: Endpoint | null, label: string): boolean {
+  const s = streamOf(e);
+  if (!s) {
+    fill(body, h("p", { class: "empty", testid: "no-streams" }, "No event stream read here (HTTP/1.1 text/event-stream responses are)."));
+    return false;
+  }
+  fill(body, streamsBox(s, label));
+  return true;
+}
+
+/** Whether any second counted events: the events-a-second chart is drawn then. */
+export const hasEvents = (points: { events?: number }[], e: Endpoint | null): boolean =>
+  num(e && e.events) > 0 || points.some((p) => num(p.events) > 0);
