@@ -12,8 +12,12 @@
 //! | `/bytes?n=N`    | 200 with an N-byte body                                          |
 //! | `/echo`         | 200 with the request body                                        |
 //! | `/demo`         | what the demo loads: mostly a few ms, 1% slow (80 ms), 3% 500s   |
+//! | `/ws`           | WebSocket (`ws`): every text or binary message echoed, pings     |
+//! |                 | answered, a close answered; `?delay_ms=N` echoes N ms late       |
+//! | `/ws/stats`     | JSON: WebSocket connections open and opened, messages echoed     |
 
 pub mod broker;
+pub mod ws;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -25,6 +29,7 @@ use hyper_util::rt::TokioIo;
 use rand::Rng;
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -38,6 +43,8 @@ pub const ENDPOINTS: &[(&str, &str)] = &[
     ("/bytes?n=1024", "an n-byte body"),
     ("/echo", "the request body back"),
     ("/demo", "a few ms, 1% slow, 3% failures"),
+    ("/ws?delay_ms=0", "WebSocket: each message echoed after the given milliseconds"),
+    ("/ws/stats", "WebSocket connections and messages echoed so far, JSON"),
 ];
 
 pub struct DemoTarget {
@@ -76,6 +83,7 @@ impl Drop for DemoTarget {
 }
 
 async fn serve(listener: TcpListener, mut shutdown: oneshot::Receiver<()>) {
+    let counts = Arc::new(ws::Counts::default());
     loop {
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -85,8 +93,11 @@ async fn serve(listener: TcpListener, mut shutdown: oneshot::Receiver<()>) {
             _ = &mut shutdown => return,
         };
         let _ = stream.set_nodelay(true);
+        let counts = counts.clone();
         tokio::spawn(async move {
-            let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service_fn(handle)).await;
+            let service = service_fn(move |req| handle(req, counts.clone()));
+            // with_upgrades: `/ws` takes the connection over once its 101 is written.
+            let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).with_upgrades().await;
         });
     }
 }
@@ -112,9 +123,18 @@ async fn sleep_ms(ms: f64) {
     tokio::time::sleep(Duration::from_secs_f64(ms / 1000.0)).await;
 }
 
-async fn handle(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+async fn handle(req: Request<Incoming>, counts: Arc<ws::Counts>) -> Result<Response<Full<Bytes>>, Infallible> {
     let ok = StatusCode::OK;
     let resp = match req.uri().path() {
+        "/ws" => {
+            let delay = Duration::from_millis(query_param(&req, "delay_ms").unwrap_or(0u64));
+            ws::upgrade(req, delay, counts)
+        }
+        "/ws/stats" => {
+            let mut r = reply(ok, counts.json());
+            r.headers_mut().insert(hyper::header::CONTENT_TYPE, "application/json".parse().unwrap());
+            r
+        }
         "/" | "/fixed" => reply(ok, "ok\n"),
         "/slow" => {
             sleep_ms(query_param(&req, "ms").unwrap_or(100.0)).await;
