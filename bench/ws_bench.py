@@ -9,17 +9,17 @@ after each run), beside each generator's count. Reported: messages per CPU-secon
 (wait4's rusage, start-up included as for every peer), medians over the rounds; each generator's share of
 the floor and squall's ratio to each peer, as medians of the per-round ratios with their ranges.
 
-Then memory per idle connection: each generator holds 10,000 connections against /ws?delay_ms=5000 (every
-echo 5 s late, so each connection waits with one message out) and again with a few; its peak RSS at
-10,000 minus its peak RSS at the few, over the connections added. The server's own count of open
-connections, read while the run goes, says how many each generator really held.
+Then memory per idle connection: each generator asked for 10,000 connections against /ws?delay_ms=5000
+(every echo 5 s late, so each connection waits with one message out) for 40 s, and again for a few; its
+peak RSS with 10,000 minus its peak RSS with the few, over the connections added as the server counted
+them (the most it had open at once, read while the run goes: what each generator really held).
 
 Until `squall bench ws://` exists, squall's rows are skipped with the reason squall gave; the floor and the
 peers still run. Writes its section of RESULTS.md (not with --dry-run).
 
 usage: python bench/ws_bench.py [--rounds 5] [--seconds 10] [--skip-install] [--connections 50]
        [--tools floor,squall,artillery,locust] [--memory-connections 10000] [--memory-few 10]
-       [--memory-seconds 20] [--memory-tools ...] [--no-memory] [--dry-run]
+       [--memory-seconds 40] [--memory-tools ...] [--no-memory] [--dry-run]
 """
 
 import contextlib
@@ -283,7 +283,7 @@ def measured(tool, target, conns, secs, path, tmp, watch=False):
 def throughput(target, tools, rounds, conns, secs, tmp):
     """{tool: [one run per round]}."""
     results = {t: [] for t in tools}
-    for r in range(rounds):
+    for r in range(rounds if tools else 0):
         order = tools[r % len(tools) :] + tools[: r % len(tools)]  # who runs first (or last) rotates
         for tool in order:
             s = measured(tool, target, conns, secs, "/ws", tmp)
@@ -335,11 +335,13 @@ def memory(binary, tools, many, few, secs, tmp):
 
 
 def per_connection_kb(m):
-    """(peak RSS at many - at few) / (connections added), in KB (1,024 bytes); None without both runs."""
+    """(peak RSS with many - with few) / (connections the server saw open at once with many - with few), in
+    KB (1,024 bytes): per connection held, whether or not the generator reached all it was asked for; None
+    without both runs."""
     few, many = m.get("few", {}), m.get("many", {})
-    if "rss" not in few or "rss" not in many:
+    if "rss" not in few or "rss" not in many or many["peak_open"] <= few["peak_open"]:
         return None
-    return (many["rss"] - few["rss"]) * 1024 / (many["connections"] - few["connections"])
+    return (many["rss"] - few["rss"]) * 1024 / (many["peak_open"] - few["peak_open"])
 
 
 def fmt_range(values, digits=2):
@@ -399,7 +401,9 @@ def section(results, mem, refusal, args):
             f"connection waits with one message out) for {args.memory_seconds} s, with "
             f"{args.memory_connections:,} connections and with {args.memory_few}, a fresh server for each run; "
             "per connection: the peak RSS of the large run less the small run's (VmHWM, read every 0.2 s), over "
-            "the connections added. Held: the most connections the server had open at once during the large run.",
+            "the connections added, as the server counted them. Held: the most connections the server had open "
+            "at once during the large run (a generator that holds fewer than it was asked for did not open the "
+            "rest in the run's time).",
             "",
             "| generator | connections asked | held (server) | peak RSS, few | peak RSS, many | KB per connection |",
             "|---|---:|---:|---:|---:|---:|",
@@ -429,7 +433,7 @@ def main():
         ap.add_argument("--tools", default=",".join(TOOLS), help="the generators of the throughput rounds")
         ap.add_argument("--memory-connections", type=int, default=10_000, help="the connections of the memory run")
         ap.add_argument("--memory-few", type=int, default=10, help="the memory run's baseline connections")
-        ap.add_argument("--memory-seconds", type=int, default=20, help="how long each memory run lasts")
+        ap.add_argument("--memory-seconds", type=int, default=40, help="how long each memory run lasts")
         ap.add_argument("--memory-tools", default=",".join(TOOLS), help="the generators of the memory run")
         ap.add_argument("--no-memory", action="store_true", help="skip the memory run")
         ap.add_argument("--dry-run", action="store_true", help="print the section, leave RESULTS.md alone")
