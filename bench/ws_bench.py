@@ -49,6 +49,8 @@ NAMES = {
     "artillery": "Artillery ws engine",
     "locust": "Locust + websocket-client",
 }
+# Artillery's local runs make a worker thread per core but one (lib/platform/local), whatever taskset allows.
+ARTILLERY_WORKERS = max(1, (os.cpu_count() or 2) - 1)
 IDLE_DELAY_MS = 5000  # the memory run's echo delay: each connection waits this long with its message out
 
 
@@ -360,7 +362,8 @@ def section(results, mem, refusal, args):
         f"echo before the next, for {args.seconds} s; {args.rounds} rounds, every generator once a round, the order",
         "rotated each round. The floor is bench/ws_floor.c: the handshakes, then one write of a masked frame",
         "and the reads of its echo per message, on epoll, nothing else. Peers: Artillery 2.0.34's ws engine",
-        "(bench/artillery/ws_echo.yml: a `send` whose `match` waits for the echo, in a loop; one worker),",
+        "(bench/artillery/ws_echo.yml: a `send` whose `match` waits for the echo, in a loop; run locally it",
+        f"makes one worker thread per core but one, here {ARTILLERY_WORKERS}, all on core 1),",
         "Locust 2.47 users on websocket-client 1.9.2 (bench/locustfiles/ws_echo.py: send, recv, one",
         "`events.request` per exchange; one process, gevent). Messages are the server's count (/ws/stats),",
         "the same yardstick for all, each generator's own count beside it. Shares of the floor and squall's",
