@@ -29,6 +29,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 import urllib.request
@@ -37,7 +38,9 @@ from pathlib import Path
 from common import BENCH, cli, median, run_measured, write_section
 
 ROOT = BENCH.parent
-SQUALL = [sys.executable, "-m", "squall"]
+# squall as this interpreter runs it, or another command (SQUALL_BENCH_SQUALL, split on spaces: a squall
+# of another checkout or virtualenv).
+SQUALL = os.environ.get("SQUALL_BENCH_SQUALL", "").split() or [sys.executable, "-m", "squall"]
 LOCUST = BENCH / ".venv-locust" / "bin" / "locust"
 ARTILLERY = BENCH / "artillery" / "node_modules" / ".bin" / "artillery"
 MARK = "## WebSocket: `squall bench ws://` against the floor, Artillery and Locust"
@@ -379,11 +382,10 @@ def section(results, mem, refusal, args):
     for tool in ran:
         runs = results[tool]
         share = fmt_range([per_cpu(a) / per_cpu(b) for a, b in zip(runs, floor)]) if floor else "—"
-        ratio = (
-            fmt_range([per_cpu(a) / per_cpu(b) for a, b in zip(squall, runs)], 1) + "x"
-            if squall and tool != "squall"
-            else "—"
-        )
+        ratio = "—"  # squall's to itself, or to the floor: its share, beside
+        if squall and tool not in ("squall", "floor"):
+            r = [per_cpu(a) / per_cpu(b) for a, b in zip(squall, runs)]
+            ratio = f"**{median(r):.1f}x** ({min(r):.1f}–{max(r):.1f})"
         lines.append(
             f"| {NAMES[tool]} | {median([s['server_messages'] / secs for s in runs]):,.0f} "
             f"| {median([s['messages'] / secs for s in runs]):,.0f} | {sum(s['failures'] for s in runs):,} "
@@ -400,13 +402,16 @@ def section(results, mem, refusal, args):
             "",
             "### Memory per idle connection",
             "",
-            f"Each generator against /ws?delay_ms={IDLE_DELAY_MS} (every echo {IDLE_DELAY_MS / 1000:g} s late: each "
-            f"connection waits with one message out) for {args.memory_seconds} s, with "
-            f"{args.memory_connections:,} connections and with {args.memory_few}, a fresh server for each run; "
-            "per connection: the peak RSS of the large run less the small run's (VmHWM, read every 0.2 s), over "
-            "the connections added, as the server counted them. Held: the most connections the server had open "
-            "at once during the large run (a generator that holds fewer than it was asked for did not open the "
-            "rest in the run's time).",
+            *textwrap.wrap(
+                f"Each generator against /ws?delay_ms={IDLE_DELAY_MS} (every echo {IDLE_DELAY_MS / 1000:g} s late: "
+                f"each connection waits with one message out) for {args.memory_seconds} s, with "
+                f"{args.memory_connections:,} connections and with {args.memory_few}, a fresh server for each run; "
+                "per connection: the peak RSS of the large run less the small run's (VmHWM, read every 0.2 s), over "
+                "the connections added, as the server counted them. Held: the most connections the server had open "
+                "at once during the large run (a generator that holds fewer than it was asked for did not open "
+                "the rest in the run's time).",
+                width=110,
+            ),
             "",
             "| generator | connections asked | held (server) | peak RSS, few | peak RSS, many | KB per connection |",
             "|---|---:|---:|---:|---:|---:|",
