@@ -285,6 +285,17 @@ def measured(tool, target, conns, secs, path, tmp, watch=False):
     return s
 
 
+def start_up(target, tools, tmp):
+    """{tool: CPU seconds of a run of one connection for 1 s whose echo takes 1 s}: one message, so about
+    what the generator's start-up and shutdown cost, which every run of the rounds includes (Artillery's
+    took 4.2-4.9 CPU-s on this machine, busy)."""
+    fixed = {}
+    for tool in tools:
+        fixed[tool] = measured(tool, target, 1, 1, "/ws?delay_ms=1000", tmp)["cpu"]
+        print(f"start-up {tool:9} a run of one message: {fixed[tool]:.2f} CPU-s", file=sys.stderr)
+    return fixed
+
+
 def throughput(target, tools, rounds, conns, secs, tmp):
     """{tool: [one run per round]}."""
     results = {t: [] for t in tools}
@@ -353,7 +364,7 @@ def fmt_range(values, digits=2):
     return f"**{median(values):.{digits}f}** ({min(values):.{digits}f}–{max(values):.{digits}f})"
 
 
-def section(results, mem, refusal, args):
+def section(results, mem, refusal, args, fixed=None):
     per_cpu = lambda s: s["server_messages"] / s["cpu"]
     ran = [t for t in results if results[t]]
     lines = [
@@ -371,17 +382,21 @@ def section(results, mem, refusal, args):
         "`events.request` per exchange; one process, gevent). Messages are the server's count (/ws/stats),",
         "the same yardstick for all, each generator's own count beside it. Shares of the floor and squall's",
         "ratios are medians of the per-round ratios of messages per generator CPU-second (range in brackets).",
+        "Each run's CPU includes the generator's start-up and shutdown, as in the other benchmarks; the last",
+        "column is about what those cost: a run of one connection for 1 s whose one echo takes 1 s",
+        "(/ws?delay_ms=1000), once before the rounds.",
         "",
         "| generator | msg/s (server's count) | msg/s (its own count) | failures | msg per CPU-s "
-        "| share of the floor | squall's msg per CPU-s to its |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| share of the floor | squall's msg per CPU-s to its | CPU-s of a run of one message |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     floor = results.get("floor") or []
     squall = results.get("squall") or []
     secs = args.seconds
     for tool in ran:
         runs = results[tool]
-        share = fmt_range([per_cpu(a) / per_cpu(b) for a, b in zip(runs, floor)]) if floor else "—"
+        shares = [per_cpu(a) / per_cpu(b) for a, b in zip(runs, floor)]
+        share = fmt_range(shares, 3 if median(shares or [1]) < 0.1 else 2) if floor else "—"  # 0.005, not 0.00
         ratio = "—"  # squall's to itself, or to the floor: its share, beside
         if squall and tool not in ("squall", "floor"):
             r = [per_cpu(a) / per_cpu(b) for a, b in zip(squall, runs)]
@@ -389,7 +404,8 @@ def section(results, mem, refusal, args):
         lines.append(
             f"| {NAMES[tool]} | {median([s['server_messages'] / secs for s in runs]):,.0f} "
             f"| {median([s['messages'] / secs for s in runs]):,.0f} | {sum(s['failures'] for s in runs):,} "
-            f"| {median([per_cpu(s) for s in runs]):,.0f} | {share} | {ratio} |"
+            f"| {median([per_cpu(s) for s in runs]):,.0f} | {share} | {ratio} "
+            f"| {f'{fixed[tool]:.2f}' if fixed and tool in fixed else '—'} |"
         )
     if refusal:
         lines += ["", f"squall: not measured, `squall bench ws://` was refused ({refusal})."]
@@ -461,11 +477,12 @@ def main():
                 print(f"squall skipped: `squall bench ws://` was refused ({refusal})", file=sys.stderr)
                 tools = [t for t in tools if t != "squall"]
                 memory_tools = [t for t in memory_tools if t != "squall"]
+            fixed = start_up(target, tools, tmp)
             results = throughput(target, tools, args.rounds, args.connections, args.seconds, tmp)
         finally:
             target.stop()
         mem = memory(binary, memory_tools, args.memory_connections, args.memory_few, args.memory_seconds, tmp)
-    lines = section(results, mem, refusal, args)
+    lines = section(results, mem, refusal, args, fixed)
     if args.dry_run:
         print("\n".join(lines))
     else:

@@ -27,9 +27,9 @@ def ws_bench():
 ARGS = Namespace(connections=50, seconds=10, rounds=2, memory_seconds=40, memory_connections=10_000, memory_few=10)
 
 
-def section(ws_bench, *args):
+def section(ws_bench, results, mem, refusal, fixed=None):
     """The section's text, its ranges' en dashes as hyphens."""
-    return "\n".join(ws_bench.section(*args, ARGS)).replace("\u2013", "-")
+    return "\n".join(ws_bench.section(results, mem, refusal, ARGS, fixed)).replace("\u2013", "-")
 
 
 def run(messages, cpu, failures=0):
@@ -50,12 +50,13 @@ def test_the_section_gives_shares_of_the_floor_and_squalls_ratios_per_round(ws_b
         "squall": [run(60_000, 1.0), run(40_000, 1.0)],  # shares 0.60 and 0.80
         "locust": [run(6_000, 1.0), run(4_000, 2.0)],  # squall 10x and 20x
     }
-    text = section(ws_bench, results, {}, None)
-    assert "| squall | 5,000 | 5,000 | 0 | 50,000 | **0.70** (0.60-0.80) | — |" in text
+    text = section(ws_bench, results, {}, None, {"squall": 0.31})
+    assert "| squall | 5,000 | 5,000 | 0 | 50,000 | **0.70** (0.60-0.80) | — | 0.31 |" in text
     assert (
-        "| Locust + websocket-client | 500 | 500 | 0 | 4,000 | **0.05** (0.04-0.06) | **15.0x** (10.0-20.0) |" in text
+        "| Locust + websocket-client | 500 | 500 | 0 | 4,000 | **0.050** (0.040-0.060) | **15.0x** (10.0-20.0) | — |"
+        in text
     )
-    assert "| floor (ws_floor.c) | 10,000 | 10,000 | 0 | 75,000 | **1.00** (1.00-1.00) | — |" in text
+    assert "| floor (ws_floor.c) | 10,000 | 10,000 | 0 | 75,000 | **1.00** (1.00-1.00) | — | — |" in text
     assert "Memory per idle connection" not in text
 
 
