@@ -14,8 +14,8 @@ Then memory per idle connection: each generator asked for 10,000 connections aga
 peak RSS with 10,000 minus its peak RSS with the few, over the connections added as the server counted
 them (the most it had open at once, read while the run goes: what each generator really held).
 
-Until `squall bench ws://` exists, squall's rows are skipped with the reason squall gave; the floor and the
-peers still run. Writes its section of RESULTS.md (not with --dry-run).
+A squall that refuses `squall bench ws://` (one older than it, or without the flags above) is skipped with
+the reason it gave; the floor and the peers still run. Writes its section of RESULTS.md (not with --dry-run).
 
 usage: python bench/ws_bench.py [--rounds 5] [--seconds 10] [--skip-install] [--connections 50]
        [--tools floor,squall,artillery,locust] [--memory-connections 10000] [--memory-few 10]
