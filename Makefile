@@ -10,7 +10,7 @@ WEB_CHECK := $(CURDIR)/target/web-check
 PYTEST_WORKERS ?= 4
 SOURCES := $(shell find crates python -type f -not -path '*/__pycache__/*') Cargo.toml Cargo.lock pyproject.toml
 
-.PHONY: demo test check lint lint-web docs fuzz soak install dev web test-rust test-python test-unit bench bench-http bench-h2 bench-script bench-mqtt bench-dashboard clean
+.PHONY: demo test check lint lint-web docs fuzz soak install dev web test-rust test-python test-unit bench bench-http bench-h2 bench-script bench-mqtt bench-ws bench-dashboard clean
 
 ## demo: create .venv, build and install squall, run the demo against the built-in target
 demo: $(STAMP)
@@ -103,8 +103,8 @@ $(DEV): $(PY) requirements/dev.txt
 dev: $(DEV)
 	$(VENV)/bin/maturin develop --release
 
-## bench: the benchmarks against peers (installs wrk, ab, hey, oha, Goose, Locust, paho-mqtt, nginx, mosquitto); writes bench/RESULTS.md
-bench: bench-http bench-h2 bench-script bench-mqtt bench-dashboard
+## bench: the benchmarks against peers (installs wrk, ab, hey, oha, Goose, Locust, paho-mqtt, websocket-client, Artillery, nginx, mosquitto); writes bench/RESULTS.md
+bench: bench-http bench-h2 bench-script bench-mqtt bench-ws bench-dashboard
 
 bench-http: $(STAMP)
 	$(PY) bench/http_bench.py
@@ -119,6 +119,9 @@ bench-script: $(STAMP)
 
 bench-mqtt: $(STAMP)
 	$(PY) bench/mqtt_bench.py --skip-install
+
+bench-ws: $(STAMP)
+	$(PY) bench/ws_bench.py  # installs what is missing (Artillery: bench/peers.sh)
 
 bench-dashboard: $(STAMP) $(DEV)
 	$(PY) bench/dashboard_bench.py --skip-install

@@ -17,10 +17,14 @@ from squall.ports import free_port
 BENCH = Path(__file__).resolve().parent
 
 
-def run_measured(cmd, core, env=None, timeout=300):
+def run_measured(cmd, core, env=None, timeout=300, started=None):
     """Runs `cmd` pinned to `core`; returns (output, CPU seconds user+sys, max RSS in MB, exit code).
+    `started(proc)`, if given, is called once the process runs (to watch it while it does).
 
-    The CPU time is the generator's own (its threads included), read from wait4's rusage.
+    The CPU time is the generator's own (its threads included), read from wait4's rusage. The max RSS is
+    wait4's too, which counts the RSS of this Python process at the fork (Linux carries the high-water
+    mark of the memory a process leaves at exec into its rusage): a generator smaller than this process
+    reads as this process's size (ws_bench.py reads /proc's VmHWM instead).
     """
     proc = subprocess.Popen(
         ["taskset", "-c", str(core), *map(str, cmd)],
@@ -32,6 +36,8 @@ def run_measured(cmd, core, env=None, timeout=300):
     killer = threading.Timer(timeout, proc.kill)
     killer.start()
     try:
+        if started is not None:
+            started(proc)
         out = proc.stdout.read()
         _, status, usage = os.wait4(proc.pid, 0)
     finally:

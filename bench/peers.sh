@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the benchmark peers by package name: wrk, ab, hey and nginx from apt, oha and Goose 0.19 from crates.io,
-# Locust and paho-mqtt from PyPI into their own venv, and a C compiler for bench/floor.c. Safe to rerun: only what is missing is installed.
+# Locust, paho-mqtt and websocket-client from PyPI into their own venv, Artillery from npm (bench/artillery), and
+# a C compiler for bench/floor.c and bench/ws_floor.c. Safe to rerun: only what is missing is installed.
 set -euo pipefail
 cd "$(dirname "$0")"
 SUDO=""
@@ -14,6 +15,7 @@ command -v mosquitto >/dev/null || [ -x /usr/sbin/mosquitto ] || need+=(mosquitt
 command -v taskset >/dev/null || need+=(util-linux)
 command -v h2load >/dev/null || need+=(nghttp2-client)
 command -v cc >/dev/null || need+=(gcc libc6-dev)
+command -v npm >/dev/null || need+=(nodejs npm)
 if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
@@ -24,7 +26,12 @@ command -v oha >/dev/null || cargo install oha --version 1.16.0 --locked   # abo
 cargo build -q --release --locked --manifest-path goose/Cargo.toml
 # rumqttc's own client, the alternative measured against squall's use of its codec alone.
 cargo build -q --release --locked --manifest-path mqtt_client_choice/Cargo.toml
-if [ ! -x .venv-locust/bin/locust ]; then
-  python3 -m venv .venv-locust
+if [ ! -x .venv-locust/bin/locust ] || ! .venv-locust/bin/python -c 'import websocket' 2>/dev/null; then
+  [ -x .venv-locust/bin/pip ] || python3 -m venv .venv-locust
   .venv-locust/bin/pip install -q --disable-pip-version-check -r requirements-locust.txt
+fi
+# Artillery 2.0.34, the WebSocket peer of ws_bench.py (its ws engine), as bench/artillery/package-lock.json
+# pins it; about 460 MB. Its Playwright engine's browser download is skipped: the ws engine needs no browser.
+if [ ! -x artillery/node_modules/.bin/artillery ]; then
+  (cd artillery && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
 fi

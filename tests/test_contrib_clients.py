@@ -1,7 +1,8 @@
 """Locust's users for other protocols, each run by squall and by Locust 2.47 with the same locustfile
 against the same real server on 127.0.0.1, whose own count of what it received is the ground truth:
 gRPC in its gevent mode through an interceptor (Locust's examples/grpc), locust.contrib.socketio's
-SocketIOUser (python-socketio's server), locust.contrib.dns's DNSUser (a DNS server on UDP and TCP),
+SocketIOUser and a Socket.IO user on websocket-client built as locust-plugins' was (python-socketio's
+server), locust.contrib.dns's DNSUser (a DNS server on UDP and TCP),
 an MqttUser whose own client class names its requests (mosquitto), and locust.contrib.postgres's
 PostgresUser (PostgreSQL from apt). For each: the same per-name counts, within the calls in flight when
 the run ended (at most one per user), the same failures in the same words, the same exit code. And the
@@ -235,6 +236,40 @@ def test_socketio_user_counts_what_the_server_received_as_locust_does(socketio_s
             ("WS", "connect"), ("WSC", "wait"), ("WSE", "wait"), ("WSE", "send_message"), ("WSR", "chat_message")
         }  # fmt: skip
         assert rows[("WSE", "wait")] == rows[("WSC", "wait")], (tool, rows)
+
+
+def test_a_socketio_user_on_websocket_client_counts_what_the_server_received_as_locust_does(socketio_server, tmp_path):
+    """locust-plugins' SocketIOUser (up to locust-plugins 4; 5.0.3, the pinned one, no longer has it) as its
+    users ran it: a websocket-client connection per user, read by a greenlet of the user's own
+    (`gevent.spawn`) that fires a `WSR` request per message, never closed nor stopped
+    (tests/locustfiles/socketio_wsclient.py). Each tool counts per user one `40 connect` sent and one
+    `0 open` and `40 connected` received, a `42 send_message` per emit the server received (give or take
+    one per user stopped between the report and the send) and a `42 chat_message` per echo that came back
+    (most of them); no failures, exit code 0, the run over within seconds of -t though the greenlets still
+    wait in recv."""
+    users, seconds = 3, 3
+    for tool in ("squall", "locust"):
+        before = sio_tally(socketio_server)
+        began = time.monotonic()
+        args = ("-H", socketio_server, "-u", users, "-r", 100, "-t", f"{seconds}s")
+        p, rows, errors = run(tool, "socketio_wsclient.py", tmp_path, *args)
+        took = time.monotonic() - began
+        after = sio_tally(socketio_server)
+        received = {k: after.get(k, 0) - before.get(k, 0) for k in ("connect", "send_message")}
+        assert p.returncode == 0 and errors == [], (tool, p.stderr[-2000:])
+        assert took < seconds + 10, (tool, took)  # (the file's imports and start-up, not a hang)
+        assert all(f == 0 for _, f in rows.values()), (tool, rows)
+        assert set(rows) == {
+            ("WSS", "40 connect"), ("WSR", "0 open"), ("WSR", "40 connected"), ("WSS", "42 send_message"),
+            ("WSR", "42 chat_message"),
+        }, (tool, rows)  # fmt: skip
+        assert received["connect"] == users, (tool, received)
+        assert all(rows[k][0] == users for k in (("WSS", "40 connect"), ("WSR", "0 open"), ("WSR", "40 connected")))
+        emits, echoes = rows[("WSS", "42 send_message")][0], rows[("WSR", "42 chat_message")][0]
+        assert emits > 20 and 0 <= emits - received["send_message"] <= users, (tool, rows, received)
+        # No call waits on the server here: the echoes of the last emits may still be on their way when the
+        # run ends, as many as the server lags behind (so not one per user at most, as above).
+        assert emits // 2 < echoes <= received["send_message"], (tool, rows, received)
 
 
 @pytest.mark.parametrize("tool", ["squall", "locust"])

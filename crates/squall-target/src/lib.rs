@@ -13,8 +13,12 @@
 //! | `/echo`         | 200 with the request body                                        |
 //! | `/demo`         | what the demo loads: mostly a few ms, 1% slow (80 ms), 3% 500s   |
 //! | `/sse?events=N&ms=M` | Server-Sent Events: N events (default 10), M ms apart (default 100), chunked |
+//! | `/ws`           | WebSocket (`ws`): every text or binary message echoed, pings     |
+//! |                 | answered, a close answered; `?delay_ms=N` echoes N ms late       |
+//! | `/ws/stats`     | JSON: WebSocket connections open and opened, messages echoed     |
 
 pub mod broker;
+pub mod ws;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Either, Full};
@@ -28,6 +32,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -43,6 +48,8 @@ pub const ENDPOINTS: &[(&str, &str)] = &[
     ("/echo", "the request body back"),
     ("/demo", "a few ms, 1% slow, 3% failures"),
     ("/sse?events=10&ms=100", "Server-Sent Events: n events, ms apart"),
+    ("/ws?delay_ms=0", "WebSocket: each message echoed after the given milliseconds"),
+    ("/ws/stats", "WebSocket connections and messages echoed so far, JSON"),
 ];
 
 pub struct DemoTarget {
@@ -81,6 +88,7 @@ impl Drop for DemoTarget {
 }
 
 async fn serve(listener: TcpListener, mut shutdown: oneshot::Receiver<()>) {
+    let counts = Arc::new(ws::Counts::default());
     loop {
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -90,8 +98,11 @@ async fn serve(listener: TcpListener, mut shutdown: oneshot::Receiver<()>) {
             _ = &mut shutdown => return,
         };
         let _ = stream.set_nodelay(true);
+        let counts = counts.clone();
         tokio::spawn(async move {
-            let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service_fn(route)).await;
+            let service = service_fn(move |req| route(req, counts.clone()));
+            // with_upgrades: `/ws` takes the connection over once its 101 is written.
+            let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).with_upgrades().await;
         });
     }
 }
@@ -150,9 +161,9 @@ impl hyper::body::Body for Events {
 
 type Body = Either<Full<Bytes>, Events>;
 
-async fn route(req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+async fn route(req: Request<Incoming>, counts: Arc<ws::Counts>) -> Result<Response<Body>, Infallible> {
     if req.uri().path() != "/sse" {
-        return handle(req).await.map(|r| r.map(Either::Left));
+        return handle(req, counts).await.map(|r| r.map(Either::Left));
     }
     let every = Duration::from_secs_f64(query_param(&req, "ms").unwrap_or(100.0f64).clamp(0.0, 3_600_000.0) / 1000.0);
     let left = query_param(&req, "events").unwrap_or(10u64);
@@ -163,9 +174,18 @@ async fn route(req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
     Ok(r)
 }
 
-async fn handle(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+async fn handle(req: Request<Incoming>, counts: Arc<ws::Counts>) -> Result<Response<Full<Bytes>>, Infallible> {
     let ok = StatusCode::OK;
     let resp = match req.uri().path() {
+        "/ws" => {
+            let delay = Duration::from_millis(query_param(&req, "delay_ms").unwrap_or(0u64));
+            ws::upgrade(req, delay, counts)
+        }
+        "/ws/stats" => {
+            let mut r = reply(ok, counts.json());
+            r.headers_mut().insert(hyper::header::CONTENT_TYPE, "application/json".parse().unwrap());
+            r
+        }
         "/" | "/fixed" => reply(ok, "ok\n"),
         "/slow" => {
             sleep_ms(query_param(&req, "ms").unwrap_or(100.0)).await;
