@@ -1,5 +1,5 @@
-"""`squall demo`: the built-in target on 127.0.0.1 and a short bench against it, then MQTT devices
-publishing to the embedded broker with every message's delivery checked."""
+"""`squall demo`: the built-in target on 127.0.0.1 and a short bench against it, a WebSocket run against
+its echo, then MQTT devices publishing to the embedded broker with every message's delivery checked."""
 
 from __future__ import annotations
 
@@ -20,13 +20,15 @@ if TYPE_CHECKING:
 def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
     p = commands.add_parser(
         "demo",
-        help="bench the built-in target, then an MQTT run against its broker",
-        description="Start the built-in target on 127.0.0.1 and bench it for 10 s, then "
+        help="bench the built-in target, its WebSocket echo, then an MQTT run against its broker",
+        description="Start the built-in target on 127.0.0.1 and bench it for 10 s, then its WebSocket echo, then "
         "publish to the embedded MQTT broker with delivery verified.",
     )
     p.add_argument("--port", type=int, default=0, help="the target's port (default: a free one)")
     p.add_argument("-t", "--duration", default="10s", help="how long the demo bench runs (default 10s)")
     p.add_argument("-c", "--connections", default="20", help="connections (default 20)")
+    p.add_argument("--ws-duration", default="3s", help="how long the WebSocket part runs (default 3s)")
+    p.add_argument("--no-ws", action="store_true", help="skip the WebSocket part")
     p.add_argument("--mqtt-duration", default="5s", help="how long the MQTT part publishes (default 5s)")
     p.add_argument("--no-mqtt", action="store_true", help="skip the MQTT part")
     p.add_argument("--serve", action="store_true", help="only serve the target (and the MQTT broker) until Ctrl-C")
@@ -52,7 +54,14 @@ def run(args: argparse.Namespace) -> int:
         argv += ["--csv", args.csv] if args.csv else []
         sys.stderr.write(f"Running: squall bench {' '.join(argv)}\n\n")
         code = bench.run(_parse(bench.add_parser, "bench", argv))
-        if code not in (exitcodes.OK, exitcodes.ALL_FAILED) or args.no_mqtt:
+        if code not in (exitcodes.OK, exitcodes.ALL_FAILED):
+            return code
+        if not args.no_ws:
+            ws = [f"ws://127.0.0.1:{target.port}/ws", "-c", args.connections, "-t", args.ws_duration]
+            ws += ["--message", '{"op": "ping"}']
+            sys.stderr.write(f"\nThe target's WebSocket echo\nRunning: squall bench {' '.join(ws)}\n\n")
+            code = bench.run(_parse(bench.add_parser, "bench", ws)) or code
+        if args.no_mqtt:
             return code
         return _mqtt(args) or code
     finally:
