@@ -64,7 +64,11 @@ def test_events_and_their_times_are_the_servers(sse, tmp_path, framing):
     server_gap = statistics.median(truth["gaps_ms"])
     assert GAP_MS <= server_gap < GAP_MS + SLACK_MS, truth["gaps_ms"]
     assert abs(gap["percentiles_us"]["50"] / 1000 - server_gap) <= SLACK_MS / 2, (gap, server_gap)
-    assert gap["min_us"] >= (GAP_MS - SLACK_MS) * 1000, gap
+    # A stream's gaps add up to its last event's time less its first's, at the client as at the server:
+    # their means differ by the difference of two events' ways back over the 7 gaps, whatever the load
+    # (a host busy enough to read one event 15 ms late shows one short gap, not a shorter mean).
+    server_mean = statistics.mean(truth["gaps_ms"])
+    assert abs(gap["mean_us"] / 1000 - server_mean) <= SLACK_MS / 2, (gap, server_mean)
     # The request's latency is the whole stream: at least every delay.
     assert agg["min_us"] >= (FIRST_MS + (EVENTS - 1) * GAP_MS) * 1000
     assert 0 < s["events_per_s"] == pytest.approx(s["events"] / r["duration_s"])
