@@ -135,11 +135,12 @@ def test_silence_and_stalls_time_out_and_the_run_ends_on_time(sse, tmp_path, pat
 def test_an_endless_stream_ends_with_the_run_and_a_huge_event_is_refused(sse, tmp_path):
     sent(sse)
     t0 = time.monotonic()
-    _, r = bench(tmp_path, f"{sse}/sse?events=1000000&ms=10", "-t", "2s", "-c", 2, "-q")
+    p, r = bench(tmp_path, f"{sse}/sse?events=1000000&ms=10", "-t", "2s", "-c", 2, "-q")
     assert time.monotonic() - t0 < 2 + 1.5
     s = r["aggregate"]["stream"]
     # Two streams, neither ended: still open when the run ended (in flight, not counted as requests).
     assert (s["streams"], s["completed"], s["cut"], r["abandoned"], r["aggregate"]["requests"]) == (2, 0, 0, 2, 0)
+    assert p.returncode == 0, "streams that sent events measured something: a success"
     # Every event the server sent before the run ended was counted: the server may have sent one more
     # a stream before it saw the connection close (its send succeeds into the socket's buffer).
     time.sleep(0.1)  # the server's threads see the closed connections
