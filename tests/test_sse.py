@@ -191,3 +191,16 @@ def test_a_locustfiles_streamed_requests_are_timed_as_benchs(sse, tmp_path):
     assert s["first_event"]["min_us"] >= 30_000 and s["first_event"]["percentiles_us"]["50"] <= 35_000, s
     assert s["gap"]["count"] == s["events"] - s["first_event"]["count"], s
     assert abs(s["gap"]["percentiles_us"]["50"] / 1000 - 20) <= SLACK_MS, s
+
+
+def test_the_open_model_ends_on_time_with_streams_in_flight(sse, tmp_path):
+    """--rate sends on schedule until -t; then a run waits up to --timeout for the requests in flight,
+    except for event streams, which need not end: once they are all that is left, the run is over."""
+    t0 = time.monotonic()
+    url = f"{sse}/sse?events=1000000&ms=50"
+    p, r = bench(tmp_path, url, "--rate", 2, "-c", 10, "-t", "2s", "--timeout", "20s", "-q")
+    took = time.monotonic() - t0
+    assert took < 2 + 2.5, took  # not 2 + 20 s
+    assert p.returncode == 0 and r["stop_reason"] == "duration" and r["duration_s"] == pytest.approx(2.0)
+    s = r["aggregate"]["stream"]
+    assert s["streams"] == r["schedule"]["sent"] == r["abandoned"] >= 3 and s["events"] > 0, (s, r["schedule"])
