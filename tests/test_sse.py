@@ -64,7 +64,11 @@ def test_events_and_their_times_are_the_servers(sse, tmp_path, framing):
     server_gap = statistics.median(truth["gaps_ms"])
     assert GAP_MS <= server_gap < GAP_MS + SLACK_MS, truth["gaps_ms"]
     assert abs(gap["percentiles_us"]["50"] / 1000 - server_gap) <= SLACK_MS / 2, (gap, server_gap)
-    assert gap["min_us"] >= (GAP_MS - SLACK_MS) * 1000, gap
+    # A stream's gaps add up to its last event's time less its first's, at the client as at the server:
+    # their means differ by the difference of two events' ways back over the 7 gaps, whatever the load
+    # (a host busy enough to read one event 15 ms late shows one short gap, not a shorter mean).
+    server_mean = statistics.mean(truth["gaps_ms"])
+    assert abs(gap["mean_us"] / 1000 - server_mean) <= SLACK_MS / 2, (gap, server_mean)
     # The request's latency is the whole stream: at least every delay.
     assert agg["min_us"] >= (FIRST_MS + (EVENTS - 1) * GAP_MS) * 1000
     assert 0 < s["events_per_s"] == pytest.approx(s["events"] / r["duration_s"])
@@ -131,11 +135,12 @@ def test_silence_and_stalls_time_out_and_the_run_ends_on_time(sse, tmp_path, pat
 def test_an_endless_stream_ends_with_the_run_and_a_huge_event_is_refused(sse, tmp_path):
     sent(sse)
     t0 = time.monotonic()
-    _, r = bench(tmp_path, f"{sse}/sse?events=1000000&ms=10", "-t", "2s", "-c", 2, "-q")
+    p, r = bench(tmp_path, f"{sse}/sse?events=1000000&ms=10", "-t", "2s", "-c", 2, "-q")
     assert time.monotonic() - t0 < 2 + 1.5
     s = r["aggregate"]["stream"]
     # Two streams, neither ended: still open when the run ended (in flight, not counted as requests).
     assert (s["streams"], s["completed"], s["cut"], r["abandoned"], r["aggregate"]["requests"]) == (2, 0, 0, 2, 0)
+    assert p.returncode == 0, "streams that sent events measured something: a success"
     # Every event the server sent before the run ended was counted: the server may have sent one more
     # a stream before it saw the connection close (its send succeeds into the socket's buffer).
     time.sleep(0.1)  # the server's threads see the closed connections
@@ -186,3 +191,16 @@ def test_a_locustfiles_streamed_requests_are_timed_as_benchs(sse, tmp_path):
     assert s["first_event"]["min_us"] >= 30_000 and s["first_event"]["percentiles_us"]["50"] <= 35_000, s
     assert s["gap"]["count"] == s["events"] - s["first_event"]["count"], s
     assert abs(s["gap"]["percentiles_us"]["50"] / 1000 - 20) <= SLACK_MS, s
+
+
+def test_the_open_model_ends_on_time_with_streams_in_flight(sse, tmp_path):
+    """--rate sends on schedule until -t; then a run waits up to --timeout for the requests in flight,
+    except for event streams, which need not end: once they are all that is left, the run is over."""
+    t0 = time.monotonic()
+    url = f"{sse}/sse?events=1000000&ms=50"
+    p, r = bench(tmp_path, url, "--rate", 2, "-c", 10, "-t", "2s", "--timeout", "20s", "-q")
+    took = time.monotonic() - t0
+    assert took < 2 + 2.5, took  # not 2 + 20 s
+    assert p.returncode == 0 and r["stop_reason"] == "duration" and r["duration_s"] == pytest.approx(2.0)
+    s = r["aggregate"]["stream"]
+    assert s["streams"] == r["schedule"]["sent"] == r["abandoned"] >= 3 and s["events"] > 0, (s, r["schedule"])

@@ -329,12 +329,14 @@ def finish(
 
 def exit_code(result: dict[str, Any], signum: int | None, verdicts: list[thresholds.Verdict]) -> tuple[int, str]:
     """The run's exit code and why (docs/numbers.md's table): a signal, a failed threshold, nothing completed
-    or every request failed, else 0."""
+    (no request, and no event of a stream still open at the end) or every request failed, else 0."""
     agg = result["aggregate"]
     if signum is not None:
         return exitcodes.stopped_by(signum), exitcodes.stopped_why(signum)
     if thresholds.failed(verdicts):
         return exitcodes.THRESHOLDS, "a threshold failed"
+    if agg["requests"] == 0 and agg.get("events"):  # streams still open at the end sent events: measured
+        return exitcodes.OK, ""
     if agg["requests"] == 0:  # nothing came back at all: not a success
         in_flight = f" ({result['abandoned']:,} still in flight when it ended)" if result["abandoned"] else ""
         return exitcodes.ALL_FAILED, f"no request completed{in_flight}"

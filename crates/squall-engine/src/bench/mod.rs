@@ -52,6 +52,8 @@ pub struct Bench {
     /// When the open model's feeder was first seen done.
     drain_since: Mutex<Option<Instant>>,
     stopped_at: Mutex<Option<Instant>>,
+    /// Event streams being read, over every thread (`streams::BenchStreams`).
+    pub(crate) streams_open: AtomicU64,
 }
 
 impl Bench {
@@ -132,6 +134,7 @@ pub fn start(cfg: BenchConfig, body: Vec<u8>) -> Result<Run<Bench>, StartError> 
         feeder: Mutex::new(None),
         drain_since: Mutex::new(None),
         stopped_at: Mutex::new(None),
+        streams_open: AtomicU64::new(0),
         spec,
         handshake,
         cfg,
@@ -202,6 +205,15 @@ impl Load for Bench {
             // The feeder's sender is gone once it is done, so workers end when the queue is empty;
             // a backlog that does not drain within one timeout is reported as dropped.
             if open.feeder_done.load(Ordering::SeqCst) {
+                // Event streams need not end (docs/sse.md): once every request still in flight is one,
+                // the run is over at its end, not one timeout later (`finish`: as a duration's end).
+                let streams = self.streams_open.load(Ordering::SeqCst);
+                let sent = open.intended.load(Ordering::SeqCst).saturating_sub(open.rx.len() as u64);
+                let only_streams = streams > 0 && sent.saturating_sub(core.timeline.counts().0) <= streams;
+                if only_streams && core.reason() == StopReason::Running {
+                    let ended = if self.cfg.duration.is_some() { StopReason::Deadline } else { StopReason::Completed };
+                    core.stop(ended);
+                }
                 let since = *self.drain_since.lock().unwrap().get_or_insert(now);
                 if now.duration_since(since) > self.cfg.timeout() && core.reason() == StopReason::Running {
                     core.stop(StopReason::DrainTimeout);
@@ -224,13 +236,15 @@ impl Load for Bench {
             let _ = f.join();
         }
         let closed_deadline = self.closed_deadline();
+        let cfg_end = self.cfg.duration().map(|d| core.start + d);
         if core.reason() == StopReason::Running {
             let ran_out = closed_deadline.is_some_and(|d| Instant::now() >= d);
             core.set_reason(if ran_out { StopReason::Deadline } else { StopReason::Completed });
         }
         let reason = core.reason();
         let end = match reason {
-            StopReason::Deadline => closed_deadline.unwrap(),
+            // (the open model's Deadline: its streams were all that was left when its schedule ended, `tick`)
+            StopReason::Deadline => closed_deadline.or(cfg_end).unwrap_or_else(Instant::now),
             StopReason::Interrupted => self.stopped_at.lock().unwrap().unwrap_or_else(Instant::now),
             _ => outputs.iter().filter_map(|o| o.last_completion).max().unwrap_or_else(Instant::now),
         };

@@ -4,6 +4,7 @@
 use crate::http::h1::StreamWatch;
 use crate::stats::{Failure, Recorder, StreamClock};
 use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 /// One request's watch: its events timed into the thread's recorder (endpoint 0, bench's one), and
@@ -12,6 +13,8 @@ use std::time::Instant;
 /// the watchdog that a timeout cuts a stream.
 pub(super) struct BenchStreams<'a> {
     pub recorder: &'a RefCell<Recorder>,
+    /// The run's count of streams being read (`Bench::streams_open`).
+    pub open: &'a AtomicU64,
     pub started: &'a Cell<Option<Instant>>,
     pub streaming: &'a Cell<bool>,
     pub clock: StreamClock,
@@ -25,6 +28,7 @@ impl BenchStreams<'_> {
             return;
         }
         self.streaming.set(false);
+        self.open.fetch_sub(1, Ordering::SeqCst);
         let mut recorder = self.recorder.borrow_mut();
         match failure {
             None => recorder.stream(0).completed += 1,
@@ -39,6 +43,7 @@ impl StreamWatch for BenchStreams<'_> {
     fn opened(&mut self, at: Instant) {
         self.opened = true;
         self.streaming.set(true);
+        self.open.fetch_add(1, Ordering::SeqCst);
         self.started.set(Some(at));
         self.recorder.borrow_mut().stream(0).streams += 1;
     }

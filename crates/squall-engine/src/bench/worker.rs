@@ -346,6 +346,7 @@ async fn h1_request(
     let mut t = Timing::default();
     let mut streams = BenchStreams {
         recorder: &ctx.recorder,
+        open: &ctx.shared.streams_open,
         started: &watch.started,
         streaming: &watch.streaming,
         clock: StreamClock::new(begin),
@@ -435,6 +436,7 @@ async fn watchdog(ctx: Rc<ThreadCtx>) {
             let mut recorder = ctx.recorder.borrow_mut();
             if watch.streaming.replace(false) {
                 recorder.stream(0).cut(failure.message());
+                ctx.shared.streams_open.fetch_sub(1, Ordering::SeqCst);
             }
             ctx.last_completion.set(Some(now));
             recorder.record(now, 0, now.saturating_duration_since(begin), &Outcome::Failed(failure));

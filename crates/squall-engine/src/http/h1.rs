@@ -10,7 +10,8 @@
 //! - a body is counted and dropped as it arrives, unless kept for a script: then at most
 //!   `MAX_KEPT_BODY` (64 MiB). A body is never allocated by its announced length;
 //! - a `text/event-stream` body, when the caller watches streams (`StreamWatch`), is parsed as it
-//!   arrives (`sse`), one event at most `sse::MAX_EVENT` (1 MiB), and nothing else of it kept.
+//!   arrives (`sse`): the parser keeps one event at most, `sse::MAX_EVENT` (1 MiB); the body itself is
+//!   counted or kept as any other.
 
 use super::response::{too_large_body, Response, MAX_KEPT_BODY};
 use super::sse::{self, SseParser};
@@ -73,7 +74,8 @@ pub enum Keep {
 }
 
 /// What an exchange tells its caller of an event stream (`text/event-stream`) as it reads it: bench
-/// times the events (`stats::streams`) and pushes its timeout back while bytes keep coming.
+/// and scripted requests time the events (`stats::streams`); bench also pushes its timeout back while
+/// bytes keep coming.
 pub trait StreamWatch {
     /// Whether event streams are parsed at all: without it (`NoStreams`) the parser is left out.
     const WATCHING: bool;
