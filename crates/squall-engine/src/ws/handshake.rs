@@ -163,12 +163,12 @@ mod tests {
 
     #[test]
     fn the_accept_value_is_rfc_6455s_example() {
-        assert_eq!(accept_for(RFC_KEY), "s3pPLMBiTxaQ9kYGAWVBiJd4vVI=");
+        assert_eq!(accept_for(RFC_KEY), "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
     }
 
     #[test]
     fn a_valid_answer_ends_where_its_head_ends() {
-        let a = answer("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGAWVBiJd4vVI=\r\n");
+        let a = answer("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n");
         let mut buf = a.clone().into_bytes();
         buf.extend_from_slice(b"\x81\x02hi");
         assert_eq!(check_answer(&buf, RFC_KEY).unwrap(), Some(a.len()));
@@ -183,7 +183,7 @@ mod tests {
         assert!(kind(&answer("Sec-WebSocket-Accept: nope\r\n")).message().contains("does not match"));
         assert!(kind(&answer("")).message().contains("no Sec-WebSocket-Accept"));
         let deflate = answer(
-            "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGAWVBiJd4vVI=\r\nSec-WebSocket-Extensions: permessage-deflate\r\n",
+            "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\nSec-WebSocket-Extensions: permessage-deflate\r\n",
         );
         assert!(kind(&deflate).message().contains("permessage-deflate"));
         assert_eq!(kind("HTTP/1.1 1x1\r\n\r\n").kind, FailureKind::Protocol);
