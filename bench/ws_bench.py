@@ -1,5 +1,6 @@
 """WebSocket benchmark: `squall bench ws://` against the floor (bench/ws_floor.c), Artillery's ws engine and
-Locust users on websocket-client, side by side in one run.
+Locust users on websocket-client, side by side in one run; and squall's WebSocketUser in a locustfile
+(bench/locustfiles/ws_user.py) beside Locust's users, scripted against scripted.
 
 The built-in target's echo (crates/squall-target `/ws`: fastwebsockets over hyper 1, served alone by the
 squall-target binary) pinned to core 0, each generator pinned to core 1; 50 connections, each sending the
@@ -18,7 +19,7 @@ A squall that refuses `squall bench ws://` (one older than it, or without the fl
 the reason it gave; the floor and the peers still run. Writes its section of RESULTS.md (not with --dry-run).
 
 usage: python bench/ws_bench.py [--rounds 5] [--seconds 10] [--skip-install] [--connections 50]
-       [--tools floor,squall,artillery,locust] [--memory-connections 10000] [--memory-few 10]
+       [--tools floor,squall,squall-script,artillery,locust] [--memory-connections 10000] [--memory-few 10]
        [--memory-seconds 40] [--memory-tools ...] [--no-memory] [--dry-run]
 """
 
@@ -45,10 +46,13 @@ LOCUST = BENCH / ".venv-locust" / "bin" / "locust"
 ARTILLERY = BENCH / "artillery" / "node_modules" / ".bin" / "artillery"
 MARK = "## WebSocket: `squall bench ws://` against the floor, Artillery and Locust"
 MESSAGE = "hello"
-TOOLS = ("floor", "squall", "artillery", "locust")
+TOOLS = ("floor", "squall", "squall-script", "artillery", "locust")
+# The memory run's: connections held by a bench (a script's users are the same connections, plus Python).
+MEMORY_TOOLS = ("floor", "squall", "artillery", "locust")
 NAMES = {
     "floor": "floor (ws_floor.c)",
     "squall": "squall",
+    "squall-script": "squall WebSocketUser (locustfile)",
     "artillery": "Artillery ws engine",
     "locust": "Locust + websocket-client",
 }
@@ -227,7 +231,31 @@ def locust_run(target, conns, secs, path, tmp, timeout, started=None):
     return {"messages": requests - failures, "failures": failures, "cpu": cpu, "rss": rss}
 
 
-RUNNERS = {"floor": floor_run, "squall": squall_run, "artillery": artillery_run, "locust": locust_run}
+def squall_script_run(target, conns, secs, path, tmp, timeout, started=None):
+    """squall's WebSocketUser (bench/locustfiles/ws_user.py), the scripted peer of Locust's users."""
+    result = tmp / "squall-script.json"
+    result.unlink(missing_ok=True)
+    command = [*SQUALL, "-f", BENCH / "locustfiles" / "ws_user.py", "--headless", "-u", conns, "-r", conns]
+    command += ["-t", f"{secs}s", "-H", target.url(path), "--result-json", result, "--only-summary"]
+    out, cpu, rss, code = run_measured(
+        command, core=1, env=dict(os.environ, BENCH_MESSAGE=MESSAGE), timeout=timeout, started=started
+    )
+    if code not in (0, 1):
+        failed("squall's WebSocketUser", code, out)
+    r = json.loads(result.read_text())
+    exchanges = sum(e["requests"] for e in r["endpoints"] if e["method"] == "WSC")
+    failures = sum(e["failures"] for e in r["endpoints"] if e["method"] == "WSC")
+    failures += sum(x["count"] for x in r["exceptions"])  # a reply other than the message
+    return {"messages": exchanges - failures, "failures": failures, "cpu": cpu, "rss": rss}
+
+
+RUNNERS = {
+    "floor": floor_run,
+    "squall": squall_run,
+    "squall-script": squall_script_run,
+    "artillery": artillery_run,
+    "locust": locust_run,
+}
 
 
 def peak_rss_mb(pid):
@@ -407,6 +435,15 @@ def section(results, mem, refusal, args, fixed=None):
             f"| {median([per_cpu(s) for s in runs]):,.0f} | {share} | {ratio} "
             f"| {f'{fixed[tool]:.2f}' if fixed and tool in fixed else '—'} |"
         )
+    script, locust = results.get("squall-script") or [], results.get("locust") or []
+    if script and locust:
+        r = [per_cpu(a) / per_cpu(b) for a, b in zip(script, locust)]
+        lines += [
+            "",
+            f"Scripted users against scripted users: squall's WebSocketUser (bench/locustfiles/ws_user.py, one "
+            f"`self.ws.exchange` a task) to Locust's (ws_echo.py), in messages per CPU-second: "
+            f"**{median(r):.1f}x** ({min(r):.1f}–{max(r):.1f}).",
+        ]
     if refusal:
         lines += ["", f"squall: not measured, `squall bench ws://` was refused ({refusal})."]
     lines += [
@@ -458,7 +495,7 @@ def main():
         ap.add_argument("--memory-connections", type=int, default=10_000, help="the connections of the memory run")
         ap.add_argument("--memory-few", type=int, default=10, help="the memory run's baseline connections")
         ap.add_argument("--memory-seconds", type=int, default=40, help="how long each memory run lasts")
-        ap.add_argument("--memory-tools", default=",".join(TOOLS), help="the generators of the memory run")
+        ap.add_argument("--memory-tools", default=",".join(MEMORY_TOOLS), help="the generators of the memory run")
         ap.add_argument("--no-memory", action="store_true", help="skip the memory run")
         ap.add_argument("--dry-run", action="store_true", help="print the section, leave RESULTS.md alone")
 

@@ -68,3 +68,14 @@ def test_a_refused_squall_is_said_in_both_tables(ws_bench):
     assert f"squall: not measured, `squall bench ws://` was refused ({refusal})." in text
     assert "squall: not measured (its WebSocket bench was refused, above)." in text
     assert "| floor (ws_floor.c) | 10,000 | 10,000 | 1.4 MB | 4.0 MB | **0.3** |" in text
+
+
+def test_squalls_websocket_users_are_set_against_locusts(ws_bench):
+    results = {
+        "floor": [run(100_000, 1.0), run(100_000, 1.0)],
+        "squall-script": [run(40_000, 1.0), run(30_000, 1.0)],
+        "locust": [run(8_000, 1.0), run(5_000, 1.0)],  # 5x and 6x
+    }
+    text = section(ws_bench, results, {}, None)
+    assert "| squall WebSocketUser (locustfile) | 3,500 | 3,500 | 0 | 35,000 | **0.35** (0.30-0.40) | — | — |" in text
+    assert "to Locust's (ws_echo.py), in messages per CPU-second: **5.5x** (5.0-6.0)." in text
