@@ -5,7 +5,7 @@
 // percentiles. Connect and TLS happen once a connection: their share is their total over all
 // responses.
 import type { Endpoint, Phase, Timings } from "./types";
-import { fill, fmtInt, fmtMs, fmtPct, h, num } from "./util";
+import { fill, fin, fmtInt, fmtMs, fmtPct, h, num } from "./util";
 
 type PhaseKey = "connect" | "tls" | "waiting" | "receiving";
 const PHASES: { k: PhaseKey; label: string; color: string; about: string }[] = [
@@ -20,9 +20,8 @@ const REST = {
   about: "the mean response time less the phases: writing the request and waiting to send it (the open model's lag, a scripted request's wait for the engine)",
 };
 
-const fin = (v: unknown): v is number => typeof v === "number" && isFinite(v);
-
-function phaseOf(v: unknown): Phase | null {
+/** A phase's histogram summary, checked (null: absent or malformed); event streams' too (streams.ts). */
+export function phaseOf(v: unknown): Phase | null {
   if (!v || typeof v !== "object") return null;
   const p = v as Phase;
   return fin(p.count) && fin(p.mean_us) ? p : null;

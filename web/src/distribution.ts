@@ -4,12 +4,11 @@
 import type uPlot from "uplot";
 import type { Endpoint } from "./types";
 import { Chart } from "./charts";
-import { fmtInt, fmtMs, fmtPct } from "./util";
+import { fin, fmtInt, fmtMs, fmtPct } from "./util";
 
 /** [from_us, to_us, requests]: the requests above `from` and at most `to` (the first bar from the fastest). */
 export type Bar = [number, number, number];
 
-const fin = (v: unknown): v is number => typeof v === "number" && isFinite(v);
 const FILL = "rgba(62, 143, 224, 0.78)";
 
 /** An endpoint's bars, checked (none: an older result, or nothing measured). */

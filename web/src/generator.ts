@@ -1,10 +1,8 @@
 // The generator's own health (`generator`: squall watching its threads' CPU and its sends' lag), so that
 // nobody takes squall's limit for the target's: a banner with its warnings, a header badge, its threads.
 import type { Generator, GeneratorThread, Lateness, Result } from "./types";
-import { fill, fmtBytes, fmtInt, fmtMs, fmtPct, h, setText } from "./util";
+import { fill, fin, fmtBytes, fmtInt, fmtMs, fmtPct, h, setText } from "./util";
 import { fmtCpu } from "./monitor";
-
-const fin = (v: unknown): v is number => typeof v === "number" && isFinite(v);
 
 export const WARNING_LEAD = "The generator, not the target, may be the limit: ";
 

@@ -3,11 +3,9 @@
 import type uPlot from "uplot";
 import type { Limit, LimitStep, Result, Run } from "./types";
 import { Chart, COLORS, INT_INCRS, PALETTE, join, theme } from "./charts";
-import { fmtInt, fmtMs, fmtPct, fmtRate, h, num } from "./util";
+import { fin, fmtInt, fmtMs, fmtPct, fmtRate, h, num } from "./util";
 
 const str = (v: unknown): string => (typeof v === "string" ? v : "");
-const fin = (v: unknown): v is number => typeof v === "number" && isFinite(v);
-
 function stepOf(v: unknown): LimitStep | null {
   if (!v || typeof v !== "object") return null;
   const s = v as LimitStep;

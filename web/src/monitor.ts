@@ -3,10 +3,9 @@
 import type uPlot from "uplot";
 import type { HostSample, Monitor, MonitorHost, MonitorTarget, Result, Run, TargetSample } from "./types";
 import { Chart, COLORS, PALETTE, join, type SeriesDef } from "./charts";
-import { fill, fmtBytes, fmtFixed, fmtInt, h } from "./util";
+import { fill, fin, fmtBytes, fmtFixed, fmtInt, h } from "./util";
 import { logSplits } from "./limit";
 
-const fin = (v: unknown): v is number => typeof v === "number" && isFinite(v);
 const str = (v: unknown): string => (typeof v === "string" ? v : "");
 const HOST = COLORS.intended;
 

@@ -2,16 +2,9 @@
 // (the engine's stats/streams.rs) how the streams ended, the events and their rate, and the time to
 // each stream's first event and between its events as exact HDR percentiles. The events a second over
 // time are a chart of the seconds' `events` (view.ts's "events" chart).
-import type { Endpoint, Phase, StreamReport } from "./types";
-import { fill, fmtInt, fmtMs, fmtRate, h, num } from "./util";
-
-const fin = (v: unknown): v is number => typeof v === "number" && isFinite(v);
-
-function phaseOf(v: unknown): Phase | null {
-  if (!v || typeof v !== "object") return null;
-  const p = v as Phase;
-  return fin(p.count) && fin(p.mean_us) ? p : null;
-}
+import { phaseOf } from "./breakdown";
+import type { Endpoint, StreamReport } from "./types";
+import { fill, fin, fmtInt, fmtMs, fmtRate, h, num } from "./util";
 
 /** An endpoint's `stream`, checked (null: no event stream was read). */
 export function streamOf(e: Endpoint | null | undefined): StreamReport | null {

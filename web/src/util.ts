@@ -1,5 +1,8 @@
 // DOM building without HTML strings (every text from the data is attacker-controlled) and number formats.
 
+/** A finite number (a field of a result or a live answer, checked before use). */
+export const fin = (v: unknown): v is number => typeof v === "number" && isFinite(v);
+
 type Child = Node | string | number | null | undefined | false;
 type Attrs = Record<string, string | number | boolean | null | undefined | ((ev: Event) => void)>;
 
