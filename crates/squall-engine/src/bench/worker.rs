@@ -331,17 +331,7 @@ async fn h1_request(
     watch: &Watch,
     begin: Instant,
 ) -> Exchanged {
-    let open = async || {
-        watch.connecting.set(true);
-        let t0 = Instant::now();
-        let opened = ctx.connector.connect_timed(conn_index).await;
-        watch.connecting.set(false);
-        let mut recorder = ctx.recorder.borrow_mut();
-        recorder.record_connect(t0.elapsed());
-        let (stream, o) = opened?;
-        recorder.timing(0).opened(o.tcp, o.tls);
-        Ok(H1Conn::new(stream))
-    };
+    let open = async || Ok(H1Conn::new(opening(ctx, watch, ctx.connector.connect_timed(conn_index)).await?));
     let spec = &ctx.shared.spec;
     let mut t = Timing::default();
     let mut streams = BenchStreams {
@@ -375,26 +365,37 @@ async fn h2_request(ctx: &ThreadCtx, conn: &LeanConn, watch: &Watch) -> Exchange
     Ok((r.status, r.body_bytes, r.body_bytes, Timing::default()))
 }
 
+/// Opens a worker's connection (`open`: its TCP connect, TLS, and a WebSocket's handshake), watched as
+/// connecting (a timeout then is a connect timeout) and timed: the connect time, and its TCP and TLS
+/// phases.
+async fn opening<T>(
+    ctx: &ThreadCtx,
+    watch: &Watch,
+    open: impl std::future::Future<Output = Result<(T, crate::net::Opened), stats::Failure>>,
+) -> Result<T, stats::Failure> {
+    watch.connecting.set(true);
+    let t0 = Instant::now();
+    let opened = open.await;
+    watch.connecting.set(false);
+    let mut recorder = ctx.recorder.borrow_mut();
+    recorder.record_connect(t0.elapsed());
+    let (conn, o) = opened?;
+    recorder.timing(0).opened(o.tcp, o.tls);
+    Ok(conn)
+}
+
 /// One WebSocket exchange: the message sent and its reply read, on this worker's connection (opened
 /// first, its handshake included in the connect time). Its status is 0: a message has none.
 async fn ws_exchange(ctx: &ThreadCtx, conn: &mut Option<WsConn>, conn_index: usize, watch: &Watch) -> Exchanged {
     if conn.is_none() {
-        watch.connecting.set(true);
-        let t0 = Instant::now();
         // Boxed: the connect, TLS and the handshake would otherwise sit in every worker's task, waiting
         // or not (about 1 KB each); once a connection, the allocation is nothing.
-        let opened = Box::pin(async {
+        let open = Box::pin(async {
             let (stream, o) = ctx.connector.connect_timed(conn_index).await?;
             let handshake = ctx.shared.handshake.as_ref().expect("a WebSocket run has its handshake");
             Ok::<_, stats::Failure>((WsConn::open(stream, handshake).await?, o))
-        })
-        .await;
-        watch.connecting.set(false);
-        let mut recorder = ctx.recorder.borrow_mut();
-        recorder.record_connect(t0.elapsed());
-        let (ws, o) = opened?;
-        recorder.timing(0).opened(o.tcp, o.tls);
-        *conn = Some(ws);
+        });
+        *conn = Some(opening(ctx, watch, open).await?);
     }
     let ws = conn.as_mut().expect("opened above");
     match ws.exchange(&ctx.body, ctx.shared.cfg.binary).await {

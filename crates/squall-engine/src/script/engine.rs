@@ -197,6 +197,8 @@ pub(super) struct Engine {
     /// TLS settings that verify certificates (unless the engine is insecure), and that do not.
     tls: Arc<rustls::ClientConfig>,
     tls_insecure: Arc<rustls::ClientConfig>,
+    /// WebSocket users' TLS settings when the run's offer HTTP/2 (a handshake is HTTP/1.1), made once.
+    ws_tls: std::cell::OnceCell<Arc<rustls::ClientConfig>>,
     pub(super) jars: RefCell<HashMap<u64, Jar>>,
     pub(super) done: RefCell<Vec<Completion>>,
     pub(super) messages: RefCell<Vec<Message>>,
@@ -300,6 +302,7 @@ impl Engine {
             connectors: RefCell::default(),
             tls: tls::client_config(options.insecure, alpn),
             tls_insecure: tls::client_config(true, alpn),
+            ws_tls: std::cell::OnceCell::new(),
             jars: RefCell::default(),
             done: RefCell::default(),
             messages: RefCell::default(),
@@ -403,6 +406,15 @@ impl Engine {
     pub(super) fn push(&self, c: Completion) {
         self.done.borrow_mut().push(c);
         self.ready.notify_one();
+    }
+
+    /// The TLS settings of a WebSocket user's connection: the run's, unless they offer HTTP/2 (ALPN),
+    /// which a WebSocket handshake is not.
+    pub(super) fn ws_tls(&self) -> Arc<rustls::ClientConfig> {
+        if !self.options.http2 {
+            return self.tls.clone();
+        }
+        self.ws_tls.get_or_init(|| tls::client_config(self.options.insecure, &[b"http/1.1"])).clone()
     }
 
     pub(super) fn endpoint(&self, method: &str, name: &str) -> EndpointId {

@@ -690,8 +690,7 @@ impl ScriptEngine {
             .entry(user)
             .or_insert_with(|| {
                 let (tx, rx) = mpsc::unbounded_channel();
-                let insecure = engine.options.insecure;
-                self.local.spawn_local(websocket::user_task(engine.clone(), insecure, rx));
+                self.local.spawn_local(websocket::user_task(engine.clone(), rx));
                 tx
             })
             .clone();

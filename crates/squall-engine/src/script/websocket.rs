@@ -14,7 +14,7 @@
 use super::engine::Engine;
 use super::Completion;
 use crate::mqtt::script::Sink;
-use crate::net::{self, tls, Connector};
+use crate::net::{self, Connector};
 use crate::stats::{Failure, FailureKind, Outcome};
 use crate::ws::{self, Handshake, Incoming, Reader, Writer, WsOp};
 use std::cell::{Cell, RefCell};
@@ -57,7 +57,6 @@ struct Target {
 
 struct User {
     engine: Rc<Engine>,
-    insecure: bool,
     open: Option<Open>,
     target: Option<Target>,
 }
@@ -65,8 +64,8 @@ struct User {
 /// One user's WebSocket: its operations in order of arrival until the user stops (its channel closes).
 /// An operation in progress when the user stops is cancelled unrecorded, as a stopped user's requests
 /// are, and the connection dropped (a frame may be half written); else the user says goodbye.
-pub(super) async fn user_task(engine: Rc<Engine>, insecure: bool, mut rx: mpsc::UnboundedReceiver<WsOp>) {
-    let mut user = User { engine, insecure, open: None, target: None };
+pub(super) async fn user_task(engine: Rc<Engine>, mut rx: mpsc::UnboundedReceiver<WsOp>) {
+    let mut user = User { engine, open: None, target: None };
     let mut queued = VecDeque::new();
     loop {
         let op = match queued.pop_front() {
@@ -224,7 +223,8 @@ impl User {
     async fn connect(&mut self) -> Result<(), Failure> {
         let target = self.target.as_ref().expect("a target to connect to");
         let t0 = Instant::now();
-        let result = tokio::time::timeout(target.timeout, open(&target.url, &target.headers, self.insecure)).await;
+        let tls = self.engine.ws_tls();
+        let result = tokio::time::timeout(target.timeout, open(&target.url, &target.headers, tls)).await;
         let result = result.unwrap_or_else(|_| Err(Failure::new(FailureKind::ConnectTimeout, "")));
         let name = target.name.clone().unwrap_or_else(|| path_of(&target.url));
         self.record("WS", &name, t0.elapsed(), 0, result.as_ref().err());
@@ -305,7 +305,11 @@ async fn read(mut reader: Reader, inbox: Rc<Inbox>) {
 }
 
 /// Resolves, connects and opens the WebSocket at `url` (ws:// or wss://).
-async fn open(url: &str, headers: &[(String, String)], insecure: bool) -> Result<(Reader, Rc<Writer>), Failure> {
+async fn open(
+    url: &str,
+    headers: &[(String, String)],
+    tls: Arc<rustls::ClientConfig>,
+) -> Result<(Reader, Rc<Writer>), Failure> {
     let usage = |e: String| Failure::new(FailureKind::WebSocket, e);
     if !ws::is_ws_url(url) {
         return Err(usage(format!("'{url}' is not a ws:// or wss:// URL")));
@@ -317,9 +321,7 @@ async fn open(url: &str, headers: &[(String, String)], insecure: bool) -> Result
     crate::http::request::check_headers(headers).map_err(usage)?;
     let handshake = Handshake::new(&http, headers).map_err(usage)?;
     let addrs = net::resolve_async(&host, port).await.map_err(usage)?;
-    let config: Option<(Arc<rustls::ClientConfig>, &str)> =
-        https.then(|| (tls::client_config(insecure, &[b"http/1.1"]), host.as_str()));
-    let connector = Connector::new(addrs, config).map_err(usage)?;
+    let connector = Connector::new(addrs, https.then_some((tls, host.as_str()))).map_err(usage)?;
     let io = connector.connect(0).await?;
     ws::duplex::open(io, &handshake).await
 }
