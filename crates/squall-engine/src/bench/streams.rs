@@ -2,7 +2,7 @@
 //! `text/event-stream` body as it reads it.
 
 use crate::http::h1::StreamWatch;
-use crate::stats::{Failure, Recorder, StreamClock};
+use crate::stats::{Failure, Recorder, StreamClock, Tokens};
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -23,17 +23,13 @@ pub(super) struct BenchStreams<'a> {
 
 impl BenchStreams<'_> {
     /// The exchange is over: a stream it read completed, or was cut by its failure.
-    pub fn ended(&self, failure: Option<&Failure>) {
+    pub fn ended(&mut self, failure: Option<&Failure>) {
         if !self.opened {
             return;
         }
         self.streaming.set(false);
         self.open.fetch_sub(1, Ordering::SeqCst);
-        let mut recorder = self.recorder.borrow_mut();
-        match failure {
-            None => recorder.stream(0).completed += 1,
-            Some(f) => recorder.stream(0).cut(f.message()),
-        }
+        self.recorder.borrow_mut().stream_ended(Instant::now(), 0, &mut self.clock, failure);
     }
 }
 
@@ -48,8 +44,8 @@ impl StreamWatch for BenchStreams<'_> {
         self.recorder.borrow_mut().stream(0).streams += 1;
     }
 
-    fn progress(&mut self, at: Instant, events: u64) {
+    fn progress(&mut self, at: Instant, events: u64, tokens: Tokens) {
         self.started.set(Some(at));
-        self.recorder.borrow_mut().events(at, 0, events, &mut self.clock);
+        self.recorder.borrow_mut().events(at, 0, events, tokens, &mut self.clock);
     }
 }

@@ -15,6 +15,7 @@
 
 use super::response::{too_large_body, Response, MAX_KEPT_BODY};
 use super::sse::{self, SseParser};
+use super::tokens::Tokens;
 use crate::net::{classify_io, Stamp, Stream};
 use crate::stats::{Failure, FailureKind, Phases};
 use std::cell::Cell;
@@ -82,8 +83,8 @@ pub trait StreamWatch {
     /// A response's head says its body is an event stream; read at `at`.
     fn opened(&mut self, at: Instant);
     /// More of the stream's body arrived at `at` (the clock read right after its read), completing
-    /// `events` events.
-    fn progress(&mut self, at: Instant, events: u64);
+    /// `events` events, of which `tokens` told of a language model's output (`tokens`).
+    fn progress(&mut self, at: Instant, events: u64, tokens: Tokens);
 }
 
 /// Event streams read as any body.
@@ -92,7 +93,7 @@ pub struct NoStreams;
 impl StreamWatch for NoStreams {
     const WATCHING: bool = false;
     fn opened(&mut self, _: Instant) {}
-    fn progress(&mut self, _: Instant, _: u64) {}
+    fn progress(&mut self, _: Instant, _: u64, _: Tokens) {}
 }
 
 /// An error, and whether the request may be sent again on a fresh connection: a reused keep-alive
@@ -459,8 +460,10 @@ impl H1Conn {
 
     fn take_body(&mut self, n: usize, body: &mut Option<Vec<u8>>, watch: &mut impl StreamWatch) -> Result<(), Failure> {
         if let Some(parser) = self.sse.as_deref_mut().filter(|_| n > 0) {
-            let events = parser.feed(&self.buf[self.start..self.start + n], |_| {})?;
-            watch.progress(Instant::now(), events);
+            let mut tokens = Tokens::default();
+            let events =
+                parser.feed(&self.buf[self.start..self.start + n], |e| super::tokens::read(&mut tokens, e.data))?;
+            watch.progress(Instant::now(), events, tokens);
         }
         if let Some(b) = body.as_mut() {
             if b.len() + n > MAX_KEPT_BODY {
@@ -869,7 +872,7 @@ mod tests {
         fn opened(&mut self, _: Instant) {
             self.opened += 1;
         }
-        fn progress(&mut self, _: Instant, events: u64) {
+        fn progress(&mut self, _: Instant, events: u64, _: Tokens) {
             self.events.push(events);
         }
     }

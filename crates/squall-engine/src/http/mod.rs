@@ -1,6 +1,7 @@
 //! HTTP: requests prepared once (`request`), what came back (`response`), the lean HTTP/1.1 exchange
 //! (`h1`), HTTP/2 over the `h2` crate for scripted users (`h2`), bench's own lean HTTP/2 (`h2lean`),
-//! and Server-Sent Events parsed as they arrive (`sse`).
+//! Server-Sent Events parsed as they arrive (`sse`), and the tokens of a language model's streamed
+//! answer read from them (`tokens`).
 
 pub mod h1;
 pub mod h2;
@@ -8,6 +9,7 @@ pub mod h2lean;
 pub mod request;
 pub mod response;
 pub mod sse;
+pub mod tokens;
 
 use crate::stats::Failure;
 use std::cell::Cell;

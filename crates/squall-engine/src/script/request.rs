@@ -6,7 +6,7 @@ use crate::http::h2::{build_request, H2Conn};
 use crate::http::request::needs_length;
 use crate::http::response::Response;
 use crate::net::Stamp;
-use crate::stats::{EndpointId, Failure, FailureKind, Outcome, Phases, StreamClock};
+use crate::stats::{EndpointId, Failure, FailureKind, Outcome, Phases, StreamClock, Tokens};
 use bytes::Bytes;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -91,11 +91,8 @@ pub(super) async fn measure(
     let result = follow(engine, sender, r, known, &mut streams).await;
     let now = Instant::now();
     if streams.opened {
-        let mut recorder = engine.recorder.borrow_mut();
-        match &result {
-            Ok(_) => recorder.stream(endpoint).completed += 1,
-            Err(f) => recorder.stream(endpoint).cut(f.message()),
-        }
+        let failure = result.as_ref().err();
+        engine.recorder.borrow_mut().stream_ended(now, endpoint, &mut streams.clock, failure);
     }
     match result {
         Ok((resp, url, deferred, phases, timing)) => {
@@ -130,8 +127,8 @@ impl StreamWatch for ScriptStreams<'_> {
         self.engine.recorder.borrow_mut().stream(self.endpoint).streams += 1;
     }
 
-    fn progress(&mut self, at: Instant, events: u64) {
-        self.engine.recorder.borrow_mut().events(at, self.endpoint, events, &mut self.clock);
+    fn progress(&mut self, at: Instant, events: u64, tokens: Tokens) {
+        self.engine.recorder.borrow_mut().events(at, self.endpoint, events, tokens, &mut self.clock);
     }
 }
 

@@ -33,6 +33,7 @@ fn stats_of(
         wire_bytes: s.wire_bytes,
         status: status_codes.iter().filter_map(|(k, n)| Some((k.parse().ok()?, *n))).collect(),
         events: s.events,
+        tokens: s.tokens,
     })
 }
 

@@ -22,7 +22,7 @@ pub mod timing;
 
 pub use hist::Hist;
 pub use stream::{LiveCounters, Second, Timeline};
-pub use streams::{StreamClock, StreamStats};
+pub use streams::{StreamClock, StreamStats, TokenStats, Tokens};
 pub use timing::{Phases, TimingStats};
 
 pub const PERCENTILES: [f64; 11] = [50.0, 66.0, 75.0, 80.0, 90.0, 95.0, 98.0, 99.0, 99.9, 99.99, 100.0];
@@ -197,6 +197,8 @@ pub struct EndpointStats {
     pub status: Vec<(u16, u64)>,
     /// Server-Sent Events read (`streams`): counted as they arrive, not when their request ends.
     pub events: u64,
+    /// A language model's output tokens read (`streams`), as they arrive.
+    pub tokens: u64,
 }
 
 impl Default for EndpointStats {
@@ -211,6 +213,7 @@ impl Default for EndpointStats {
             wire_bytes: 0,
             status: Vec::new(),
             events: 0,
+            tokens: 0,
         }
     }
 }
@@ -218,7 +221,7 @@ impl Default for EndpointStats {
 impl EndpointStats {
     /// Whether it counted anything: a request, or an event of a stream still being read.
     pub fn has_counts(&self) -> bool {
-        self.requests > 0 || self.events > 0
+        self.requests > 0 || self.events > 0 || self.tokens > 0
     }
 
     #[inline]
@@ -275,6 +278,7 @@ impl EndpointStats {
         self.body_bytes += other.body_bytes;
         self.wire_bytes += other.wire_bytes;
         self.events += other.events;
+        self.tokens += other.tokens;
         for &(s, n) in &other.status {
             self.add_status(s, n);
         }
@@ -397,8 +401,8 @@ impl PackedSecond {
         for (id, s) in stats.iter().enumerate().filter(|(_, s)| s.has_counts()) {
             put(&mut out, (id - next) as u64);
             next = id + 1;
-            for v in [s.requests, s.failures, s.body_bytes, s.wire_bytes, s.min_us.wrapping_add(1), s.max_us, s.events]
-            {
+            let (min, max) = (s.min_us.wrapping_add(1), s.max_us);
+            for v in [s.requests, s.failures, s.body_bytes, s.wire_bytes, min, max, s.events, s.tokens] {
                 put(&mut out, v);
             }
             put(&mut out, s.status.len() as u64);
@@ -453,6 +457,7 @@ impl PackedSecond {
                 min_us: take(&mut buf).wrapping_sub(1),
                 max_us: take(&mut buf),
                 events: take(&mut buf),
+                tokens: take(&mut buf),
                 ..EndpointStats::default()
             };
             s.status = (0..take(&mut buf)).map(|_| (take(&mut buf) as u16, take(&mut buf))).collect();
@@ -653,20 +658,49 @@ impl Recorder {
         &mut self.streams[endpoint]
     }
 
-    /// `n` events of a stream arrived at `now`, on `clock`: counted in the run's totals and the current
-    /// second, and timed (`StreamClock::events`).
-    pub fn events(&mut self, now: Instant, endpoint: EndpointId, n: u64, clock: &mut StreamClock) {
+    /// `n` events of a stream arrived at `now`, on `clock`, `tokens` among them: counted in the run's
+    /// totals and the current second, and timed (`StreamClock::events`, `StreamClock::tokens`).
+    pub fn events(&mut self, now: Instant, endpoint: EndpointId, n: u64, tokens: Tokens, clock: &mut StreamClock) {
         if n == 0 {
             return;
         }
         self.roll(now);
+        let stream = self.stream(endpoint);
+        clock.events(stream, n, now);
+        let t = clock.tokens(&mut stream.tokens, tokens, now);
+        self.count_streamed(endpoint, n, t);
+    }
+
+    /// A stream of `endpoint` ended at `now`, on `clock`: completed, or cut for `failure`'s reason
+    /// (and the tokens its usage adds beyond its output events counted).
+    pub fn stream_ended(
+        &mut self,
+        now: Instant,
+        endpoint: EndpointId,
+        clock: &mut StreamClock,
+        failure: Option<&Failure>,
+    ) {
+        self.roll(now);
+        let stream = self.stream(endpoint);
+        match failure {
+            None => stream.completed += 1,
+            Some(f) => stream.cut(f.message()),
+        }
+        let more = clock.ended(&mut stream.tokens, now);
+        self.count_streamed(endpoint, 0, more);
+    }
+
+    fn count_streamed(&mut self, endpoint: EndpointId, events: u64, tokens: u64) {
+        if events == 0 && tokens == 0 {
+            return;
+        }
         for stats in [&mut self.totals, &mut self.second] {
             if stats.len() <= endpoint {
                 stats.resize_with(endpoint + 1, EndpointStats::default);
             }
-            stats[endpoint].events += n;
+            stats[endpoint].events += events;
+            stats[endpoint].tokens += tokens;
         }
-        clock.events(self.stream(endpoint), n, now);
     }
 
     pub fn record_connect(&mut self, took: Duration) {

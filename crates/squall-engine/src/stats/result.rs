@@ -29,6 +29,9 @@ pub struct Summary {
     /// Server-Sent Events read (`stats::streams`), counted as they arrive; absent when none were.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub events: u64,
+    /// A language model's output tokens read (`stats::streams`), as they arrive; absent when none were.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tokens: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -42,7 +45,11 @@ pub fn summarize(hist: &Histogram<u64>, requests: u64, failures: u64, body_bytes
 
 /// The summary of an endpoint's statistics, with its exact minimum and maximum.
 pub fn summarize_stats(s: &EndpointStats) -> Summary {
-    Summary { events: s.events, ..summary_within(s.within(), s.requests, s.failures, s.body_bytes, s.wire_bytes) }
+    Summary {
+        events: s.events,
+        tokens: s.tokens,
+        ..summary_within(s.within(), s.requests, s.failures, s.body_bytes, s.wire_bytes)
+    }
 }
 
 fn summary_within(w: Within<'_>, requests: u64, failures: u64, body_bytes: u64, wire_bytes: u64) -> Summary {
@@ -61,6 +68,7 @@ fn summary_within(w: Within<'_>, requests: u64, failures: u64, body_bytes: u64, 
             PERCENTILES.iter().map(|&p| (percentile_label(p), w.percentile(p))).collect()
         },
         events: 0,
+        tokens: 0,
     }
 }
 

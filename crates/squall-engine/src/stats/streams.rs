@@ -14,7 +14,21 @@
 //!   `cut` when it ends otherwise (closed or reset mid-body, a timeout, an event past the bound), each
 //!   cut also a failed request with its reason; streams still open when the run ends are neither.
 //!
-//! Kept per endpoint for the whole run (two HDR histograms, 3 significant digits, merged losslessly).
+//! A language model's streamed answer (http/tokens.rs: OpenAI's, Anthropic's formats) has its tokens
+//! timed too, with the definitions of vLLM's benchmark_serving:
+//! - time to first token (TTFT): from the request's start to the first event that carried output (a
+//!   role-only first chunk is not one);
+//! - inter-token latency (ITL): between one output event and the next of a stream, timed as events
+//!   are (several in one read: the first's gap, then gaps of 0);
+//! - time per output token (TPOT), one per stream of at least two tokens: from its first token to
+//!   its end, over its tokens but the first;
+//! - tokens: the server's count (`usage`) where the stream gave one, else its output events (a token
+//!   each, as vLLM, TGI and llama.cpp send them). Output events are counted as they arrive (in the
+//!   second they arrive); a stream's usage, read at its end, adds what it says beyond its events
+//!   there, so that the seconds add up to the run's total. A usage below the events (a server that
+//!   miscounts) is not subtracted: such a stream counts its events.
+//!
+//! Kept per endpoint for the whole run (HDR histograms, 3 significant digits, merged losslessly).
 
 use super::timing::PhaseReport;
 use super::{histogram_from_base64, Hist};
@@ -35,6 +49,57 @@ pub struct StreamStats {
     pub cut: u64,
     /// Why streams were cut: the failure's message, and how many.
     pub cut_reasons: BTreeMap<String, u64>,
+    /// A language model's output, when streams carried it.
+    pub tokens: TokenStats,
+}
+
+/// What one read of a stream brought of a language model's output (http/tokens.rs reads it): events
+/// that carried output, and the count the server gave, if one of them gave it (the last one read).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tokens {
+    /// Events carrying generated output (for most servers, a token each).
+    pub chunks: u64,
+    /// The server's count of the tokens generated so far in the stream (`usage`), as last reported.
+    pub usage: Option<u64>,
+}
+
+/// One endpoint's language-model tokens (the module's definitions).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TokenStats {
+    /// µs from a request's start to its first output event.
+    pub ttft: Hist,
+    /// µs between consecutive output events of one stream.
+    pub itl: Hist,
+    /// µs a token after the first, one a stream of at least two.
+    pub tpot: Hist,
+    /// Streams that carried output.
+    pub streams: u64,
+    /// Of those, ended with the server's count of their tokens.
+    pub counted: u64,
+    pub tokens: u64,
+}
+
+impl TokenStats {
+    pub fn merge(&mut self, o: &TokenStats) {
+        self.ttft.add(&o.ttft);
+        self.itl.add(&o.itl);
+        self.tpot.add(&o.tpot);
+        self.streams += o.streams;
+        self.counted += o.counted;
+        self.tokens += o.tokens;
+    }
+
+    fn report(&self, secs: f64) -> Option<TokenReport> {
+        (self.streams > 0 || self.tokens > 0).then(|| TokenReport {
+            streams: self.streams,
+            tokens: self.tokens,
+            tokens_per_s: if secs > 0.0 { self.tokens as f64 / secs } else { 0.0 },
+            counted_by_server: self.counted,
+            ttft: PhaseReport::of(&self.ttft),
+            itl: PhaseReport::of(&self.itl),
+            tpot: PhaseReport::of(&self.tpot),
+        })
+    }
 }
 
 fn micros(d: Duration) -> u64 {
@@ -51,6 +116,7 @@ impl StreamStats {
         for (k, n) in &o.cut_reasons {
             *self.cut_reasons.entry(k.clone()).or_default() += n;
         }
+        self.tokens.merge(&o.tokens);
     }
 
     pub fn is_empty(&self) -> bool {
@@ -79,6 +145,7 @@ impl StreamStats {
             events_per_s: if secs > 0.0 { events as f64 / secs } else { 0.0 },
             first_event: PhaseReport::of(&self.first_event),
             gap: PhaseReport::of(&self.gaps),
+            tokens: self.tokens.report(secs),
         })
     }
 
@@ -87,6 +154,17 @@ impl StreamStats {
         let h = |p: &PhaseReport| {
             histogram_from_base64(&p.histogram).map(Hist::from).map_err(|m| format!("bad stream histogram: {m}"))
         };
+        let tokens = match &r.tokens {
+            None => TokenStats::default(),
+            Some(t) => TokenStats {
+                ttft: h(&t.ttft)?,
+                itl: h(&t.itl)?,
+                tpot: h(&t.tpot)?,
+                streams: t.streams,
+                counted: t.counted_by_server,
+                tokens: t.tokens,
+            },
+        };
         Ok(StreamStats {
             first_event: h(&r.first_event)?,
             gaps: h(&r.gap)?,
@@ -94,6 +172,7 @@ impl StreamStats {
             completed: r.completed,
             cut: r.cut,
             cut_reasons: r.cut_reasons.clone(),
+            tokens,
         })
     }
 }
@@ -105,11 +184,66 @@ pub struct StreamClock {
     pub origin: Instant,
     /// The last event's time, once there was one.
     pub last: Option<Instant>,
+    /// The first and the last output event's time, once there was one (`tokens`).
+    first_token: Option<Instant>,
+    last_token: Option<Instant>,
+    /// Output events so far, and the server's count as last read.
+    chunks: u64,
+    usage: Option<u64>,
 }
 
 impl StreamClock {
     pub fn new(origin: Instant) -> StreamClock {
-        StreamClock { origin, last: None }
+        StreamClock { origin, last: None, first_token: None, last_token: None, chunks: 0, usage: None }
+    }
+
+    /// What a read brought of a language model's output, at `at`: its first token's time or the gap
+    /// since the last token, the others' gaps of 0. Returns the tokens to count now (its output
+    /// events; a usage is counted at the stream's end).
+    #[inline]
+    pub fn tokens(&mut self, stats: &mut TokenStats, t: Tokens, at: Instant) -> u64 {
+        if t.usage.is_some() {
+            self.usage = t.usage;
+        }
+        if t.chunks == 0 {
+            return 0;
+        }
+        match self.last_token {
+            None => {
+                stats.ttft.record(micros(at.saturating_duration_since(self.origin)));
+                stats.streams += 1;
+                self.first_token = Some(at);
+            }
+            Some(l) => stats.itl.record(micros(at.saturating_duration_since(l))),
+        }
+        if t.chunks > 1 {
+            stats.itl.record_n(0, t.chunks - 1);
+        }
+        self.last_token = Some(at);
+        self.chunks += t.chunks;
+        stats.tokens += t.chunks;
+        t.chunks
+    }
+
+    /// The stream ended at `at` (completed or cut): its time per output token, and the tokens its
+    /// usage adds beyond its output events (counted now; returned for the seconds).
+    pub fn ended(&mut self, stats: &mut TokenStats, at: Instant) -> u64 {
+        let more = match self.usage.take() {
+            Some(u) => {
+                stats.counted += 1;
+                if self.first_token.is_none() && u > 0 {
+                    stats.streams += 1; // tokens counted, none seen as output (e.g. tool-less formats)
+                }
+                u.saturating_sub(self.chunks)
+            }
+            None => 0,
+        };
+        let total = self.chunks + more;
+        if let (Some(first), true) = (self.first_token, total > 1) {
+            stats.tpot.record(micros(at.saturating_duration_since(first)) / (total - 1));
+        }
+        stats.tokens += more;
+        more
     }
 
     /// `n` events arrived at `at`: the first's time to first event or gap, the others' gaps of 0.
@@ -156,6 +290,27 @@ pub struct StreamReport {
     pub first_event: PhaseReport,
     /// Between consecutive events of one stream.
     pub gap: PhaseReport,
+    /// A language model's output tokens, when its streams carried them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<TokenReport>,
+}
+
+/// An endpoint's language-model tokens (`stream.tokens`; the module's definitions).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TokenReport {
+    /// Streams that carried output.
+    pub streams: u64,
+    /// Output tokens, and per second of the run.
+    pub tokens: u64,
+    pub tokens_per_s: f64,
+    /// Streams whose tokens are the server's count (`usage`), not their output events.
+    pub counted_by_server: u64,
+    /// Time to first token.
+    pub ttft: PhaseReport,
+    /// Inter-token latency.
+    pub itl: PhaseReport,
+    /// Time per output token.
+    pub tpot: PhaseReport,
 }
 
 #[cfg(test)]
@@ -188,5 +343,43 @@ mod tests {
         assert_eq!((back.streams, back.completed, back.cut), (2, 1, 1));
         assert_eq!(back.cut_reasons["server closed the connection mid-response"], 1);
         assert!(StreamStats::default().report(0, Duration::from_secs(1)).is_none());
+    }
+
+    #[test]
+    fn a_models_tokens_time_the_first_the_gaps_and_each_token() {
+        let t0 = Instant::now();
+        let ms = |n| t0 + Duration::from_millis(n);
+        let tok = |chunks, usage| Tokens { chunks, usage };
+        let mut s = StreamStats { streams: 1, ..StreamStats::default() };
+        let mut c = StreamClock::new(t0);
+        // The role-only chunk at 40 ms carries no token; tokens at 100, then 120 (two in one read), 150.
+        assert_eq!(c.tokens(&mut s.tokens, tok(0, None), ms(40)), 0);
+        assert_eq!(c.tokens(&mut s.tokens, tok(1, None), ms(100)), 1);
+        assert_eq!(c.tokens(&mut s.tokens, tok(2, None), ms(120)), 2);
+        assert_eq!(c.tokens(&mut s.tokens, tok(1, Some(10)), ms(150)), 1);
+        // The usage says 10 tokens: 6 more than the 4 output events, counted at the end (250 ms), and
+        // each token after the first took (250 - 100) / 9 ms.
+        assert_eq!(c.ended(&mut s.tokens, ms(250)), 6);
+        let t = &s.tokens;
+        assert_eq!((t.streams, t.counted, t.tokens), (1, 1, 10));
+        assert_eq!((t.ttft.len(), t.itl.len(), t.tpot.len()), (1, 3, 1));
+        let r = s.report(0, Duration::from_secs(2)).unwrap().tokens.unwrap();
+        assert!((99_950..=100_050).contains(&r.ttft.max_us), "{:?}", r.ttft);
+        assert_eq!(r.itl.min_us, 0);
+        assert!((29_950..=30_050).contains(&r.itl.max_us), "{:?}", r.itl);
+        assert!((16_650..=16_680).contains(&r.tpot.max_us), "{:?}", r.tpot);
+        assert_eq!((r.tokens, r.tokens_per_s, r.counted_by_server), (10, 5.0, 1));
+        assert_eq!(StreamStats::from_report(&s.report(0, Duration::from_secs(2)).unwrap()).unwrap(), s);
+        // Without a usage, a stream's tokens are its output events; one token has no time per token.
+        let mut c = StreamClock::new(t0);
+        c.tokens(&mut s.tokens, tok(1, None), ms(80));
+        assert_eq!(c.ended(&mut s.tokens, ms(90)), 0);
+        assert_eq!((s.tokens.streams, s.tokens.counted, s.tokens.tokens, s.tokens.tpot.len()), (2, 1, 11, 1));
+        // Streams without output have no token report.
+        assert!(StreamStats { streams: 1, ..StreamStats::default() }
+            .report(1, Duration::from_secs(1))
+            .unwrap()
+            .tokens
+            .is_none());
     }
 }
