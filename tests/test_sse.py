@@ -92,7 +92,7 @@ def test_a_stream_cut_mid_way_is_a_failure_with_its_reason(sse, tmp_path, query,
     p, r = bench(tmp_path, f"{sse}/sse?events=6&ms=5&cut=2&{query}", "-n", 4, "-c", 1)
     truth = sent(sse)
     s = r["aggregate"]["stream"]
-    assert truth == {"events": 8, "streams": 4, "whole": 0, "gaps_ms": truth["gaps_ms"]}
+    assert (truth["events"], truth["streams"], truth["whole"]) == (8, 4, 0)
     assert (s["streams"], s["completed"], s["cut"], s["events"]) == (4, 0, 4, 8)
     assert s["cut_reasons"] == {reason: 4}
     assert r["aggregate"]["failures"] == 4

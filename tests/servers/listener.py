@@ -43,3 +43,28 @@ def heads(conn):
             buf += data
         head, buf = buf.split(b"\r\n\r\n", 1)
         yield head
+
+
+def requests(conn):
+    """Each request `conn` sends, as (head, body): its head up to the blank line and the body its
+    Content-Length gives (none without); ends when the client closes."""
+    buf = b""
+    while True:
+        while b"\r\n\r\n" not in buf:
+            data = conn.recv(65536)
+            if not data:
+                return
+            buf += data
+        head, buf = buf.split(b"\r\n\r\n", 1)
+        length = 0
+        for line in head.split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        while len(buf) < length:
+            data = conn.recv(65536)
+            if not data:
+                return
+            buf += data
+        body, buf = buf[:length], buf[length:]
+        yield head, body

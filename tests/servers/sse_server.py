@@ -15,9 +15,16 @@ GET /silent
     no answer at all, the connection held open.
 GET /huge
     one event whose data line never ends (64 KiB sends until the client goes).
+POST /v1/chat/completions?first=F&ms=M&per=K
+    An OpenAI-compatible chat completion streamed (its JSON body's `"stream": true`), of `max_tokens`
+    (default 8) content chunks: the role-only chunk at once, the first content chunk F ms (default 50)
+    after the request was read, each next M ms (default 20) after the one before, then the finish
+    chunk, the usage chunk if `stream_options.include_usage` (its completion_tokens: K tokens a chunk,
+    default 1) and `data: [DONE]`. Counted as events (each data line one) and as tokens.
 GET /__sent
-    JSON: events sent, streams begun and ended whole, and the sends' gaps in ms (within streams), since
-    the last GET /__sent; and starts the count again.
+    JSON: events sent, streams begun and ended whole, the sends' gaps in ms (within streams), content
+    chunks sent and the usage tokens reported, and each completion's first content chunk's time after
+    its request (ms), since the last GET /__sent; and starts the count again.
 
 usage: python sse_server.py PORT; prints "ready" once it listens.
 """
@@ -31,11 +38,12 @@ import threading
 import time
 from urllib.parse import parse_qs, urlsplit
 
-from listener import heads, listening
+from listener import listening, requests
 
 CHUNKED_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
 lock = threading.Lock()
-sent = {"events": 0, "streams": 0, "whole": 0, "gaps_ms": []}
+EMPTY = {"events": 0, "streams": 0, "whole": 0, "gaps_ms": [], "tokens": 0, "usage": 0, "first_ms": []}
+sent = json.loads(json.dumps(EMPTY))
 
 
 def event(i, eol):
@@ -83,6 +91,47 @@ def stream(conn, q):
     return True
 
 
+def completion(conn, q, req):
+    """One streamed chat completion, as OpenAI's API sends one (the module's doc)."""
+    read = time.monotonic()
+    n, per = int(req.get("max_tokens", 8)), int(q.get("per", 1))
+    first, ms = float(q.get("first", 50)), float(q.get("ms", 20))
+    conn.sendall(CHUNKED_HEAD)
+    with lock:
+        sent["streams"] += 1
+
+    def send(chunk):
+        data = b"data: " + (chunk if isinstance(chunk, bytes) else json.dumps(chunk).encode()) + b"\n\n"
+        conn.sendall(b"%x\r\n%s\r\n" % (len(data), data))
+        with lock:
+            sent["events"] += 1
+
+    base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": req.get("model", "m")}
+    send({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]})
+    last = None
+    for i in range(n):
+        time.sleep((first if i == 0 else ms) / 1000)
+        send({**base, "choices": [{"index": 0, "delta": {"content": f" tok{i}"}, "finish_reason": None}]})
+        now = time.monotonic()
+        with lock:
+            sent["tokens"] += 1
+            if last is None:
+                sent["first_ms"].append((now - read) * 1000)
+            else:
+                sent["gaps_ms"].append((now - last) * 1000)
+        last = now
+    send({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]})
+    if (req.get("stream_options") or {}).get("include_usage"):
+        usage = {"prompt_tokens": 5, "completion_tokens": n * per, "total_tokens": 5 + n * per}
+        send({**base, "choices": [], "usage": usage})
+        with lock:
+            sent["usage"] += n * per
+    send(b"[DONE]")
+    conn.sendall(b"0\r\n\r\n")
+    with lock:
+        sent["whole"] += 1
+
+
 def serve(conn):
     with contextlib.suppress(OSError):  # the client went mid-stream (a run's end, a test's cut)
         answer(conn)
@@ -91,17 +140,19 @@ def serve(conn):
 def answer(conn):
     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     with conn:
-        for head in heads(conn):
+        for head, body in requests(conn):
             url = urlsplit(head.split(b" ")[1].decode())
             q = {k: v[0] for k, v in parse_qs(url.query).items()}
             if url.path == "/__sent":
                 with lock:
                     body = json.dumps(sent).encode()
-                    sent.update(events=0, streams=0, whole=0, gaps_ms=[])
+                    sent.update(json.loads(json.dumps(EMPTY)))
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
             elif url.path == "/sse":
                 if not stream(conn, q):
                     return
+            elif url.path == "/v1/chat/completions":
+                completion(conn, q, json.loads(body or b"{}"))
             elif url.path == "/stall":
                 conn.sendall(CHUNKED_HEAD)
                 for i in range(int(q.get("events", 1))):

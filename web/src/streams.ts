@@ -1,9 +1,11 @@
 // Event streams (Server-Sent Events, `text/event-stream` over HTTP/1.1): from the result's `stream`
 // (the engine's stats/streams.rs) how the streams ended, the events and their rate, and the time to
 // each stream's first event and between its events as exact HDR percentiles. The events a second over
-// time are a chart of the seconds' `events` (view.ts's "events" chart).
+// time are a chart of the seconds' `events` (view.ts's "events" chart). A language model's streamed
+// answers add their tokens (`stream.tokens`): how many, a second, and the time to first token, between
+// tokens and per token; the seconds' `tokens` are the "tokens" chart.
 import { phaseOf } from "./breakdown";
-import type { Endpoint, StreamReport } from "./types";
+import type { Endpoint, Phase, StreamReport, TokenReport } from "./types";
 import { fill, fin, fmtInt, fmtMs, fmtRate, h, num } from "./util";
 
 /** An endpoint's `stream`, checked (null: no event stream was read). */
@@ -15,12 +17,21 @@ export function streamOf(e: Endpoint | null | undefined): StreamReport | null {
   if (s.cut_reasons && typeof s.cut_reasons === "object") {
     for (const [why, n] of Object.entries(s.cut_reasons)) if (fin(n)) reasons[why] = n;
   }
-  return { ...s, completed: num(s.completed), cut: num(s.cut), events: num(s.events), events_per_s: num(s.events_per_s), cut_reasons: reasons };
+  const t = s.tokens;
+  const tokens: TokenReport | null =
+    t && typeof t === "object" && fin(t.tokens) && phaseOf(t.ttft) && phaseOf(t.itl) && phaseOf(t.tpot)
+      ? { ...t, streams: num(t.streams), tokens_per_s: num(t.tokens_per_s), counted_by_server: num(t.counted_by_server) }
+      : null;
+  return { ...s, completed: num(s.completed), cut: num(s.cut), events: num(s.events), events_per_s: num(s.events_per_s), cut_reasons: reasons, tokens };
 }
 
-const ROWS: { k: "first_event" | "gap"; label: string; about: string }[] = [
-  { k: "first_event", label: "time to first event", about: "from the request's start (as its latency) to its stream's first event" },
-  { k: "gap", label: "gap between events", about: "from one event of a stream to the next (0 for events that came in one read)" },
+type Row = { label: string; about: string; phase: (s: StreamReport) => Phase | null; k: string };
+const ROWS: Row[] = [
+  { k: "first_event", label: "time to first event", about: "from the request's start (as its latency) to its stream's first event", phase: (s) => s.first_event },
+  { k: "gap", label: "gap between events", about: "from one event of a stream to the next (0 for events that came in one read)", phase: (s) => s.gap },
+  { k: "ttft", label: "time to first token", about: "from the request's start to its stream's first event that carried output", phase: (s) => (s.tokens ? s.tokens.ttft : null) },
+  { k: "itl", label: "inter-token latency", about: "from one output event of a stream to the next", phase: (s) => (s.tokens ? s.tokens.itl : null) },
+  { k: "tpot", label: "time per output token", about: "a stream's time from its first token to its end, over its tokens but the first", phase: (s) => (s.tokens ? s.tokens.tpot : null) },
 ];
 
 /** The box (`chart-streams`) for one endpoint or the aggregate. */
@@ -42,6 +53,16 @@ export function streamsBox(s: StreamReport, label: string): HTMLElement {
     " events, ",
     fact("events-per-s", s.events_per_s, fmtRate(s.events_per_s)),
     " a second",
+    ...(s.tokens
+      ? [
+          " · ",
+          fact("stream-tokens", s.tokens.tokens, fmtInt(s.tokens.tokens)),
+          " tokens, ",
+          fact("tokens-per-s", s.tokens.tokens_per_s, fmtRate(s.tokens.tokens_per_s)),
+          " a second",
+          s.tokens.counted_by_server === s.tokens.streams ? " (as the server counted them)" : s.tokens.counted_by_server ? ` (${fmtInt(s.tokens.counted_by_server)} streams counted by the server)` : " (an output event a token)",
+        ]
+      : []),
   );
   const reasons = Object.entries(s.cut_reasons).sort((a, b) => b[1] - a[1]);
   const cuts = reasons.length
@@ -53,8 +74,9 @@ export function streamsBox(s: StreamReport, label: string): HTMLElement {
     : null;
   const cell = (col: string, v: number | null | undefined, text?: string) =>
     h("td", { class: "n", "data-col": col, "data-value": fin(v) ? String(v) : null }, text !== undefined ? text : fin(v) ? fmtMs(v) : "–");
-  const rows = ROWS.map(({ k, label, about }) => {
-    const p = s[k];
+  const rows = ROWS.flatMap(({ k, label, about, phase }) => {
+    const p = phase(s);
+    if (!p) return [];
     const pc = p.percentiles_us || {};
     const none = !p.count;
     return h(
@@ -97,6 +119,10 @@ export function fillStreams(body: HTMLElement, e: Endpoint | null, label: string
   fill(body, streamsBox(s, label));
   return true;
 }
+
+/** Whether any second counted tokens: the tokens-a-second chart is drawn then. */
+export const hasTokens = (points: { tokens?: number }[], e: Endpoint | null): boolean =>
+  num(e && e.tokens) > 0 || points.some((p) => num(p.tokens) > 0);
 
 /** Whether any second counted events: the events-a-second chart is drawn then. */
 export const hasEvents = (points: { events?: number }[], e: Endpoint | null): boolean =>

@@ -14,6 +14,8 @@ export interface Summary {
   percentiles_us: Percentiles;
   /** Server-Sent Events read (as they arrive; a second's: those that arrived in it); absent when none */
   events?: number;
+  /** a language model's output tokens read from its streams (as they arrive, a stream's usage at its end); absent when none */
+  tokens?: number;
 }
 
 export interface Endpoint extends Summary {
@@ -71,6 +73,25 @@ export interface StreamReport {
   first_event: Phase;
   /** between consecutive events of a stream */
   gap: Phase;
+  /** a language model's output tokens, when the streams carried them (OpenAI's, Anthropic's formats: http/tokens.rs) */
+  tokens?: TokenReport | null;
+}
+
+/** The tokens of a language model's streamed answers (`stats/streams.rs`, vLLM's definitions). */
+export interface TokenReport {
+  /** streams that carried output */
+  streams: number;
+  /** output tokens: the server's usage where a stream gave one, else its output events */
+  tokens: number;
+  tokens_per_s: number;
+  /** streams whose tokens are the server's count */
+  counted_by_server: number;
+  /** time to first token: from the request's start to its first output event */
+  ttft: Phase;
+  /** inter-token latency: between consecutive output events of a stream */
+  itl: Phase;
+  /** time per output token: from a stream's first token to its end, over its tokens but the first */
+  tpot: Phase;
 }
 
 /** The run up to the end of a second (Locust's history CSV columns). */

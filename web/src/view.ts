@@ -40,7 +40,7 @@ import { barsOf, Distribution } from "./distribution";
 import { statusKeys, statusRow, statusSeries } from "./status";
 import { ALL, endpointLabel, Picker } from "./picker";
 import { fillBreakdown } from "./breakdown";
-import { fillStreams, hasEvents, streamOf } from "./streams";
+import { fillStreams, hasEvents, hasTokens, streamOf } from "./streams";
 
 /**
  * A report shorter than this has at most one second whose rate the time charts draw (a last second
@@ -580,6 +580,16 @@ export class RunView {
         row: (p) => {
           const e = this.entryOf(p);
           return [this.rate(e ? num(e.events) : 0, p)];
+        },
+      });
+      specs.push({
+        id: "tokens",
+        when: (s) => hasTokens(this.points, s.aggregate),
+        sig: () => this.picker.value,
+        make: (slot) => new Chart(slot, { testid: "chart-tokens", title: "Output tokens per second" + picked(), yFmt: rateFmt, series: [{ label: "tokens/s", color: COLORS.rps }] }),
+        row: (p) => {
+          const e = this.entryOf(p);
+          return [this.rate(e ? num(e.tokens) : 0, p)];
         },
       });
       specs.push({

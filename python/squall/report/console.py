@@ -128,6 +128,19 @@ def streams(s: dict[str, Any]) -> str:
         w(f"  {count:>14,}  cut: {reason}\n")
     w(f"  {s['events']:,} events, {s['events_per_s']:,.2f} a second\n")
     rows = [("time to first event", s["first_event"]), ("gap between events", s["gap"])]
+    t = s.get("tokens")
+    if t:
+        by_server = t["counted_by_server"]
+        counted = "as the server counted them" if by_server == t["streams"] else f"{by_server:,} counted by the server"
+        w(
+            f"  {t['tokens']:,} tokens from {t['streams']:,} streams ({counted}), "
+            f"{t['tokens_per_s']:,.2f} tokens a second\n"
+        )
+        rows += [
+            ("time to first token", t["ttft"]),
+            ("inter-token latency", t["itl"]),
+            ("time per output token", t["tpot"]),
+        ]
     cells = [[ms(p["percentiles_us"][k]) if p["count"] else "-" for k in STREAM_PERCENTILES] for _, p in rows]
     width = max(7, *(len(c) + 1 for row in cells for c in row))
     w(f"  {'(ms)':<22}" + "".join(f"{k + '%':>{width}}" for k in STREAM_PERCENTILES) + f"{'count':>10}\n")
