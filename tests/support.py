@@ -17,11 +17,12 @@ from squall.ports import free_port
 HERE = Path(__file__).parent
 
 
-def squall_get(url):
-    """The body at `url` (a test server's own endpoint, such as the odd server's ground truth)."""
+def squall_get(url, data=None):
+    """The body at `url` (a test server's own endpoint, such as the odd server's ground truth); POSTs
+    `data` if given."""
     import urllib.request
 
-    with urllib.request.urlopen(url, timeout=10) as resp:
+    with urllib.request.urlopen(url, data=data, timeout=10) as resp:
         return resp.read()
 
 

@@ -14,7 +14,7 @@ import statistics
 
 import pytest
 
-from support import HERE, serving, squall, squall_get
+from support import HERE, free_port, listening, serving, squall, squall_get, squall_process, wait_until
 from test_web import open_page, points, shot
 from test_web_reports import attr
 
@@ -100,6 +100,28 @@ def test_the_servers_usage_is_the_count_when_it_gives_one(llm, tmp_path):
     server_gap = check_times(t, truth)
     # 24 tokens a stream: its 7 gaps over 23 tokens after the first.
     assert abs(t["tpot"]["mean_us"] / 1000 - server_gap * 7 / 23) <= SLACK_MS / 2, t["tpot"]
+
+
+def test_the_demo_target_simulates_a_models_stream(tmp_path):
+    """`squall demo --serve`'s /v1/chat/completions: max_tokens tokens, the first ttft_ms after the
+    request, each next itl_ms later (tokio's timers: late by at most a millisecond or so, never early),
+    the usage chunk when asked; without "stream" the whole answer."""
+    port = free_port()
+    proc = squall_process("demo", "--serve", "--port", port)
+    try:
+        wait_until(lambda: listening(port), "the demo target", proc)
+        url = f"http://127.0.0.1:{port}/v1/chat/completions?ttft_ms=40&itl_ms=10"
+        body = {**BODY, "max_tokens": 12, "stream_options": {"include_usage": True}}
+        _, r = bench(tmp_path, url, body, "-n", 4, "-c", 2, "-q")
+        whole = json.loads(squall_get(url, data=json.dumps({"max_tokens": 3}).encode()))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    t = r["aggregate"]["stream"]["tokens"]
+    assert (t["streams"], t["tokens"], t["counted_by_server"]) == (4, 48, 4)
+    assert t["ttft"]["min_us"] >= 40_000 and t["itl"]["count"] == 44
+    assert 10_000 <= t["tpot"]["percentiles_us"]["50"] <= 10_000 + SLACK_MS * 1000
+    assert whole["usage"]["completion_tokens"] == 3 and whole["choices"][0]["message"]["content"] == " The load held"
 
 
 def test_other_event_streams_have_no_tokens(llm, tmp_path):

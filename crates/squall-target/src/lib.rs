@@ -13,6 +13,10 @@
 //! | `/echo`         | 200 with the request body                                        |
 //! | `/demo`         | what the demo loads: mostly a few ms, 1% slow (80 ms), 3% 500s   |
 //! | `/sse?events=N&ms=M` | Server-Sent Events: N events (default 10), M ms apart (default 100), chunked |
+//! | `/v1/chat/completions?ttft_ms=F&itl_ms=M` | an OpenAI-compatible chat completion, streamed when |
+//! |                 | the JSON body says `"stream": true`: `max_tokens` tokens (default 16), the |
+//! |                 | first F ms after the request (default 200), each next M ms later (default 20), |
+//! |                 | the usage chunk when `stream_options.include_usage`; else the whole answer |
 //! | `/ws`           | WebSocket (`ws`): every text or binary message echoed, pings     |
 //! |                 | answered, a close answered; `?delay_ms=N` echoes N ms late       |
 //! | `/ws/stats`     | JSON: WebSocket connections open and opened, messages echoed     |
@@ -48,6 +52,7 @@ pub const ENDPOINTS: &[(&str, &str)] = &[
     ("/echo", "the request body back"),
     ("/demo", "a few ms, 1% slow, 3% failures"),
     ("/sse?events=10&ms=100", "Server-Sent Events: n events, ms apart"),
+    ("/v1/chat/completions?ttft_ms=200&itl_ms=20", "POST: a simulated LLM's chat completion, streamed token by token"),
     ("/ws?delay_ms=0", "WebSocket: each message echoed after the given milliseconds"),
     ("/ws/stats", "WebSocket connections and messages echoed so far, JSON"),
 ];
@@ -128,50 +133,165 @@ async fn sleep_ms(ms: f64) {
     tokio::time::sleep(Duration::from_secs_f64(ms / 1000.0)).await;
 }
 
-/// `/sse`'s body: `left` events `every` apart, each sent as it falls due (hyper writes it as a chunk).
-struct Events {
-    left: u64,
+/// A streamed body whose frames come at set times: `frame(i)` gives the i-th frame and how long after
+/// the one before it is due (the first: after the response's start), None at the end. Hyper writes
+/// each as a chunk. Times are kept from the deadlines, not from when a frame was written, so a late
+/// frame does not delay the ones after it.
+pub struct Paced {
+    frame: Box<dyn FnMut(u64) -> Option<(Duration, Bytes)> + Send>,
     next: u64,
-    every: Duration,
+    pending: Option<Bytes>,
     due: Pin<Box<tokio::time::Sleep>>,
+    done: bool,
 }
 
-impl hyper::body::Body for Events {
+impl Paced {
+    fn new(frame: impl FnMut(u64) -> Option<(Duration, Bytes)> + Send + 'static) -> Paced {
+        let due = Box::pin(tokio::time::sleep(Duration::ZERO));
+        Paced { frame: Box::new(frame), next: 0, pending: None, due, done: false }
+    }
+}
+
+impl hyper::body::Body for Paced {
     type Data = Bytes;
     type Error = Infallible;
 
     fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        if self.left == 0 {
+        if self.pending.is_none() && !self.done {
+            let i = self.next;
+            match (self.frame)(i) {
+                Some((after, bytes)) => {
+                    let at = self.due.deadline() + after;
+                    self.due.as_mut().reset(at);
+                    self.pending = Some(bytes);
+                }
+                None => self.done = true,
+            }
+        }
+        if self.done {
             return Poll::Ready(None);
         }
         if self.due.as_mut().poll(cx).is_pending() {
             return Poll::Pending;
         }
-        let next = self.due.deadline() + self.every;
-        self.due.as_mut().reset(next);
-        let i = self.next;
-        (self.left, self.next) = (self.left - 1, i + 1);
-        Poll::Ready(Some(Ok(Frame::data(Bytes::from(format!("id: {i}\ndata: event {i}\n\n"))))))
+        self.next += 1;
+        Poll::Ready(self.pending.take().map(|b| Ok(Frame::data(b))))
     }
 
     fn is_end_stream(&self) -> bool {
-        self.left == 0
+        self.done
     }
 }
 
-type Body = Either<Full<Bytes>, Events>;
+/// `/sse`: `left` events `every` apart.
+fn events(left: u64, every: Duration) -> Paced {
+    Paced::new(move |i| (i < left).then(|| (every, Bytes::from(format!("id: {i}\ndata: event {i}\n\n")))))
+}
 
-async fn route(req: Request<Incoming>, counts: Arc<ws::Counts>) -> Result<Response<Body>, Infallible> {
-    if req.uri().path() != "/sse" {
-        return handle(req, counts).await.map(|r| r.map(Either::Left));
+/// What `/v1/chat/completions` reads of its request (OpenAI's fields; others ignored).
+#[derive(Default)]
+struct ChatRequest {
+    stream: bool,
+    max_tokens: u64,
+    include_usage: bool,
+    model: String,
+}
+
+impl ChatRequest {
+    fn parse(body: &[u8]) -> ChatRequest {
+        let v: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+        let max = v.get("max_completion_tokens").or_else(|| v.get("max_tokens")).and_then(|n| n.as_u64());
+        ChatRequest {
+            stream: v.get("stream").and_then(|b| b.as_bool()).unwrap_or(false),
+            max_tokens: max.unwrap_or(16).min(100_000),
+            include_usage: v.pointer("/stream_options/include_usage").and_then(|b| b.as_bool()).unwrap_or(false),
+            model: v.get("model").and_then(|m| m.as_str()).unwrap_or("squall-demo").to_string(),
+        }
     }
-    let every = Duration::from_secs_f64(query_param(&req, "ms").unwrap_or(100.0f64).clamp(0.0, 3_600_000.0) / 1000.0);
-    let left = query_param(&req, "events").unwrap_or(10u64);
-    let due = Box::pin(tokio::time::sleep(every));
-    let mut r = Response::new(Either::Right(Events { left, next: 0, every, due }));
+}
+
+/// The simulated model's words, a token each.
+const WORDS: [&str; 8] = [" The", " load", " held", " steady", " under", " the", " test", "."];
+
+fn chunk(model: &str, delta: serde_json::Value, finish: Option<&str>) -> serde_json::Value {
+    serde_json::json!({
+        "id": "chatcmpl-squall", "object": "chat.completion.chunk", "created": 0, "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    })
+}
+
+/// `/v1/chat/completions` streamed: the role chunk at once, the tokens `ttft` then `itl` apart, the
+/// finish chunk, the usage chunk if asked, `[DONE]`.
+fn chat_stream(c: ChatRequest, ttft: Duration, itl: Duration) -> Paced {
+    let n = c.max_tokens;
+    let usage = serde_json::json!({"prompt_tokens": 8, "completion_tokens": n, "total_tokens": 8 + n});
+    Paced::new(move |i| {
+        let (after, data) = match i {
+            0 => (Duration::ZERO, chunk(&c.model, serde_json::json!({"role": "assistant", "content": ""}), None)),
+            i if i <= n => {
+                let word = WORDS[((i - 1) % WORDS.len() as u64) as usize];
+                (if i == 1 { ttft } else { itl }, chunk(&c.model, serde_json::json!({"content": word}), None))
+            }
+            i if i == n + 1 => (Duration::ZERO, chunk(&c.model, serde_json::json!({}), Some("length"))),
+            i if i == n + 2 && c.include_usage => {
+                let mut u = chunk(&c.model, serde_json::json!({}), None);
+                u["choices"] = serde_json::json!([]);
+                u["usage"] = usage.clone();
+                (Duration::ZERO, u)
+            }
+            i if i == n + 2 + c.include_usage as u64 => return Some((Duration::ZERO, Bytes::from("data: [DONE]\n\n"))),
+            _ => return None,
+        };
+        Some((after, Bytes::from(format!("data: {data}\n\n"))))
+    })
+}
+
+/// `/v1/chat/completions` whole: the answer after `ttft` and every token's `itl`.
+async fn chat_whole(c: ChatRequest, ttft: Duration, itl: Duration) -> Response<Full<Bytes>> {
+    let n = c.max_tokens;
+    tokio::time::sleep(ttft + itl * n.saturating_sub(1) as u32).await;
+    let text: String = (0..n).map(|i| WORDS[(i % WORDS.len() as u64) as usize]).collect();
+    let body = serde_json::json!({
+        "id": "chatcmpl-squall", "object": "chat.completion", "created": 0, "model": c.model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}],
+        "usage": {"prompt_tokens": 8, "completion_tokens": n, "total_tokens": 8 + n},
+    });
+    let mut r = reply(StatusCode::OK, body.to_string());
+    r.headers_mut().insert(hyper::header::CONTENT_TYPE, "application/json".parse().unwrap());
+    r
+}
+
+type Body = Either<Full<Bytes>, Paced>;
+
+fn ms_param(req: &Request<Incoming>, key: &str, default: f64) -> Duration {
+    Duration::from_secs_f64(query_param(req, key).unwrap_or(default).clamp(0.0, 3_600_000.0) / 1000.0)
+}
+
+fn event_stream(body: Paced) -> Response<Body> {
+    let mut r = Response::new(Either::Right(body));
     r.headers_mut().insert("content-type", hyper::header::HeaderValue::from_static("text/event-stream"));
     r.headers_mut().insert("cache-control", hyper::header::HeaderValue::from_static("no-cache"));
-    Ok(r)
+    r
+}
+
+async fn route(req: Request<Incoming>, counts: Arc<ws::Counts>) -> Result<Response<Body>, Infallible> {
+    match req.uri().path() {
+        "/sse" => {
+            let (every, left) = (ms_param(&req, "ms", 100.0), query_param(&req, "events").unwrap_or(10u64));
+            Ok(event_stream(events(left, every)))
+        }
+        "/v1/chat/completions" => {
+            let (ttft, itl) = (ms_param(&req, "ttft_ms", 200.0), ms_param(&req, "itl_ms", 20.0));
+            let body = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+            let c = ChatRequest::parse(&body);
+            Ok(if c.stream {
+                event_stream(chat_stream(c, ttft, itl))
+            } else {
+                chat_whole(c, ttft, itl).await.map(Either::Left)
+            })
+        }
+        _ => handle(req, counts).await.map(|r| r.map(Either::Left)),
+    }
 }
 
 async fn handle(req: Request<Incoming>, counts: Arc<ws::Counts>) -> Result<Response<Full<Bytes>>, Infallible> {

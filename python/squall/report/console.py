@@ -131,7 +131,12 @@ def streams(s: dict[str, Any]) -> str:
     t = s.get("tokens")
     if t:
         by_server = t["counted_by_server"]
-        counted = "as the server counted them" if by_server == t["streams"] else f"{by_server:,} counted by the server"
+        if by_server == t["streams"]:
+            counted = "as the server counted them"
+        elif by_server:
+            counted = f"{by_server:,} counted by the server, the others an output event a token"
+        else:
+            counted = "an output event a token"
         w(
             f"  {t['tokens']:,} tokens from {t['streams']:,} streams ({counted}), "
             f"{t['tokens_per_s']:,.2f} tokens a second\n"
