@@ -128,6 +128,26 @@ impl AsyncWrite for Stream {
         }
     }
 
+    /// Forwarded, so that a writer of several buffers (h2's frame head and its data, fastwebsockets'
+    /// frame head and a payload over 1 KiB) makes one `writev` instead of a `write` a buffer.
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            Stream::Plain(s) => s.is_write_vectored(),
+            Stream::Tls(s) => s.is_write_vectored(),
+        }
+    }
+
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_flush(cx),
@@ -192,5 +212,23 @@ mod tests {
         assert_eq!(host_port("::1", 80), "[::1]:80");
         assert_eq!(host_port("[::1]", 80), "[::1]:80");
         assert_eq!(host_port("example.com", 443), "example.com:443");
+    }
+
+    /// Several buffers go in one write: the head and the payload of a frame are one segment.
+    #[tokio::test]
+    async fn vectored_writes_reach_the_socket_whole() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (client, server) = tokio::join!(tokio::net::TcpStream::connect(addr), listener.accept());
+        let mut s = Stream::Plain(Tcp::new(client.unwrap()));
+        assert!(s.is_write_vectored());
+        let payload = vec![7u8; 2048];
+        let n = s.write_vectored(&[io::IoSlice::new(b"head"), io::IoSlice::new(&payload)]).await.unwrap();
+        assert_eq!(n, 4 + 2048, "one write of both buffers");
+        drop(s);
+        let mut got = Vec::new();
+        server.unwrap().0.read_to_end(&mut got).await.unwrap();
+        assert_eq!(got.len(), 2052);
     }
 }
