@@ -126,6 +126,19 @@ def test_an_event_stream_result_is_as_types_ts_says(definitions, tmp_path):
     check(definitions, "Result", doc, "bench on an event stream")
 
 
+def test_a_models_token_result_is_as_types_ts_says(definitions, tmp_path):
+    """A language model's streamed answers (docs/sse.md, "Tokens"): `stream.tokens` and the seconds' `tokens`."""
+    out = tmp_path / "llm.json"
+    body = '{"stream": true, "max_tokens": 4, "stream_options": {"include_usage": true}}'
+    with serving("sse_server.py") as port:
+        url = f"http://127.0.0.1:{port}/v1/chat/completions?first=5&ms=2"
+        p = squall("bench", url, "-m", "POST", "-d", body, "-n", 4, "-c", 2, "--json", out, "-q")
+    assert p.returncode == 0, p.stderr[-2000:]
+    doc = json.loads(out.read_text())
+    assert doc["aggregate"]["stream"]["tokens"]["tokens"] == 16 and doc["aggregate"]["tokens"] == 16
+    check(definitions, "Result", doc, "bench on a model's streamed answers")
+
+
 def test_a_locustfile_result_is_as_types_ts_says(definitions, nginx, tmp_path):
     locustfile = tmp_path / "visitor.py"
     locustfile.write_text(LOCUSTFILE)

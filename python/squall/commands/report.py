@@ -25,6 +25,7 @@ CHARTS = (
     "limit",
     "rps",
     "events",
+    "tokens",
     "latency",
     "status",
     "mqtt",
