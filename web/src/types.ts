@@ -119,6 +119,8 @@ export interface Point extends Summary {
   t: number;
   unix?: number;
   users?: number;
+  /** the engine's connections open in this second (the most seen: TCP, with TLS or a WebSocket over it); absent in older results */
+  connections?: number;
   endpoints?: Endpoint[];
   cumulative?: Cumulative;
   schedule?: SecondSchedule;

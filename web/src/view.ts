@@ -622,19 +622,25 @@ export class RunView {
         },
       });
     }
+    // the connections open, beside the users, when the result counted them (a dashed line)
+    const counted = () => this.points.some((p) => typeof p.connections === "number");
     specs.push({
       id: "users",
       when: always,
+      sig: () => String(counted()),
       make: (slot) =>
         new Chart(slot, {
           testid: "chart-users",
-          title: "Number of " + L.users,
+          title: "Number of " + L.users + (counted() && cmd !== "bench" ? " and open connections" : ""),
           yFmt: intFmt,
           intY: true,
           emptyMax: 10,
-          series: [{ label: L.Users, color: COLORS.users }],
+          series: [
+            { label: L.Users, color: COLORS.users },
+            ...(counted() ? [{ label: cmd === "bench" ? "open" : "open connections", color: COLORS.p95, dash: [5, 3] }] : []),
+          ],
         }),
-      row: (p) => [typeof p.users === "number" ? p.users : null],
+      row: (p) => [typeof p.users === "number" ? p.users : null, ...(counted() ? [typeof p.connections === "number" ? p.connections : null] : [])],
       set: (c) => {
         // bench's open model: its seconds count the connections started; -c only caps them
         const l = this.o.result ? this.o.result.load : this.o.meta.load;

@@ -17,7 +17,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
-pub use stamped::{Stamp, Tcp};
+pub use stamped::{open_connections, Stamp, Tcp};
 
 pub enum Stream {
     Plain(Tcp),

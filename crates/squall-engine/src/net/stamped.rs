@@ -27,6 +27,7 @@ use std::io;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsRawFd, RawFd};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{ready, Context, Poll};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
@@ -62,9 +63,26 @@ pub fn stamp_reads(on: bool) {
     ASK.with(|a| a.set(on));
 }
 
+/// The engine's TCP connections open in this process now: one more for each `Tcp` made, one fewer
+/// for each dropped. One relaxed atomic add per connection (not per request); a run's loop reads it
+/// a few times a second into the time series (`Timeline::set_connections`).
+static OPEN: AtomicU64 = AtomicU64::new(0);
+
+/// The engine's connections open now (see `OPEN`).
+pub fn open_connections() -> u64 {
+    OPEN.load(Ordering::Relaxed)
+}
+
+impl Drop for Tcp {
+    fn drop(&mut self) {
+        OPEN.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 impl Tcp {
     /// A connection whose reads carry no receive time until `stamp`.
     pub fn new(io: TcpStream) -> Tcp {
+        OPEN.fetch_add(1, Ordering::Relaxed);
         Tcp { io, stamps: false, received: Stamp::Unasked }
     }
 

@@ -213,6 +213,7 @@ impl<L: Load> Run<L> {
 fn coordinate<L: Load>(core: &RunCore, load: &L, threads: Vec<JoinHandle<L::Thread>>) -> RunResult {
     loop {
         let now = Instant::now();
+        core.timeline.set_connections(crate::net::open_connections());
         core.timeline.publish_ready(now);
         let done = threads.iter().all(|t| t.is_finished());
         if load.tick(core, now, done) {

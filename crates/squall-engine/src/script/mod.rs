@@ -476,6 +476,7 @@ impl ScriptEngine {
         if now.duration_since(self.last_roll.get()) > Duration::from_millis(100) {
             self.last_roll.set(now);
             engine.recorder.borrow_mut().roll(now);
+            engine.core.timeline.set_connections(crate::net::open_connections());
             engine.core.timeline.publish_ready(now);
         }
         std::mem::take(&mut *engine.done.borrow_mut())

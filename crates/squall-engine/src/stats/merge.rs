@@ -81,6 +81,7 @@ pub fn merge(docs: Vec<RunResult>) -> Result<RunResult, String> {
     let mut streams: Vec<StreamStats> = Vec::new();
     let mut seconds: BTreeMap<u64, Vec<EndpointStats>> = BTreeMap::new();
     let mut users: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut connections: Option<BTreeMap<u64, u64>> = None;
     let mut connect = new_histogram();
     let mut end = 0.0f64;
     let (mut abandoned, mut reason) = (0, first.stop_reason);
@@ -115,6 +116,9 @@ pub fn merge(docs: Vec<RunResult>) -> Result<RunResult, String> {
         for sec in &doc.timeseries {
             let t = sec.t + offset;
             *users.entry(t).or_default() += sec.users;
+            if let Some(n) = sec.connections {
+                *connections.get_or_insert_default().entry(t).or_default() += n;
+            }
             if let Some(s) = &sec.schedule {
                 lags.entry(t).or_default().add(&s.lag());
             }
@@ -186,6 +190,7 @@ pub fn merge(docs: Vec<RunResult>) -> Result<RunResult, String> {
         seconds: AllSeconds {
             seconds: seconds.iter().map(|(&t, v)| (t, PackedSecond::pack(v))).collect(),
             users,
+            connections,
             lag: lags,
         },
         abandoned,

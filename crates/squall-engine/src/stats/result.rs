@@ -122,6 +122,10 @@ pub struct SecondReport {
     /// Connections (closed model: ramped; open model: started so far, up to the cap), users or MQTT
     /// clients at this second.
     pub users: u64,
+    /// The engine's connections open during this second (the most seen; TCP, with TLS and a
+    /// WebSocket's over it: `net::open_connections`); absent from results that did not count them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<u64>,
     #[serde(flatten)]
     pub summary: Summary,
     pub endpoints: Vec<SecondEndpoint>,
@@ -394,6 +398,7 @@ pub struct SecondHead {
     pub t: u64,
     pub unix: f64,
     pub users: u64,
+    pub connections: Option<u64>,
     pub cumulative: Cumulative,
     pub lag: Option<Lag>,
 }
@@ -412,6 +417,7 @@ pub fn second_report(
         t: head.t,
         unix: head.unix,
         users: head.users,
+        connections: head.connections,
         summary: summarize_stats(&all),
         endpoints: per
             .iter()
@@ -438,6 +444,7 @@ pub fn live_second(s: &Second, names: &[(String, String)], start_unix: f64, hist
         t: s.t,
         unix: start_unix + s.t as f64,
         users: s.users,
+        connections: s.connections,
         cumulative: s.cumulative.clone(),
         lag: Some(s.lag),
     };
@@ -515,6 +522,7 @@ pub fn build(inp: Inputs) -> RunResult {
                 t,
                 unix: inp.start_unix + t as f64,
                 users: inp.seconds.users_at(t),
+                connections: inp.seconds.connections_at(t),
                 cumulative: Cumulative::of(&running),
                 lag: inp.seconds.lag.get(&t).copied(),
             };

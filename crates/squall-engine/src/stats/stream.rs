@@ -57,6 +57,8 @@ pub struct Second {
     pub t: u64,
     /// Virtual users (connections, users or clients) during this second: the most seen.
     pub users: u64,
+    /// The engine's connections open during this second: the most seen (None: not counted).
+    pub connections: Option<u64>,
     stats: SecondStats,
     /// Everything published from the start of the run up to the end of this second, all endpoints.
     pub cumulative: Cumulative,
@@ -76,7 +78,7 @@ impl Second {
     fn packed(&self) -> Option<Second> {
         let SecondStats::Full(v) = &self.stats else { return None };
         let stats = SecondStats::Packed(PackedSecond::pack(v));
-        Some(Second { t: self.t, users: self.users, stats, cumulative: self.cumulative.clone(), lag: self.lag })
+        Some(Second { stats, cumulative: self.cumulative.clone(), ..*self })
     }
 }
 
@@ -131,11 +133,8 @@ struct Inner {
     published: Vec<Arc<Second>>,
     /// Counts that arrived for a second already published.
     late: BTreeMap<u64, Vec<EndpointStats>>,
-    users_now: u64,
-    /// For each second not yet published in which the gauge was set: (the most, the last value).
-    users: BTreeMap<u64, (u64, u64)>,
-    /// The gauge's value at the end of the last published second.
-    users_carried: u64,
+    users: Gauge,
+    connections: Gauge,
     /// Errors of seconds not yet published, by second.
     open_errors: BTreeMap<u64, HashMap<ErrorKey, ErrorEntry>>,
     /// Send lag by second, published or not (small: four numbers a second).
@@ -145,6 +144,39 @@ struct Inner {
     totals: Totals,
 }
 
+/// A value set from time to time (users, open connections), read per second as the most it was in
+/// the second; a second in which it was not set has the value the one before ended with.
+#[derive(Default)]
+struct Gauge {
+    now: u64,
+    /// For each second not yet published in which it was set: (the most, the last value).
+    open: BTreeMap<u64, (u64, u64)>,
+    /// Its value at the end of the last published second.
+    carried: u64,
+    /// Whether it was ever set.
+    set: bool,
+}
+
+impl Gauge {
+    fn set(&mut self, sec: u64, v: u64) {
+        self.now = v;
+        self.set = true;
+        let slot = self.open.entry(sec).or_insert((v, v));
+        *slot = (slot.0.max(v), v);
+    }
+
+    /// Second `t`'s value, as it is published.
+    fn publish(&mut self, t: u64) -> u64 {
+        match self.open.remove(&t) {
+            Some((most, last)) => {
+                self.carried = last;
+                most
+            }
+            None => self.carried,
+        }
+    }
+}
+
 /// Everything a run measured, second by second: for the final result. The seconds stay packed (a
 /// run of 5,000 names unpacked every second at once: 560 KB a second, most of it empty endpoints);
 /// the result unpacks one at a time.
@@ -152,6 +184,8 @@ pub struct AllSeconds {
     /// The seconds with requests.
     pub seconds: BTreeMap<u64, PackedSecond>,
     pub users: BTreeMap<u64, u64>,
+    /// Open connections, when the run counted them.
+    pub connections: Option<BTreeMap<u64, u64>>,
     pub lag: BTreeMap<u64, Lag>,
 }
 
@@ -195,14 +229,18 @@ impl Timeline {
     /// The current number of virtual users.
     pub fn set_users(&self, users: u64) {
         let sec = self.start.elapsed().as_secs();
-        let mut inner = self.inner.lock().unwrap();
-        inner.users_now = users;
-        let slot = inner.users.entry(sec).or_insert((users, users));
-        *slot = (slot.0.max(users), users);
+        self.inner.lock().unwrap().users.set(sec, users);
     }
 
     pub fn users(&self) -> u64 {
-        self.inner.lock().unwrap().users_now
+        self.inner.lock().unwrap().users.now
+    }
+
+    /// The number of the engine's connections open now (`net::open_connections`), as the run's loop
+    /// reads it a few times a second.
+    pub fn set_connections(&self, open: u64) {
+        let sec = self.start.elapsed().as_secs();
+        self.inner.lock().unwrap().connections.set(sec, open);
     }
 
     /// A recorder's finished second: its counts, the errors it saw in it, its send lag.
@@ -258,14 +296,8 @@ impl Timeline {
         while (inner.published.len() as u64) < upto {
             let t = inner.published.len() as u64;
             let endpoints = inner.open.remove(&t).unwrap_or_default();
-            // A second in which the gauge was not set had the users the one before ended with.
-            let users = match inner.users.remove(&t) {
-                Some((most, last)) => {
-                    inner.users_carried = last;
-                    most
-                }
-                None => inner.users_carried,
-            };
+            let users = inner.users.publish(t);
+            let connections = inner.connections.set.then(|| inner.connections.publish(t));
             let mut all = EndpointStats::default();
             for e in endpoints.iter().filter(|e| e.has_counts()) {
                 all.merge(e);
@@ -277,7 +309,8 @@ impl Timeline {
             }
             let cumulative = Cumulative::of(&inner.running);
             let lag = inner.lag.get(&t).copied().unwrap_or_default();
-            inner.published.push(Arc::new(Second { t, users, stats: SecondStats::Full(endpoints), cumulative, lag }));
+            let stats = SecondStats::Full(endpoints);
+            inner.published.push(Arc::new(Second { t, users, connections, stats, cumulative, lag }));
             if let Some(old) = inner.published.len().checked_sub(KEEP_FULL + 1) {
                 if let Some(packed) = inner.published[old].packed() {
                     inner.published[old] = Arc::new(packed);
@@ -303,8 +336,12 @@ impl Timeline {
         let inner = self.inner.lock().unwrap();
         let mut seconds: BTreeMap<u64, PackedSecond> = BTreeMap::new();
         let mut users: BTreeMap<u64, u64> = BTreeMap::new();
+        let mut connections = inner.connections.set.then(BTreeMap::new);
         for s in &inner.published {
             users.insert(s.t, s.users);
+            if let (Some(c), Some(n)) = (connections.as_mut(), s.connections) {
+                c.insert(s.t, n);
+            }
             let packed = match &s.stats {
                 SecondStats::Full(v) => PackedSecond::pack(v),
                 SecondStats::Packed(p) => p.clone(),
@@ -321,10 +358,13 @@ impl Timeline {
                 seconds.insert(*t, packed);
             }
         }
-        for (t, (most, _)) in &inner.users {
+        for (t, (most, _)) in &inner.users.open {
             users.insert(*t, *most);
         }
-        AllSeconds { seconds, users, lag: inner.lag.clone() }
+        if let Some(c) = connections.as_mut() {
+            c.extend(inner.connections.open.iter().map(|(t, (most, _))| (*t, *most)));
+        }
+        AllSeconds { seconds, users, connections, lag: inner.lag.clone() }
     }
 }
 
@@ -337,6 +377,12 @@ impl AllSeconds {
     /// Users at second `t`: the gauge's most in it, or the value before it.
     pub fn users_at(&self, t: u64) -> u64 {
         self.users.range(..=t).next_back().map_or(0, |(_, u)| *u)
+    }
+
+    /// Open connections at second `t`, as `users_at` (None: the run did not count them).
+    pub fn connections_at(&self, t: u64) -> Option<u64> {
+        let c = self.connections.as_ref()?;
+        Some(c.range(..=t).next_back().map_or(0, |(_, u)| *u))
     }
 }
 
