@@ -193,6 +193,28 @@ def test_a_locustfiles_streamed_requests_are_timed_as_benchs(sse, tmp_path):
     assert abs(s["gap"]["percentiles_us"]["50"] / 1000 - 20) <= SLACK_MS, s
 
 
+def test_a_locustfiles_streams_over_http2_are_timed_too(tmp_path):
+    """`--http2` (prior knowledge to tests/servers/sse_h2_server.py, the `h2` library): the same file's
+    streams timed from their DATA frames as over HTTP/1.1, against what the server sent."""
+    out = tmp_path / "r.json"
+    with serving("sse_h2_server.py") as port:
+        base = f"http://127.0.0.1:{port}"
+        p = squall(
+            "-f", HERE / "locustfiles" / "sse_reader.py", "-H", base, "--headless", "-u", 1, "-r", 1, "-t", "60s",
+            "--http2", "--result-json", out, env={**os.environ, "STOP_AFTER_REQUESTS": "6"},
+        )  # fmt: skip
+        assert p.returncode == 0, p.stderr[-2000:]
+        truth = sent(base)
+    r = json.loads(out.read_text())
+    assert not r.get("exceptions"), r["exceptions"]
+    (e,) = r["endpoints"]
+    s = e["stream"]
+    assert (e["requests"], s["completed"], s["cut"]) == (6, 6, 0)
+    assert truth["events"] - 1 <= s["events"] <= truth["events"] and s["events"] >= 30
+    assert s["first_event"]["min_us"] >= 30_000 and s["first_event"]["percentiles_us"]["50"] <= 35_000, s
+    assert abs(s["gap"]["percentiles_us"]["50"] / 1000 - statistics.median(truth["gaps_ms"])) <= SLACK_MS / 2, s
+
+
 def test_the_open_model_ends_on_time_with_streams_in_flight(sse, tmp_path):
     """--rate sends on schedule until -t; then a run waits up to --timeout for the requests in flight,
     except for event streams, which need not end: once they are all that is left, the run is over."""

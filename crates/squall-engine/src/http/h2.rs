@@ -6,10 +6,16 @@
 //! a larger one is a stream error), and the body kept for a script at most `MAX_KEPT_BODY` (64 MiB,
 //! as over HTTP/1.1). The crate itself bounds the rest: CONTINUATION frames per block, its send
 //! buffer, one PING acknowledgement pending before it reads on.
+//!
+//! A `text/event-stream` answer is parsed as its DATA frames arrive when the caller watches streams
+//! (`StreamWatch`, as over HTTP/1.1): its events and a model's tokens timed by the caller.
 
+use crate::http::h1::StreamWatch;
 use crate::http::h2lean::MAX_HEADER_BLOCK;
 use crate::http::request::RequestSpec;
 use crate::http::response::{too_large_body, Response, MAX_KEPT_BODY};
+use crate::http::sse::{self, SseParser};
+use crate::http::tokens::{self, Tokens};
 use crate::http::{opening, TRIES};
 use crate::net::classify_io;
 use crate::net::Connector;
@@ -163,7 +169,8 @@ impl H2Conn {
     /// request timeout, as it does for HTTP/1.1. A request the server refused unprocessed goes again
     /// on a new connection, up to `TRIES` times in all (nginx ends a connection with GOAWAY after
     /// `keepalive_requests`, 1,000 by default: without this, one request in a thousand failed).
-    pub async fn exchange(
+    #[allow(clippy::too_many_arguments)]
+    pub async fn exchange<W: StreamWatch>(
         &self,
         connector: &Connector,
         template: &http::Request<()>,
@@ -171,6 +178,7 @@ impl H2Conn {
         keep: bool,
         mut on_connect: impl FnMut(Duration),
         connecting: &Cell<bool>,
+        watch: &mut W,
     ) -> Result<Response, Failure> {
         let mut tries = 0;
         loop {
@@ -179,7 +187,7 @@ impl H2Conn {
                 None => opening(connecting, &mut on_connect, self.connect(connector)).await?,
             };
             let mut in_flight = InFlight { conn: self, number, armed: true };
-            let result = self.send(send, template, body, keep).await;
+            let result = self.send(send, template, body, keep, watch).await;
             in_flight.armed = false;
             tries += 1;
             match result {
@@ -196,12 +204,13 @@ impl H2Conn {
         }
     }
 
-    async fn send(
+    async fn send<W: StreamWatch>(
         &self,
         send: SendRequest<Bytes>,
         template: &http::Request<()>,
         body: &Bytes,
         keep: bool,
+        watch: &mut W,
     ) -> Result<Response, Failed> {
         let mut send = send.ready().await.map_err(Failed::from)?;
         let mut req = http::Request::new(());
@@ -224,11 +233,26 @@ impl H2Conn {
                     .collect(),
             );
         }
+        let event_stream =
+            parts.headers.get(http::header::CONTENT_TYPE).is_some_and(|v| sse::is_event_stream(v.as_bytes()));
+        let mut parser = (W::WATCHING && event_stream && !recv.is_end_stream()).then(SseParser::new);
+        if parser.is_some() {
+            watch.opened(Instant::now());
+        }
         let mut kept = keep.then(Vec::new);
         while let Some(chunk) = recv.data().await {
             let chunk = chunk.map_err(Failed::from)?;
             out.body_bytes += chunk.len() as u64;
             let _ = recv.flow_control().release_capacity(chunk.len());
+            if let Some(p) = parser.as_mut().filter(|_| !chunk.is_empty()) {
+                let mut t = Tokens::default();
+                let events = p.feed(&chunk, |e| tokens::read(&mut t, e.data)).map_err(|failure| Failed {
+                    failure,
+                    broken: false,
+                    refused: false,
+                })?;
+                watch.progress(Instant::now(), events, t);
+            }
             if let Some(k) = kept.as_mut() {
                 if k.len() + chunk.len() > MAX_KEPT_BODY {
                     // The stream is reset when `recv` drops; the connection serves on.

@@ -291,7 +291,7 @@ pub(super) async fn exchange(
     if engine.options.http2 {
         // Boxed: HTTP/2's exchange (its connect and TLS with it) would otherwise make every request's
         // state as large, HTTP/1.1's too: see `exchange_h2`.
-        return Box::pin(exchange_h2(engine, key, hop)).await;
+        return Box::pin(exchange_h2(engine, key, hop, streams)).await;
     }
     let made;
     let bytes: &[u8] = match (prepared, cookie) {
@@ -373,6 +373,7 @@ async fn exchange_h2(
     engine: &Engine,
     key: (u64, usize, bool),
     hop: Hop<'_>,
+    streams: &mut ScriptStreams<'_>,
 ) -> Result<(Response, Phases, Timing), Failure> {
     let (user, origin, insecure) = key;
     let Hop { method, url, headers, cookie, body } = hop;
@@ -394,8 +395,8 @@ async fn exchange_h2(
     }
     let req = build_request(method, url, &all).map_err(|m| Failure::new(FailureKind::Protocol, m))?;
     let on_connect = |t| engine.recorder.borrow_mut().record_connect(t);
-    let mut resp =
-        conn.exchange(&connector, &req, &Bytes::copy_from_slice(body), true, on_connect, &Cell::new(false)).await?;
+    let body = Bytes::copy_from_slice(body);
+    let mut resp = conn.exchange(&connector, &req, &body, true, on_connect, &Cell::new(false), streams).await?;
     // Set-Cookie and Location picked out; the list goes to the script as it is (`Head::Pairs`).
     for (k, v) in resp.headers.iter().flatten() {
         if k == "set-cookie" {
