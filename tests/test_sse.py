@@ -215,6 +215,25 @@ def test_a_locustfiles_streams_over_http2_are_timed_too(tmp_path):
     assert abs(s["gap"]["percentiles_us"]["50"] / 1000 - statistics.median(truth["gaps_ms"])) <= SLACK_MS / 2, s
 
 
+def test_bench_over_http2_times_the_events_of_data_frames(tmp_path):
+    """`squall bench --http2` (its own lean HTTP/2 client, h2c to tests/servers/sse_h2_server.py): the
+    events read from the DATA frames as they arrive, timed and counted as over HTTP/1.1."""
+    with serving("sse_h2_server.py") as port:
+        base = f"http://127.0.0.1:{port}"
+        sent(base)
+        url = f"{base}/sse?events={EVENTS}&ms={GAP_MS}&first={FIRST_MS}"
+        _, r = bench(tmp_path, url, "--http2", "-n", STREAMS, "-c", 2)
+        truth = sent(base)
+    s = r["aggregate"]["stream"]
+    assert truth["events"] == STREAMS * EVENTS
+    assert (s["streams"], s["completed"], s["cut"], s["events"]) == (STREAMS, STREAMS, 0, truth["events"])
+    assert s["first_event"]["min_us"] >= FIRST_MS * 1000
+    assert s["first_event"]["percentiles_us"]["50"] <= (FIRST_MS + SLACK_MS) * 1000, s["first_event"]
+    assert s["gap"]["count"] == STREAMS * (EVENTS - 1)
+    server_gap = statistics.median(truth["gaps_ms"])
+    assert abs(s["gap"]["percentiles_us"]["50"] / 1000 - server_gap) <= SLACK_MS / 2, (s["gap"], server_gap)
+
+
 def test_the_open_model_ends_on_time_with_streams_in_flight(sse, tmp_path):
     """--rate sends on schedule until -t; then a run waits up to --timeout for the requests in flight,
     except for event streams, which need not end: once they are all that is left, the run is over."""

@@ -260,8 +260,8 @@ impl Wire for H1Wire {
 }
 
 impl Wire for H2Wire {
-    async fn exchange(&mut self, ctx: &ThreadCtx, watch: &Watch, _begin: Instant) -> Exchanged {
-        h2_request(ctx, &self.0, watch).await
+    async fn exchange(&mut self, ctx: &ThreadCtx, watch: &Watch, begin: Instant) -> Exchanged {
+        h2_request(ctx, &self.0, watch, begin).await
     }
 }
 
@@ -334,14 +334,7 @@ async fn h1_request(
     let open = async || Ok(H1Conn::new(opening(ctx, watch, ctx.connector.connect_timed(conn_index)).await?));
     let spec = &ctx.shared.spec;
     let mut t = Timing::default();
-    let mut streams = BenchStreams {
-        recorder: &ctx.recorder,
-        open: &ctx.shared.streams_open,
-        started: &watch.started,
-        streaming: &watch.streaming,
-        clock: StreamClock::new(begin),
-        opened: false,
-    };
+    let mut streams = bench_streams(ctx, watch, begin);
     let resp = crate::http::h1::exchange_keepalive_watched(
         conn,
         open,
@@ -358,11 +351,26 @@ async fn h1_request(
     Ok((resp.status, resp.body_bytes, resp.wire_bytes, t))
 }
 
-async fn h2_request(ctx: &ThreadCtx, conn: &LeanConn, watch: &Watch) -> Exchanged {
+async fn h2_request(ctx: &ThreadCtx, conn: &LeanConn, watch: &Watch, begin: Instant) -> Exchanged {
     let head = ctx.h2_head.as_ref().expect("HTTP/2 runs have header blocks");
     let on_connect = |t| ctx.recorder.borrow_mut().record_connect(t);
-    let r = conn.exchange(&ctx.connector, head, &ctx.body, on_connect, &watch.connecting).await?;
+    let mut streams = bench_streams(ctx, watch, begin);
+    let r = conn.exchange(&ctx.connector, head, &ctx.body, on_connect, &watch.connecting, &mut streams).await;
+    streams.ended(r.as_ref().err());
+    let r = r?;
     Ok((r.status, r.body_bytes, r.body_bytes, Timing::default()))
+}
+
+/// A request's watch of the event stream its answer may be.
+fn bench_streams<'a>(ctx: &'a ThreadCtx, watch: &'a Watch, begin: Instant) -> BenchStreams<'a> {
+    BenchStreams {
+        recorder: &ctx.recorder,
+        open: &ctx.shared.streams_open,
+        started: &watch.started,
+        streaming: &watch.streaming,
+        clock: StreamClock::new(begin),
+        opened: false,
+    }
 }
 
 /// Opens a worker's connection (`open`: its TCP connect, TLS, and a WebSocket's handshake), watched as

@@ -8,8 +8,9 @@
 //! A benchmark needs none of that per request:
 //! - the request's header block is encoded once per run (`encode_head`: literals without indexing,
 //!   valid on any connection, in any order), so a request is 9 bytes of frame head plus a copy;
-//! - of a response's header block only `:status` is read (`status_of`). The others are skipped by
-//!   their length prefix, never Huffman-decoded. Our SETTINGS give the server's encoder a dynamic table
+//! - of a response's header block only `:status` is read (`status_of`), and `content-type` when the
+//!   caller watches event streams (`head_of`). The others are skipped by their length prefix, never
+//!   Huffman-decoded. Our SETTINGS give the server's encoder a dynamic table
 //!   of 0 bytes, so a block has no state to keep in step (a server that indexes anyway is a protocol
 //!   error, reported);
 //! - our receive windows are as large as HTTP/2 allows, topped up every gigabyte: nothing per frame.
@@ -21,7 +22,10 @@
 //!   SETTINGS_MAX_HEADER_LIST_SIZE. Past it, or past the CONTINUATION frames such a block needs, the
 //!   connection fails as "too large", every stream on it with it;
 //! - frames are at most 16 KiB (the default our SETTINGS keep), read into one fixed buffer;
-//! - DATA is counted, never kept;
+//! - DATA is counted, never kept; a `text/event-stream` answer's DATA, for a caller that watches
+//!   streams (`StreamWatch`), goes through the event parser as it arrives (one event at most kept,
+//!   `sse::MAX_EVENT`), its events and a model's tokens handed to the stream's task with the time
+//!   their frame was read;
 //! - what we owe the server (PING and SETTINGS acknowledgements) is at most `MAX_OWED` frames unsent:
 //!   a server that sends them without reading ours (CVE-2019-9512 and -9515) fails the connection,
 //!   as nghttp2's limit of 1,000 queued control frames does, instead of growing our write buffer.
@@ -33,6 +37,9 @@
 //! REFUSED_STREAM, 8.7), and idempotent requests left unanswered when a connection closed after its
 //! GOAWAY (see `Ended::Unanswered`), go again on a new connection instead of counting as failures.
 
+use crate::http::h1::StreamWatch;
+use crate::http::sse::{self, SseParser};
+use crate::http::tokens::{self, Tokens};
 use crate::http::{opening, TRIES};
 use crate::net::{classify_io, Connector, Stream};
 use crate::stats::{Failure, FailureKind};
@@ -251,8 +258,18 @@ fn decoded(s: (&[u8], bool)) -> Result<Vec<u8>, String> {
 /// The `:status` of a response header block (None for a block without one: trailers). Every field
 /// is walked, to find the block malformed wherever it is; only a `:status` spelled out as a literal
 /// (never the case for 200 from a server using the static table) is decoded.
-pub fn status_of(mut block: &[u8]) -> Result<Option<u16>, String> {
+pub fn status_of(block: &[u8]) -> Result<Option<u16>, String> {
+    head_of(block, false).map(|(status, _)| status)
+}
+
+/// A header's value as sent: its bytes, and whether they are Huffman-coded.
+type Raw<'a> = (&'a [u8], bool);
+
+/// `status_of`, and the block's `content-type` value as sent, if it has one (looked for only when
+/// `content_type`; not decoded: see `State::event_stream`).
+fn head_of(mut block: &[u8], content_type: bool) -> Result<(Option<u16>, Option<Raw<'_>>), String> {
     let mut status = None;
+    let mut type_value = None;
     while let Some(&first) = block.first() {
         if first & 0x80 != 0 {
             match take_int(&mut block, 7)? {
@@ -271,20 +288,27 @@ pub fn status_of(mut block: &[u8]) -> Result<Option<u16>, String> {
         // A literal: with incremental indexing (6-bit prefix; with a 0-byte table it indexes
         // nothing), without indexing or never indexed (4-bit prefix).
         let name_index = take_int(&mut block, if first & 0x40 != 0 { 6 } else { 4 })?;
-        let is_status = match name_index {
-            0 => decoded(take_string(&mut block)?)? == b":status",
-            8..=14 => true,
-            1..=STATIC_LEN => false,
+        let (is_status, is_type) = match name_index {
+            0 => {
+                let name = decoded(take_string(&mut block)?)?;
+                (name == b":status", content_type && name == b"content-type")
+            }
+            8..=14 => (true, false),
+            31 => (false, content_type), // content-type
+            1..=STATIC_LEN => (false, false),
             i => return Err(format!("HPACK index {i} outside the static table (our dynamic table is 0 bytes)")),
         };
         let value = take_string(&mut block)?;
+        if is_type {
+            type_value = Some(value);
+        }
         if is_status {
             let v = decoded(value)?;
             let code = std::str::from_utf8(&v).ok().filter(|s| s.len() == 3).and_then(|s| s.parse().ok());
             status = Some(code.ok_or_else(|| format!("bad :status {:?}", String::from_utf8_lossy(&v)))?);
         }
     }
-    Ok(status)
+    Ok((status, type_value))
 }
 
 // ---- frames ----------------------------------------------------------------------------------
@@ -364,6 +388,22 @@ struct Slot {
     send_window: i64,
     done: Option<Result<(), Ended>>,
     waker: Option<Waker>,
+    /// Whether its caller watches event streams, and the event stream being read, once its head
+    /// said so.
+    watching: bool,
+    sse: Option<Box<SlotStream>>,
+}
+
+/// An event stream read on a stream: what the driver parsed that its task has not taken yet.
+#[derive(Default)]
+struct SlotStream {
+    parser: SseParser,
+    /// When its head was read, until the task tells its watch.
+    opened: Option<Instant>,
+    /// Events and tokens parsed since the task last took them, and when the last frame came.
+    events: u64,
+    tokens: Tokens,
+    at: Option<Instant>,
 }
 
 /// A connection's state, shared by its driver task and the streams on it.
@@ -398,6 +438,9 @@ struct State {
     held: usize,
     table_max: usize,
     size_update: Option<usize>,
+    /// The last `content-type` value read as sent, and whether it said `text/event-stream`: a server
+    /// sends the same bytes each time, so a memcmp instead of a Huffman decode a response.
+    last_type: Option<(Vec<u8>, bool, bool)>,
 }
 
 impl State {
@@ -431,6 +474,7 @@ impl State {
             held: 0,
             table_max: 4096,
             size_update: None,
+            last_type: None,
         }
     }
 
@@ -504,7 +548,7 @@ impl State {
 
     /// Opens a stream: its HEADERS (and CONTINUATIONs, for a block larger than a frame) and as much
     /// of its body as the windows allow.
-    fn open(&mut self, head: &Head, body: &Bytes) -> u32 {
+    fn open(&mut self, head: &Head, body: &Bytes, watching: bool) -> u32 {
         let id = self.next_id;
         self.next_id += 2;
         if self.next_id > LAST_ID {
@@ -546,6 +590,8 @@ impl State {
             send_window: self.initial_window,
             done: None,
             waker: None,
+            watching,
+            sse: None,
         });
         self.pump();
         self.wake_driver();
@@ -554,11 +600,24 @@ impl State {
 
     /// A whole header block arrived on `id`.
     fn headers(&mut self, id: u32, block: &[u8], end_stream: bool) -> Result<(), ConnError> {
-        let status = status_of(block)?; // decoded even for a stream we gave up on
+        let watching = self.slot(id).is_some_and(|s| s.watching && s.status == 0);
+        let (status, type_value) = head_of(block, watching)?; // decoded even for a stream we gave up on
+        let event_stream = match type_value {
+            Some(raw) => self.event_stream(raw)?,
+            None => false,
+        };
         let Some(s) = self.slot(id) else { return Ok(()) };
         match status {
             Some(100..=199) if s.status == 0 => {} // informational: the final answer follows
-            Some(code) if s.status == 0 => s.status = code,
+            Some(code) if s.status == 0 => {
+                s.status = code;
+                if event_stream && !end_stream {
+                    s.sse = Some(Box::new(SlotStream { opened: Some(Instant::now()), ..SlotStream::default() }));
+                    if let Some(w) = s.waker.take() {
+                        w.wake();
+                    }
+                }
+            }
             None if s.status != 0 => {} // trailers
             _ => {
                 let f = Failure::new(FailureKind::Protocol, "a header block without one :status");
@@ -570,6 +629,18 @@ impl State {
             self.finish(id);
         }
         Ok(())
+    }
+
+    /// Whether a `content-type` value (as sent) says `text/event-stream`.
+    fn event_stream(&mut self, (bytes, huffman): Raw<'_>) -> Result<bool, String> {
+        if let Some((last, h, verdict)) = &self.last_type {
+            if *h == huffman && last[..] == *bytes {
+                return Ok(*verdict);
+            }
+        }
+        let verdict = sse::is_event_stream(&decoded((bytes, huffman))?);
+        self.last_type = Some((bytes.to_vec(), huffman, verdict));
+        Ok(verdict)
     }
 
     fn finish(&mut self, id: u32) {
@@ -597,15 +668,38 @@ impl State {
                     put_window_update(&mut self.out, 0, std::mem::take(&mut self.used));
                 }
                 let mut top_up = None;
+                let mut too_large = None;
                 if let Some(s) = self.slot(id) {
                     s.body_bytes += data.len() as u64;
                     s.used += payload.len() as u64;
                     if s.used >= TOP_UP && flags & END_STREAM == 0 {
                         top_up = Some(std::mem::take(&mut s.used));
                     }
+                    if let Some(st) = s.sse.as_deref_mut().filter(|_| !data.is_empty() && s.done.is_none()) {
+                        let mut t = Tokens::default();
+                        match st.parser.feed(data, |e| tokens::read(&mut t, e.data)) {
+                            Ok(n) => {
+                                st.events += n;
+                                st.tokens.chunks += t.chunks;
+                                st.tokens.usage = t.usage.or(st.tokens.usage);
+                                st.at = Some(Instant::now());
+                                if let Some(w) = s.waker.take() {
+                                    w.wake();
+                                }
+                            }
+                            Err(f) => too_large = Some(f),
+                        }
+                    }
                 }
                 if let Some(n) = top_up {
                     put_window_update(&mut self.out, id, n);
+                }
+                if let Some(f) = too_large {
+                    // The stream is given up: the server told to stop it, the connection serves on.
+                    put_frame_head(&mut self.out, 4, RST_STREAM, 0, id);
+                    self.out.extend_from_slice(&CANCEL.to_be_bytes());
+                    self.end(id, Err(Ended::Reset(f)));
+                    return Ok(());
                 }
                 if flags & END_STREAM != 0 {
                     self.finish(id);
@@ -942,13 +1036,14 @@ impl LeanConn {
 
     /// One request on the slot's connection, opening it first if needed. A request the server
     /// refused unprocessed (GOAWAY) goes again, up to `TRIES` times in all.
-    pub async fn exchange(
+    pub async fn exchange<W: StreamWatch>(
         &self,
         connector: &Connector,
         head: &Head,
         body: &Bytes,
         mut on_connect: impl FnMut(Duration),
         connecting: &Cell<bool>,
+        watch: &mut W,
     ) -> Result<Answer, Failure> {
         let mut tries = 0;
         loop {
@@ -964,9 +1059,9 @@ impl LeanConn {
                 Ok(false) => continue, // retired while waiting: the next turn opens another
                 Ok(true) => {}
             }
-            let id = conn.state.borrow_mut().open(head, body);
+            let id = conn.state.borrow_mut().open(head, body, W::WATCHING);
             let mut in_flight = InFlight { slot: self, conn: &conn, id, armed: true };
-            let ended = end_of(&conn, id).await;
+            let ended = end_of(&conn, id, watch).await;
             in_flight.armed = false;
             tries += 1;
             match ended {
@@ -1007,11 +1102,21 @@ async fn room(conn: &Conn) -> Result<bool, Failure> {
     .await
 }
 
-/// Waits for stream `id` to end, and takes its slot.
-async fn end_of(conn: &Conn, id: u32) -> Result<Answer, Ended> {
+/// Waits for stream `id` to end, and takes its slot; tells `watch` of its event stream meanwhile.
+async fn end_of(conn: &Conn, id: u32, watch: &mut impl StreamWatch) -> Result<Answer, Ended> {
     poll_fn(|cx| {
         let mut st = conn.state.borrow_mut();
         let i = st.streams.iter().position(|s| s.id == id).expect("a stream in flight keeps its slot");
+        if let Some(sse) = st.streams[i].sse.as_deref_mut() {
+            let (opened, events, tokens, at) =
+                (sse.opened.take(), std::mem::take(&mut sse.events), std::mem::take(&mut sse.tokens), sse.at);
+            if let Some(t) = opened {
+                watch.opened(t);
+            }
+            if let (Some(at), true) = (at, events > 0 || tokens != Tokens::default()) {
+                watch.progress(at, events, tokens);
+            }
+        }
         let Some(how) = st.streams[i].done.take() else {
             st.streams[i].waker = Some(cx.waker().clone());
             return Poll::Pending;
@@ -1081,7 +1186,7 @@ mod tests {
         let (head, mut st, mut server) = (head(), State::new(), loona_hpack::Decoder::new());
         let mut block_of = |st: &mut State| {
             st.out.clear();
-            st.open(&head, &Bytes::new());
+            st.open(&head, &Bytes::new(), false);
             let block = st.out[9..].to_vec();
             text(server.decode(&block).unwrap()); // decodes, in order, as the server would
             block
@@ -1131,12 +1236,45 @@ mod tests {
         assert!(status_of(&[0x08, 0x02, b'2', b'0']).is_err()); // a status of two digits
     }
 
+    /// A watched stream whose head says text/event-stream has its DATA parsed as it comes (events
+    /// split across frames; a model's tokens read); an unwatched one, or another type, is only counted.
+    #[test]
+    fn event_streams_are_parsed_from_data_frames_for_a_watching_caller() {
+        let mut st = State::new();
+        let (watched, plain, other) = (
+            st.open(&head(), &Bytes::new(), true),
+            st.open(&head(), &Bytes::new(), false),
+            st.open(&head(), &Bytes::new(), true),
+        );
+        let sse_head = encoded(&[(b":status", b"200"), (b"content-type", b"text/event-stream; charset=utf-8")]);
+        st.frame(HEADERS, END_HEADERS, watched, &sse_head).unwrap();
+        st.frame(HEADERS, END_HEADERS, plain, &sse_head).unwrap();
+        st.frame(HEADERS, END_HEADERS, other, &encoded(&[(b":status", b"200"), (b"content-type", b"text/plain")]))
+            .unwrap();
+        let chunk = br#"data: {"choices":[{"delta":{"content":"hi"}}]}"#;
+        for id in [watched, plain, other] {
+            st.frame(DATA, 0, id, b"data: one\n\ndata: t").unwrap();
+            st.frame(DATA, 0, id, b"wo\n\n").unwrap();
+            st.frame(DATA, 0, id, &[&chunk[..], b"\n\n"].concat()).unwrap();
+        }
+        fn sse(st: &State, id: u32) -> Option<&SlotStream> {
+            st.streams.iter().find(|s| s.id == id).unwrap().sse.as_deref()
+        }
+        let s = sse(&st, watched).expect("parsed");
+        assert_eq!((s.events, s.tokens.chunks, s.opened.is_some(), s.at.is_some()), (3, 1, true, true));
+        assert!(sse(&st, plain).is_none() && sse(&st, other).is_none());
+        // The same content-type bytes again: read from the cache, same verdict.
+        let again = st.open(&head(), &Bytes::new(), true);
+        st.frame(HEADERS, END_HEADERS, again, &sse_head).unwrap();
+        assert!(sse(&st, again).is_some());
+    }
+
     #[test]
     fn frames_end_streams_and_keep_flow_control() {
         let mut st = State::new();
         st.out.clear();
         let body = Bytes::from(vec![7u8; 100_000]);
-        let id = st.open(&head(), &body);
+        let id = st.open(&head(), &body, false);
         // The default windows let 65,535 bytes go: four full frames and the rest in a fifth.
         let sent: usize = 65_535;
         assert_eq!(st.streams[0].body.len(), 100_000 - sent);
@@ -1164,7 +1302,7 @@ mod tests {
         assert_eq!(&settings[9 + 18..9 + 24], &[0, 6, 0, 4, 0, 0], "SETTINGS_MAX_HEADER_LIST_SIZE 256 KiB");
         let too_large = |r: Result<(), ConnError>| matches!(r, Err(ConnError::TooLarge(_)));
         let mut st = State::new();
-        let id = st.open(&head(), &Bytes::new());
+        let id = st.open(&head(), &Bytes::new(), false);
         st.frame(HEADERS, 0, id, &[0x88]).unwrap();
         let full = vec![0u8; MAX_FRAME];
         for _ in 0..MAX_HEADER_BLOCK / MAX_FRAME - 1 {
@@ -1172,7 +1310,7 @@ mod tests {
         }
         assert!(too_large(st.frame(CONTINUATION, 0, id, &full)), "one byte past 256 KiB");
         let mut st = State::new();
-        let id = st.open(&head(), &Bytes::new());
+        let id = st.open(&head(), &Bytes::new(), false);
         st.frame(HEADERS, 0, id, &[0x88]).unwrap();
         for _ in 0..MAX_CONTINUATIONS {
             st.frame(CONTINUATION, 0, id, &[]).unwrap();
@@ -1180,7 +1318,7 @@ mod tests {
         assert!(too_large(st.frame(CONTINUATION, 0, id, &[])), "empty frames without end");
         // Within both bounds, a block in many frames is whole.
         let mut st = State::new();
-        let id = st.open(&head(), &Bytes::new());
+        let id = st.open(&head(), &Bytes::new(), false);
         st.frame(HEADERS, END_STREAM, id, &[]).unwrap();
         st.frame(CONTINUATION, 0, id, &[0x88]).unwrap();
         st.frame(CONTINUATION, END_HEADERS, id, &[]).unwrap();
@@ -1196,7 +1334,7 @@ mod tests {
     fn goaway_refuses_the_streams_above_its_last_id_and_settings_are_acknowledged() {
         let mut st = State::new();
         st.out.clear();
-        let ids: Vec<u32> = (0..3).map(|_| st.open(&head(), &Bytes::new())).collect();
+        let ids: Vec<u32> = (0..3).map(|_| st.open(&head(), &Bytes::new(), false)).collect();
         assert_eq!(ids, [1, 3, 5]);
         let mut goaway = 3u32.to_be_bytes().to_vec();
         goaway.extend_from_slice(&0u32.to_be_bytes());
@@ -1213,7 +1351,7 @@ mod tests {
         st.break_all(Failure::new(FailureKind::Closed, "mid-response"));
         assert!(matches!(st.streams[0].done, Some(Err(Ended::Unanswered(_)))), "no answer came after GOAWAY");
         let mut st = State::new();
-        st.open(&head(), &Bytes::new());
+        st.open(&head(), &Bytes::new(), false);
         st.break_all(Failure::new(FailureKind::Closed, "mid-response"));
         assert!(matches!(st.streams[0].done, Some(Err(Ended::Broken(_)))), "no GOAWAY: a broken connection");
         assert!(st.frame(HEADERS, 0, 1, &[0x88]).is_ok());
