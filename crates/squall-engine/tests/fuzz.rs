@@ -102,7 +102,29 @@ fn chunked(chunks: &[Vec<u8>], upper: bool, extension: bool, trailer: bool) -> V
 /// Serves `frames` (after an empty SETTINGS, written in pieces of `piece` bytes) over real loopback
 /// TCP to one HTTP/2 request of bench's client (prior knowledge), then closes; returns what the
 /// client made of it: Some(Ok((status, body bytes))) or Some(Err(message)), None if it hung.
+/// A watch of event streams that counts what it is told.
+#[derive(Default)]
+struct Counted {
+    opened: u64,
+    events: u64,
+}
+
+impl squall_engine::http::h1::StreamWatch for Counted {
+    const WATCHING: bool = true;
+    fn opened(&mut self, _: std::time::Instant) {
+        self.opened += 1;
+    }
+    fn progress(&mut self, _: std::time::Instant, events: u64, _: squall_engine::stats::Tokens) {
+        self.events += events;
+    }
+}
+
 fn h2_exchange(frames: Vec<u8>, piece: usize) -> Option<Result<(u16, u64), String>> {
+    h2_exchange_watched(frames, piece).0
+}
+
+/// `h2_exchange`, and the event streams and events its watch was told of.
+fn h2_exchange_watched(frames: Vec<u8>, piece: usize) -> (Option<Result<(u16, u64), String>>, (u64, u64)) {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async move {
@@ -112,14 +134,17 @@ fn h2_exchange(frames: Vec<u8>, piece: usize) -> Option<Result<(u16, u64), Strin
         let connector = Connector::new(vec![addr], None).unwrap();
         let conn = LeanConn::new(0);
         let (body, connecting) = (bytes::Bytes::new(), Cell::new(false));
-        let exchange = conn.exchange(&connector, &head, &body, |_| {}, &connecting);
+        let mut watch = Counted::default(); // watching: an event-stream answer's DATA is parsed too
+        let exchange = conn.exchange(&connector, &head, &body, |_| {}, &connecting, &mut watch);
         let outcome = tokio::time::timeout(Duration::from_secs(5), exchange).await;
         server.abort();
-        match outcome {
+        let told = (watch.opened, watch.events);
+        let outcome = match outcome {
             Err(_) => None,
             Ok(Ok(a)) => Some(Ok((a.status, a.body_bytes))),
             Ok(Err(f)) => Some(Err(f.message())),
-        }
+        };
+        (outcome, told)
     })
 }
 
@@ -364,6 +389,36 @@ proptest! {
         }
         let got = h2_exchange(raw, piece).expect("hung").map_err(TestCaseError::fail)?;
         prop_assert_eq!(got, (status, body as u64));
+    }
+
+    /// An event stream over HTTP/2, its bytes split into DATA frames anywhere (an event across
+    /// frames, several in one) and the frames into reads anywhere: the watch is told of exactly the
+    /// events the standard dispatches.
+    #[test]
+    fn h2_event_streams_yield_the_standards_events_however_framed(
+        input in sse_text(),
+        cuts in proptest::collection::vec(any::<prop::sample::Index>(), 0..8),
+        piece in 1usize..200,
+    ) {
+        let block = loona_hpack::Encoder::new()
+            .encode([(&b":status"[..], &b"200"[..]), (&b"content-type"[..], &b"text/event-stream"[..])]);
+        let mut raw = h2_frame(1, 0x4, 1, &block);
+        let mut at: Vec<usize> = cuts.iter().map(|c| c.index(input.len() + 1)).collect();
+        at.extend([0, input.len()]);
+        at.sort_unstable();
+        at.dedup();
+        let pieces: Vec<&[u8]> = at.windows(2).map(|w| &input[w[0]..w[1]]).collect();
+        for (i, p) in pieces.iter().enumerate() {
+            raw.extend(h2_frame(0, if i + 1 == pieces.len() { 1 } else { 0 }, 1, p));
+        }
+        if pieces.is_empty() {
+            raw.extend(h2_frame(0, 1, 1, &[]));
+        }
+        let (got, (opened, events)) = h2_exchange_watched(raw, piece);
+        let got = got.expect("hung").map_err(TestCaseError::fail)?;
+        prop_assert_eq!(got, (200, input.len() as u64));
+        prop_assert_eq!(opened, 1);
+        prop_assert_eq!(events, sse_reference(&input).len() as u64);
     }
 }
 
