@@ -119,12 +119,15 @@ impl squall_engine::http::h1::StreamWatch for Counted {
     }
 }
 
-fn h2_exchange(frames: Vec<u8>, piece: usize) -> Option<Result<(u16, u64), String>> {
+/// An HTTP/2 answer (status, body bytes) or the failure's message; None: it hung.
+type H2Outcome = Option<Result<(u16, u64), String>>;
+
+fn h2_exchange(frames: Vec<u8>, piece: usize) -> H2Outcome {
     h2_exchange_watched(frames, piece).0
 }
 
 /// `h2_exchange`, and the event streams and events its watch was told of.
-fn h2_exchange_watched(frames: Vec<u8>, piece: usize) -> (Option<Result<(u16, u64), String>>, (u64, u64)) {
+fn h2_exchange_watched(frames: Vec<u8>, piece: usize) -> (H2Outcome, (u64, u64)) {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async move {
