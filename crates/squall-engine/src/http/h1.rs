@@ -84,6 +84,14 @@ pub trait StreamWatch {
     /// More of the stream's body arrived at `at` (the clock read right after its read), completing
     /// `events` events.
     fn progress(&mut self, at: Instant, events: u64);
+    /// Whether the body's bytes go to `body` as they are read (a script's streamed response,
+    /// `H1Conn::read_body`) instead of being kept or counted by the exchange: a constant, so that for
+    /// every other watch the branch is compiled out.
+    const TAKES_BODY: bool = false;
+    /// The body's next bytes, as read (with `TAKES_BODY`); a failure ends the read (a bound passed).
+    fn body(&mut self, _bytes: &[u8]) -> Result<(), Failure> {
+        Ok(())
+    }
 }
 
 /// Event streams read as any body.
@@ -152,6 +160,20 @@ pub async fn exchange_keepalive_watched<W: StreamWatch>(
         }
     }
     Err(Failure::new(FailureKind::Closed, "before responding"))
+}
+
+/// The body of a response whose head `H1Conn::exchange_head` read, still on the connection.
+pub struct PendingBody(BodyKind);
+
+impl PendingBody {
+    /// The body's length, when its head announced one (Content-Length; 0 for a response without body).
+    pub fn length(&self) -> Option<u64> {
+        match self.0 {
+            BodyKind::Empty => Some(0),
+            BodyKind::Length(n) => Some(n),
+            _ => None,
+        }
+    }
 }
 
 enum BodyKind {
@@ -398,40 +420,10 @@ impl H1Conn {
         let _awaiting = self.awaiting.as_ref().filter(|_| self.io.tcp().stamps()).map(Awaiting::new);
         let mut resp = Response::default();
         let body_kind = loop {
-            match parse_head(self.buffered(), head_request, keep).map_err(|f| fail(f, false))? {
-                Head::Interim(n) => {
-                    self.consume(n); // an interim response (100 Continue): the real one follows
-                    continue;
-                }
-                Head::Complete { len, status, body, close, kept, event_stream } => {
-                    if W::WATCHING && event_stream && !matches!(body, BodyKind::Empty) {
-                        self.sse = Some(Box::default());
-                        watch.opened(Instant::now());
-                    }
-                    resp.status = status;
-                    resp.close = close;
-                    if let Some((head, set_cookies, location)) = kept {
-                        resp.raw_head = head;
-                        resp.set_cookies = set_cookies;
-                        resp.location = location;
-                    }
-                    resp.wire_bytes = len as u64;
-                    self.consume(len);
-                    break body;
-                }
-                Head::Partial if self.end - self.start > MAX_HEAD => {
-                    let f = Failure::new(FailureKind::TooLarge, format!("response head above {} KiB", MAX_HEAD / 1024));
-                    return Err(fail(f, false));
-                }
-                Head::Partial => {}
+            if let Some(body) = self.take_head(head_request, keep, watch, &mut resp).map_err(|f| fail(f, false))? {
+                break body;
             }
-            let untouched = self.end == self.start;
-            match self.fill().await {
-                Ok(0) if untouched => return Err(fail(Failure::new(FailureKind::Closed, "before responding"), reused)),
-                Ok(0) => return Err(fail(Failure::new(FailureKind::Closed, "mid-response"), false)),
-                Ok(_) => {}
-                Err(e) => return Err(fail(classify_io(&e, "before responding"), reused && untouched)),
-            }
+            self.fill_head(reused).await?;
         };
         let mut body = if keep == Keep::All { Some(Vec::new()) } else { None };
         let read = match body_kind {
@@ -457,12 +449,132 @@ impl H1Conn {
         Ok(resp)
     }
 
-    fn take_body(&mut self, n: usize, body: &mut Option<Vec<u8>>, watch: &mut impl StreamWatch) -> Result<(), Failure> {
+    /// The response's head, if the buffer holds it whole: parsed into `resp` (an interim response
+    /// skipped), its bytes consumed, and what follows it; None while more is to be read (a head past
+    /// `MAX_HEAD` fails). The step `exchange_watched` and `exchange_head` share.
+    #[inline(always)]
+    fn take_head<W: StreamWatch>(
+        &mut self,
+        head_request: bool,
+        keep: Keep,
+        watch: &mut W,
+        resp: &mut Response,
+    ) -> Result<Option<BodyKind>, Failure> {
+        loop {
+            match parse_head(self.buffered(), head_request, keep)? {
+                Head::Interim(n) => {
+                    self.consume(n); // an interim response (100 Continue): the real one follows
+                    continue;
+                }
+                Head::Complete { len, status, body, close, kept, event_stream } => {
+                    if W::WATCHING && event_stream && !matches!(body, BodyKind::Empty) {
+                        self.sse = Some(Box::default());
+                        watch.opened(Instant::now());
+                    }
+                    resp.status = status;
+                    resp.close = close;
+                    if let Some((head, set_cookies, location)) = kept {
+                        resp.raw_head = head;
+                        resp.set_cookies = set_cookies;
+                        resp.location = location;
+                    }
+                    resp.wire_bytes = len as u64;
+                    self.consume(len);
+                    return Ok(Some(body));
+                }
+                Head::Partial if self.end - self.start > MAX_HEAD => {
+                    let f = Failure::new(FailureKind::TooLarge, format!("response head above {} KiB", MAX_HEAD / 1024));
+                    return Err(f);
+                }
+                Head::Partial => return Ok(None),
+            }
+        }
+    }
+
+    /// Reads more of a response head; fails at the end of the stream or an error, retryable (`reused`)
+    /// if nothing of the response came.
+    #[inline(always)]
+    async fn fill_head(&mut self, reused: bool) -> Result<(), ExchangeError> {
+        let fail = |failure: Failure, retryable: bool| ExchangeError { failure, retryable };
+        let untouched = self.end == self.start;
+        match self.fill().await {
+            Ok(0) if untouched => Err(fail(Failure::new(FailureKind::Closed, "before responding"), reused)),
+            Ok(0) => Err(fail(Failure::new(FailureKind::Closed, "mid-response"), false)),
+            Ok(_) => Ok(()),
+            Err(e) => Err(fail(classify_io(&e, "before responding"), reused && untouched)),
+        }
+    }
+
+    /// A script's streamed request (script/request.rs): writes `request` and reads the response's head
+    /// only; its body is left on the connection for `read_body`, which must follow before the
+    /// connection serves another exchange. The exchange is not counted as awaiting (`awaiting`): its
+    /// head is read when it comes.
+    pub async fn exchange_head<W: StreamWatch>(
+        &mut self,
+        request: &[u8],
+        head_request: bool,
+        keep: Keep,
+        watch: &mut W,
+    ) -> Result<(Response, PendingBody), ExchangeError> {
+        self.sse = None;
+        self.sent = None; // (only a native user's connection sends ahead: `send_now`)
+        let reused = self.served > 0;
+        self.io.tcp_mut().take_received();
+        let written = write_request(&mut self.io, request).await;
+        (self.written, self.reads, self.first_byte) = (Some(Instant::now()), 0, None);
+        if let Err(e) = written {
+            return Err(ExchangeError { failure: classify_io(&e, "before responding"), retryable: reused });
+        }
+        let mut resp = Response::default();
+        loop {
+            let taken = self.take_head(head_request, keep, watch, &mut resp);
+            if let Some(body) = taken.map_err(|failure| ExchangeError { failure, retryable: false })? {
+                if matches!(body, BodyKind::UntilClose) {
+                    resp.close = true;
+                }
+                resp.received = self.io.tcp_mut().take_received();
+                return Ok((resp, PendingBody(body)));
+            }
+            self.fill_head(reused).await?;
+        }
+    }
+
+    /// The body `exchange_head` left, read to its end: each read's bytes go to `watch` (`body`, when it
+    /// takes them; else they are counted), an event stream's events too. Returns the body's bytes on
+    /// the wire (its framing included); the connection may then serve the next exchange unless the
+    /// response said it closes.
+    pub async fn read_body<W: StreamWatch>(&mut self, pending: PendingBody, watch: &mut W) -> Result<u64, Failure> {
+        let mut framing = 0;
+        let mut none = None;
+        let read = match pending.0 {
+            BodyKind::Empty => Ok(()),
+            BodyKind::Length(n) => self.read_exact_body(n, &mut none, watch).await,
+            BodyKind::Chunked => self.read_chunked(&mut none, &mut framing, watch).await,
+            BodyKind::UntilClose => self.read_to_close(&mut none, watch).await,
+        };
+        self.sse = None;
+        let bytes = std::mem::take(&mut self.body_counter) + framing;
+        read?;
+        self.served += 1;
+        Ok(bytes)
+    }
+
+    fn take_body<W: StreamWatch>(
+        &mut self,
+        n: usize,
+        body: &mut Option<Vec<u8>>,
+        watch: &mut W,
+    ) -> Result<(), Failure> {
         if let Some(parser) = self.sse.as_deref_mut().filter(|_| n > 0) {
             let events = parser.feed(&self.buf[self.start..self.start + n], |_| {})?;
             watch.progress(Instant::now(), events);
         }
-        if let Some(b) = body.as_mut() {
+        if W::TAKES_BODY {
+            if n > 0 {
+                watch.body(&self.buf[self.start..self.start + n])?;
+            }
+            self.body_counter += n as u64;
+        } else if let Some(b) = body.as_mut() {
             if b.len() + n > MAX_KEPT_BODY {
                 return Err(too_large_body());
             }
