@@ -18,6 +18,9 @@ GET /huge
 GET /__sent
     JSON: events sent, streams begun and ended whole, and the sends' gaps in ms (within streams), since
     the last GET /__sent; and starts the count again.
+GET /__conns
+    JSON: connections open now (the server has not seen them closed: a stream's is seen closed at its
+    next send), and accepted since the server started.
 
 usage: python sse_server.py PORT; prints "ready" once it listens.
 """
@@ -36,6 +39,7 @@ from listener import heads, listening
 CHUNKED_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
 lock = threading.Lock()
 sent = {"events": 0, "streams": 0, "whole": 0, "gaps_ms": []}
+conns = {"open": 0, "accepted": 0}
 
 
 def event(i, eol):
@@ -84,8 +88,15 @@ def stream(conn, q):
 
 
 def serve(conn):
-    with contextlib.suppress(OSError):  # the client went mid-stream (a run's end, a test's cut)
-        answer(conn)
+    with lock:
+        conns["open"] += 1
+        conns["accepted"] += 1
+    try:
+        with contextlib.suppress(OSError):  # the client went mid-stream (a run's end, a test's cut)
+            answer(conn)
+    finally:
+        with lock:
+            conns["open"] -= 1
 
 
 def answer(conn):
@@ -98,6 +109,10 @@ def answer(conn):
                 with lock:
                     body = json.dumps(sent).encode()
                     sent.update(events=0, streams=0, whole=0, gaps_ms=[])
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+            elif url.path == "/__conns":
+                with lock:
+                    body = json.dumps(conns).encode()
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
             elif url.path == "/sse":
                 if not stream(conn, q):

@@ -1018,6 +1018,59 @@ mod tests {
         assert_eq!((told.opened, told.events.iter().sum::<u64>()), (1, 1));
     }
 
+    /// A watch that takes the body as it is read (a script's streamed response).
+    #[derive(Default)]
+    struct Taker {
+        told: Told,
+        body: Vec<u8>,
+        pieces: usize,
+    }
+
+    impl StreamWatch for Taker {
+        const WATCHING: bool = true;
+        const TAKES_BODY: bool = true;
+        fn opened(&mut self, at: Instant) {
+            self.told.opened(at);
+        }
+        fn progress(&mut self, at: Instant, events: u64) {
+            self.told.progress(at, events);
+        }
+        fn body(&mut self, bytes: &[u8]) -> Result<(), Failure> {
+            self.body.extend_from_slice(bytes);
+            self.pieces += 1;
+            Ok(())
+        }
+    }
+
+    /// A streamed exchange: the head alone, then the body in each framing handed over as read (in
+    /// 7-byte pieces: `serve`), its events told, and the connection serving the next exchange.
+    #[tokio::test]
+    async fn a_streamed_body_is_handed_over_as_read_in_every_framing() {
+        let addr = serve(vec![
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n6\r\ndata: \r\n6\r\na\n\ndat\r\n5\r\na: b\n\r\n1\r\n\n\r\n0\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 22\r\n\r\ndata: one\n\ndata: two\n\n",
+            b"HTTP/1.1 204 No Content\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\nto the end",
+        ])
+        .await;
+        let mut c = conn(addr).await;
+        let expected: [(&[u8], u64, Option<u64>, bool); 4] = [
+            (b"data: a\n\ndata: b\n\n", 2, None, false),
+            (b"data: one\n\ndata: two\n\n", 2, Some(22), false),
+            (b"", 0, Some(0), false),
+            (b"to the end", 0, None, true),
+        ];
+        for (body, events, length, close) in expected {
+            let mut taker = Taker::default();
+            let (resp, pending) = c.exchange_head(REQ, false, Keep::All, &mut taker).await.ok().unwrap();
+            assert_eq!((pending.length(), resp.close, taker.body.len()), (length, close, 0));
+            c.read_body(pending, &mut taker).await.unwrap();
+            assert_eq!((&taker.body[..], taker.told.events.iter().sum::<u64>()), (body, events));
+            assert_eq!(taker.pieces == 0, body.is_empty()); // (reads may join the server's 7-byte writes)
+        }
+        assert_eq!(c.served, 4);
+    }
+
     #[tokio::test]
     async fn garbage_is_a_protocol_error() {
         let addr = serve(vec![b"SSH-2.0-OpenSSH\r\n\r\n"]).await;
