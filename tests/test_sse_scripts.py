@@ -37,14 +37,15 @@ def sent(base):
     return json.loads(squall_get(base + "/__sent"))
 
 
-def run(tmp_path, sse, mode, tasks, *args, user=None, duration="60s"):
-    """The locustfile run by squall with MODE and TASKS; (its records, its result, the process)."""
+def run(tmp_path, sse, mode, tasks, *args, user=None, duration="60s", code=0):
+    """The locustfile run by squall with MODE and TASKS, exiting with `code`; (its records, its
+    result, the process)."""
     out, result = tmp_path / "out.jsonl", tmp_path / "r.json"
     env = {**os.environ, "MODE": mode, "TASKS": str(tasks), "OUT": str(out)}
     argv = ["-f", FILE, "-H", sse, "--headless", "-u", 1, "-r", 1, "-t", duration, "--result-json", result]
     p = squall(*argv, *args, *([user] if user else []), env=env)
-    assert p.returncode == 0, p.stderr[-2000:]
-    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert p.returncode == code, p.stderr[-2000:]
+    records = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
     return records, json.loads(result.read_text()), p
 
 
@@ -104,6 +105,18 @@ def test_a_cut_stream_raises_in_the_script_and_is_counted_cut(sse, tmp_path):
     assert s["events"] == truth["events"] == 6
 
 
+def test_a_caught_stream_is_judged_by_its_block_and_timed_to_its_head(sse, tmp_path):
+    """catch_response=True with stream=True, as in Locust: the block reads the stream and judges the
+    request, whose time is still its head's (the block took 60 ms: 3 events 20 ms apart)."""
+    records, r, _ = run(tmp_path, sse, "caught", 2, code=1)  # (failures: exit code 1)
+    assert records == [{"data": 3}] * 2
+    e = endpoint(r, "caught")
+    assert (e["requests"], e["failures"], e["stream"]["completed"]) == (2, 2, 2), e
+    assert e["max_us"] < 20_000, e
+    errors = [(x["name"], x["message"], x["count"]) for x in r["errors"]]
+    assert errors == [("caught", "CatchResponseError('read all 3')", 2)], errors
+
+
 def test_a_stalled_stream_times_out_between_reads(sse, tmp_path):
     records, r, _ = run(tmp_path, sse, "stall", 2)
     for x in records:
@@ -127,6 +140,18 @@ def test_a_stream_left_mid_way_frees_its_connection(sse, tmp_path):
         s = endpoint(r, name)["stream"]
         assert (s["streams"], s["completed"], s["cut"]) == (2, 0, 0), s  # left by the script: neither
     assert endpoint(r, "whole")["stream"]["completed"] == 8
+
+
+def test_a_streamed_call_left_unread_is_timed_to_its_head(sse, tmp_path):
+    """A task of one streamed call with constant arguments, its response never read: run in Python
+    (not as a native plan, which would time the whole 40 ms stream), recorded at its head; each on a
+    connection of its own, as with requests (the one before is held by its unread body until the
+    dropped response's stream is closed, at the engine's next scan)."""
+    before = json.loads(squall_get(sse + "/__conns"))["accepted"]
+    _, r, _ = run(tmp_path, sse, "unread", 5)
+    e = endpoint(r, "unread")
+    assert (e["requests"], e["failures"], e["stream"]["streams"]) == (5, 0, 5) and e["max_us"] < 20_000, e
+    assert json.loads(squall_get(sse + "/__conns"))["accepted"] - before == 5 + 1  # (+1: this count's own)
 
 
 def test_users_reading_an_endless_stream_stop_on_time(sse, tmp_path):

@@ -101,6 +101,18 @@ class Reader(HttpUser):
         seen.append(self.conns())
         write({"conns": seen})
 
+    def caught(self):
+        """catch_response with stream=True: the block reads the stream, then judges the request."""
+        with self.client.get("/sse?events=3&ms=20", stream=True, catch_response=True, name="caught") as r:
+            data = [line for line in r.iter_lines() if line.startswith(b"data:")]
+            if len(data) == 3:
+                r.failure("read all 3")
+        write({"data": len(data)})
+
+    def unread(self):
+        """A streamed call whose response nobody reads (a task of constant arguments: not run natively)."""
+        self.client.get("/sse?events=2&ms=20", stream=True, name="unread")
+
     def endless(self):
         """An endless stream, read until the run's end stops the user."""
         write({"started": time.perf_counter()})
