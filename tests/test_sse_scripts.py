@@ -63,7 +63,9 @@ def check_arrivals(records):
         first_ms = (r["at"][0] - r["t0"]) * 1000
         assert FIRST_MS <= first_ms <= FIRST_MS + 2 * SLACK_MS, first_ms  # (the first task connects too)
         gaps += [(b - a) * 1000 for a, b in zip(r["at"], r["at"][1:])]
-    assert all(GAP_MS - SLACK_MS <= g <= GAP_MS + SLACK_MS for g in gaps), gaps
+    # Each within twice the slack (a gap of 56 ms once in a few hundred on the loaded development
+    # host), their median within half of it.
+    assert all(GAP_MS - 2 * SLACK_MS <= g <= GAP_MS + 2 * SLACK_MS for g in gaps), gaps
     assert abs(statistics.median(gaps) - GAP_MS) <= SLACK_MS / 2, gaps
 
 
@@ -89,6 +91,15 @@ def test_fasthttpusers_iter_lines_streams_too(sse, tmp_path):
     check_arrivals(records)
     e = endpoint(r, "sse")
     assert (e["requests"], e["stream"]["completed"], e["stream"]["events"]) == (3, 3, 3 * EVENTS)
+
+
+def test_sseclient_py_reads_the_events_as_they_arrive(sse, tmp_path):
+    """sseclient-py's SSEClient(response), which iterates the response (not a dependency of squall's:
+    skipped without it)."""
+    pytest.importorskip("sseclient")
+    records, r, _ = run(tmp_path, sse, "sseclient", 3)
+    check_arrivals(records)
+    assert endpoint(r, "sse")["stream"]["completed"] == 3
 
 
 def test_a_cut_stream_raises_in_the_script_and_is_counted_cut(sse, tmp_path):

@@ -54,6 +54,15 @@ class Reader(HttpUser):
         lines = [(time.perf_counter(), line) for line in r.iter_lines() if line.startswith(b"data:")]
         write({"t0": t0, "head": head, "at": [t for t, _ in lines], "data": [line.decode() for _, line in lines]})
 
+    def sseclient(self):
+        """sseclient-py's SSEClient over the streamed response (it iterates the response)."""
+        import sseclient
+
+        t0 = time.perf_counter()
+        r = self.client.get("/sse?events=5&ms=50&first=40", stream=True, name="sse")
+        events = [(time.perf_counter(), e.data) for e in sseclient.SSEClient(r).events()]
+        write({"t0": t0, "at": [t for t, _ in events], "data": [f"data: {d}" for _, d in events]})
+
     def cut(self):
         """A stream the server closes after 2 events: what the iteration raises, and what came before."""
         got, error = [], None
