@@ -801,7 +801,7 @@ class HttpSession:
                         method, target, name, not catch_response, allow_redirects,
                         body, merged, content_type, _seconds(timeout),
                     )  # fmt: skip
-                    if stream or (stream is None and self.stream):
+                    if stream:  # (a session that streams every call is prepared below: `_call_base`)
                         op = hub.engine.send_stream(self.user_id, prepared, self._read_timeout(timeout))
                     else:
                         op = hub.engine.send(self.user_id, prepared)
@@ -851,8 +851,8 @@ class HttpSession:
         """What the session's calls share now (kept in `_base` while its settings and headers hold:
         `__setattr__` forgets it, and a header changed in place makes a new converted list), with the
         headers' converted list it was made with; None while a setting of the session needs each call
-        prepared in Python (an auth, a client certificate, a CA bundle path)."""
-        if self.auth is not None or self.cert is not None:
+        prepared in Python (an auth, a client certificate, a CA bundle path, `stream = True`)."""
+        if self.auth is not None or self.cert is not None or self.stream:
             return None
         if not isinstance(self.verify, bool):
             return None

@@ -423,7 +423,13 @@ impl H1Conn {
             if let Some(body) = self.take_head(head_request, keep, watch, &mut resp).map_err(|f| fail(f, false))? {
                 break body;
             }
-            self.fill_head(reused).await?;
+            let untouched = self.end == self.start;
+            match self.fill().await {
+                Ok(0) if untouched => return Err(fail(Failure::new(FailureKind::Closed, "before responding"), reused)),
+                Ok(0) => return Err(fail(Failure::new(FailureKind::Closed, "mid-response"), false)),
+                Ok(_) => {}
+                Err(e) => return Err(fail(classify_io(&e, "before responding"), reused && untouched)),
+            }
         };
         let mut body = if keep == Keep::All { Some(Vec::new()) } else { None };
         let read = match body_kind {
@@ -492,8 +498,8 @@ impl H1Conn {
     }
 
     /// Reads more of a response head; fails at the end of the stream or an error, retryable (`reused`)
-    /// if nothing of the response came.
-    #[inline(always)]
+    /// if nothing of the response came. (`exchange_watched` has these lines in its own loop: its
+    /// state machine as it was before streamed exchanges, on the path of every request.)
     async fn fill_head(&mut self, reused: bool) -> Result<(), ExchangeError> {
         let fail = |failure: Failure, retryable: bool| ExchangeError { failure, retryable };
         let untouched = self.end == self.start;
