@@ -177,6 +177,23 @@ def test_users_reading_an_endless_stream_stop_on_time(sse, tmp_path):
     assert (s["streams"], s["completed"], s["cut"]) == (1, 0, 0) and 30 <= s["events"] <= 41, s
 
 
+@pytest.mark.parametrize("http2", [False, True], ids=["http1", "http2"])
+def test_streamed_bodies_over_http2_and_streamed_failures(nginx, tmp_path, http2):
+    """Over HTTP/2 a streamed request's body comes whole before the call returns, then reads as a
+    streamed one's; a streamed request that got no response is a streamed response too (a with block,
+    an empty body), its failure recorded."""
+    out, result = tmp_path / "out.jsonl", tmp_path / "r.json"
+    url, flags = (nginx.h2c_url, ["--http2"]) if http2 else (nginx.url, [])
+    argv = ["-f", HERE / "locustfiles" / "stream_edges.py", "-H", url, "--headless", "-u", 1, "-t", "30s"]
+    p = squall(*argv, *flags, "--result-json", result, env={**os.environ, "OUT": str(out)})
+    assert p.returncode == 1, p.stderr[-2000:]  # (the refused request's failure)
+    found = json.loads(out.read_text())
+    assert found == {"status": 200, "body": "hello\n", "kind": "StreamedResponse", "failed": True, "lines": []}
+    r = json.loads(result.read_text())
+    counts = {e["name"]: (e["requests"], e["failures"]) for e in r["endpoints"]}
+    assert counts == {"streamed": (1, 0), "refused": (1, 1)}, counts
+
+
 @pytest.mark.slow
 def test_locust_times_the_same_file_the_same_way(sse, tmp_path):
     """Locust 2.47 on the same file: its script sees the events at the same times, and it records the

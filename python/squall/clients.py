@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import codecs
+import contextlib
 import itertools
 import json as jsonlib
 import re
@@ -426,7 +427,14 @@ class StreamedResponse(Response):
             self._closed = True
             hub = current_hub()
             if hub is not None and not hub.finished:
-                hub.engine.stream_close(self.id)
+                with contextlib.suppress(RuntimeError):  # (the engine's run has finished)
+                    hub.engine.stream_close(self.id)
+
+    def __del__(self) -> None:
+        # Dropped unread: closed now (the engine would at its watchdog's next scan, which a user's
+        # sleep may put off: it scans when the hub polls).
+        if not self._closed:
+            self.close()
 
     def __enter__(self) -> StreamedResponse:  # (requests' Response: closed at the block's end)
         return self

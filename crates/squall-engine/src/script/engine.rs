@@ -244,6 +244,9 @@ pub(super) struct Engine {
     pub(super) running: RefCell<HashMap<u64, Running>>,
     /// Streamed requests whose head came, by request id, until the script closes them (`Streamed`).
     pub(super) streams: RefCell<HashMap<u64, Rc<Streamed>>>,
+    /// Streamed requests whose head has not come yet: a completion the watchdog makes for one (its
+    /// timeout) is a streamed response's too.
+    pub(super) stream_heads: RefCell<rustc_hash::FxHashSet<u64>>,
     /// The native users (`native`), by user id, and how many of them think between tasks.
     pub(super) native: RefCell<HashMap<u64, Rc<NativeUser>>>,
     pub(super) native_thinking: Cell<usize>,
@@ -345,6 +348,7 @@ impl Engine {
             ws: RefCell::default(),
             running: RefCell::default(),
             streams: RefCell::default(),
+            stream_heads: RefCell::default(),
             native: RefCell::default(),
             native_thinking: Cell::new(0),
             native_deadlines: RefCell::new(Vec::new()),

@@ -443,12 +443,14 @@ impl ScriptEngine {
         Ok(id)
     }
 
-    /// Starts a streamed request (`ScriptRequest::stream`; read whole over HTTP/2, whose scripted
-    /// responses are not streamed yet); its head's completion comes from `poll` under the returned id,
-    /// its body from `stream_take` under the same id.
+    /// Starts a streamed request (`ScriptRequest::stream`; over HTTP/2, whose scripted responses are
+    /// not streamed yet, its completion comes once the body was read whole, then taken as a streamed
+    /// one's); its head's completion comes from `poll` under the returned id, its body from
+    /// `stream_take` under the same id. A completion without a response (a failure) is a streamed
+    /// one's too, its body ended.
     pub fn submit_stream(&self, user: u64, r: ScriptRequest) -> Result<u64, String> {
-        if self.engine.options.http2 || r.stream.is_none() {
-            return self.submit(user, ScriptRequest { stream: None, ..r });
+        if r.stream.is_none() {
+            return self.submit(user, r);
         }
         let engine = &self.engine;
         let (known, name, endpoint) = engine.resolve(&r)?;
@@ -459,6 +461,7 @@ impl ScriptEngine {
             self.local.spawn_local(run_stream(engine.clone(), id, user, r, known, begin, endpoint, name.clone()));
         let running = Running { user, task: task.abort_handle(), begin, deadline, endpoint, name, url, shape };
         engine.running.borrow_mut().insert(id, running);
+        engine.stream_heads.borrow_mut().insert(id);
         Ok(id)
     }
 
@@ -761,6 +764,7 @@ impl ScriptEngine {
             let elapsed = now.saturating_duration_since(r.begin);
             let error = Some(engine.timed_out(now, r.endpoint, elapsed, r.shape.record).message());
             let (url, name) = (r.url.to_string(), r.name.to_string());
+            let streamed = engine.stream_heads.borrow_mut().remove(&id);
             engine.push(Completion {
                 id,
                 elapsed_us: elapsed.as_micros() as u64,
@@ -768,6 +772,7 @@ impl ScriptEngine {
                 url,
                 name,
                 request: Some((r.shape, Endpoint(r.endpoint))),
+                stream: streamed.then(|| Arc::new(AtomicBool::new(true))),
                 ..Completion::default()
             });
         }
@@ -862,11 +867,12 @@ impl ScriptEngine {
     /// Locust), counted as abandoned.
     pub fn close_user(&self, user: u64) {
         let engine = &self.engine;
-        engine.running.borrow_mut().retain(|_, r| {
+        engine.running.borrow_mut().retain(|id, r| {
             let theirs = r.user == user;
             if theirs {
                 r.task.abort();
                 engine.cancelled.set(engine.cancelled.get() + 1);
+                engine.stream_heads.borrow_mut().remove(id);
             }
             !theirs
         });

@@ -167,6 +167,7 @@ pub(super) async fn run_stream(
                 engine.recorder.borrow_mut().record(now, endpoint, elapsed, &Outcome::Failed(failure.clone()));
             }
             engine.running.borrow_mut().remove(&id);
+            engine.stream_heads.borrow_mut().remove(&id);
             engine.push(Completion {
                 id,
                 elapsed_us: elapsed.as_micros() as u64,
@@ -174,6 +175,7 @@ pub(super) async fn run_stream(
                 url: known.url.to_string(),
                 name: name.to_string(),
                 request: Some((r.shape.clone(), Endpoint(endpoint))),
+                stream: Some(Arc::new(AtomicBool::new(true))), // (its body: none, ended)
                 ..Completion::default()
             });
             return;
@@ -181,13 +183,20 @@ pub(super) async fn run_stream(
     };
     let held = streams.held.take();
     // As Locust records a streamed request: its size is the Content-Length, else 0.
-    resp.body_bytes = held.as_ref().map_or(0, |h| h.pending.length().unwrap_or(0));
+    resp.body_bytes = match (&held, &resp.headers) {
+        (Some(h), _) => h.pending.length(),
+        (None, Some(pairs)) => pairs.iter().find(|(k, _)| k == "content-length").and_then(|(_, v)| v.parse().ok()),
+        (None, None) => None,
+    }
+    .unwrap_or(0);
     let elapsed = record_response(&engine, &r, begin, endpoint, &resp, (deferred, phases, timing), now);
     let alive = Arc::new(AtomicBool::new(true));
     let key = held.as_ref().map_or((user, 0, false), |h| h.key);
+    // Over HTTP/2 the body came whole with its head (`exchange_h2`): the script takes it as streamed.
+    let whole = resp.body.take().filter(|b| !b.is_empty());
     let state = Rc::new(Streamed {
         user,
-        data: RefCell::default(),
+        data: RefCell::new(whole.map_or_else(bytes::BytesMut::new, |b| bytes::BytesMut::from(&b[..]))),
         end: RefCell::new(held.is_none().then_some(Ok(()))),
         waiting: Cell::new(None),
         last_read: Cell::new(Instant::now()),
@@ -199,13 +208,14 @@ pub(super) async fn run_stream(
     if let Some(task) = engine.running.borrow_mut().remove(&id) {
         *state.task.borrow_mut() = Some(task.task);
     }
+    engine.stream_heads.borrow_mut().remove(&id);
     engine.streams.borrow_mut().insert(id, state.clone());
     engine.push(Completion {
         id,
         status: resp.status,
-        head: match resp.raw_head.take() {
-            Some(raw) => Head::Raw(raw),
-            None => Head::default(),
+        head: match (resp.raw_head.take(), resp.headers.take()) {
+            (None, Some(pairs)) => Head::Pairs(pairs),
+            (raw, _) => Head::Raw(raw.unwrap_or_default()),
         },
         elapsed_us: elapsed.as_micros() as u64,
         url: redirected.unwrap_or_else(|| known.url.to_string()),

@@ -1,0 +1,31 @@
+"""Streamed requests at their edges, for tests/test_sse_scripts.py: over HTTP/2 (run with --http2 against
+nginx: the body comes whole, then is read as a streamed one), and one that gets no response (refused):
+still a streamed response, its body empty. One task, its findings appended to OUT, then the run ends."""
+
+import json
+import os
+
+from locust import HttpUser, constant, task
+
+done = False
+
+
+class Edges(HttpUser):
+    wait_time = constant(0)
+
+    @task
+    def edges(self):
+        global done
+        if done:
+            return
+        done = True
+        with self.client.get("/", stream=True, name="streamed") as r:
+            body = b"".join(r.iter_content(2))
+        refused = self.client.get("http://127.0.0.1:1/", stream=True, name="refused")
+        with refused:
+            lines = list(refused.iter_lines())
+        found = {"status": r.status_code, "body": body.decode(), "kind": type(refused).__name__}
+        found.update(failed=refused.error is not None, lines=lines)
+        with open(os.environ["OUT"], "a") as f:
+            f.write(json.dumps(found) + "\n")
+        self.environment.runner.quit()
