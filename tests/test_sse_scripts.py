@@ -178,20 +178,28 @@ def test_users_reading_an_endless_stream_stop_on_time(sse, tmp_path):
 
 
 @pytest.mark.parametrize("http2", [False, True], ids=["http1", "http2"])
-def test_streamed_bodies_over_http2_and_streamed_failures(nginx, tmp_path, http2):
+def test_streamed_bodies_over_http2_and_streamed_failures(nginx, odd_server, tmp_path, http2):
     """Over HTTP/2 a streamed request's body comes whole before the call returns, then reads as a
     streamed one's; a streamed request that got no response is a streamed response too (a with block,
-    an empty body), its failure recorded."""
+    an empty body), its failure recorded; over HTTP/1.1, redirects are followed (the cookie set on the
+    way sent on) before the last response's body is streamed, and a redirect loop fails as requests'."""
     out, result = tmp_path / "out.jsonl", tmp_path / "r.json"
     url, flags = (nginx.h2c_url, ["--http2"]) if http2 else (nginx.url, [])
+    env = {**os.environ, "OUT": str(out), **({} if http2 else {"ODD_URL": odd_server.url})}
     argv = ["-f", HERE / "locustfiles" / "stream_edges.py", "-H", url, "--headless", "-u", 1, "-t", "30s"]
-    p = squall(*argv, *flags, "--result-json", result, env={**os.environ, "OUT": str(out)})
+    p = squall(*argv, *flags, "--result-json", result, env=env)
     assert p.returncode == 1, p.stderr[-2000:]  # (the refused request's failure)
     found = json.loads(out.read_text())
-    assert found == {"status": 200, "body": "hello\n", "kind": "StreamedResponse", "failed": True, "lines": []}
+    expected = {"status": 200, "body": "hello\n", "kind": "StreamedResponse", "failed": True, "lines": []}
+    counts = {"streamed": (1, 0), "refused": (1, 1)}
+    if not http2:
+        headers = found.pop("redirected")
+        assert headers[:2] == [200, "/headers"] and "Cookie: auth=token1" in headers[2], headers
+        expected["loop"] = "exceeded 30 redirects (TooManyRedirects)"
+        counts.update(redirected=(1, 0), loop=(1, 1))
+    assert found == expected, found
     r = json.loads(result.read_text())
-    counts = {e["name"]: (e["requests"], e["failures"]) for e in r["endpoints"]}
-    assert counts == {"streamed": (1, 0), "refused": (1, 1)}, counts
+    assert {e["name"]: (e["requests"], e["failures"]) for e in r["endpoints"]} == counts
 
 
 @pytest.mark.slow

@@ -1,6 +1,7 @@
 """Streamed requests at their edges, for tests/test_sse_scripts.py: over HTTP/2 (run with --http2 against
-nginx: the body comes whole, then is read as a streamed one), and one that gets no response (refused):
-still a streamed response, its body empty. One task, its findings appended to OUT, then the run ends."""
+nginx: the body comes whole, then is read as a streamed one), one that gets no response (refused):
+still a streamed response, its body empty, and (with ODD_URL) redirects followed before the body is
+streamed. One task, its findings appended to OUT, then the run ends."""
 
 import json
 import os
@@ -26,6 +27,12 @@ class Edges(HttpUser):
             lines = list(refused.iter_lines())
         found = {"status": r.status_code, "body": body.decode(), "kind": type(refused).__name__}
         found.update(failed=refused.error is not None, lines=lines)
+        odd = os.environ.get("ODD_URL")  # tests/servers/odd_server.py: redirects followed, then streamed
+        if odd:
+            with self.client.get(f"{odd}/login", stream=True, name="redirected") as r:
+                found.update(redirected=[r.status_code, r.url[len(odd) :], r.content.decode()])
+            looping = self.client.get(f"{odd}/loop", stream=True, name="loop")
+            found.update(loop=looping.error)
         with open(os.environ["OUT"], "a") as f:
             f.write(json.dumps(found) + "\n")
         self.environment.runner.quit()
