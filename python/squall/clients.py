@@ -326,6 +326,7 @@ class StreamedResponse(Response):
     reset mid-body, too large), ConnectionError (no bytes for the read timeout: `timeout=`'s second
     value, or the one number)."""
 
+    _hub: Hub | None = None  # the hub of the engine it came from (the session's call sets it)
     _whole = False  # the body read whole into `content`
     _iterated = False  # part of the body was taken by iterating
     _ended = False  # the body has ended and all of it was taken
@@ -336,8 +337,8 @@ class StreamedResponse(Response):
         has; b"" at its end. A cut body raises requests' exception once what came before is taken."""
         if self._ended or self._closed:
             return b""
-        hub = current_hub()
-        if hub is None:
+        hub = self._hub or current_hub()  # (None: its session streams every call, `Session.stream`)
+        if hub is None or hub.finished:
             raise LocustError("a streamed response is read while its test runs")
         engine = hub.engine
         while True:
@@ -425,7 +426,7 @@ class StreamedResponse(Response):
         """Done with it: its connection goes back to the user's pool if its body ended, else closes."""
         if not self._closed:
             self._closed = True
-            hub = current_hub()
+            hub = self._hub or current_hub()
             if hub is not None and not hub.finished:
                 with contextlib.suppress(RuntimeError):  # (the engine's run has finished)
                     hub.engine.stream_close(self.id)
@@ -830,6 +831,8 @@ class HttpSession:
         except ValueError as e:
             raise _refused(e, method, self._joined(url)) from None
         response: Response = hub.wait_for(op)
+        if stream:
+            response._hub = hub  # type: ignore[attr-defined]  # (a StreamedResponse: its engine's hub)
         if hooks or self.hooks.get("response"):
             for hook in _hooks(self.hooks, hooks):
                 replaced = hook(response)

@@ -27,6 +27,10 @@ class Edges(HttpUser):
             lines = list(refused.iter_lines())
         found = {"status": r.status_code, "body": body.decode(), "kind": type(refused).__name__}
         found.update(failed=refused.error is not None, lines=lines)
+        self.client.stream = True  # requests' Session.stream: every call streams
+        r = self.client.get("/", name="streamed")
+        found.update(session=[type(r).__name__, r.text])
+        self.client.stream = False
         odd = os.environ.get("ODD_URL")  # tests/servers/odd_server.py: redirects followed, then streamed
         if odd:
             with self.client.get(f"{odd}/login", stream=True, name="redirected") as r:
