@@ -146,3 +146,30 @@ def test_locust_contrib_modules_resolve_to_squalls_or_locusts_own():
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr[-3000:]
+
+
+@pytest.mark.serial
+def test_openai_users_streamed_answers_come_as_the_server_sends_them(openai_server, tmp_path):
+    """Under squall the SDK's httpx client sends through the engine (contrib/oai.py's EngineTransport):
+    a streamed chat completion's chunks reach the script as the server sends them (5, 40 ms apart:
+    each gap within 10 ms of it, their median within 2.5; the first after the server's first 40 ms),
+    the engine times the stream's events (5 chunks and [DONE] each), and the request is recorded at its
+    head, its length 0. (Locust's hook reads every answer as JSON, which this one is not: not run there.)"""
+    out, result = tmp_path / "out.jsonl", tmp_path / "r.json"
+    env = dict(os.environ, OPENAI_API_KEY="test", OPENAI_BASE_URL=f"{openai_server}/v1", OUT=str(out), TASKS="3")
+    argv = ["-f", FILES / "openai_stream.py", "--headless", "-u", 1, "-r", 1, "-t", "60s", "--result-json", result]
+    p = squall(*argv, timeout=90, env=env)
+    assert p.returncode == 0, p.stderr[-2000:]
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    gaps = []
+    for r in records:
+        assert r["text"] == "t0 t1 t2 t3 t4 " and len(r["at"]) == 5, r
+        assert (r["at"][0] - r["t0"]) * 1000 >= 40, r
+        gaps += [(b - a) * 1000 for a, b in zip(r["at"], r["at"][1:])]
+    assert all(30 <= g <= 50 for g in gaps) and abs(sorted(gaps)[len(gaps) // 2] - 40) <= 2.5, gaps
+    (e,) = json.loads(result.read_text())["endpoints"]
+    assert (e["name"], e["requests"], e["failures"], e["body_bytes"]) == ("/v1/chat/completions", 3, 0, 0), e
+    assert e["max_us"] < 40_000, e  # the head, before the first chunk
+    s = e["stream"]
+    # (a stream may end in flight: the SDK stops at [DONE], before the last chunk's end may have come)
+    assert (s["streams"], s["cut"], s["events"]) == (3, 0, 3 * 6), s

@@ -20,6 +20,7 @@ __all__ = [
     "Response",
     "Run",
     "ScriptEngine",
+    "StreamCut",
     "TargetError",
     "UsageError",
     "__version__",
@@ -42,6 +43,9 @@ class UsageError(ValueError):
 
 class TargetError(RuntimeError):
     """The target cannot be reached (name resolution, connection, TLS)."""
+
+class StreamCut(RuntimeError):
+    """A streamed response's body ended otherwise than its framing says (its message: why)."""
 
 @final
 class Progress:
@@ -194,6 +198,9 @@ class Response:
         """A response came, and its status is below 400."""
     @property
     def request_method(self) -> str: ...
+    @property
+    def streamed(self) -> bool:
+        """Its body is streamed: read from `ScriptEngine.stream_take` under its id, not in `content`."""
     def header_pairs(self) -> list[tuple[str, str]]:
         """Each header as (lower-case name, value), in order, repeated ones apart."""
     def sent(self) -> tuple[list[tuple[str, str]], bytes]:
@@ -206,9 +213,15 @@ def joined_url(base: str, url: str) -> str:
 def long_digit_run(data: bytes) -> bool:
     """Whether `data` holds a run of 19 or more ASCII digits (an integer a JSON body may hold past 64 bits)."""
 
-def use_response_class(cls: type[Response], caught: type[Response] | None = None) -> None:
+def use_response_class(
+    cls: type[Response],
+    caught: type[Response] | None = None,
+    streamed: type[Response] | None = None,
+    streamed_caught: type[Response] | None = None,
+) -> None:
     """Makes `ScriptEngine.poll`'s responses instances of `cls` (made with no arguments), and those of
-    requests the script judges (`record` False) instances of `caught` (`cls` if not given)."""
+    requests the script judges (`record` False) instances of `caught` (`cls` if not given); a streamed
+    request's of `streamed` and `streamed_caught` (`cls` and `caught` if not given)."""
 
 @final
 class Message:
@@ -227,6 +240,17 @@ class ScriptEngine:
     def send(self, user: int, prepared: Prepared) -> int:
         """Starts `user`'s request of `prepared`; returns its id (UsageError for a URL that cannot be
         requested)."""
+    def send_stream(self, user: int, prepared: Prepared, read_timeout: float) -> int:
+        """Starts `user`'s streamed request (`stream=True`): its Response comes at its head (`streamed`
+        true), its body from `stream_take` under the same id, each wait for more bounded by
+        `read_timeout` seconds."""
+    def stream_take(self, stream: int, max: int | None = None) -> bytes | None:
+        """Up to `max` bytes of the body that came (None: all): b"" at its end, None while nothing has
+        come (then `stream_wait`); StreamCut once a body cut short has given all it had."""
+    def stream_wait(self, stream: int) -> int:
+        """An operation whose Completion comes when the stream has more bytes or has ended."""
+    def stream_close(self, stream: int) -> None:
+        """Done with the stream: its connection goes back to the pool if its body ended whole, else closes."""
     def poll(self, timeout: float, verdicts: list[tuple[Response, str | None]] = ...) -> list[Response | Completion]:
         """Records `verdicts` (the script's judgements of responses: failure text, None for a success),
         then runs the engine until completions are ready or `timeout` seconds pass (GIL released)."""

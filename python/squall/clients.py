@@ -7,6 +7,8 @@ Cookies set by responses are kept in the engine, per user, and sent back to the 
 from __future__ import annotations
 
 import base64
+import codecs
+import contextlib
 import itertools
 import json as jsonlib
 import re
@@ -304,7 +306,235 @@ class ResponseContextManager(Response):
         self._failure = exc if isinstance(exc, Exception) else CatchResponseError(exc)
 
 
-_engine.use_response_class(Response, ResponseContextManager)
+def declared_length(response: Response) -> int:
+    """The Content-Length a response's head gives, else 0 (what Locust records of a streamed one)."""
+    try:
+        return int(response.headers.get("content-length") or 0)
+    except ValueError:
+        return 0
+
+
+class StreamedResponse(Response):
+    """A response to `stream=True`, as requests' is then: it comes at its head, and its body is read
+    as it arrives (`iter_content`, `iter_lines`, iterating it, `raw.read`), or at once by `content`,
+    `text` and `json()`. The engine reads the body meanwhile, timing an event stream's events as they
+    come; what the script has not taken yet waits in the engine (up to 64 MiB: past it, the stream is
+    cut as too large). `close()` (or the end of a `with` block, or the response being dropped) hands its
+    connection back to the user's pool if the body had ended, else closes it.
+
+    A body cut short raises what requests raises from the iteration: ChunkedEncodingError (closed or
+    reset mid-body, too large), ConnectionError (no bytes for the read timeout: `timeout=`'s second
+    value, or the one number)."""
+
+    _hub: Hub | None = None  # the hub of the engine it came from (the session's call sets it)
+    _whole = False  # the body read whole into `content`
+    _iterated = False  # part of the body was taken by iterating
+    _ended = False  # the body has ended and all of it was taken
+    _closed = False
+
+    def _next(self, most: int | None) -> bytes:
+        """The body's next bytes that have come, at most `most` (None: all), waiting for some if none
+        has; b"" at its end. A cut body raises requests' exception once what came before is taken."""
+        if self._ended or self._closed:
+            return b""
+        hub = self._hub or current_hub()  # (None: its session streams every call, `Session.stream`)
+        if hub is None or hub.finished:
+            raise LocustError("a streamed response is read while its test runs")
+        engine = hub.engine
+        while True:
+            try:
+                data = engine.stream_take(self.id, most)
+            except _engine.StreamCut as e:
+                self._ended = True
+                raise _cut(str(e), self.url) from None
+            if data is not None:
+                if not data:
+                    self._ended = True
+                return data
+            hub.wait_for(engine.stream_wait(self.id))
+
+    @property
+    def content(self) -> bytes:  # type: ignore[override]  # read-only here: it reads the rest of the body
+        if not self._whole:
+            if self._iterated:
+                raise RuntimeError("The content for this response was already consumed")
+            parts = []
+            while data := self._next(None):
+                parts.append(data)
+            _CONTENT.__set__(self, b"".join(parts))
+            self._whole = True
+        return _CONTENT.__get__(self)  # type: ignore[no-any-return]
+
+    @property
+    def text(self) -> str:
+        self.content  # noqa: B018  (reads the rest, which the engine's `text` decodes)
+        return _TEXT.__get__(self)  # type: ignore[no-any-return]
+
+    def iter_content(self, chunk_size: int | None = 1, decode_unicode: bool = False) -> Iterator[Any]:
+        """The body as it arrives, in pieces of at most `chunk_size` bytes (None: each as it came); a
+        piece is handed over as soon as it came, not held back to fill `chunk_size` (requests' way with
+        a chunked body; with a Content-Length it would wait to fill it). `decode_unicode`: decoded as
+        requests decodes them (the response's encoding; bytes when it has none)."""
+        if self._whole:
+            yield from super().iter_content(chunk_size, decode_unicode)
+            return
+        if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
+            raise TypeError(f"chunk_size must be an int, it is instead a {type(chunk_size)}.")
+        decoder = None
+        if decode_unicode:
+            encoding = self.encoding or _stream_encoding(self)
+            if encoding:
+                decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+        while True:
+            data = self._next(chunk_size)
+            if not data:
+                break
+            self._iterated = True
+            if decoder is None:
+                yield data
+            elif text := decoder.decode(data):
+                yield text
+        if decoder is not None and (rest := decoder.decode(b"", final=True)):
+            yield rest
+
+    def iter_lines(
+        self, chunk_size: int = 512, decode_unicode: bool = False, delimiter: str | bytes | None = None
+    ) -> Iterator[Any]:
+        """The body's lines as they arrive, as requests splits them (blank lines included)."""
+        pending = None
+        for chunk in self.iter_content(chunk_size=chunk_size, decode_unicode=decode_unicode):
+            if pending is not None:
+                chunk = pending + chunk
+            lines = chunk.split(delimiter) if delimiter else chunk.splitlines()
+            pending = lines.pop() if lines and lines[-1] and chunk and lines[-1][-1] == chunk[-1] else None
+            yield from lines
+        if pending is not None:
+            yield pending
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self.iter_content(128)
+
+    @property
+    def raw(self) -> RawStream:
+        """requests' `raw`: the body as a file to `read(n)`."""
+        raw: RawStream | None = self.__dict__.get("_raw")
+        if raw is None:
+            raw = self.__dict__["_raw"] = RawStream(self)
+        return raw
+
+    def close(self) -> None:
+        """Done with it: its connection goes back to the user's pool if its body ended, else closes."""
+        if not self._closed:
+            self._closed = True
+            hub = self._hub or current_hub()
+            if hub is not None and not hub.finished:
+                with contextlib.suppress(RuntimeError):  # (the engine's run has finished)
+                    hub.engine.stream_close(self.id)
+
+    def __del__(self) -> None:
+        # Dropped unread: closed now (the engine would at its watchdog's next scan, which a user's
+        # sleep may put off: it scans when the hub polls).
+        if not self._closed:
+            self.close()
+
+    def __enter__(self) -> StreamedResponse:  # (requests' Response: closed at the block's end)
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        self.close()
+        return None
+
+
+class StreamedContextManager(StreamedResponse, ResponseContextManager):
+    """`catch_response=True` with `stream=True`: the block judges the request, as in Locust (its time
+    and size those of its head), and its end closes the stream."""
+
+    def __enter__(self) -> StreamedContextManager:
+        ResponseContextManager.__enter__(self)
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool:
+        try:
+            return ResponseContextManager.__exit__(self, exc_type, exc, tb)
+        finally:
+            self.close()
+
+
+class RawStream:
+    """A streamed response's `raw`, as far as scripts read urllib3's: `read(n)`, `stream(n)`, `close()`."""
+
+    def __init__(self, response: StreamedResponse) -> None:
+        self._response = response
+        self._left = b""
+
+    def read(self, amt: int | None = None, decode_content: bool | None = None) -> bytes:
+        """`amt` bytes, waiting for them, fewer only at the body's end (None: all that is left)."""
+        parts = [self._left]
+        have = len(self._left)
+        while amt is None or have < amt:
+            data = self._response._next(None if amt is None else amt - have)
+            if not data:
+                break
+            self._response._iterated = True
+            parts.append(data)
+            have += len(data)
+        whole = b"".join(parts)
+        if amt is None:
+            self._left = b""
+            return whole
+        self._left = whole[amt:]
+        return whole[:amt]
+
+    def stream(self, amt: int = 2**16, decode_content: bool | None = None) -> Iterator[bytes]:
+        while data := self.read(amt):
+            yield data
+
+    def close(self) -> None:
+        self._response.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._response._closed
+
+    def readable(self) -> bool:
+        return True
+
+
+# The engine's own `content` and `text` (descriptors), which a streamed response fills and reads.
+_CONTENT: Any = vars(_engine.Response)["content"]
+_TEXT: Any = vars(_engine.Response)["text"]
+
+
+def _stream_encoding(response: Response) -> str | None:
+    """The encoding requests decodes a body with when asked to (`get_encoding_from_headers`): the
+    Content-Type's charset, ISO-8859-1 for text/*, UTF-8 for JSON, else none."""
+    content_type = response.headers.get("content-type")
+    if not content_type:
+        return None
+    for part in content_type.split(";")[1:]:
+        key, _, value = part.strip().partition("=")
+        if key.strip().lower() == "charset":
+            return value.strip("'\" ")
+    if "text" in content_type:
+        return "ISO-8859-1"
+    if "application/json" in content_type:
+        return "utf-8"
+    return None
+
+
+def _cut(why: str, url: str) -> Exception:
+    """What requests raises from a streamed body cut short: ConnectionError for a read timeout (urllib3's
+    ReadTimeoutError inside), else ChunkedEncodingError."""
+    if why == "request timed out":
+        return error_class("ConnectionError")(f"HTTPConnectionPool: Read timed out. ({url})")
+    return error_class("ChunkedEncodingError")(f"Connection broken: {why}")
+
+
+_engine.use_response_class(Response, ResponseContextManager, StreamedResponse, StreamedContextManager)
 
 
 class RestResponseContextManager(ResponseContextManager):
@@ -576,13 +806,14 @@ class HttpSession:
                     merged = list(headers.items())  # merged with the session's in the engine
                 target = _with_query(url, params) if params else url
                 try:
-                    op = hub.engine.send(
-                        self.user_id,
-                        base[0].prepare(
-                            method, target, name, not catch_response, allow_redirects,
-                            body, merged, content_type, _seconds(timeout),
-                        ),
+                    prepared = base[0].prepare(
+                        method, target, name, not catch_response, allow_redirects,
+                        body, merged, content_type, _seconds(timeout),
                     )  # fmt: skip
+                    if stream:  # (a session that streams every call is prepared below: `_call_base`)
+                        op = hub.engine.send_stream(self.user_id, prepared, self._read_timeout(timeout))
+                    else:
+                        op = hub.engine.send(self.user_id, prepared)
                 except TypeError:
                     if merged is None:
                         raise
@@ -593,10 +824,15 @@ class HttpSession:
                     "auth": auth, "timeout": timeout, "proxies": proxies, "verify": verify, "cert": cert, "json": json,
                 }  # fmt: skip
                 prepared = self._prepare(method, url, name, catch_response, allow_redirects, call)
-                op = hub.engine.send(self.user_id, prepared)
+                if stream or (stream is None and self.stream):
+                    op = hub.engine.send_stream(self.user_id, prepared, self._read_timeout(timeout))
+                else:
+                    op = hub.engine.send(self.user_id, prepared)
         except ValueError as e:
             raise _refused(e, method, self._joined(url)) from None
         response: Response = hub.wait_for(op)
+        if stream:
+            response._hub = hub  # type: ignore[attr-defined]  # (a StreamedResponse: its engine's hub)
         if hooks or self.hooks.get("response"):
             for hook in _hooks(self.hooks, hooks):
                 replaced = hook(response)
@@ -616,12 +852,18 @@ class HttpSession:
             self._fire(events, response, meta, response.exception(name))
         return response
 
+    def _read_timeout(self, timeout: float | tuple[float | None, float | None] | None) -> float:
+        """A streamed body's read timeout, as requests takes it from `timeout=`: the second of a
+        (connect, read) pair, or the one number; else the session's."""
+        read = timeout[1] if isinstance(timeout, tuple) else timeout
+        return float(read or self.timeout or DEFAULT_TIMEOUT)
+
     def _call_base(self) -> tuple[CallBase, list[tuple[str, str]]] | None:
         """What the session's calls share now (kept in `_base` while its settings and headers hold:
         `__setattr__` forgets it, and a header changed in place makes a new converted list), with the
         headers' converted list it was made with; None while a setting of the session needs each call
-        prepared in Python (an auth, a client certificate, a CA bundle path)."""
-        if self.auth is not None or self.cert is not None:
+        prepared in Python (an auth, a client certificate, a CA bundle path, `stream = True`)."""
+        if self.auth is not None or self.cert is not None or self.stream:
             return None
         if not isinstance(self.verify, bool):
             return None
@@ -720,7 +962,8 @@ class HttpSession:
             request_type=method,
             name=name,
             response_time=response.elapsed_us / 1000.0,
-            response_length=len(response.content),
+            # (a streamed response's, as Locust's, is its Content-Length or 0: its body is still to read)
+            response_length=declared_length(response) if response.streamed else len(response.content),
             response=response,
             context=context,
             exception=exception,

@@ -24,14 +24,19 @@ _BORROWED = {
     "ConnectionError": (ResponseError,),
     "InvalidURL": (ValueError,),
     "InvalidHeader": (ValueError,),
+    # What iterating a streamed body cut short raises (requests' own, of a body that ended otherwise
+    # than its framing says): not a ResponseError, so that a catch_response block lets it through, as
+    # Locust's does.
+    "ChunkedEncodingError": (OSError,),
 }
 
 
 @functools.cache
 def error_class(name: str) -> type[Exception]:
-    """squall's exception `name` (HTTPError, ConnectionError, InvalidURL, InvalidHeader): a subclass of
-    requests' class of that name when requests is installed, so that `except requests.exceptions.X`
-    catches it, and of squall's own base (ResponseError, ValueError) always."""
+    """squall's exception `name` (HTTPError, ConnectionError, InvalidURL, InvalidHeader,
+    ChunkedEncodingError): a subclass of requests' class of that name when requests is installed, so that
+    `except requests.exceptions.X` catches it, and of squall's own base (ResponseError, ValueError,
+    OSError) always."""
     ours = _BORROWED[name]
     try:
         import requests.exceptions
@@ -39,8 +44,9 @@ def error_class(name: str) -> type[Exception]:
         theirs: tuple[type, ...] = (getattr(requests.exceptions, name),)
     except ImportError:
         theirs = ()
-    # requests' class first: its InvalidURL already derives from ValueError, which must come after it.
-    bases = (*theirs, *ours) if ours[0] is ValueError else (*ours, *theirs)
+    # requests' class first where it derives from ours already (its InvalidURL from ValueError, its
+    # exceptions from OSError), which must come after it.
+    bases = (*theirs, *ours) if ours[0] in (ValueError, OSError) else (*ours, *theirs)
     return type(name, bases, {"__module__": __name__})
 
 

@@ -1,5 +1,6 @@
 """One user reading Server-Sent Events from tests/servers/sse_server.py with requests' streaming calls
-(`stream=True`, `iter_lines`), until STOP_AFTER_REQUESTS (so that no stream is in flight at the end)."""
+(`stream=True`, `iter_lines`), until STOP_AFTER_REQUESTS (a streamed request counts at its head: the
+last one's stream is left in flight)."""
 
 import stop_after  # noqa: F401  (ends the run after a set number of requests)
 from locust import HttpUser, constant, task

@@ -3,6 +3,9 @@ whose usage says 7 output tokens, after N ms for the model `wait-N`; the model `
 the API's error object). GET /tally answers {"calls": {model: requests}, "peak": the most requests in
 progress at once since the last tally}: the ground truth of what the load tool sent, and how many of its
 requests overlapped. A thread per request, so that requests overlap as a real server's do.
+POST /v1/chat/completions with "stream": true and the model `stream-N-M` streams N chunks of one token,
+M ms apart (the first M ms after the head), then `data: [DONE]`, as the Chat Completions API streams
+(an event each, chunked).
 
 usage: python openai_server.py PORT   (prints "ready" once it listens)
 """
@@ -69,6 +72,31 @@ class Handler(BaseHTTPRequestHandler):
             state["peak"] = state["busy"]
         self.answer(200, tally)
 
+    def stream(self, n, ms):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.flush()
+        for i in range(n):
+            time.sleep(ms / 1000)
+            chunk = {
+                "id": "chatcmpl-1",
+                "object": "chat.completion.chunk",
+                "created": 0,
+                "model": f"stream-{n}-{ms}",
+                "choices": [{"index": 0, "delta": {"content": f"t{i} "}, "finish_reason": None}],
+            }
+            self.event(json.dumps(chunk))
+        self.event("[DONE]")
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def event(self, data):
+        e = f"data: {data}\n\n".encode()
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(e), e))
+        self.wfile.flush()
+
     def do_POST(self):
         model = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["model"]
         with lock:
@@ -79,6 +107,8 @@ class Handler(BaseHTTPRequestHandler):
             if model == "fail":
                 error = {"message": "the server refuses", "type": "invalid_request_error", "code": None}
                 return self.answer(400, {"error": error})
+            if m := re.fullmatch(r"stream-(\d+)-(\d+)", model):
+                return self.stream(int(m.group(1)), int(m.group(2)))
             if m := re.fullmatch(r"wait-(\d+)", model):
                 time.sleep(int(m.group(1)) / 1000)
             self.answer(200, response(model))

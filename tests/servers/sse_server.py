@@ -25,6 +25,9 @@ GET /__sent
     JSON: events sent, streams begun and ended whole, the sends' gaps in ms (within streams), content
     chunks sent and the usage tokens reported, and each completion's first content chunk's time after
     its request (ms), since the last GET /__sent; and starts the count again.
+GET /__conns
+    JSON: connections open now (the server has not seen them closed: a stream's is seen closed at its
+    next send), and accepted since the server started.
 
 usage: python sse_server.py PORT; prints "ready" once it listens.
 """
@@ -44,6 +47,7 @@ CHUNKED_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-
 lock = threading.Lock()
 EMPTY = {"events": 0, "streams": 0, "whole": 0, "gaps_ms": [], "tokens": 0, "usage": 0, "first_ms": []}
 sent = json.loads(json.dumps(EMPTY))
+conns = {"open": 0, "accepted": 0}
 
 
 def event(i, eol):
@@ -133,8 +137,15 @@ def completion(conn, q, req):
 
 
 def serve(conn):
-    with contextlib.suppress(OSError):  # the client went mid-stream (a run's end, a test's cut)
-        answer(conn)
+    with lock:
+        conns["open"] += 1
+        conns["accepted"] += 1
+    try:
+        with contextlib.suppress(OSError):  # the client went mid-stream (a run's end, a test's cut)
+            answer(conn)
+    finally:
+        with lock:
+            conns["open"] -= 1
 
 
 def answer(conn):
@@ -147,6 +158,10 @@ def answer(conn):
                 with lock:
                     body = json.dumps(sent).encode()
                     sent.update(json.loads(json.dumps(EMPTY)))
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+            elif url.path == "/__conns":
+                with lock:
+                    body = json.dumps(conns).encode()
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
             elif url.path == "/sse":
                 if not stream(conn, q):

@@ -12,7 +12,8 @@ use squall_engine::mqtt::script::{Op, OwnedHello};
 use squall_engine::run::{Load, Progress as EngineProgress, Run as EngineRun, RunCore};
 use squall_engine::script::native::{Plan, Wait};
 use squall_engine::script::{
-    Checked, Endpoint, Head, Judged, RequestShape, ScriptEngine as Engine, ScriptOptions, ScriptRequest, Verdict,
+    Checked, Endpoint, Head, Judged, RequestShape, ScriptEngine as Engine, ScriptOptions, ScriptRequest, StreamHandle,
+    Taken, Verdict,
 };
 use squall_engine::stats::result::{self, RunResult};
 use squall_engine::ws::WsOp;
@@ -65,6 +66,12 @@ impl pythonize::PythonizeMappingType for InternedKeys {
 
 pyo3::create_exception!(_engine, UsageError, PyValueError, "The configuration or URL is invalid.");
 pyo3::create_exception!(_engine, TargetError, PyRuntimeError, "The target cannot be reached.");
+pyo3::create_exception!(
+    _engine,
+    StreamCut,
+    PyRuntimeError,
+    "A streamed response's body ended otherwise than its framing says (its message: why)."
+);
 
 /// What the Python side needs of any run on the engine's run core, whatever its load.
 trait RunHandle: Send + Sync {
@@ -449,6 +456,9 @@ struct Response {
     request: Option<Checked>,
     endpoint: Option<Endpoint>,
     engine: u64,
+    /// A streamed response's hold on its body (`ScriptEngine.stream_take`): dropped with it, the
+    /// engine closes the stream.
+    stream: Option<StreamHandle>,
 }
 
 #[pymethods]
@@ -468,7 +478,14 @@ impl Response {
             request: None,
             endpoint: None,
             engine: 0,
+            stream: None,
         }
+    }
+
+    /// Whether its body is streamed: read from `ScriptEngine.stream_take` under its id, not in `content`.
+    #[getter]
+    fn streamed(&self) -> bool {
+        self.stream.is_some()
     }
 
     /// Each header as (lower-case name, value), in order, repeated ones apart.
@@ -534,24 +551,53 @@ impl Response {
 }
 
 /// The Python classes `poll` makes responses of (subclasses of Response): a request's, and a caught
-/// one's (`catch_response`, whose script judges it); the base class until set.
+/// one's (`catch_response`, whose script judges it), each read whole or streamed; the base class
+/// until set.
 struct ResponseClasses {
     plain: Py<PyType>,
     caught: Py<PyType>,
+    streamed: Py<PyType>,
+    streamed_caught: Py<PyType>,
+}
+
+impl ResponseClasses {
+    fn clone_ref(&self, py: Python<'_>) -> ResponseClasses {
+        ResponseClasses {
+            plain: self.plain.clone_ref(py),
+            caught: self.caught.clone_ref(py),
+            streamed: self.streamed.clone_ref(py),
+            streamed_caught: self.streamed_caught.clone_ref(py),
+        }
+    }
 }
 static RESPONSE_CLASSES: Mutex<Option<ResponseClasses>> = Mutex::new(None);
 
 /// Makes `poll`'s responses instances of `cls`, a subclass of Response whose construction takes no
 /// arguments (squall.clients.Response), and those of requests the script judges instances of `caught`
-/// (squall.clients.ResponseContextManager; `cls` if not given).
+/// (squall.clients.ResponseContextManager; `cls` if not given), and those of streamed requests
+/// (`stream=True`) instances of `streamed` and `streamed_caught` (`cls` and `caught` if not given).
 #[pyfunction]
-#[pyo3(signature = (cls, caught=None))]
-fn use_response_class(cls: Bound<'_, PyType>, caught: Option<Bound<'_, PyType>>) -> PyResult<()> {
+#[pyo3(signature = (cls, caught=None, streamed=None, streamed_caught=None))]
+fn use_response_class(
+    cls: Bound<'_, PyType>,
+    caught: Option<Bound<'_, PyType>>,
+    streamed: Option<Bound<'_, PyType>>,
+    streamed_caught: Option<Bound<'_, PyType>>,
+) -> PyResult<()> {
     let caught = caught.unwrap_or_else(|| cls.clone());
-    if !cls.is_subclass_of::<Response>()? || !caught.is_subclass_of::<Response>()? {
-        return Err(PyValueError::new_err("the response class must be a subclass of squall._engine.Response"));
+    let streamed = streamed.unwrap_or_else(|| cls.clone());
+    let streamed_caught = streamed_caught.unwrap_or_else(|| caught.clone());
+    for class in [&cls, &caught, &streamed, &streamed_caught] {
+        if !class.is_subclass_of::<Response>()? {
+            return Err(PyValueError::new_err("the response class must be a subclass of squall._engine.Response"));
+        }
     }
-    let classes = ResponseClasses { plain: cls.unbind(), caught: caught.unbind() };
+    let classes = ResponseClasses {
+        plain: cls.unbind(),
+        caught: caught.unbind(),
+        streamed: streamed.unbind(),
+        streamed_caught: streamed_caught.unbind(),
+    };
     *RESPONSE_CLASSES.lock().unwrap_or_else(|e| e.into_inner()) = Some(classes);
     Ok(())
 }
@@ -606,8 +652,52 @@ impl ScriptEngine {
     /// Starts `user`'s request of `prepared`; returns its id (its completion comes from `poll`).
     fn send(&self, user: u64, prepared: &Prepared) -> PyResult<u64> {
         self.engine()?
-            .submit(user, ScriptRequest { shape: prepared.shape.clone(), read: true, stamp: false })
+            .submit(user, ScriptRequest { shape: prepared.shape.clone(), read: true, stamp: false, stream: None })
             .map_err(usage)
+    }
+
+    /// Starts `user`'s streamed request (requests' `stream=True`) of `prepared`: its completion, a
+    /// Response whose `streamed` is true, comes at its head; its body then from `stream_take` under
+    /// the same id, each wait for more bounded by `read_timeout` seconds.
+    fn send_stream(&self, user: u64, prepared: &Prepared, read_timeout: f64) -> PyResult<u64> {
+        let r = ScriptRequest {
+            shape: prepared.shape.clone(),
+            read: true,
+            stamp: false,
+            stream: Some(Duration::from_secs_f64(read_timeout.max(0.001))),
+        };
+        self.engine()?.submit_stream(user, r).map_err(usage)
+    }
+
+    /// Up to `max` bytes of streamed response `stream`'s body that came (all of them: None): b"" once
+    /// it has ended and all is taken, None while nothing has come yet (then `stream_wait`); StreamCut
+    /// (its message: why) once a body cut short has given all it had.
+    #[pyo3(signature = (stream, max=None))]
+    fn stream_take<'py>(
+        &self,
+        py: Python<'py>,
+        stream: u64,
+        max: Option<usize>,
+    ) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        match self.engine()?.stream_take(stream, max) {
+            Taken::Bytes(data) => Ok(Some(PyBytes::new(py, &data))),
+            Taken::Nothing => Ok(None),
+            Taken::End => Ok(Some(PyBytes::new(py, b""))),
+            Taken::Cut(why) => Err(StreamCut::new_err(why)),
+        }
+    }
+
+    /// An operation whose completion (a Completion) comes when streamed response `stream` has more of
+    /// its body or has ended.
+    fn stream_wait(&self, stream: u64) -> PyResult<u64> {
+        Ok(self.engine()?.stream_wait(stream))
+    }
+
+    /// The script is done with streamed response `stream` (read or not): its connection goes back to
+    /// the user's pool if its body ended whole, else closes.
+    fn stream_close(&self, stream: u64) -> PyResult<()> {
+        self.engine()?.stream_close(stream);
+        Ok(())
     }
 
     /// Records `verdicts`, the script's judgements of responses since the last poll (`catch_response`:
@@ -625,11 +715,7 @@ impl ScriptEngine {
         let engine = SameThread(self.engine()?);
         let timeout = Duration::from_secs_f64(timeout.max(0.0));
         let done = py.detach(move || engine.get().poll(timeout));
-        let classes = RESPONSE_CLASSES
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-            .map(|c| ResponseClasses { plain: c.plain.clone_ref(py), caught: c.caught.clone_ref(py) });
+        let classes = RESPONSE_CLASSES.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(|c| c.clone_ref(py));
         done.into_iter()
             .map(|c| {
                 let Some((request, endpoint)) = c.request else {
@@ -642,7 +728,12 @@ impl ScriptEngine {
                     };
                     return Ok(Py::new(py, completion)?.into_any());
                 };
-                let class = classes.as_ref().map(|c| if request.record { &c.plain } else { &c.caught });
+                let class = classes.as_ref().map(|k| match (request.record, c.stream.is_some()) {
+                    (true, false) => &k.plain,
+                    (false, false) => &k.caught,
+                    (true, true) => &k.streamed,
+                    (false, true) => &k.streamed_caught,
+                });
                 let filled = Response {
                     id: c.id,
                     status_code: c.status,
@@ -656,6 +747,7 @@ impl ScriptEngine {
                     request: Some(request),
                     endpoint: Some(endpoint),
                     engine: self.serial,
+                    stream: c.stream.map(StreamHandle),
                 };
                 match class {
                     Some(class) => {
@@ -678,11 +770,16 @@ impl ScriptEngine {
         let engine = self.engine()?;
         for (response, failure) in verdicts {
             let Some(endpoint) = response.endpoint.filter(|_| response.engine == self.serial) else { continue };
+            // A streamed response's size as Locust takes it at its head: the Content-Length, else 0.
+            let body_bytes = match &response.stream {
+                Some(_) => response.head.value("content-length").and_then(|v| v.parse().ok()).unwrap_or(0),
+                None => response.content.bind(py).len().unwrap_or(0) as u64,
+            };
             engine.record(Verdict {
                 of: Judged::Request(endpoint),
                 elapsed_us: response.elapsed_us,
                 status: response.status_code,
-                body_bytes: response.content.bind(py).len().unwrap_or(0) as u64,
+                body_bytes,
                 failure,
             });
         }
@@ -1040,6 +1137,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("LONGEST_WAIT_S", squall_engine::script::LONGEST_WAIT_S)?;
     m.add("UsageError", m.py().get_type::<UsageError>())?;
     m.add("TargetError", m.py().get_type::<TargetError>())?;
+    m.add("StreamCut", m.py().get_type::<StreamCut>())?;
     m.add_class::<Run>()?;
     m.add_class::<Progress>()?;
     m.add_class::<Prepared>()?;

@@ -18,11 +18,21 @@ it is HttpUser's session with FastHttpUser's settings and defaults:
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from squall.clients import HttpSession, Response, ResponseContextManager, RestResponseContextManager, set_settings
-from squall.requests_compat import NotSupported
+from squall.clients import (
+    HttpSession,
+    RawStream,
+    Response,
+    ResponseContextManager,
+    RestResponseContextManager,
+    StreamedContextManager,
+    StreamedResponse,
+    set_settings,
+)
+from squall.requests_compat import NotSupported, error_class
 from squall.user.users import HttpUser, User
 
 if TYPE_CHECKING:
@@ -103,10 +113,11 @@ class FastHttpSession(HttpSession):
             # Locust's FastHttpSession asks for JSON back when it sends JSON, unless the call says otherwise.
             headers = {**headers, "Accept": "application/json"} if headers else _ACCEPT_JSON
         if not self.max_retries:  # the common case, passed on without building a dict of keywords
-            return HttpSession.request(
+            response = HttpSession.request(
                 self, method, url, name, catch_response, context, data=data, stream=stream, headers=headers,
                 auth=auth, json=json, allow_redirects=allow_redirects, **kw,
             )  # fmt: skip
+            return _fast(response) if stream else response
         kw.update(name=name, data=data, stream=stream, headers=headers, auth=auth, json=json)
         kw.update(allow_redirects=allow_redirects, context=context)
         # Tries that got no response are dropped unrecorded: one request in the stats, as
@@ -117,26 +128,92 @@ class FastHttpSession(HttpSession):
             if attempt.error not in _RETRIED:
                 break
         assert isinstance(attempt, ResponseContextManager)
+        if stream:
+            _fast(attempt)
         if catch_response:
             return attempt
-        with attempt:
-            pass
+        ResponseContextManager.__enter__(attempt)  # judged as a block would, a streamed body left open
+        ResponseContextManager.__exit__(attempt, None, None, None)
         return attempt
 
     def get(self, url: str, **kw: Any) -> Response | ResponseContextManager:
         # Straight to HttpSession.request when FastHttpSession.request would only pass the call on
         # (no retries, not overridden): a scripted GET's most common path, one frame and one dict of
         # keywords fewer (about 0.5 µs of 25).
-        if self.max_retries or type(self).request is not FastHttpSession.request or kw.get("json") is not None:
+        if (
+            self.max_retries
+            or type(self).request is not FastHttpSession.request
+            or kw.get("json") is not None
+            or kw.get("stream")
+        ):
             return self.request("GET", url, **kw)
         kw["name"] = kw.get("name") or self.request_name or url  # as `request` names it
         return HttpSession.request(self, "GET", url, **kw)
 
     def iter_lines(self, url: str, method: str = "GET", **kwargs: Any) -> Iterator[str]:
-        """The response's lines (Locust's FastHttpSession.iter_lines); fails like raise_for_status."""
-        response = self.request(method, url, **kwargs)
+        """The response's lines as they arrive (Locust's FastHttpSession.iter_lines: a streamed request,
+        its body decoded as UTF-8 and split at "\n", the last line yielded even without one); fails like
+        raise_for_status."""
+        response = self.request(method, url, stream=True, **kwargs)
         response.raise_for_status()
-        yield from response.text.split("\n")
+        buffer = ""
+        for chunk in response.iter_content(chunk_size=1024, decode_content=True):  # type: ignore[call-arg]
+            buffer += chunk.decode("utf-8", errors="replace") if isinstance(chunk, bytes) else chunk
+            while "\n" in buffer:
+                line, buffer = buffer.split("\n", 1)
+                yield line
+        if buffer:
+            yield buffer
+
+
+class FastStreamedResponse(StreamedResponse):
+    """FastHttpUser's response to `stream=True`, as Locust's FastResponse reads one: `iter_content`
+    yields text where the bytes are UTF-8 (`decode_content`) and ends quietly at a cut (the stream is
+    still counted cut), `read(n)` and `readline()` read the body as a file, `stream` is that file."""
+
+    def iter_content(  # type: ignore[override]  # Locust's FastResponse's signature
+        self, chunk_size: int = 1024, decode_content: bool = True
+    ) -> Iterator[Any]:
+        try:
+            for chunk in StreamedResponse.iter_content(self, chunk_size):
+                if decode_content:
+                    with contextlib.suppress(UnicodeDecodeError):  # (Locust's: the chunk stays bytes)
+                        chunk = chunk.decode("utf-8")
+                yield chunk
+        except (error_class("ChunkedEncodingError"), error_class("ConnectionError")):
+            return
+
+    def read(self, n: int | None = None) -> bytes:
+        return self.raw.read(n)
+
+    def readline(self) -> bytes:
+        line = b""
+        while not line.endswith(b"\n"):
+            byte = self.raw.read(1)
+            if not byte:
+                break
+            line += byte
+        return line
+
+    @property
+    def stream(self) -> RawStream:
+        return self.raw
+
+    def release(self) -> None:
+        self.close()
+
+
+class FastStreamedContextManager(FastStreamedResponse, StreamedContextManager):
+    """FastHttpUser's `catch_response=True` with `stream=True`."""
+
+
+def _fast(response: Response | ResponseContextManager) -> Response | ResponseContextManager:
+    """A streamed response made FastHttpUser's (`FastStreamedResponse`); any other as it is."""
+    if isinstance(response, StreamedContextManager):
+        response.__class__ = FastStreamedContextManager
+    elif isinstance(response, StreamedResponse):
+        response.__class__ = FastStreamedResponse
+    return response
 
 
 class FastHttpUser(HttpUser):

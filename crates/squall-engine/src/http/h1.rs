@@ -85,6 +85,14 @@ pub trait StreamWatch {
     /// More of the stream's body arrived at `at` (the clock read right after its read), completing
     /// `events` events, of which `tokens` told of a language model's output (`tokens`).
     fn progress(&mut self, at: Instant, events: u64, tokens: Tokens);
+    /// Whether the body's bytes go to `body` as they are read (a script's streamed response,
+    /// `H1Conn::read_body`) instead of being kept or counted by the exchange: a constant, so that for
+    /// every other watch the branch is compiled out.
+    const TAKES_BODY: bool = false;
+    /// The body's next bytes, as read (with `TAKES_BODY`); a failure ends the read (a bound passed).
+    fn body(&mut self, _bytes: &[u8]) -> Result<(), Failure> {
+        Ok(())
+    }
 }
 
 /// Event streams read as any body.
@@ -153,6 +161,20 @@ pub async fn exchange_keepalive_watched<W: StreamWatch>(
         }
     }
     Err(Failure::new(FailureKind::Closed, "before responding"))
+}
+
+/// The body of a response whose head `H1Conn::exchange_head` read, still on the connection.
+pub struct PendingBody(BodyKind);
+
+impl PendingBody {
+    /// The body's length, when its head announced one (Content-Length; 0 for a response without body).
+    pub fn length(&self) -> Option<u64> {
+        match self.0 {
+            BodyKind::Empty => Some(0),
+            BodyKind::Length(n) => Some(n),
+            _ => None,
+        }
+    }
 }
 
 enum BodyKind {
@@ -399,32 +421,8 @@ impl H1Conn {
         let _awaiting = self.awaiting.as_ref().filter(|_| self.io.tcp().stamps()).map(Awaiting::new);
         let mut resp = Response::default();
         let body_kind = loop {
-            match parse_head(self.buffered(), head_request, keep).map_err(|f| fail(f, false))? {
-                Head::Interim(n) => {
-                    self.consume(n); // an interim response (100 Continue): the real one follows
-                    continue;
-                }
-                Head::Complete { len, status, body, close, kept, event_stream } => {
-                    if W::WATCHING && event_stream && !matches!(body, BodyKind::Empty) {
-                        self.sse = Some(Box::default());
-                        watch.opened(Instant::now());
-                    }
-                    resp.status = status;
-                    resp.close = close;
-                    if let Some((head, set_cookies, location)) = kept {
-                        resp.raw_head = head;
-                        resp.set_cookies = set_cookies;
-                        resp.location = location;
-                    }
-                    resp.wire_bytes = len as u64;
-                    self.consume(len);
-                    break body;
-                }
-                Head::Partial if self.end - self.start > MAX_HEAD => {
-                    let f = Failure::new(FailureKind::TooLarge, format!("response head above {} KiB", MAX_HEAD / 1024));
-                    return Err(fail(f, false));
-                }
-                Head::Partial => {}
+            if let Some(body) = self.take_head(head_request, keep, watch, &mut resp).map_err(|f| fail(f, false))? {
+                break body;
             }
             let untouched = self.end == self.start;
             match self.fill().await {
@@ -458,14 +456,134 @@ impl H1Conn {
         Ok(resp)
     }
 
-    fn take_body(&mut self, n: usize, body: &mut Option<Vec<u8>>, watch: &mut impl StreamWatch) -> Result<(), Failure> {
+    /// The response's head, if the buffer holds it whole: parsed into `resp` (an interim response
+    /// skipped), its bytes consumed, and what follows it; None while more is to be read (a head past
+    /// `MAX_HEAD` fails). The step `exchange_watched` and `exchange_head` share.
+    #[inline(always)]
+    fn take_head<W: StreamWatch>(
+        &mut self,
+        head_request: bool,
+        keep: Keep,
+        watch: &mut W,
+        resp: &mut Response,
+    ) -> Result<Option<BodyKind>, Failure> {
+        loop {
+            match parse_head(self.buffered(), head_request, keep)? {
+                Head::Interim(n) => {
+                    self.consume(n); // an interim response (100 Continue): the real one follows
+                    continue;
+                }
+                Head::Complete { len, status, body, close, kept, event_stream } => {
+                    if W::WATCHING && event_stream && !matches!(body, BodyKind::Empty) {
+                        self.sse = Some(Box::default());
+                        watch.opened(Instant::now());
+                    }
+                    resp.status = status;
+                    resp.close = close;
+                    if let Some((head, set_cookies, location)) = kept {
+                        resp.raw_head = head;
+                        resp.set_cookies = set_cookies;
+                        resp.location = location;
+                    }
+                    resp.wire_bytes = len as u64;
+                    self.consume(len);
+                    return Ok(Some(body));
+                }
+                Head::Partial if self.end - self.start > MAX_HEAD => {
+                    let f = Failure::new(FailureKind::TooLarge, format!("response head above {} KiB", MAX_HEAD / 1024));
+                    return Err(f);
+                }
+                Head::Partial => return Ok(None),
+            }
+        }
+    }
+
+    /// Reads more of a response head; fails at the end of the stream or an error, retryable (`reused`)
+    /// if nothing of the response came. (`exchange_watched` has these lines in its own loop: its
+    /// state machine as it was before streamed exchanges, on the path of every request.)
+    async fn fill_head(&mut self, reused: bool) -> Result<(), ExchangeError> {
+        let fail = |failure: Failure, retryable: bool| ExchangeError { failure, retryable };
+        let untouched = self.end == self.start;
+        match self.fill().await {
+            Ok(0) if untouched => Err(fail(Failure::new(FailureKind::Closed, "before responding"), reused)),
+            Ok(0) => Err(fail(Failure::new(FailureKind::Closed, "mid-response"), false)),
+            Ok(_) => Ok(()),
+            Err(e) => Err(fail(classify_io(&e, "before responding"), reused && untouched)),
+        }
+    }
+
+    /// A script's streamed request (script/request.rs): writes `request` and reads the response's head
+    /// only; its body is left on the connection for `read_body`, which must follow before the
+    /// connection serves another exchange. The exchange is not counted as awaiting (`awaiting`): its
+    /// head is read when it comes.
+    pub async fn exchange_head<W: StreamWatch>(
+        &mut self,
+        request: &[u8],
+        head_request: bool,
+        keep: Keep,
+        watch: &mut W,
+    ) -> Result<(Response, PendingBody), ExchangeError> {
+        self.sse = None;
+        self.sent = None; // (only a native user's connection sends ahead: `send_now`)
+        let reused = self.served > 0;
+        self.io.tcp_mut().take_received();
+        let written = write_request(&mut self.io, request).await;
+        (self.written, self.reads, self.first_byte) = (Some(Instant::now()), 0, None);
+        if let Err(e) = written {
+            return Err(ExchangeError { failure: classify_io(&e, "before responding"), retryable: reused });
+        }
+        let mut resp = Response::default();
+        loop {
+            let taken = self.take_head(head_request, keep, watch, &mut resp);
+            if let Some(body) = taken.map_err(|failure| ExchangeError { failure, retryable: false })? {
+                if matches!(body, BodyKind::UntilClose) {
+                    resp.close = true;
+                }
+                resp.received = self.io.tcp_mut().take_received();
+                return Ok((resp, PendingBody(body)));
+            }
+            self.fill_head(reused).await?;
+        }
+    }
+
+    /// The body `exchange_head` left, read to its end: each read's bytes go to `watch` (`body`, when it
+    /// takes them; else they are counted), an event stream's events too. Returns the body's bytes on
+    /// the wire (its framing included); the connection may then serve the next exchange unless the
+    /// response said it closes.
+    pub async fn read_body<W: StreamWatch>(&mut self, pending: PendingBody, watch: &mut W) -> Result<u64, Failure> {
+        let mut framing = 0;
+        let mut none = None;
+        let read = match pending.0 {
+            BodyKind::Empty => Ok(()),
+            BodyKind::Length(n) => self.read_exact_body(n, &mut none, watch).await,
+            BodyKind::Chunked => self.read_chunked(&mut none, &mut framing, watch).await,
+            BodyKind::UntilClose => self.read_to_close(&mut none, watch).await,
+        };
+        self.sse = None;
+        let bytes = std::mem::take(&mut self.body_counter) + framing;
+        read?;
+        self.served += 1;
+        Ok(bytes)
+    }
+
+    fn take_body<W: StreamWatch>(
+        &mut self,
+        n: usize,
+        body: &mut Option<Vec<u8>>,
+        watch: &mut W,
+    ) -> Result<(), Failure> {
         if let Some(parser) = self.sse.as_deref_mut().filter(|_| n > 0) {
             let mut tokens = Tokens::default();
             let events =
                 parser.feed(&self.buf[self.start..self.start + n], |e| super::tokens::read(&mut tokens, e.data))?;
             watch.progress(Instant::now(), events, tokens);
         }
-        if let Some(b) = body.as_mut() {
+        if W::TAKES_BODY {
+            if n > 0 {
+                watch.body(&self.buf[self.start..self.start + n])?;
+            }
+            self.body_counter += n as u64;
+        } else if let Some(b) = body.as_mut() {
             if b.len() + n > MAX_KEPT_BODY {
                 return Err(too_large_body());
             }
@@ -907,6 +1025,59 @@ mod tests {
         let e = c.exchange_watched(REQ, false, Keep::Nothing, &mut told).await.err().unwrap();
         assert_eq!(e.failure.message(), "server closed the connection mid-response");
         assert_eq!((told.opened, told.events.iter().sum::<u64>()), (1, 1));
+    }
+
+    /// A watch that takes the body as it is read (a script's streamed response).
+    #[derive(Default)]
+    struct Taker {
+        told: Told,
+        body: Vec<u8>,
+        pieces: usize,
+    }
+
+    impl StreamWatch for Taker {
+        const WATCHING: bool = true;
+        const TAKES_BODY: bool = true;
+        fn opened(&mut self, at: Instant) {
+            self.told.opened(at);
+        }
+        fn progress(&mut self, at: Instant, events: u64) {
+            self.told.progress(at, events);
+        }
+        fn body(&mut self, bytes: &[u8]) -> Result<(), Failure> {
+            self.body.extend_from_slice(bytes);
+            self.pieces += 1;
+            Ok(())
+        }
+    }
+
+    /// A streamed exchange: the head alone, then the body in each framing handed over as read (in
+    /// 7-byte pieces: `serve`), its events told, and the connection serving the next exchange.
+    #[tokio::test]
+    async fn a_streamed_body_is_handed_over_as_read_in_every_framing() {
+        let addr = serve(vec![
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n6\r\ndata: \r\n6\r\na\n\ndat\r\n5\r\na: b\n\r\n1\r\n\n\r\n0\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 22\r\n\r\ndata: one\n\ndata: two\n\n",
+            b"HTTP/1.1 204 No Content\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\nto the end",
+        ])
+        .await;
+        let mut c = conn(addr).await;
+        let expected: [(&[u8], u64, Option<u64>, bool); 4] = [
+            (b"data: a\n\ndata: b\n\n", 2, None, false),
+            (b"data: one\n\ndata: two\n\n", 2, Some(22), false),
+            (b"", 0, Some(0), false),
+            (b"to the end", 0, None, true),
+        ];
+        for (body, events, length, close) in expected {
+            let mut taker = Taker::default();
+            let (resp, pending) = c.exchange_head(REQ, false, Keep::All, &mut taker).await.ok().unwrap();
+            assert_eq!((pending.length(), resp.close, taker.body.len()), (length, close, 0));
+            c.read_body(pending, &mut taker).await.unwrap();
+            assert_eq!((&taker.body[..], taker.told.events.iter().sum::<u64>()), (body, events));
+            assert_eq!(taker.pieces == 0, body.is_empty()); // (reads may join the server's 7-byte writes)
+        }
+        assert_eq!(c.served, 4);
     }
 
     #[tokio::test]

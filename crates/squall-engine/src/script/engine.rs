@@ -75,6 +75,38 @@ pub(super) struct Running {
     pub(super) shape: super::Checked,
 }
 
+/// A script's streamed request (`stream=True`) once its head came: its body as it is read, until the
+/// script has read it all or closes it (`ScriptEngine::stream_take`, `stream_wait`, `stream_close`).
+pub(super) struct Streamed {
+    pub(super) user: u64,
+    /// Read and not yet taken by the script. At most `MAX_KEPT_BODY`: past it the stream is cut as too
+    /// large, as a script's whole body is.
+    pub(super) data: RefCell<bytes::BytesMut>,
+    /// How the body ended (None: still being read): Ok at its framing's end, else the failure's message.
+    pub(super) end: RefCell<Option<Result<(), Failure>>>,
+    /// The operation the script waits on for the next bytes (`stream_wait`), if it waits.
+    pub(super) waiting: Cell<Option<u64>>,
+    /// When bytes last came: the read timeout counts from here (requests' `timeout=` between reads).
+    pub(super) last_read: Cell<Instant>,
+    /// The task reading the body, aborted if the script closes the stream before its end.
+    pub(super) task: RefCell<Option<tokio::task::AbortHandle>>,
+    /// The connection, once the body ended as its framing says and the server keeps it open: back to
+    /// the user's pool when the script closes the stream or has read it all (`key`: that pool's).
+    pub(super) conn: RefCell<Option<H1Conn>>,
+    pub(super) key: (u64, usize, bool),
+    /// False once the script's response is gone (its drop, `StreamHandle`): the watchdog closes it.
+    pub(super) alive: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Streamed {
+    /// The waiting script, if any, is told that something came (bytes or the end).
+    pub(super) fn wake(&self, engine: &Engine) {
+        if let Some(id) = self.waiting.take() {
+            engine.push(Completion { id, ..Completion::default() });
+        }
+    }
+}
+
 /// A request of a native plan, resolved once: its URL, stats endpoint, the request and (over
 /// HTTP/1.1) its bytes as sent.
 pub(super) struct Step {
@@ -210,6 +242,11 @@ pub(super) struct Engine {
     pub(super) ws: RefCell<HashMap<u64, crate::ws::WsTx>>,
     /// Requests not yet completed, by id.
     pub(super) running: RefCell<HashMap<u64, Running>>,
+    /// Streamed requests whose head came, by request id, until the script closes them (`Streamed`).
+    pub(super) streams: RefCell<HashMap<u64, Rc<Streamed>>>,
+    /// Streamed requests whose head has not come yet: a completion the watchdog makes for one (its
+    /// timeout) is a streamed response's too.
+    pub(super) stream_heads: RefCell<rustc_hash::FxHashSet<u64>>,
     /// The native users (`native`), by user id, and how many of them think between tasks.
     pub(super) native: RefCell<HashMap<u64, Rc<NativeUser>>>,
     pub(super) native_thinking: Cell<usize>,
@@ -310,6 +347,8 @@ impl Engine {
             mqtt: RefCell::default(),
             ws: RefCell::default(),
             running: RefCell::default(),
+            streams: RefCell::default(),
+            stream_heads: RefCell::default(),
             native: RefCell::default(),
             native_thinking: Cell::new(0),
             native_deadlines: RefCell::new(Vec::new()),

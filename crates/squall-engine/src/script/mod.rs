@@ -45,10 +45,11 @@ use crate::stats::result::{self, LoadReport, RunResult};
 use crate::stats::{EndpointId, Failure, FailureKind, Outcome};
 use crate::types::StopReason;
 use engine::{Engine, OpenModel, Running, WANT_STAMPS};
-use request::run_request;
+use request::{run_request, run_stream};
 use rustc_hash::FxHashMap as HashMap;
 use std::cell::Cell;
 use std::rc::Rc;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
@@ -124,6 +125,10 @@ pub struct ScriptRequest {
     /// Its connection stamps reads from the start (a native user that thinks: its responses are read
     /// at the engine's next tick, `TICK`); a script's connections stamp once reads are deferred.
     pub stamp: bool,
+    /// A streamed request (requests' `stream=True`, `ScriptEngine::submit_stream`): it completes at its
+    /// head and its body is read as it comes, each wait for its next bytes bounded by this (requests'
+    /// read timeout). None: the response is read whole, its timeout the whole request's.
+    pub stream: Option<Duration>,
 }
 
 impl std::ops::Deref for ScriptRequest {
@@ -151,6 +156,34 @@ pub struct Completion {
     /// What it answers: the request as sent, and where the script's verdict on it is recorded (its
     /// `Verdict::of`); None for an MQTT operation.
     pub request: Option<(Checked, Endpoint)>,
+    /// A streamed request's head (`ScriptEngine::submit_stream`): its body is read from the stream of
+    /// the same id; the flag is the script's hold on it (`StreamHandle`).
+    pub stream: Option<Arc<AtomicBool>>,
+}
+
+/// The script's hold on a streamed response's body: dropped (its response gone), the engine closes
+/// the stream at its watchdog's next scan, as if the script had closed it.
+#[derive(Debug)]
+pub struct StreamHandle(pub Arc<AtomicBool>);
+
+impl Drop for StreamHandle {
+    fn drop(&mut self) {
+        self.0.store(false, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// What `ScriptEngine::stream_take` found of a streamed body.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Taken {
+    /// Bytes read (at most what was asked).
+    Bytes(Vec<u8>),
+    /// Nothing yet: the script waits (`stream_wait`).
+    Nothing,
+    /// The body ended as its framing says, all of it taken.
+    End,
+    /// The body was cut (the failure's message; a timeout's is "request timed out"), all it had
+    /// before taken.
+    Cut(String),
 }
 
 /// Where a request's statistics are kept: handed out with its completion, so that the script's
@@ -410,6 +443,75 @@ impl ScriptEngine {
         Ok(id)
     }
 
+    /// Starts a streamed request (`ScriptRequest::stream`; over HTTP/2, whose scripted responses are
+    /// not streamed yet, its completion comes once the body was read whole, then taken as a streamed
+    /// one's); its head's completion comes from `poll` under the returned id, its body from
+    /// `stream_take` under the same id. A completion without a response (a failure) is a streamed
+    /// one's too, its body ended.
+    pub fn submit_stream(&self, user: u64, r: ScriptRequest) -> Result<u64, String> {
+        if r.stream.is_none() {
+            return self.submit(user, r);
+        }
+        let engine = &self.engine;
+        let (known, name, endpoint) = engine.resolve(&r)?;
+        let id = self.next_id();
+        let begin = engine.open.borrow_mut().as_mut().and_then(|o| o.begins.remove(&user)).unwrap_or_else(Instant::now);
+        let (deadline, url, shape) = (Instant::now() + r.timeout, known.url.clone(), r.shape.clone());
+        let task =
+            self.local.spawn_local(run_stream(engine.clone(), id, user, r, known, begin, endpoint, name.clone()));
+        let running = Running { user, task: task.abort_handle(), begin, deadline, endpoint, name, url, shape };
+        engine.running.borrow_mut().insert(id, running);
+        engine.stream_heads.borrow_mut().insert(id);
+        Ok(id)
+    }
+
+    /// Up to `max` bytes of streamed response `stream`'s body that have come (all of them: None), its
+    /// end once all is taken, or Nothing yet. A stream the script has read to its end is closed
+    /// (`stream_close`). An unknown stream (closed) has ended.
+    pub fn stream_take(&self, stream: u64, max: Option<usize>) -> Taken {
+        let Some(s) = self.engine.streams.borrow().get(&stream).cloned() else { return Taken::End };
+        let mut data = s.data.borrow_mut();
+        if !data.is_empty() {
+            let n = max.map_or(data.len(), |m| m.clamp(1, data.len()));
+            return Taken::Bytes(data.split_to(n).to_vec());
+        }
+        drop(data);
+        let taken = match &*s.end.borrow() {
+            None => return Taken::Nothing,
+            Some(Ok(())) => Taken::End,
+            Some(Err(f)) => Taken::Cut(f.message()),
+        };
+        self.stream_close(stream);
+        taken
+    }
+
+    /// An operation whose completion comes when streamed response `stream` has more bytes or has
+    /// ended (at once if it has either now).
+    pub fn stream_wait(&self, stream: u64) -> u64 {
+        let id = self.next_id();
+        let engine = &self.engine;
+        match engine.streams.borrow().get(&stream) {
+            Some(s) if s.data.borrow().is_empty() && s.end.borrow().is_none() => s.waiting.set(Some(id)),
+            _ => engine.push(Completion { id, ..Completion::default() }),
+        }
+        id
+    }
+
+    /// The script is done with streamed response `stream`: its connection goes back to the user's
+    /// pool if its body ended as its framing says, else it closes (a body still being read is left
+    /// unread, the stream neither completed nor cut).
+    pub fn stream_close(&self, stream: u64) {
+        let engine = &self.engine;
+        let Some(s) = engine.streams.borrow_mut().remove(&stream) else { return };
+        if let Some(task) = s.task.borrow_mut().take() {
+            task.abort();
+        }
+        let conn = s.conn.borrow_mut().take();
+        if let Some(conn) = conn {
+            engine.pool.borrow_mut().give_back(s.key, conn);
+        }
+    }
+
     /// Runs the engine on this thread until a completion or message is ready or `timeout` has passed
     /// (a zero timeout: one turn of the runtime, I/O included); returns the completions. A timeout
     /// within `DEFER` may be slept out without waking for responses (see `DEFER`).
@@ -489,8 +591,14 @@ impl ScriptEngine {
     /// the wait was not deferred.
     fn deferred(&self, wake: Instant) -> bool {
         let engine = &self.engine;
-        if engine.options.http2 || !engine.mqtt.borrow().is_empty() || !engine.native.borrow().is_empty() {
-            return false; // (native users read as responses come, or wait in ticks of their own: `TICK`)
+        if engine.options.http2
+            || !engine.mqtt.borrow().is_empty()
+            || !engine.native.borrow().is_empty()
+            || !engine.streams.borrow().is_empty()
+        {
+            // (native users read as responses come, or wait in ticks of their own: `TICK`; a streamed
+            // body's events are timed when their read returns, which a deferral would delay)
+            return false;
         }
         self.turn(1); // sends what the script has just submitted: no send waits
         let all_await = engine.awaiting.get() == engine.running.borrow().len();
@@ -517,6 +625,7 @@ impl ScriptEngine {
         let engine = &self.engine;
         engine.native_thinking.get() == engine.native.borrow().len()
             && engine.running.borrow().is_empty()
+            && engine.streams.borrow().is_empty()
             && engine.mqtt.borrow().is_empty()
             && !engine.options.http2
             && engine.stamping.get()
@@ -636,6 +745,18 @@ impl ScriptEngine {
                 waker.wake();
             }
         }
+        if !engine.streams.borrow().is_empty() {
+            let dropped: Vec<u64> = engine
+                .streams
+                .borrow()
+                .iter()
+                .filter(|(_, s)| !s.alive.load(std::sync::atomic::Ordering::Relaxed))
+                .map(|(id, _)| *id)
+                .collect();
+            for id in dropped {
+                self.stream_close(id); // the script's response is gone: as if it had closed it
+            }
+        }
         let expired: Vec<u64> =
             engine.running.borrow().iter().filter(|(_, r)| r.deadline <= now).map(|(id, _)| *id).collect();
         for id in expired {
@@ -644,6 +765,7 @@ impl ScriptEngine {
             let elapsed = now.saturating_duration_since(r.begin);
             let error = Some(engine.timed_out(now, r.endpoint, elapsed, r.shape.record).message());
             let (url, name) = (r.url.to_string(), r.name.to_string());
+            let streamed = engine.stream_heads.borrow_mut().remove(&id);
             engine.push(Completion {
                 id,
                 elapsed_us: elapsed.as_micros() as u64,
@@ -651,6 +773,7 @@ impl ScriptEngine {
                 url,
                 name,
                 request: Some((r.shape, Endpoint(r.endpoint))),
+                stream: streamed.then(|| Arc::new(AtomicBool::new(true))),
                 ..Completion::default()
             });
         }
@@ -745,11 +868,21 @@ impl ScriptEngine {
     /// Locust), counted as abandoned.
     pub fn close_user(&self, user: u64) {
         let engine = &self.engine;
-        engine.running.borrow_mut().retain(|_, r| {
+        engine.running.borrow_mut().retain(|id, r| {
             let theirs = r.user == user;
             if theirs {
                 r.task.abort();
                 engine.cancelled.set(engine.cancelled.get() + 1);
+                engine.stream_heads.borrow_mut().remove(id);
+            }
+            !theirs
+        });
+        engine.streams.borrow_mut().retain(|_, s| {
+            let theirs = s.user == user;
+            if theirs {
+                if let Some(task) = s.task.borrow_mut().take() {
+                    task.abort();
+                }
             }
             !theirs
         });
@@ -822,6 +955,7 @@ impl ScriptEngine {
         for (_, r) in engine.running.borrow_mut().drain() {
             r.task.abort();
         }
+        engine.streams.borrow_mut().clear(); // (their tasks end with the local set)
         for (_, n) in engine.native.borrow_mut().drain() {
             n.abort();
         }

@@ -153,7 +153,7 @@ fn resolve(engine: &Engine, plan: &Plan) -> Result<Steps, String> {
             let (known, _, endpoint) = engine.resolve(shape)?;
             let bytes = (!engine.options.http2)
                 .then(|| engine.h1_prepared(&shape.method, &known.url, &shape.headers, &shape.body));
-            let request = ScriptRequest { shape: shape.clone(), read: false, stamp: thinks };
+            let request = ScriptRequest { shape: shape.clone(), read: false, stamp: thinks, stream: None };
             steps.push(Step { request, known, endpoint, bytes });
         }
         tasks.push(steps);

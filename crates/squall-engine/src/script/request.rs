@@ -1,19 +1,21 @@
 //! A scripted request's path: its exchange on the user's connection to its origin (HTTP/1.1 or
 //! HTTP/2), the redirects it follows, and its timing and record once it completes.
 
-use crate::http::h1::{H1Conn, Keep, StreamWatch, Timing};
+use crate::http::h1::{H1Conn, Keep, NoStreams, PendingBody, StreamWatch, Timing};
 use crate::http::h2::{build_request, H2Conn};
 use crate::http::request::needs_length;
-use crate::http::response::Response;
+use crate::http::response::{too_large_body, Response, MAX_KEPT_BODY};
 use crate::net::Stamp;
 use crate::stats::{EndpointId, Failure, FailureKind, Outcome, Phases, StreamClock, Tokens};
 use bytes::Bytes;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::cookies::Jar;
-use super::engine::{Engine, H1Bytes, KnownUrl, MAX_HOST};
+use super::engine::{Engine, H1Bytes, KnownUrl, Streamed, MAX_HOST};
 use super::pools::Pooled;
 use super::{Completion, Endpoint, Head, ScriptRequest};
 
@@ -43,6 +45,7 @@ pub(super) async fn run_request(
             url: redirected.unwrap_or_else(|| known.url.to_string()),
             name: name.to_string(),
             request: Some((r.shape.clone(), Endpoint(endpoint))),
+            stream: None,
         },
         Err(failure) => Completion {
             id,
@@ -87,7 +90,7 @@ pub(super) async fn measure(
     begin: Instant,
     endpoint: EndpointId,
 ) -> (Result<(Response, Option<String>), Failure>, Duration) {
-    let mut streams = ScriptStreams { engine, endpoint, clock: StreamClock::new(begin), opened: false };
+    let mut streams = ScriptStreams { engine, endpoint, clock: StreamClock::new(begin), opened: false, held: None };
     let result = follow(engine, sender, r, known, &mut streams).await;
     let now = Instant::now();
     if streams.opened {
@@ -117,6 +120,174 @@ pub(super) struct ScriptStreams<'a> {
     endpoint: EndpointId,
     clock: StreamClock,
     opened: bool,
+    /// A streamed request's body, left on its connection by its last hop (`exchange_stream`).
+    held: Option<Box<Held>>,
+}
+
+/// A streamed response's connection with its body still to read, and the pool it came from.
+pub(super) struct Held {
+    conn: H1Conn,
+    pending: PendingBody,
+    key: (u64, usize, bool),
+}
+
+/// A script's streamed request (`stream=True`, `ScriptRequest::stream`): sent and its redirects followed
+/// as any, then completed at its head, recorded then as Locust records it (its latency to the head, its
+/// size the Content-Length or 0), while this task goes on reading the body into a `Streamed` the
+/// script takes it from as it comes, each read's events timed as bench's are. The stream is counted
+/// completed or cut at the body's end; its connection goes back to the pool when the script closes
+/// it after a clean end. `read_timeout` bounds each wait for the body's next bytes.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn run_stream(
+    engine: Rc<Engine>,
+    id: u64,
+    user: u64,
+    r: ScriptRequest,
+    known: KnownUrl,
+    begin: Instant,
+    endpoint: EndpointId,
+    name: Rc<str>,
+) {
+    let read_timeout = r.stream.unwrap_or(r.timeout);
+    let mut streams =
+        ScriptStreams { engine: &engine, endpoint, clock: StreamClock::new(begin), opened: false, held: None };
+    let result = follow(&engine, Sender::script(user), &r, &known, &mut streams).await;
+    let now = Instant::now();
+    let (mut resp, redirected, deferred, phases, timing) = match result {
+        Ok(done) => done,
+        Err(failure) => {
+            if streams.opened {
+                engine.recorder.borrow_mut().stream_ended(now, endpoint, &mut streams.clock, Some(&failure));
+            }
+            let elapsed = now.saturating_duration_since(begin);
+            if r.record {
+                engine.recorder.borrow_mut().record(now, endpoint, elapsed, &Outcome::Failed(failure.clone()));
+            }
+            engine.running.borrow_mut().remove(&id);
+            engine.stream_heads.borrow_mut().remove(&id);
+            engine.push(Completion {
+                id,
+                elapsed_us: elapsed.as_micros() as u64,
+                error: Some(failure.message()),
+                url: known.url.to_string(),
+                name: name.to_string(),
+                request: Some((r.shape.clone(), Endpoint(endpoint))),
+                stream: Some(Arc::new(AtomicBool::new(true))), // (its body: none, ended)
+                ..Completion::default()
+            });
+            return;
+        }
+    };
+    let held = streams.held.take();
+    // As Locust records a streamed request: its size is the Content-Length, else 0.
+    resp.body_bytes = match (&held, &resp.headers) {
+        (Some(h), _) => h.pending.length(),
+        (None, Some(pairs)) => pairs.iter().find(|(k, _)| k == "content-length").and_then(|(_, v)| v.parse().ok()),
+        (None, None) => None,
+    }
+    .unwrap_or(0);
+    let elapsed = record_response(&engine, &r, begin, endpoint, &resp, (deferred, phases, timing), now);
+    let alive = Arc::new(AtomicBool::new(true));
+    let key = held.as_ref().map_or((user, 0, false), |h| h.key);
+    // Over HTTP/2 the body came whole with its head (`exchange_h2`): the script takes it as streamed.
+    let whole = resp.body.take().filter(|b| !b.is_empty());
+    let state = Rc::new(Streamed {
+        user,
+        data: RefCell::new(whole.map_or_else(bytes::BytesMut::new, |b| bytes::BytesMut::from(&b[..]))),
+        end: RefCell::new(held.is_none().then_some(Ok(()))),
+        waiting: Cell::new(None),
+        last_read: Cell::new(Instant::now()),
+        task: RefCell::new(None),
+        conn: RefCell::new(None),
+        key,
+        alive: alive.clone(),
+    });
+    if let Some(task) = engine.running.borrow_mut().remove(&id) {
+        *state.task.borrow_mut() = Some(task.task);
+    }
+    engine.stream_heads.borrow_mut().remove(&id);
+    engine.streams.borrow_mut().insert(id, state.clone());
+    engine.push(Completion {
+        id,
+        status: resp.status,
+        head: match (resp.raw_head.take(), resp.headers.take()) {
+            (None, Some(pairs)) => Head::Pairs(pairs),
+            (raw, _) => Head::Raw(raw.unwrap_or_default()),
+        },
+        elapsed_us: elapsed.as_micros() as u64,
+        url: redirected.unwrap_or_else(|| known.url.to_string()),
+        name: name.to_string(),
+        request: Some((r.shape.clone(), Endpoint(endpoint))),
+        stream: Some(alive),
+        ..Completion::default()
+    });
+    let Some(held) = held else {
+        // Over HTTP/2 (read whole with its head): a stream that ended with it.
+        if streams.opened {
+            engine.recorder.borrow_mut().stream_ended(now, endpoint, &mut streams.clock, None);
+        }
+        return;
+    };
+    let Held { mut conn, pending, key: _ } = *held;
+    let opened = streams.opened;
+    let mut sink = BodySink { streams, state: &state };
+    let read = {
+        let read = conn.read_body(pending, &mut sink);
+        tokio::pin!(read);
+        loop {
+            let due = state.last_read.get() + read_timeout;
+            tokio::select! {
+                r = &mut read => break r,
+                _ = tokio::time::sleep_until(due.into()) => {
+                    if state.last_read.get() + read_timeout <= Instant::now() {
+                        break Err(Failure::new(FailureKind::Timeout, ""));
+                    }
+                }
+            }
+        }
+    };
+    if opened {
+        let failure = read.as_ref().err();
+        engine.recorder.borrow_mut().stream_ended(Instant::now(), endpoint, &mut sink.streams.clock, failure);
+    }
+    if read.is_ok() && !resp.close {
+        *state.conn.borrow_mut() = Some(conn);
+    }
+    *state.end.borrow_mut() = Some(read.map(|_| ()));
+    state.task.borrow_mut().take();
+    state.wake(&engine);
+}
+
+/// A streamed body's reads: its events timed (`ScriptStreams`), its bytes kept for the script, who is
+/// woken if it waits for them.
+struct BodySink<'a> {
+    streams: ScriptStreams<'a>,
+    state: &'a Streamed,
+}
+
+impl StreamWatch for BodySink<'_> {
+    const WATCHING: bool = true;
+    const TAKES_BODY: bool = true;
+
+    fn opened(&mut self, at: Instant) {
+        self.streams.opened(at);
+    }
+
+    fn progress(&mut self, at: Instant, events: u64, tokens: Tokens) {
+        self.streams.progress(at, events, tokens);
+    }
+
+    fn body(&mut self, bytes: &[u8]) -> Result<(), Failure> {
+        let mut data = self.state.data.borrow_mut();
+        if data.len() + bytes.len() > MAX_KEPT_BODY {
+            return Err(too_large_body());
+        }
+        data.extend_from_slice(bytes);
+        drop(data);
+        self.state.last_read.set(Instant::now());
+        self.state.wake(self.streams.engine);
+        Ok(())
+    }
 }
 
 impl StreamWatch for ScriptStreams<'_> {
@@ -293,6 +464,11 @@ pub(super) async fn exchange(
         // state as large, HTTP/1.1's too: see `exchange_h2`.
         return Box::pin(exchange_h2(engine, key, hop, streams)).await;
     }
+    if r.stream.is_some() {
+        let follows = r.max_redirects.is_some();
+        return Box::pin(exchange_stream(engine, key, hop, follows, streams)).await;
+        // (boxed: as HTTP/2's)
+    }
     let made;
     let bytes: &[u8] = match (prepared, cookie) {
         (Some(p), None) => &p.whole,
@@ -406,4 +582,60 @@ async fn exchange_h2(
         }
     }
     Ok((resp, Phases::default(), Timing::default())) // (HTTP/2 is not broken down: stats::timing)
+}
+
+/// A streamed request's exchange over HTTP/1.1 (`run_stream`): as `exchange`'s, but only the response's
+/// head is read; its body is left on the connection, held in `streams` (`Held`), unless it is a
+/// redirect `follow` will follow (then read whole, and the connection goes back to the pool).
+async fn exchange_stream(
+    engine: &Engine,
+    key: (u64, usize, bool),
+    hop: Hop<'_>,
+    follows: bool,
+    streams: &mut ScriptStreams<'_>,
+) -> Result<(Response, Phases, Timing), Failure> {
+    let (user, origin, insecure) = key;
+    let Hop { method, url, headers, cookie, body } = hop;
+    let bytes = engine.h1_bytes(method, url, headers, cookie, body);
+    let mut conn = match engine.pool.borrow_mut().get(key) {
+        Some(Pooled::H1(idle)) => idle.pop(),
+        _ => None,
+    };
+    let mut opened = Phases::default();
+    for _attempt in 0..2 {
+        let c = match conn.as_mut() {
+            Some(c) => c,
+            None => {
+                let connector = engine.connector(origin, insecure).await?;
+                let t0 = Instant::now();
+                let (stream, o) = connector.connect_timed(user as usize).await?;
+                engine.recorder.borrow_mut().record_connect(t0.elapsed());
+                opened = Phases { connect: Some(o.tcp), tls: o.tls, ..Phases::default() };
+                conn.insert(H1Conn::new(stream))
+            }
+        };
+        match c.exchange_head(&bytes, method == "HEAD", Keep::All, streams).await {
+            Ok((resp, pending)) => {
+                let timing = c.timing();
+                let mut c = conn.take().expect("the connection just used");
+                let redirect = matches!(resp.status, 301 | 302 | 303 | 307 | 308) && resp.location.is_some();
+                if redirect && follows {
+                    c.read_body(pending, &mut NoStreams).await?;
+                    if !resp.close {
+                        engine.pool.borrow_mut().give_back(key, c);
+                    }
+                } else {
+                    streams.held = Some(Box::new(Held { conn: c, pending, key }));
+                }
+                return Ok((resp, opened, timing));
+            }
+            Err(e) => {
+                conn = None;
+                if !e.retryable {
+                    return Err(e.failure);
+                }
+            }
+        }
+    }
+    Err(Failure::new(FailureKind::Closed, "before responding"))
 }
