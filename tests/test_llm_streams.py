@@ -120,7 +120,9 @@ def test_the_demo_target_simulates_a_models_stream(tmp_path):
     t = r["aggregate"]["stream"]["tokens"]
     assert (t["streams"], t["tokens"], t["counted_by_server"]) == (4, 48, 4)
     assert t["ttft"]["min_us"] >= 40_000 and t["itl"]["count"] == 44
-    assert 10_000 <= t["tpot"]["percentiles_us"]["50"] <= 10_000 + SLACK_MS * 1000
+    # Each token 10 ms after the one before by the target's deadlines (tokio: a timer late, never
+    # early, the next one's deadline kept): about 10 ms a token, to HDR's 3 digits (8 us near 10 ms).
+    assert 10_000 - 10 <= t["tpot"]["percentiles_us"]["50"] <= 10_000 + SLACK_MS * 1000
     assert whole["usage"]["completion_tokens"] == 3 and whole["choices"][0]["message"]["content"] == " The load held"
 
 
@@ -134,7 +136,7 @@ def test_a_locustfiles_streamed_completions_are_timed_the_same(llm, tmp_path):
     """`self.client.post(..., json=..., stream=True)` as OpenAI users write it without the SDK."""
     sent(llm)
     out = tmp_path / "r.json"
-    env = {**os.environ, "STOP_AFTER_REQUESTS": str(STREAMS), "FIRST_MS": str(FIRST_MS), "GAP_MS": str(GAP_MS)}
+    env = {**os.environ, "STOP_AFTER_STREAMS": str(STREAMS), "FIRST_MS": str(FIRST_MS), "GAP_MS": str(GAP_MS)}
     p = squall(
         "-f", HERE / "locustfiles" / "llm_chat.py", "-H", llm, "--headless", "-u", 1, "-r", 1, "-t", "60s",
         "--result-json", out, env=env,
@@ -145,9 +147,10 @@ def test_a_locustfiles_streamed_completions_are_timed_the_same(llm, tmp_path):
     assert not r.get("exceptions"), r["exceptions"]
     (e,) = r["endpoints"]
     t = e["stream"]["tokens"]
-    # Six requests counted; the user may have begun one more before the stop reached it (in flight: its
-    # tokens so far counted, but not its time per token; the server may have sent one it did not read).
-    assert e["name"] == "chat" and e["requests"] == STREAMS
+    # Six streams read whole (a streamed request is recorded at its head: the user quits after the
+    # sixth's last line, and may have begun a seventh, its tokens so far counted; the server may have
+    # sent one it did not read).
+    assert e["name"] == "chat" and STREAMS <= e["requests"] <= STREAMS + 1
     assert STREAMS <= t["streams"] <= STREAMS + 1 and truth["tokens"] - 1 <= t["tokens"] <= truth["tokens"]
     assert t["ttft"]["min_us"] >= FIRST_MS * 1000
     assert abs(t["ttft"]["percentiles_us"]["50"] / 1000 - statistics.median(truth["first_ms"])) <= SLACK_MS
