@@ -208,6 +208,8 @@ pub(super) struct Engine {
     pub(super) mqtt: RefCell<HashMap<u64, UserTx>>,
     /// Each WebSocket user's connection task (`websocket`).
     pub(super) ws: RefCell<HashMap<u64, crate::ws::WsTx>>,
+    /// Each websocket-client connection's task, by its own id, with the user whose stop closes it.
+    pub(super) ws_clients: RefCell<HashMap<u64, (Option<u64>, crate::ws::WsTx)>>,
     /// Requests not yet completed, by id.
     pub(super) running: RefCell<HashMap<u64, Running>>,
     /// The native users (`native`), by user id, and how many of them think between tasks.
@@ -309,6 +311,7 @@ impl Engine {
             ready: Notify::new(),
             mqtt: RefCell::default(),
             ws: RefCell::default(),
+            ws_clients: RefCell::default(),
             running: RefCell::default(),
             native: RefCell::default(),
             native_thinking: Cell::new(0),

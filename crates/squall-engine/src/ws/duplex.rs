@@ -48,9 +48,24 @@ impl Writer {
         self.ws.lock().await.write_frame(frame).await.map_err(failure)
     }
 
+    /// A ping or a pong of the script's own (a control frame: at most 125 bytes, RFC 6455 §5.5).
+    pub async fn control(&self, ping: bool, mut payload: Vec<u8>) -> Result<(), Failure> {
+        if payload.len() > 125 {
+            return Err(violation("a control frame's payload is at most 125 bytes"));
+        }
+        let opcode = if ping { OpCode::Ping } else { OpCode::Pong };
+        let frame = Frame::new(true, opcode, None, Payload::BorrowedMut(&mut payload));
+        self.ws.lock().await.write_frame(frame).await.map_err(failure)
+    }
+
     /// Says goodbye (close 1000) without waiting for the server's close.
     pub async fn close(&self) {
-        let _ = self.ws.lock().await.write_frame(Frame::close(1000, b"")).await;
+        self.close_with(1000, b"").await;
+    }
+
+    /// A close frame with `code` and `reason`, without waiting for the server's.
+    pub async fn close_with(&self, code: u16, reason: &[u8]) {
+        let _ = self.ws.lock().await.write_frame(Frame::close(code, reason)).await;
     }
 
     async fn obliged(&self, frame: Frame<'_>) -> Result<(), WebSocketError> {
