@@ -130,8 +130,11 @@ pub(super) async fn socket_task(engine: Rc<Engine>, mode: Mode, mut rx: mpsc::Un
     while let Some(op) = rx.recv().await {
         running.retain(|_, h| !h.is_finished());
         if let WsOp::Cancel { op } = op {
+            // Still in progress: ended, its place in line given up (`Place`), and completed as cancelled,
+            // so that exactly one completion comes for every operation (done already: it came).
             if let Some(h) = running.remove(&op) {
-                h.abort(); // (a receive's place in line goes with it: `Place`)
+                h.abort();
+                socket.done(op, Duration::ZERO, Some(Failure::new(FailureKind::Closed, CANCELLED)), None);
             }
             continue;
         }
@@ -431,6 +434,9 @@ pub(super) fn failed(id: u64, took: Duration, f: &Failure) -> Completion {
         ..Completion::default()
     }
 }
+
+/// The failure's detail for an operation the script stopped waiting for (`WsOp::Cancel`).
+pub const CANCELLED: &str = "(cancelled)";
 
 /// The failure's detail for an operation on a connection the script closed (or that was dropped):
 /// websocket-client's "socket is already closed.".

@@ -48,8 +48,8 @@ pub enum WsOp {
         reason: Vec<u8>,
         wait: Duration,
     },
-    /// The script gave up waiting for operation `op` (a gevent Timeout, a kill): it ends unrecorded and
-    /// takes nothing (a receive's place in line is given up).
+    /// The script gave up waiting for operation `op` (a gevent Timeout, a kill): if still in progress it
+    /// ends unrecorded, taking nothing (a receive's place in line is given up), completed as cancelled.
     Cancel {
         op: u64,
     },
