@@ -241,8 +241,16 @@ class WebSocket:
         self.connected = False
         self.close_frame: Any = None
         self.sock_timeout: float | None = _default_timeout
-        self._options = {"sockopt": sockopt, "sslopt": sslopt, "get_mask_key": get_mask_key,
-                         "fire_cont_frame": fire_cont_frame, "dispatcher": options.get("dispatcher")}  # fmt: skip
+        self._options = {
+            "sockopt": sockopt,
+            "sslopt": sslopt,
+            "get_mask_key": get_mask_key,
+            "fire_cont_frame": fire_cont_frame,
+            "enable_multithread": enable_multithread,
+            "skip_utf8_validation": skip_utf8_validation,
+            "dispatcher": options.get("dispatcher"),
+        }
+        self._real: Any = None  # websocket-client's own connection, when the engine cannot make it
         self._socket: int | None = None  # the engine's id of the connection
         self._hub: Hub | None = None
         self._engine: ScriptEngine | None = None
@@ -257,15 +265,22 @@ class WebSocket:
         scheme = url.partition(":")[0].lower()
         if scheme not in ("ws", "wss"):
             raise ValueError(f"scheme {scheme} is invalid")
-        why = _needs_library(url, {**options, **{k: v for k, v in self._options.items() if v}})
+        ours = ("sockopt", "sslopt", "get_mask_key", "fire_cont_frame", "dispatcher")
+        why = _needs_library(url, {**options, **{k: self._options[k] for k in ours if self._options[k]}})
         hub = _engine_here()
         if why is None and hub is None:
             why = "a connection made outside the users' greenlets"
         if why is not None:
-            raise WebSocketException(
-                f"{why}: squall cannot make this connection in the engine; use websocket.create_connection, "
-                "which makes it websocket-client's own, or SQUALL_WEBSOCKET=library"
-            )
+            if _library is None:
+                raise _library_needed(why)
+            # websocket-client's own connection: this object becomes a view of it (`_OnTheLibrary`).
+            made = {k: v for k, v in self._options.items() if v is not None}
+            real = _library.WebSocket(**made)
+            real.settimeout(self.sock_timeout)
+            self._real = real
+            self.__class__ = _OnTheLibrary
+            real.connect(url, **options)
+            return
         assert hub is not None
         self.close_frame = None
         if "timeout" in options:
@@ -444,15 +459,44 @@ class WebSocket:
         if getcurrent() is hub.main or getcurrent() is hub.driver:
             raise WebSocketException("a WebSocket of the engine waits in a user's greenlet, not here")
 
+        def kept(c: Completion) -> None:
+            if keep and c.error is None:
+                self._unread.appendleft(c)  # a message taken already: the next receive returns it
+
         def abandoned(c: Completion | None) -> None:
-            if c is None:
-                if _current_engine(hub) is engine:  # (a finished engine has nothing in progress)
-                    engine.ws_client_cancel(socket, op)  # still in progress: it takes no message now
-            elif keep and c.error is None:
-                self._unread.appendleft(c)  # taken already: the next receive returns it
+            if c is not None:
+                kept(c)
+            elif _current_engine(hub) is engine:  # (a finished engine has nothing in progress)
+                # Still in progress as far as the hub knows: ended in the engine, whose one completion
+                # for it (cancelled, or the message it took before the cancel came) goes to `kept`.
+                engine.ws_client_cancel(socket, op)
+                hub.watch(op, kept)
 
         c: Completion = hub.wait_for(op, abandoned)
         return c
+
+
+class _OnTheLibrary(WebSocket):
+    """A `WebSocket` whose `connect` made websocket-client's own connection (module doc): its public
+    attributes are that connection's."""
+
+    def __getattribute__(self, name: str) -> Any:
+        if name.startswith("_"):
+            return object.__getattribute__(self, name)
+        return getattr(object.__getattribute__(self, "_real"), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("_"):
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self._real, name, value)
+
+    def __iter__(self) -> Iterator[str | bytes]:
+        return iter(self._real)
+
+    def __next__(self) -> str | bytes:
+        message: str | bytes = next(self._real)
+        return message
 
 
 def _current_engine(hub: Hub | None) -> ScriptEngine | None:
