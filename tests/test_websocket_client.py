@@ -103,7 +103,8 @@ def test_a_greenlet_receives_while_the_task_sends_on_one_connection(ws, tmp_path
         sends, receives = rows[("WSS", "ping")][0], rows[("WSR", "echo")][0]
         assert set(rows) == {("WSS", "ping"), ("WSR", "echo")}, (tool, rows)
         assert seen["connections"] == opened_by(seen, tool) == users, (tool, seen)
-        assert sends > 100 and seen["received"] == sends, (tool, rows, seen)  # a send is counted once written
+        # A send is counted once `send` returned: a user stopped in it may have sent one more.
+        assert sends > 100 and 0 <= seen["received"] - sends <= users, (tool, rows, seen)
         assert 0 <= seen["replies"] - receives <= users, (tool, rows, seen)
 
 
@@ -126,8 +127,10 @@ def test_a_server_close_is_an_empty_message_then_a_closed_connection_as_in_locus
         p, rows, errors, seen, _ = run(tool, ws, tmp_path, "Closer", users, 2)
         assert p.returncode == 1, (tool, p.stderr[-2000:])
         frames, after = rows[("WSR", "close frame")], rows[("WSR", "after the close")]
-        # Each close the server sent was received as "" (connected False), then the next recv failed.
-        assert frames[0] > 10 and frames[1] == 0 and after[0] == after[1] == frames[0], (tool, rows)
+        # Each close the server sent was received as "" (connected False), then the next recv failed (but
+        # for users stopped between the two: one each at most; the second recv waits on a socket in Locust).
+        assert frames[0] > 10 and frames[1] == 0 and after[0] == after[1], (tool, rows)
+        assert frames[0] - users <= after[0] <= frames[0], (tool, rows)
         assert 0 <= seen["closes"] - frames[0] <= users and seen["connections"] == opened_by(seen, tool), (tool, seen)
         out[tool] = sorted(set(errors))
     assert (

@@ -254,7 +254,7 @@ class WebSocket:
         self._socket: int | None = None  # the engine's id of the connection
         self._hub: Hub | None = None
         self._engine: ScriptEngine | None = None
-        self._closed_here = False  # closed by the script (not the server): recv says "Connection is closed"
+        self._told = False  # the server's close frame was received: the next recv says the connection is lost
         self._unread: deque[Completion] = deque()  # messages a receive thrown out of its wait had taken
         self._status: int | None = None
 
@@ -287,7 +287,7 @@ class WebSocket:
             self.sock_timeout = options["timeout"]
         engine = hub.engine
         socket, op = engine.ws_client_connect(_owner(), url, _handshake_headers(url, options), self.sock_timeout)
-        self._hub, self._engine, self._socket, self._closed_here = hub, engine, socket, False
+        self._hub, self._engine, self._socket, self._told = hub, engine, socket, False
         self._unread.clear()
         c = self._wait(op)
         if c.error is not None:
@@ -386,7 +386,11 @@ class WebSocket:
         if c is None:
             c = self._run(lambda e, s: e.ws_client_recv(s, self.sock_timeout), keep=True)
         if c.status == ABNF.OPCODE_CLOSE:
+            # The server's close frame: "" now, and the next recv finds the connection lost, as
+            # websocket-client's reads the end after it. The engine's connection is done with.
             self.connected = False
+            self._told = True
+            self._release()
             return ABNF.OPCODE_CLOSE, b""
         return (ABNF.OPCODE_BINARY if c.binary else ABNF.OPCODE_TEXT), c.content
 
@@ -426,13 +430,20 @@ class WebSocket:
     def _close(self, code: int, reason: bytes, wait: float | None) -> None:
         self.connected = False
         if self._socket is None or self._engine is None or self._engine is not _current_engine(self._hub):
+            self._socket = None
             return
         wait_s = 1e9 if wait is None else float(wait)
         with contextlib.suppress(WebSocketException, OSError):
             self._run(lambda e, s: e.ws_client_close(s, code, reason, wait_s))
-        self._closed_here = True
-        with contextlib.suppress(RuntimeError):  # (the engine may be finishing)
-            self._engine.ws_client_forget(self._socket)
+        self._release()
+
+    def _release(self) -> None:
+        """The engine's connection is done with (closed, or ended by the server): its task and socket go
+        now, not when the user stops (a file that opens a connection a task would hold them all)."""
+        socket, engine = self._socket, self._engine
+        self._socket = None
+        if socket is not None and engine is not None and engine is _current_engine(self._hub):
+            engine.ws_client_forget(socket)
 
     # --- waiting on the engine ---
 
@@ -442,15 +453,20 @@ class WebSocket:
         receive."""
         socket, engine = self._socket, self._engine
         if socket is None or engine is None or engine is not _current_engine(self._hub):
-            if sending or self._closed_here or self._socket is None:
-                raise WebSocketConnectionClosedException("socket is already closed.")
-            raise WebSocketConnectionClosedException("Connection is closed")
+            # No connection (never made, closed, ended, or gone with its test's engine): websocket-client's
+            # words for a socket it no longer has, but first, after the server's close frame, the end.
+            self.connected = False
+            if self._told and not sending:
+                self._told = False
+                raise WebSocketConnectionClosedException("Connection to remote host was lost.")
+            raise WebSocketConnectionClosedException("socket is already closed." if sending else "Connection is closed")
         op = submit(engine, socket)
         c = self._wait(op, keep)
         if c.error is not None:
-            if c.kind == "closed":
+            if c.kind == "closed":  # the connection's end: done with
                 self.connected = False
-            raise _exception(c, "send" if sending else "recv", self._closed_here)
+                self._release()
+            raise _exception(c, "send" if sending else "recv")
         return c
 
     def _wait(self, op: int, keep: bool = False) -> Completion:
@@ -535,7 +551,7 @@ def _handshake_headers(url: str, options: dict[str, Any]) -> list[tuple[str, str
     return out
 
 
-def _exception(c: Completion, doing: str, closed_here: bool = False) -> Exception:
+def _exception(c: Completion, doing: str) -> Exception:
     """websocket-client's exception, in its words, for a failed operation (its kind, from the engine)."""
     kind, message = c.kind, c.error or ""
     if kind == "timeout":
@@ -543,7 +559,7 @@ def _exception(c: Completion, doing: str, closed_here: bool = False) -> Exceptio
     if kind == "connect_timeout":
         return TimeoutError("timed out")
     if kind == "closed":
-        if _CLOSED_BY_SCRIPT in message or _STOPPED in message or closed_here:
+        if _CLOSED_BY_SCRIPT in message or _STOPPED in message:
             return WebSocketConnectionClosedException(
                 "socket is already closed." if doing == "send" else "Connection is closed"
             )
