@@ -140,6 +140,13 @@ def test_a_server_close_is_an_empty_message_then_a_closed_connection_as_in_locus
     )
 
 
+def test_a_backlog_past_the_inbox_is_kept_whole_and_in_order(ws, tmp_path):
+    users = 2
+    p, rows, errors, seen, _ = run("squall", ws, tmp_path, "Backlog", users, 3)
+    assert p.returncode == 0 and errors == [], (p.stderr[-2000:], errors)
+    assert rows == {("WSR", "3000 pushed"): (users, 0)} and seen["pushed"] == 3000 * users, (rows, seen)
+
+
 def test_users_waiting_in_recv_without_a_timeout_stop_on_time(ws, tmp_path):
     users, seconds = 3, 2
     p, rows, errors, seen, took = run("squall", ws, tmp_path, "Stuck", users, seconds)

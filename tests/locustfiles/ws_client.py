@@ -130,3 +130,24 @@ class Stuck(User):
     def wait(self):
         self.ws.send("anyone?")
         self.ws.recv()
+
+
+class Backlog(User):
+    """Reads nothing for a second while the server pushes 3,000 messages (/push?n=3000&ms=0), then reads
+    them: all of them, in order (the engine's inbox holds 1,000; its reader waits for room past that, as
+    a socket nobody reads, and drops nothing)."""
+
+    wait_time = constant(60)
+
+    @task
+    def backlog(self):
+        ws = websocket.create_connection(self.host + "/push?n=3000&ms=0", timeout=10)
+        gevent.sleep(1)
+        start, error = time.perf_counter(), None
+        for i in range(3000):
+            message = ws.recv()
+            if message != f"push {i}":
+                error = AssertionError(f"message {i} was {message!r}")
+                break
+        fire(self, "WSR", "3000 pushed", start, 3000, error)
+        ws.close()
