@@ -1,6 +1,7 @@
 """WebSocket benchmark: `squall bench ws://` against the floor (bench/ws_floor.c), Artillery's ws engine and
-Locust users on websocket-client, side by side in one run; and squall's WebSocketUser in a locustfile
-(bench/locustfiles/ws_user.py) beside Locust's users, scripted against scripted.
+Locust users on websocket-client, side by side in one run; squall's WebSocketUser in a locustfile
+(bench/locustfiles/ws_user.py) beside Locust's users, scripted against scripted; and squall running Locust's
+own file (bench/locustfiles/ws_echo.py, unchanged: its `import websocket` the engine's) beside Locust on it.
 
 The built-in target's echo (crates/squall-target `/ws`: fastwebsockets over hyper 1, served alone by the
 squall-target binary) pinned to core 0, each generator pinned to core 1; 50 connections, each sending the
@@ -19,8 +20,8 @@ A squall that refuses `squall bench ws://` (one older than it, or without the fl
 the reason it gave; the floor and the peers still run. Writes its section of RESULTS.md (not with --dry-run).
 
 usage: python bench/ws_bench.py [--rounds 5] [--seconds 10] [--skip-install] [--connections 50]
-       [--tools floor,squall,squall-script,artillery,locust] [--memory-connections 10000] [--memory-few 10]
-       [--memory-seconds 40] [--memory-tools ...] [--no-memory] [--dry-run]
+       [--tools floor,squall,squall-script,squall-locustfile,artillery,locust] [--memory-connections 10000]
+       [--memory-few 10] [--memory-seconds 40] [--memory-tools ...] [--no-memory] [--dry-run]
 """
 
 import contextlib
@@ -46,13 +47,14 @@ LOCUST = BENCH / ".venv-locust" / "bin" / "locust"
 ARTILLERY = BENCH / "artillery" / "node_modules" / ".bin" / "artillery"
 MARK = "## WebSocket: `squall bench ws://` against the floor, Artillery and Locust"
 MESSAGE = "hello"
-TOOLS = ("floor", "squall", "squall-script", "artillery", "locust")
+TOOLS = ("floor", "squall", "squall-script", "squall-locustfile", "artillery", "locust")
 # The memory run's: connections held by a bench (a script's users are the same connections, plus Python).
 MEMORY_TOOLS = ("floor", "squall", "artillery", "locust")
 NAMES = {
     "floor": "floor (ws_floor.c)",
     "squall": "squall",
     "squall-script": "squall WebSocketUser (locustfile)",
+    "squall-locustfile": "squall on Locust's file (ws_echo.py)",
     "artillery": "Artillery ws engine",
     "locust": "Locust + websocket-client",
 }
@@ -249,10 +251,29 @@ def squall_script_run(target, conns, secs, path, tmp, timeout, started=None):
     return {"messages": exchanges - failures, "failures": failures, "cpu": cpu, "rss": rss}
 
 
+def squall_locustfile_run(target, conns, secs, path, tmp, timeout, started=None):
+    """squall running Locust's own file, bench/locustfiles/ws_echo.py, unchanged: its `import websocket` is
+    squall's websocket-client on the engine (squall.contrib.websocket_client), its events the exchanges."""
+    result = tmp / "squall-locustfile.json"
+    result.unlink(missing_ok=True)
+    command = [*SQUALL, "-f", BENCH / "locustfiles" / "ws_echo.py", "--headless", "-u", conns, "-r", conns]
+    command += ["-t", f"{secs}s", "-H", target.url(path), "--result-json", result, "--only-summary"]
+    out, cpu, rss, code = run_measured(
+        command, core=1, env=dict(os.environ, BENCH_MESSAGE=MESSAGE), timeout=timeout, started=started
+    )
+    if code not in (0, 1):
+        failed("squall on ws_echo.py", code, out)
+    r = json.loads(result.read_text())
+    exchanges = sum(e["requests"] for e in r["endpoints"] if e["method"] == "WS")
+    failures = sum(e["failures"] for e in r["endpoints"] if e["method"] == "WS")
+    return {"messages": exchanges - failures, "failures": failures, "cpu": cpu, "rss": rss}
+
+
 RUNNERS = {
     "floor": floor_run,
     "squall": squall_run,
     "squall-script": squall_script_run,
+    "squall-locustfile": squall_locustfile_run,
     "artillery": artillery_run,
     "locust": locust_run,
 }
@@ -443,6 +464,14 @@ def section(results, mem, refusal, args, fixed=None):
             f"Scripted users against scripted users: squall's WebSocketUser (bench/locustfiles/ws_user.py, one "
             f"`self.ws.exchange` a task) to Locust's (ws_echo.py), in messages per CPU-second: "
             f"**{median(r):.1f}x** ({min(r):.1f}–{max(r):.1f}).",
+        ]
+    same = results.get("squall-locustfile") or []
+    if same and locust:
+        r = [per_cpu(a) / per_cpu(b) for a, b in zip(same, locust)]
+        lines += [
+            "",
+            f"The same file, bench/locustfiles/ws_echo.py, run by squall (its `websocket` the engine's) and by "
+            f"Locust (websocket-client), in messages per CPU-second: **{median(r):.1f}x** ({min(r):.1f}–{max(r):.1f}).",
         ]
     if refusal:
         lines += ["", f"squall: not measured, `squall bench ws://` was refused ({refusal})."]

@@ -2,7 +2,8 @@
 against the same real server on 127.0.0.1, whose own count of what it received is the ground truth:
 gRPC in its gevent mode through an interceptor (Locust's examples/grpc), locust.contrib.socketio's
 SocketIOUser and a Socket.IO user on websocket-client built as locust-plugins' was (python-socketio's
-server), locust.contrib.dns's DNSUser (a DNS server on UDP and TCP),
+server; under squall both WebSockets are the engine's, `import websocket` being squall's: the server
+sees who opened them), locust.contrib.dns's DNSUser (a DNS server on UDP and TCP),
 an MqttUser whose own client class names its requests (mosquitto), and locust.contrib.postgres's
 PostgresUser (PostgreSQL from apt). For each: the same per-name counts, within the calls in flight when
 the run ended (at most one per user), the same failures in the same words, the same exit code. And the
@@ -211,7 +212,17 @@ def sio_run(tool, url, tmp_path, users, ms, seconds):
     p, rows, errors = run(tool, "socketio_chat.py", tmp_path, *args, env={"SIO_MS": str(ms)})
     after = sio_tally(url)
     received = {k: after.get(k, 0) - before.get(k, 0) for k in ("connect", "wait", "send_message")}
+    received["ws_opened"] = ws_opened(tool, before, after)
     return p, rows, errors, received, after["peak"]
+
+
+def ws_opened(tool, before, after):
+    """The WebSockets the server saw opened by `tool`'s client between two tallies: squall's engine (its
+    handshake's User-Agent says squall; squall.contrib.websocket_client stands for websocket-client), or
+    websocket-client itself under Locust (no User-Agent)."""
+    agent = "squall" if tool == "squall" else "none"
+    opened = {k: v - before["ws_agents"].get(k, 0) for k, v in after["ws_agents"].items()}
+    return opened.get(agent, 0) if sum(opened.values()) == opened.get(agent, 0) else -1
 
 
 def test_socketio_user_counts_what_the_server_received_as_locust_does(socketio_server, tmp_path):
@@ -225,6 +236,8 @@ def test_socketio_user_counts_what_the_server_received_as_locust_does(socketio_s
         assert p.returncode == 0, (tool, p.stderr[-2000:])
         assert errors == [] and all(f == 0 for _, f in rows.values()), (tool, rows, errors)
         assert rows[("WS", "connect")][0] == received["connect"] == users, (tool, rows, received)
+        # python-socketio's client polls first, then upgrades to a WebSocket: the engine's under squall.
+        assert received["ws_opened"] == users, (tool, received)
         calls, emits, echoes = (rows[k][0] for k in (("WSC", "wait"), ("WSE", "send_message"), ("WSR", "chat_message")))
         # A call a user is stopped in is counted too (`measure` fires in its `finally`, in both tools),
         # whether or not its message left: up to one per user either way.
@@ -256,6 +269,7 @@ def test_a_socketio_user_on_websocket_client_counts_what_the_server_received_as_
         took = time.monotonic() - began
         after = sio_tally(socketio_server)
         received = {k: after.get(k, 0) - before.get(k, 0) for k in ("connect", "send_message")}
+        assert ws_opened(tool, before, after) == users, (tool, before, after)  # squall's: the engine's
         assert p.returncode == 0 and errors == [], (tool, p.stderr[-2000:])
         assert took < seconds + 10, (tool, took)  # (the file's imports and start-up, not a hang)
         assert all(f == 0 for _, f in rows.values()), (tool, rows)

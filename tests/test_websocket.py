@@ -28,7 +28,7 @@ def counts(ws):
 
 
 def since(ws, before):
-    return {k: v - before[k] for k, v in counts(ws).items()}
+    return {k: v - before[k] for k, v in counts(ws).items() if k != "agents"}  # (who opened them: not here)
 
 
 def bench(tmp_path, url, *args, code=0):
@@ -236,6 +236,21 @@ def test_websocket_users_receive_what_the_server_pushes_when_it_pushes(ws, tmp_p
     # Each receive waits for the next push, 50 ms after the last (asyncio.sleep: never early): about
     # 50 ms each, less the moment the task took between two receives; a loaded machine adds to it.
     assert 40_000 <= received["percentiles_us"]["50"] <= 100_000, received["percentiles_us"]
+
+
+def test_a_websocket_users_greenlet_receives_while_its_task_sends(ws, tmp_path):
+    """The listening greenlet waits in `receive` all the time; a send that waited its turn behind it would
+    never go out (the echo it waits for comes after the send). Every send is a message the server
+    received, every receive an echo it sent (those in flight at the end aside: one a user at most)."""
+    users = 3
+    before = counts(ws)
+    r, eps = run_users(ws, tmp_path, "Duet", users, 2, "/echo")
+    seen = since(ws, before)
+    assert r["exceptions"] == [] and r["aggregate"]["failures"] == 0, r["exceptions"]
+    sent, received = eps[("WSS", "hi")]["requests"], eps[("WSR", "echo")]["requests"]
+    assert sent > 100 and seen["received"] == sent, (sent, seen)  # a send is counted once written
+    assert 0 <= seen["replies"] - received <= users, (received, seen)
+    assert eps[("WS", "/echo")]["requests"] == seen["connections"] == users
 
 
 def test_a_server_close_fails_the_exchange_quietly_and_the_next_one_reconnects(ws, tmp_path):

@@ -165,6 +165,11 @@ class Completion:
     content: bytes
     """A WebSocket exchange's or receive's message (else empty)."""
     binary: bool
+    status: int
+    """A WebSocket operation's: the message's opcode (1 text, 2 binary, 8 the server's close frame), or
+    for a refused handshake its HTTP status."""
+    kind: str | None
+    """A failed WebSocket operation's kind ("timeout", "closed", "http", "connect_refused" ...)."""
 
 @disjoint_base
 class Response:
@@ -287,6 +292,18 @@ class ScriptEngine:
     ) -> int: ...
     def ws_receive(self, user: int, name: str | None = None, timeout: float = 30.0) -> int: ...
     def ws_close(self, user: int) -> int: ...
+    # websocket-client's connections (squall.contrib.websocket_client): any number a user, each operation
+    # run beside the others on its connection, nothing recorded.
+    def ws_client_connect(
+        self, owner: int | None, url: str, headers: list[tuple[str, str]], timeout: float | None = None
+    ) -> tuple[int, int]:
+        """(the connection's id, the connect's id); `owner`: the user whose stop closes it."""
+    def ws_client_send(self, socket: int, payload: bytes, binary: bool) -> int: ...
+    def ws_client_control(self, socket: int, ping: bool, payload: bytes) -> int: ...
+    def ws_client_recv(self, socket: int, timeout: float | None = None) -> int: ...
+    def ws_client_close(self, socket: int, code: int, reason: bytes, wait: float) -> int: ...
+    def ws_client_cancel(self, socket: int, op: int) -> None: ...
+    def ws_client_forget(self, socket: int) -> None: ...
     def record(
         self, method: str, name: str, elapsed_us: int, status: int, body_bytes: int, failure: str | None = None
     ) -> None:

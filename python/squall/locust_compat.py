@@ -8,6 +8,7 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import os
 import sys
 from collections.abc import Sequence
 from importlib.machinery import ModuleSpec
@@ -138,13 +139,41 @@ def locust_contrib_source(name: str) -> Path | None:
 _FINDER = _ContribFinder()
 
 
+class _WebSocketFinder(importlib.abc.MetaPathFinder):
+    """`import websocket` (websocket-client) as squall.contrib.websocket_client, its connections in the
+    engine (docs/websocket.md), unless SQUALL_WEBSOCKET=library asks for websocket-client's own."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        if fullname != "websocket" or websocket_library():
+            return None
+        return importlib.util.spec_from_loader(fullname, _Alias("squall.contrib.websocket_client"))
+
+
+def websocket_library() -> bool:
+    """Whether `import websocket` is websocket-client's own (SQUALL_WEBSOCKET=library), not the engine's."""
+    return os.environ.get("SQUALL_WEBSOCKET", "").strip().lower() == "library"
+
+
+_WS_FINDER = _WebSocketFinder()
+
+
 def install(gevent: bool = True) -> None:
     """Registers the aliases in `sys.modules`, replacing Locust's own modules if it is installed, after
     patching the standard library with real gevent as `import locust` does (squall.runtime.gevent_hub), or, if
     it is not installed, aliasing gevent to squall's own; `locust.contrib`'s other modules load when a
-    file imports them (`_ContribFinder`)."""
+    file imports them (`_ContribFinder`), and `websocket` as squall's websocket-client on the engine
+    (`_WebSocketFinder`)."""
     if not (gevent and squall.runtime.gevent_hub.enable()):
         sys.modules.update(GEVENT_ALIASES)
     sys.modules.update(ALIASES)
     if _FINDER not in sys.meta_path:
         sys.meta_path.insert(0, _FINDER)
+    if _WS_FINDER not in sys.meta_path:
+        sys.meta_path.insert(0, _WS_FINDER)
+    known = sys.modules.get("websocket")
+    if known is not None and hasattr(known, "__path__") and not websocket_library():
+        # websocket-client imported before the run (by a plugin, say): modules importing it from now on
+        # get the engine's; what imported it already keeps the library.
+        sys.modules["websocket"] = importlib.import_module("squall.contrib.websocket_client")

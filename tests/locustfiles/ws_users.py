@@ -42,3 +42,24 @@ class Listener(WebSocketUser):
         message = self.ws.receive(name="push")
         assert message == f"push {self.seen}", message
         self.seen += 1
+
+
+class Duet(WebSocketUser):
+    """A greenlet of the user's own receives every message while the task sends (/echo): each send goes
+    out while that receive waits on the same connection."""
+
+    wait_time = constant(0.005)
+
+    def on_start(self):
+        import gevent  # (only this class spawns)
+
+        self.ws.connect(PATH)
+        self.listener = gevent.spawn(self.listen)
+
+    def listen(self):
+        while True:
+            assert self.ws.receive(name="echo") == "hi"
+
+    @task
+    def say(self):
+        self.ws.send("hi", name="hi")

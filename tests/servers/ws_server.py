@@ -12,7 +12,9 @@
 - `/reject`: the handshake is refused with 403; `/plain`: a plain 200, no upgrade
 
 `GET /__counts` answers the counts so far (JSON): connections opened, messages received, replies
-sent, closes sent, pongs received, and the bytes of the replies sent.
+sent, closes sent, pongs received, and the bytes of the replies sent; `agents`, the connections by the
+first word of their handshake's User-Agent ("squall" for the engine's, "none" without one, as
+websocket-client's handshake has none): which client opened them.
 
 usage: python ws_server.py PORT [CERTDIR]  (CERTDIR/cert.pem and key.pem: wss); prints "ready".
 """
@@ -29,6 +31,7 @@ from websockets.asyncio.server import serve
 from websockets.exceptions import ConnectionClosed
 
 counts = {"connections": 0, "received": 0, "replies": 0, "closes": 0, "pongs": 0, "reply_bytes": 0, "pushed": 0}
+counts["agents"] = {}
 
 
 def process_request(connection, request):
@@ -58,6 +61,8 @@ async def push(ws, n, ms):
 
 async def handler(ws):
     counts["connections"] += 1
+    agent = (ws.request.headers.get("User-Agent") or "none").split("/")[0].split()[0]
+    counts["agents"][agent] = counts["agents"].get(agent, 0) + 1
     with contextlib.suppress(ConnectionClosed):  # a client that leaves without a close frame
         await exchanges(ws)
 

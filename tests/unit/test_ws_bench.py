@@ -79,3 +79,15 @@ def test_squalls_websocket_users_are_set_against_locusts(ws_bench):
     text = section(ws_bench, results, {}, None)
     assert "| squall WebSocketUser (locustfile) | 3,500 | 3,500 | 0 | 35,000 | **0.35** (0.30-0.40) | — | — |" in text
     assert "to Locust's (ws_echo.py), in messages per CPU-second: **5.5x** (5.0-6.0)." in text
+
+
+def test_squall_on_locusts_own_file_is_set_against_locust_on_it(ws_bench):
+    results = {
+        "floor": [run(100_000, 1.0), run(100_000, 1.0)],
+        "squall-locustfile": [run(30_000, 1.0), run(20_000, 1.0)],
+        "locust": [run(10_000, 1.0), run(5_000, 1.0)],  # 3x and 4x
+    }
+    text = section(ws_bench, results, {}, None)
+    row = "| squall on Locust's file (ws_echo.py) | 2,500 | 2,500 | 0 | 25,000 | **0.25** (0.20-0.30) | — | — |"
+    assert row in text
+    assert "and by Locust (websocket-client), in messages per CPU-second: **3.5x** (3.0-4.0)." in text

@@ -422,6 +422,11 @@ struct Completion {
     /// A WebSocket exchange's or receive's message (else empty), and whether it is binary.
     content: Py<PyBytes>,
     binary: bool,
+    /// A WebSocket operation's: the message's opcode (1 text, 2 binary, 8 the server's close frame), or
+    /// for a refused handshake its HTTP status.
+    status: u16,
+    /// A failed WebSocket operation's kind ("timeout", "closed", "http", "connect_refused" ...).
+    kind: Option<String>,
 }
 
 /// A scripted request's response, as the engine's poll hands it over: status, URL, body and timing
@@ -722,9 +727,11 @@ impl ScriptEngine {
                     let completion = Completion {
                         id: c.id,
                         elapsed_us: c.elapsed_us,
-                        error: c.error,
+                        error: c.error.clone(),
                         content: PyBytes::new(py, &c.body).unbind(),
                         binary: c.status == 2, // a WebSocket message's opcode (websocket.rs)
+                        status: c.status,
+                        kind: (c.error.is_some() && !c.name.is_empty()).then_some(c.name),
                     };
                     return Ok(Py::new(py, completion)?.into_any());
                 };
@@ -893,13 +900,68 @@ impl ScriptEngine {
     /// Waits for the next message on `user`'s WebSocket (the oldest unread, if one is waiting).
     #[pyo3(signature = (user, name=None, timeout=30.0))]
     fn ws_receive(&self, user: u64, name: Option<String>, timeout: f64) -> PyResult<u64> {
-        let timeout = seconds(timeout);
+        let timeout = Some(seconds(timeout));
         Ok(self.engine()?.submit_ws(user, |id| WsOp::Receive { id, name, timeout }))
     }
 
     /// Closes `user`'s WebSocket (close 1000).
     fn ws_close(&self, user: u64) -> PyResult<u64> {
-        Ok(self.engine()?.submit_ws(user, |id| WsOp::Close { id }))
+        let (code, reason, wait) = (1000, Vec::new(), Duration::ZERO);
+        Ok(self.engine()?.submit_ws(user, |id| WsOp::Close { id, code, reason, wait }))
+    }
+
+    // websocket-client's connections (squall.contrib.websocket_client): any number a user, each
+    // operation run beside the others on its connection, nothing recorded (the file fires its events).
+
+    /// Opens a websocket-client connection at `url`; returns (the connection's id, the connect's id).
+    /// `owner`: the user whose stop closes it (None: it lasts until the engine ends); `timeout` None:
+    /// the longest wait.
+    #[pyo3(signature = (owner, url, headers, timeout=None))]
+    fn ws_client_connect(
+        &self,
+        owner: Option<u64>,
+        url: String,
+        headers: Vec<(String, String)>,
+        timeout: Option<f64>,
+    ) -> PyResult<(u64, u64)> {
+        let timeout = seconds(timeout.unwrap_or(f64::NAN));
+        let connect = |id| WsOp::Connect { id, url, headers, name: None, timeout };
+        Ok(self.engine()?.ws_client_open(owner, connect))
+    }
+
+    /// Sends a message (text unless `binary`) on connection `socket`; done once written.
+    fn ws_client_send(&self, socket: u64, payload: Vec<u8>, binary: bool) -> PyResult<u64> {
+        Ok(self.engine()?.ws_client(socket, |id| WsOp::Send { id, payload, binary, name: None }))
+    }
+
+    /// Sends a ping (or, `ping` false, a pong) of the script's own.
+    fn ws_client_control(&self, socket: u64, ping: bool, payload: Vec<u8>) -> PyResult<u64> {
+        Ok(self.engine()?.ws_client(socket, |id| WsOp::Control { id, ping, payload }))
+    }
+
+    /// The next message on `socket`, receives served in the order asked; `timeout` None: no limit.
+    #[pyo3(signature = (socket, timeout=None))]
+    fn ws_client_recv(&self, socket: u64, timeout: Option<f64>) -> PyResult<u64> {
+        let timeout = timeout.map(seconds);
+        Ok(self.engine()?.ws_client(socket, |id| WsOp::Receive { id, name: None, timeout }))
+    }
+
+    /// A close frame (`code`, `reason`), then up to `wait` seconds for the server's close.
+    fn ws_client_close(&self, socket: u64, code: u16, reason: Vec<u8>, wait: f64) -> PyResult<u64> {
+        let wait = Duration::from_secs_f64(if wait.is_finite() { wait.max(0.0) } else { 0.0 });
+        Ok(self.engine()?.ws_client(socket, |id| WsOp::Close { id, code, reason, wait }))
+    }
+
+    /// The script stopped waiting for operation `op` on `socket`: it ends, taking nothing.
+    fn ws_client_cancel(&self, socket: u64, op: u64) -> PyResult<()> {
+        self.engine()?.ws_client(socket, |_| WsOp::Cancel { op });
+        Ok(())
+    }
+
+    /// The connection's Python object is gone: the engine closes it.
+    fn ws_client_forget(&self, socket: u64) -> PyResult<()> {
+        self.engine()?.ws_client_forget(socket);
+        Ok(())
     }
 
     /// Records a verdict on a request the script names: a request event it fired itself.

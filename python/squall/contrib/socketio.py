@@ -3,7 +3,9 @@ that fires `events.request` for what it does, with Locust's types and names: `WS
 `WSC EVENT` for a `call` (timed to its answer), `WSE EVENT` for an `emit` and `WSS NAME` for a `send`
 (0 ms: they do not wait), `WSR EVENT` for each event received (the catch-all handler `on_message`).
 python-socketio's client runs on threads and sockets, which gevent makes greenlets and cooperative
-sockets under squall as under Locust, so users waiting on the server wait together."""
+sockets under squall as under Locust, so users waiting on the server wait together; its WebSocket, after
+Engine.IO's first polling requests, is the engine's (its transport is websocket-client, which `import
+websocket` makes squall.contrib.websocket_client), read by the client's own greenlet while the user emits."""
 
 from __future__ import annotations
 

@@ -143,8 +143,11 @@ class Hub:
         if not self.finished:
             self.engine.end_plans()
 
-    def wait_for(self, op_id: int) -> Any:
-        """Suspends the calling greenlet until operation `op_id` completes; returns its completion."""
+    def wait_for(self, op_id: int, abandoned: Callable[[Any], None] | None = None) -> Any:
+        """Suspends the calling greenlet until operation `op_id` completes; returns its completion.
+        Thrown out of the wait (killed, a Timeout), it calls `abandoned` if given: with None while the
+        operation is still in progress, else with the completion it will not return (a received message
+        the caller may keep for its next receive: squall.contrib.websocket_client)."""
         g = getcurrent()
         self.pending[op_id] = g
         try:
@@ -156,6 +159,10 @@ class Hub:
                 queued = next((e for e in self.ready if e[0] is g and e[1] is not _Kill), None)
                 if queued is not None:
                     self.unqueue(queued)
+                    if abandoned is not None:
+                        abandoned(queued[1])
+            elif abandoned is not None:
+                abandoned(None)
             raise
 
     def wait_turn(self) -> Any:

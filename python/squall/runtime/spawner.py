@@ -80,6 +80,7 @@ class Spawner:
     def _start(self, u: User) -> User:
         g = u.hub.spawn(u.run)  # the environment's hub
         g.squall_user = True  # type: ignore[attr-defined]  # what it spawns is the user's (gevent_hub.user_spawned)
+        g.squall_user_id = u.user_id  # type: ignore[attr-defined]  # whose connections (contrib.websocket_client)
         self.env.runner.users[u] = g
         self.spawned.append((u, g))
         return u

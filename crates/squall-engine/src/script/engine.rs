@@ -240,6 +240,8 @@ pub(super) struct Engine {
     pub(super) mqtt: RefCell<HashMap<u64, UserTx>>,
     /// Each WebSocket user's connection task (`websocket`).
     pub(super) ws: RefCell<HashMap<u64, crate::ws::WsTx>>,
+    /// Each websocket-client connection's task, by its own id, with the user whose stop closes it.
+    pub(super) ws_clients: RefCell<HashMap<u64, (Option<u64>, crate::ws::WsTx)>>,
     /// Requests not yet completed, by id.
     pub(super) running: RefCell<HashMap<u64, Running>>,
     /// Streamed requests whose head came, by request id, until the script closes them (`Streamed`).
@@ -346,6 +348,7 @@ impl Engine {
             ready: Notify::new(),
             mqtt: RefCell::default(),
             ws: RefCell::default(),
+            ws_clients: RefCell::default(),
             running: RefCell::default(),
             streams: RefCell::default(),
             stream_heads: RefCell::default(),

@@ -44,6 +44,7 @@ use crate::stats::lag::ScheduleReport;
 use crate::stats::result::{self, LoadReport, RunResult};
 use crate::stats::{EndpointId, Failure, FailureKind, Outcome};
 use crate::types::StopReason;
+use crate::ws::WsOp;
 use engine::{Engine, OpenModel, Running, WANT_STAMPS};
 use request::{run_request, run_stream};
 use rustc_hash::FxHashMap as HashMap;
@@ -814,12 +815,46 @@ impl ScriptEngine {
             .entry(user)
             .or_insert_with(|| {
                 let (tx, rx) = mpsc::unbounded_channel();
-                self.local.spawn_local(websocket::user_task(engine.clone(), rx));
+                self.local.spawn_local(websocket::socket_task(engine.clone(), websocket::Mode::User, rx));
                 tx
             })
             .clone();
         let _ = tx.send(op(id));
         id
+    }
+
+    /// Opens a websocket-client connection (squall.contrib.websocket_client) with `connect` (a
+    /// `WsOp::Connect`): returns the connection's id, for `ws_client`, and the connect's. `owner`: the
+    /// user whose stop closes it (None: it lives until the engine ends). Its operations run side by side.
+    pub fn ws_client_open(&self, owner: Option<u64>, connect: impl FnOnce(u64) -> WsOp) -> (u64, u64) {
+        let socket = self.next_id();
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.local.spawn_local(websocket::socket_task(self.engine.clone(), websocket::Mode::Client, rx));
+        let id = self.next_id();
+        let _ = tx.send(connect(id));
+        self.engine.ws_clients.borrow_mut().insert(socket, (owner, tx));
+        (socket, id)
+    }
+
+    /// An operation on websocket-client connection `socket`; its completion comes from `poll` under the
+    /// returned id (at once, failed as closed, for a connection the engine no longer has).
+    pub fn ws_client(&self, socket: u64, op: impl FnOnce(u64) -> WsOp) -> u64 {
+        let id = self.next_id();
+        let tx = self.engine.ws_clients.borrow().get(&socket).map(|(_, tx)| tx.clone());
+        let op = op(id);
+        let sent = tx.is_some_and(|tx| tx.send(op).is_ok());
+        if !sent {
+            let f = Failure::new(FailureKind::Closed, websocket::CLOSED_BY_SCRIPT);
+            let c = websocket::failed(id, Duration::ZERO, &f);
+            self.engine.push(c);
+        }
+        id
+    }
+
+    /// Forgets websocket-client connection `socket` (its Python object is gone): it says goodbye, or
+    /// drops what is still in progress, as a stopped user's does.
+    pub fn ws_client_forget(&self, socket: u64) {
+        self.engine.ws_clients.borrow_mut().remove(&socket);
     }
 
     /// Runs `user`'s tasks natively (`native`): returns the plan's id, whose completion comes when the
@@ -897,6 +932,8 @@ impl ScriptEngine {
         engine.jars.borrow_mut().remove(&user);
         engine.mqtt.borrow_mut().remove(&user); // its task says goodbye and ends
         engine.ws.borrow_mut().remove(&user); // the same
+        engine.ws_clients.borrow_mut().retain(|_, (owner, _)| *owner != Some(user));
+        // the same
     }
 
     /// The user's cookies: (name, value, domain).

@@ -1,53 +1,92 @@
-//! WebSocket for scripted users (`WebSocketUser` in a locustfile): each user's connection is a task on
-//! the script's engine thread, running the user's operations in order, and a reader task beside it that
-//! takes every message as it comes (so pings are answered and messages kept while the user thinks).
-//! The engine times each operation and records it in the run's statistics with Locust's socket
-//! vocabulary: `WS` the connect (its handshake), `WSC` an exchange (a message and its reply, as
-//! Locust's Socket.IO `call`), `WSS` a send (until written), `WSR` a receive (from the call until the
-//! message was there: 0 if it was waiting). One crossing from Python per operation.
+//! WebSocket for scripted users: each connection is a task on the script's engine thread that takes
+//! the script's operations as they come, each run as a task of its own, so that a send goes out while
+//! a receive waits (python-socketio's client reads in one greenlet while the user sends from another),
+//! and a reader task beside them takes every message as it comes. One crossing from Python per
+//! operation; receives are served in the order they were asked for, each the oldest message unread.
 //!
-//! A message the user has not asked for waits in the user's inbox, at most `MAX_INBOX` of them (the
-//! oldest dropped past it, each drop a failure of `WSR`): a server that pushes faster than the script
-//! reads must not grow the engine without end. A connection that broke opens again at the next
-//! operation that needs it (its connect counted again), as a browser's page would reconnect.
+//! Two kinds of connection (`Mode`):
+//! - `WebSocketUser`'s (`Mode::User`, one a user, keyed by the user): the engine times each operation
+//!   and records it with Locust's socket vocabulary: `WS` the connect (its handshake), `WSC` an exchange
+//!   (a message and its reply, as Locust's Socket.IO `call`), `WSS` a send (until written), `WSR` a
+//!   receive (from the call until the message was there: 0 if it was waiting). A connection that broke
+//!   opens again at the next operation that needs it (its connect counted again), as a browser's page
+//!   would reconnect. A message the user has not asked for waits in the user's inbox, at most
+//!   `MAX_INBOX` of them (the oldest dropped past it, each drop a failure of `WSR`).
+//! - websocket-client's (`Mode::Client`, squall.contrib.websocket_client: a locustfile's
+//!   `websocket.create_connection`, any number a user, keyed by their own ids): nothing is recorded
+//!   (the file fires its own events, as under Locust), a broken connection stays broken, a server's
+//!   close frame is handed to one receive (websocket-client's `recv` returns "" for it), and the
+//!   reader stops reading while `MAX_INBOX` messages wait unread, as a socket nobody reads pushes back
+//!   on the server: nothing is dropped.
+//!
+//! Connects and closes run one at a time (`Socket::changing`), the others beside them. When the user
+//! stops (its channel closes), operations still in progress end unrecorded, each completed with an
+//! error for whoever still waits (a library's reading greenlet), and the connection says goodbye
+//! (close 1000, then reading until the server's close, `GOODBYE_WAIT` at most), unless a frame was
+//! left half written (then it is dropped).
 
 use super::engine::Engine;
 use super::Completion;
 use crate::mqtt::script::Sink;
 use crate::net::{self, Connector};
 use crate::stats::{Failure, FailureKind, Outcome};
-use crate::ws::{self, Handshake, Incoming, Reader, Writer, WsOp};
+use crate::ws::{self, is_close_frame, Handshake, Incoming, Reader, Writer, WsOp};
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, Notify};
+use tokio::task::JoinHandle;
 
-/// Messages a user's inbox keeps unread.
+/// Messages a connection's inbox keeps unread.
 pub const MAX_INBOX: usize = 1_000;
 
-/// What the reader hands the user's task: messages in order of arrival (numbered), or the end.
+/// How a connection behaves (module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Mode {
+    User,
+    Client,
+}
+
+/// The completion's `status` for a server's close frame handed to a receive (its opcode).
+const CLOSE_OPCODE: u16 = 8;
+
+/// What the reader hands the operations: messages in order of arrival (numbered), or the end.
 #[derive(Default)]
 struct Inbox {
-    messages: RefCell<VecDeque<(u64, Incoming, Instant)>>,
+    messages: RefCell<VecDeque<(u64, Incoming)>>,
     /// Messages that arrived so far on this connection (the next one's number).
     arrived: Cell<u64>,
     /// Why the connection ended, once it did.
     ended: RefCell<Option<Failure>>,
+    /// (`Mode::Client`) the server's close frame was handed to a receive already.
+    close_told: Cell<bool>,
     changed: Notify,
+    /// (`Mode::Client`) a message was taken: the reader may read again.
+    room: Notify,
     dropped: Cell<u64>,
+    /// The receives waiting, by ticket, in the order they were asked for: the first takes the next message.
+    line: RefCell<VecDeque<u64>>,
+    tickets: Cell<u64>,
 }
 
 struct Open {
     writer: Rc<Writer>,
     inbox: Rc<Inbox>,
-    reader: tokio::task::JoinHandle<()>,
+    reader: JoinHandle<()>,
     /// The default statistics' name: the URL's path.
     path: Rc<str>,
 }
 
-/// Where the user connected last (to open again after a break).
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+/// Where the connection goes (again, after a break, for `Mode::User`).
+#[derive(Clone)]
 struct Target {
     url: String,
     headers: Vec<(String, String)>,
@@ -55,55 +94,97 @@ struct Target {
     timeout: Duration,
 }
 
-struct User {
+struct Socket {
     engine: Rc<Engine>,
-    open: Option<Open>,
-    target: Option<Target>,
+    mode: Mode,
+    open: RefCell<Option<Rc<Open>>>,
+    target: RefCell<Option<Target>>,
+    /// Connects and closes, one at a time in the order asked, so that an operation after them finds
+    /// the connection they leave.
+    changing: tokio::sync::Mutex<()>,
 }
 
-/// One user's WebSocket: its operations in order of arrival until the user stops (its channel closes).
-/// An operation in progress when the user stops is cancelled unrecorded, as a stopped user's requests
-/// are, and the connection dropped (a frame may be half written); else the user says goodbye.
-pub(super) async fn user_task(engine: Rc<Engine>, mut rx: mpsc::UnboundedReceiver<WsOp>) {
-    let mut user = User { engine, open: None, target: None };
-    let mut queued = VecDeque::new();
-    loop {
-        let op = match queued.pop_front() {
-            Some(op) => op,
-            None => match rx.recv().await {
-                Some(op) => op,
-                None => break,
-            },
-        };
-        let stopped = {
-            let run = user.run(op);
-            tokio::pin!(run);
-            loop {
-                tokio::select! {
-                    _ = &mut run => break false,
-                    next = rx.recv() => match next {
-                        Some(op) => queued.push_back(op), // (a user waits for each operation: rare)
-                        None => break true,
-                    },
-                }
-            }
-        };
-        if stopped {
-            let engine = user.engine.clone();
-            engine.cancelled.set(engine.cancelled.get() + 1);
-            user.drop_open();
-            return;
+impl WsOp {
+    fn id(&self) -> u64 {
+        match self {
+            WsOp::Connect { id, .. }
+            | WsOp::Send { id, .. }
+            | WsOp::Control { id, .. }
+            | WsOp::Exchange { id, .. }
+            | WsOp::Receive { id, .. }
+            | WsOp::Close { id, .. } => *id,
+            WsOp::Cancel { op } => *op,
         }
     }
-    user.close().await;
 }
 
-impl User {
-    async fn run(&mut self, op: WsOp) {
+/// One connection's operations, each a task of its own as it comes, until the channel closes (module doc).
+pub(super) async fn socket_task(engine: Rc<Engine>, mode: Mode, mut rx: mpsc::UnboundedReceiver<WsOp>) {
+    let socket = Rc::new(Socket {
+        engine,
+        mode,
+        open: RefCell::new(None),
+        target: RefCell::new(None),
+        changing: tokio::sync::Mutex::new(()),
+    });
+    let mut running: HashMap<u64, JoinHandle<()>> = HashMap::new();
+    while let Some(op) = rx.recv().await {
+        running.retain(|_, h| !h.is_finished());
+        if let WsOp::Cancel { op } = op {
+            // Still in progress: ended, its place in line given up (`Place`), and completed as cancelled,
+            // so that exactly one completion comes for every operation (done already: it came).
+            if let Some(h) = running.remove(&op) {
+                h.abort();
+                socket.done(op, Duration::ZERO, Some(Failure::new(FailureKind::Closed, CANCELLED)), None);
+            }
+            continue;
+        }
+        let id = op.id();
+        let s = socket.clone();
+        running.insert(id, tokio::task::spawn_local(async move { s.run(op).await }));
+    }
+    running.retain(|_, h| !h.is_finished());
+    let engine = socket.engine.clone();
+    for (id, h) in running {
+        h.abort();
+        if mode == Mode::User {
+            engine.cancelled.set(engine.cancelled.get() + 1);
+        }
+        let stopped = Failure::new(FailureKind::Closed, "(the user stopped)");
+        socket.done(id, Duration::ZERO, Some(stopped), None);
+    }
+    // Goodbye, the reader reading on until the server's close: a socket closed with what the server
+    // sent still unread is reset (RST), and the server then loses what it had not read yet of this
+    // client's last messages (measured: 6 of 735 Socket.IO emits lost in a run of 3 users; 0 in
+    // 5 runs since).
+    socket.close_open(GOODBYE_WAIT, 1000, b"").await;
+}
+
+/// How long a connection whose user stopped (or whose script forgot it) waits for the server's close
+/// after its own: websocket-client's `close` default. Nobody waits for it: the run's end does not.
+const GOODBYE_WAIT: Duration = Duration::from_secs(3);
+
+/// A receive's place in line: given up when the receive ends, however it ends (a message, a timeout,
+/// cancelled), and the next in line told.
+struct Place<'a> {
+    inbox: &'a Inbox,
+    ticket: u64,
+}
+
+impl Drop for Place<'_> {
+    fn drop(&mut self) {
+        self.inbox.line.borrow_mut().retain(|t| *t != self.ticket);
+        self.inbox.changed.notify_waiters();
+    }
+}
+
+impl Socket {
+    async fn run(self: Rc<Self>, op: WsOp) {
         match op {
             WsOp::Connect { id, url, headers, name, timeout } => {
-                self.close().await;
-                self.target = Some(Target { url, headers, name, timeout });
+                let _one = self.changing.lock().await;
+                self.close_open(Duration::ZERO, 1000, b"").await;
+                *self.target.borrow_mut() = Some(Target { url, headers, name, timeout });
                 let t0 = Instant::now();
                 let result = self.connect().await;
                 self.done(id, t0.elapsed(), result.err(), None);
@@ -112,76 +193,104 @@ impl User {
                 let t0 = Instant::now();
                 let bytes = payload.len() as u64;
                 let result = match self.ensure_open().await {
-                    Ok(open) => open.writer.send(payload, binary).await.map(|_| open.path.clone()),
+                    Ok(open) => {
+                        let sent = open.writer.send(payload, binary).await;
+                        if sent.is_err() {
+                            self.broken(&open);
+                        }
+                        sent
+                    }
                     Err(f) => Err(f),
                 };
                 let took = t0.elapsed();
                 let name = self.name_of(name);
                 self.record("WSS", &name, took, bytes, result.as_ref().err());
-                if result.is_err() {
-                    self.drop_open();
-                }
                 self.done(id, took, result.err(), None);
+            }
+            WsOp::Control { id, ping, payload } => {
+                let t0 = Instant::now();
+                let result = match self.ensure_open().await {
+                    Ok(open) => open.writer.control(ping, payload).await,
+                    Err(f) => Err(f),
+                };
+                self.done(id, t0.elapsed(), result.err(), None);
             }
             WsOp::Exchange { id, payload, binary, name, timeout } => {
                 let t0 = Instant::now();
+                let mut used = None;
                 let result = async {
                     let open = self.ensure_open().await?;
+                    used = Some(open.clone());
                     let after = open.inbox.arrived.get();
                     open.writer.send(payload, binary).await?;
-                    let inbox = open.inbox.clone();
-                    wait_for(&inbox, after, t0 + timeout).await
+                    wait_for(&open.inbox, after, t0 + timeout).await.map(Some)
                 }
                 .await;
-                self.finish_wait("WSC", id, name, t0, result);
+                self.finish_wait("WSC", id, name, t0, result, used);
             }
             WsOp::Receive { id, name, timeout } => {
                 let t0 = Instant::now();
+                let mut used = None;
                 let result = async {
                     let open = self.ensure_open().await?;
-                    let inbox = open.inbox.clone();
-                    wait_for(&inbox, 0, t0 + timeout).await
+                    used = Some(open.clone());
+                    receive(&open.inbox, timeout.map(|t| t0 + t), self.mode).await
                 }
                 .await;
-                self.finish_wait("WSR", id, name, t0, result);
+                self.finish_wait("WSR", id, name, t0, result, used);
             }
-            WsOp::Close { id } => {
-                self.close().await;
-                self.target = None;
-                self.done(id, Duration::ZERO, None, None);
+            WsOp::Close { id, code, reason, wait } => {
+                let _one = self.changing.lock().await;
+                let t0 = Instant::now();
+                self.close_open(wait, code, &reason).await;
+                if self.mode == Mode::User {
+                    *self.target.borrow_mut() = None;
+                }
+                self.done(id, t0.elapsed(), None, None);
             }
+            WsOp::Cancel { .. } => {} // (taken by `socket_task`)
         }
     }
 
-    /// Records a waited operation (exchange, receive) and completes it with the message.
+    /// Records a waited operation (exchange, receive) and completes it with the message (None: the
+    /// server's close frame).
     fn finish_wait(
-        &mut self,
+        &self,
         method: &str,
         id: u64,
         name: Option<String>,
         t0: Instant,
-        result: Result<Incoming, Failure>,
+        result: Result<Option<Incoming>, Failure>,
+        used: Option<Rc<Open>>,
     ) {
         let took = t0.elapsed();
         let name = self.name_of(name);
-        let bytes = result.as_ref().map_or(0, |m| m.data.len() as u64);
+        let bytes = result.as_ref().map_or(0, |m| m.as_ref().map_or(0, |m| m.data.len() as u64));
         self.record(method, &name, took, bytes, result.as_ref().err());
-        if matches!(&result, Err(f) if f.kind != FailureKind::Timeout) {
-            self.drop_open(); // broken (a timeout leaves the connection as it was: a receive may poll)
+        if let (Err(f), Some(open)) = (&result, &used) {
+            if f.kind != FailureKind::Timeout {
+                self.broken(open); // (a timeout leaves the connection as it was: a receive may poll)
+            }
         }
         match result {
-            Ok(m) => self.done(id, took, None, Some(m)),
+            Ok(Some(m)) => self.done(id, took, None, Some(m)),
+            Ok(None) => self.push(id, took, CLOSE_OPCODE, Vec::new(), None),
             Err(f) => self.done(id, took, Some(f), None),
         }
     }
 
     fn name_of(&self, name: Option<String>) -> String {
-        name.or_else(|| self.open.as_ref().map(|o| o.path.to_string()))
-            .or_else(|| self.target.as_ref().map(|t| path_of(&t.url)))
+        name.or_else(|| self.open.borrow().as_ref().map(|o| o.path.to_string()))
+            .or_else(|| self.target.borrow().as_ref().map(|t| path_of(&t.url)))
             .unwrap_or_else(|| "(not connected)".into())
     }
 
+    /// Records an operation in the run's statistics (`Mode::User` only: a websocket-client file fires
+    /// its own events).
     fn record(&self, method: &str, name: &str, took: Duration, bytes: u64, failure: Option<&Failure>) {
+        if self.mode != Mode::User {
+            return;
+        }
         let outcome = match failure {
             None => Outcome::Judged { status: 0, body_bytes: bytes, failure: None },
             Some(f) => Outcome::Failed(f.clone()),
@@ -189,39 +298,61 @@ impl User {
         self.engine.record(method, name, took, &outcome);
     }
 
-    /// The operation's completion for the script: the message (status 1 text, 2 binary: its opcode).
+    /// The operation's completion for the script: the message (status 1 text, 2 binary: its opcode),
+    /// or the failure (its kind, and for a refused handshake the HTTP status).
     fn done(&self, id: u64, took: Duration, error: Option<Failure>, message: Option<Incoming>) {
-        let (status, body) = match message {
-            Some(m) => (if m.binary { 2 } else { 1 }, m.data),
-            None => (0, Vec::new()),
-        };
+        match (error, message) {
+            (Some(f), _) => self.engine.push(failed(id, took, &f)),
+            (None, Some(m)) => self.push(id, took, if m.binary { 2 } else { 1 }, m.data, None),
+            (None, None) => self.push(id, took, 0, Vec::new(), None),
+        }
+    }
+
+    fn push(&self, id: u64, took: Duration, status: u16, body: Vec<u8>, error: Option<String>) {
         self.engine.push(Completion {
             id,
             status,
             body,
             elapsed_us: took.as_micros() as u64,
-            error: error.map(|f| f.message()),
+            error,
             ..Completion::default()
         });
     }
 
-    async fn ensure_open(&mut self) -> Result<&Open, Failure> {
-        if self.open.as_ref().is_some_and(|o| o.inbox.ended.borrow().is_some() && o.inbox.messages.borrow().is_empty())
-        {
+    /// The connection an operation uses: the open one, or (`Mode::User`) a new one to the target.
+    async fn ensure_open(&self) -> Result<Rc<Open>, Failure> {
+        if let Some(open) = self.usable() {
+            return Ok(open);
+        }
+        let _one = self.changing.lock().await;
+        if let Some(open) = self.usable() {
+            return Ok(open); // (opened by the operation ahead)
+        }
+        if self.mode == Mode::Client {
+            return Err(self.closed_here());
+        }
+        if self.target.borrow().is_none() {
+            return Err(Failure::new(FailureKind::WebSocket, "not connected: call connect() first"));
+        }
+        self.connect().await
+    }
+
+    /// The open connection, if an operation may use it: a `Mode::User` connection that ended, its
+    /// messages all taken, is dropped (the next operation opens another); a `Mode::Client` one is kept
+    /// (its receives meet the end, its sends fail).
+    fn usable(&self) -> Option<Rc<Open>> {
+        let open = self.open.borrow().clone()?;
+        let spent = open.inbox.ended.borrow().is_some() && open.inbox.messages.borrow().is_empty();
+        if spent && self.mode == Mode::User {
             self.drop_open();
+            return None;
         }
-        if self.open.is_none() {
-            if self.target.is_none() {
-                return Err(Failure::new(FailureKind::WebSocket, "not connected: call connect() first"));
-            }
-            self.connect().await?;
-        }
-        Ok(self.open.as_ref().expect("opened above"))
+        Some(open)
     }
 
     /// Opens the connection to the target, timed and recorded as `WS` (its name).
-    async fn connect(&mut self) -> Result<(), Failure> {
-        let target = self.target.as_ref().expect("a target to connect to");
+    async fn connect(&self) -> Result<Rc<Open>, Failure> {
+        let target = self.target.borrow().clone().expect("a target to connect to");
         let t0 = Instant::now();
         let tls = self.engine.ws_tls();
         let result = tokio::time::timeout(target.timeout, open(&target.url, &target.headers, tls)).await;
@@ -230,27 +361,67 @@ impl User {
         self.record("WS", &name, t0.elapsed(), 0, result.as_ref().err());
         let (reader, writer) = result?;
         let inbox = Rc::new(Inbox::default());
-        let reader = tokio::task::spawn_local(read(reader, inbox.clone()));
-        self.open = Some(Open { writer, inbox, reader, path: path_of(&target.url).into() });
-        Ok(())
+        let reader = tokio::task::spawn_local(read(reader, inbox.clone(), self.mode));
+        let open = Rc::new(Open { writer, inbox, reader, path: path_of(&target.url).into() });
+        *self.open.borrow_mut() = Some(open.clone());
+        Ok(open)
     }
 
-    fn drop_open(&mut self) {
-        if let Some(o) = self.open.take() {
-            o.reader.abort();
-            self.report_dropped(&o);
+    /// An operation failed on `open`: a `Mode::User` connection is dropped, if it is still the one open.
+    fn broken(&self, open: &Rc<Open>) {
+        let current = self.open.borrow().as_ref().is_some_and(|o| Rc::ptr_eq(o, open));
+        if current && self.mode == Mode::User {
+            self.drop_open();
         }
     }
 
-    async fn close(&mut self) {
-        if let Some(o) = self.open.take() {
-            o.writer.close().await;
-            o.reader.abort();
-            self.report_dropped(&o);
+    fn drop_open(&self) {
+        let taken = self.open.borrow_mut().take();
+        if let Some(o) = taken {
+            self.end(&o, self.closed_here());
         }
     }
 
-    fn report_dropped(&self, o: &Open) {
+    /// What an operation meets on a connection the script closed or dropped: websocket-client's
+    /// closed socket, or for `WebSocketUser` a failure that does not blame the server.
+    fn closed_here(&self) -> Failure {
+        match self.mode {
+            Mode::Client => Failure::new(FailureKind::Closed, CLOSED_BY_SCRIPT),
+            Mode::User => Failure::new(FailureKind::WebSocket, "the connection was closed or replaced meanwhile"),
+        }
+    }
+
+    /// Closes the open connection, if any: a close frame, then up to `wait` for the server's close (or
+    /// the connection's end) before it is dropped. Operations still waiting on it fail.
+    async fn close_open(&self, wait: Duration, code: u16, reason: &[u8]) {
+        let taken = self.open.borrow_mut().take();
+        let Some(o) = taken else { return };
+        let said = o.writer.close_with(code, reason).await;
+        if said && !wait.is_zero() {
+            // Nobody reads what comes now (websocket-client's close reads past it to the close): a
+            // reader waiting for room in the inbox reads on.
+            o.inbox.messages.borrow_mut().clear();
+            o.inbox.room.notify_one();
+            let deadline = Instant::now() + wait;
+            loop {
+                let changed = o.inbox.changed.notified();
+                if o.inbox.ended.borrow().is_some() {
+                    break;
+                }
+                if tokio::time::timeout_at(deadline.into(), changed).await.is_err() {
+                    break;
+                }
+            }
+        }
+        self.end(&o, self.closed_here());
+    }
+
+    /// The connection is done with: its reader stops, and a receive still waiting meets `why` (unless
+    /// the connection had ended already), after the messages that came.
+    fn end(&self, o: &Open, why: Failure) {
+        o.reader.abort();
+        o.inbox.ended.borrow_mut().get_or_insert(why);
+        o.inbox.changed.notify_waiters();
         let n = o.inbox.dropped.get();
         if n > 0 {
             let f = Failure::new(FailureKind::TooLarge, format!("{n} messages past an unread inbox of {MAX_INBOX}"));
@@ -259,6 +430,27 @@ impl User {
     }
 }
 
+/// A failed operation's completion: its message, its kind in `name` (a WebSocket operation has no
+/// statistics' name to hand back; websocket-client's exception is chosen by the kind) and, for a
+/// refused handshake, the HTTP status in `status`.
+pub(super) fn failed(id: u64, took: Duration, f: &Failure) -> Completion {
+    Completion {
+        id,
+        status: f.status,
+        elapsed_us: took.as_micros() as u64,
+        error: Some(f.message()),
+        name: f.kind.as_str().to_string(),
+        ..Completion::default()
+    }
+}
+
+/// The failure's detail for an operation the script stopped waiting for (`WsOp::Cancel`).
+pub const CANCELLED: &str = "(cancelled)";
+
+/// The failure's detail for an operation on a connection the script closed (or that was dropped):
+/// websocket-client's "socket is already closed.".
+pub const CLOSED_BY_SCRIPT: &str = "(closed by the script)";
+
 /// The next message that arrived after message number `after` (the oldest waiting, for `after` 0),
 /// taken from the inbox; by `deadline`, or the connection's end.
 async fn wait_for(inbox: &Inbox, after: u64, deadline: Instant) -> Result<Incoming, Failure> {
@@ -266,7 +458,8 @@ async fn wait_for(inbox: &Inbox, after: u64, deadline: Instant) -> Result<Incomi
         let changed = inbox.changed.notified();
         {
             let mut messages = inbox.messages.borrow_mut();
-            if let Some(i) = messages.iter().position(|(n, _, _)| *n >= after) {
+            if let Some(i) = messages.iter().position(|(n, _)| *n >= after) {
+                inbox.room.notify_one();
                 return Ok(messages.remove(i).expect("found").1);
             }
         }
@@ -279,20 +472,58 @@ async fn wait_for(inbox: &Inbox, after: u64, deadline: Instant) -> Result<Incomi
     }
 }
 
-/// The reader: every message into the inbox, until the connection ends.
-async fn read(mut reader: Reader, inbox: Rc<Inbox>) {
+/// The oldest unread message, for the first receive in line (receives are served in the order they
+/// were asked for); by `deadline` (None: no limit), or the connection's end. `Ok(None)`: the server's
+/// close frame (`Mode::Client`, to one receive).
+async fn receive(inbox: &Inbox, deadline: Option<Instant>, mode: Mode) -> Result<Option<Incoming>, Failure> {
+    let ticket = inbox.tickets.get();
+    inbox.tickets.set(ticket + 1);
+    inbox.line.borrow_mut().push_back(ticket);
+    let _place = Place { inbox, ticket };
     loop {
-        let got = reader.next().await;
-        match got {
+        let changed = inbox.changed.notified();
+        if inbox.line.borrow().front() == Some(&ticket) {
+            if let Some((_, m)) = inbox.messages.borrow_mut().pop_front() {
+                inbox.room.notify_one();
+                return Ok(Some(m));
+            }
+            if let Some(f) = inbox.ended.borrow().clone() {
+                if mode == Mode::Client && is_close_frame(&f) && !inbox.close_told.replace(true) {
+                    return Ok(None);
+                }
+                return Err(f);
+            }
+        }
+        match deadline {
+            Some(d) => {
+                if tokio::time::timeout_at(d.into(), changed).await.is_err() {
+                    return Err(Failure::new(FailureKind::Timeout, ""));
+                }
+            }
+            None => changed.await,
+        }
+    }
+}
+
+/// The reader: every message into the inbox, until the connection ends. A `Mode::Client` reader waits
+/// while the inbox is full (module doc); a `Mode::User` one drops the oldest.
+async fn read(mut reader: Reader, inbox: Rc<Inbox>, mode: Mode) {
+    loop {
+        if mode == Mode::Client {
+            while inbox.messages.borrow().len() >= MAX_INBOX {
+                inbox.room.notified().await;
+            }
+        }
+        match reader.next().await {
             Ok(m) => {
                 let n = inbox.arrived.get();
                 inbox.arrived.set(n + 1);
                 let mut messages = inbox.messages.borrow_mut();
-                if messages.len() == MAX_INBOX {
+                if messages.len() >= MAX_INBOX {
                     messages.pop_front();
                     inbox.dropped.set(inbox.dropped.get() + 1);
                 }
-                messages.push_back((n, m, Instant::now()));
+                messages.push_back((n, m));
             }
             Err(f) => {
                 *inbox.ended.borrow_mut() = Some(f);
@@ -330,5 +561,90 @@ fn path_of(url: &str) -> String {
     match url::Url::parse(&ws::http_url(url)) {
         Ok(u) => crate::http::request::path_and_query(&u),
         Err(_) => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arrive(inbox: &Inbox, text: &str) {
+        let n = inbox.arrived.get();
+        inbox.arrived.set(n + 1);
+        inbox.messages.borrow_mut().push_back((n, Incoming { data: text.as_bytes().to_vec(), binary: false }));
+        inbox.changed.notify_waiters();
+    }
+
+    fn text(got: Result<Option<Incoming>, Failure>) -> String {
+        String::from_utf8(got.expect("a message").expect("not a close").data).expect("text")
+    }
+
+    /// Runs `f` on a current-thread runtime's local set (the script engine's kind).
+    fn local<F: std::future::Future<Output = ()>>(f: F) {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("runtime");
+        tokio::task::LocalSet::new().block_on(&rt, f);
+    }
+
+    #[test]
+    fn receives_waiting_together_are_served_in_the_order_asked() {
+        local(async {
+            let inbox = Rc::new(Inbox::default());
+            let mut waiting = Vec::new();
+            for _ in 0..3 {
+                let inbox = inbox.clone();
+                waiting.push(tokio::task::spawn_local(async move { text(receive(&inbox, None, Mode::Client).await) }));
+                tokio::task::yield_now().await; // (each takes its place in line before the next is asked)
+            }
+            for m in ["a", "b", "c"] {
+                arrive(&inbox, m);
+            }
+            let mut got = Vec::new();
+            for w in waiting {
+                got.push(w.await.expect("joined"));
+            }
+            assert_eq!(got, ["a", "b", "c"]);
+            assert!(inbox.line.borrow().is_empty());
+        });
+    }
+
+    #[test]
+    fn a_receive_given_up_leaves_its_message_to_the_next() {
+        local(async {
+            let inbox = Rc::new(Inbox::default());
+            let first = {
+                let inbox = inbox.clone();
+                tokio::task::spawn_local(async move { receive(&inbox, None, Mode::Client).await.map(|_| ()) })
+            };
+            tokio::task::yield_now().await;
+            let second = {
+                let inbox = inbox.clone();
+                tokio::task::spawn_local(async move { text(receive(&inbox, None, Mode::Client).await) })
+            };
+            tokio::task::yield_now().await;
+            first.abort(); // (the script stopped waiting: `WsOp::Cancel`)
+            assert!(first.await.is_err());
+            arrive(&inbox, "kept");
+            assert_eq!(second.await.expect("joined"), "kept");
+        });
+    }
+
+    #[test]
+    fn a_timed_out_receive_takes_nothing_and_the_close_frame_is_told_once() {
+        local(async {
+            let inbox = Rc::new(Inbox::default());
+            let soon = Instant::now() + Duration::from_millis(20);
+            let timed_out = receive(&inbox, Some(soon), Mode::Client).await;
+            assert_eq!(timed_out.err().map(|f| f.kind), Some(FailureKind::Timeout));
+            arrive(&inbox, "late");
+            *inbox.ended.borrow_mut() = Some(Failure::new(FailureKind::Closed, "(WebSocket close 1001: bye)"));
+            assert_eq!(text(receive(&inbox, None, Mode::Client).await), "late"); // the messages first
+            assert!(matches!(receive(&inbox, None, Mode::Client).await, Ok(None))); // the close frame: ""
+            let after = receive(&inbox, None, Mode::Client).await.expect_err("closed");
+            assert_eq!(after.message(), "server closed the connection (WebSocket close 1001: bye)");
+            // A WebSocketUser's receive meets the close as a failure at once.
+            let user = Inbox::default();
+            *user.ended.borrow_mut() = Some(Failure::new(FailureKind::Closed, "(WebSocket close 1001)"));
+            assert!(receive(&user, None, Mode::User).await.is_err());
+        });
     }
 }

@@ -21,6 +21,8 @@ pub struct Incoming {
 
 pub struct Writer {
     ws: tokio::sync::Mutex<WebSocketWrite<WriteHalf<Prefixed>>>,
+    /// A write is in progress: still set afterwards, it was cancelled mid-frame (`write`).
+    torn: std::cell::Cell<bool>,
 }
 
 pub struct Reader {
@@ -36,7 +38,7 @@ pub async fn open(mut io: Stream, handshake: &Handshake) -> Result<(Reader, Rc<W
     read.set_max_message_size(MAX_FRAME);
     read.set_auto_pong(true);
     read.set_auto_close(true);
-    let writer = Rc::new(Writer { ws: tokio::sync::Mutex::new(write) });
+    let writer = Rc::new(Writer { ws: tokio::sync::Mutex::new(write), torn: std::cell::Cell::new(false) });
     Ok((Reader { ws: read, writer: writer.clone() }, writer))
 }
 
@@ -45,16 +47,45 @@ impl Writer {
     pub async fn send(&self, mut payload: Vec<u8>, binary: bool) -> Result<(), Failure> {
         let opcode = if binary { OpCode::Binary } else { OpCode::Text };
         let frame = Frame::new(true, opcode, None, Payload::BorrowedMut(&mut payload));
-        self.ws.lock().await.write_frame(frame).await.map_err(failure)
+        self.write(frame).await.map_err(failure)
+    }
+
+    /// A ping or a pong of the script's own (a control frame: at most 125 bytes, RFC 6455 §5.5).
+    pub async fn control(&self, ping: bool, mut payload: Vec<u8>) -> Result<(), Failure> {
+        if payload.len() > 125 {
+            return Err(violation("a control frame's payload is at most 125 bytes"));
+        }
+        let opcode = if ping { OpCode::Ping } else { OpCode::Pong };
+        let frame = Frame::new(true, opcode, None, Payload::BorrowedMut(&mut payload));
+        self.write(frame).await.map_err(failure)
     }
 
     /// Says goodbye (close 1000) without waiting for the server's close.
     pub async fn close(&self) {
-        let _ = self.ws.lock().await.write_frame(Frame::close(1000, b"")).await;
+        self.close_with(1000, b"").await;
+    }
+
+    /// A close frame with `code` and `reason`, without waiting for the server's (none after a frame left
+    /// half written: it would read as that frame's rest). Whether it was written.
+    pub async fn close_with(&self, code: u16, reason: &[u8]) -> bool {
+        self.write(Frame::close(code, reason)).await.is_ok()
     }
 
     async fn obliged(&self, frame: Frame<'_>) -> Result<(), WebSocketError> {
-        self.ws.lock().await.write_frame(frame).await
+        self.write(frame).await
+    }
+
+    /// Writes a frame, unless one before it was left half written (its write cancelled: the operation
+    /// ended by the script or its user's stop), after which the connection can only be dropped.
+    async fn write(&self, frame: Frame<'_>) -> Result<(), WebSocketError> {
+        let mut ws = self.ws.lock().await;
+        if self.torn.get() {
+            return Err(WebSocketError::ConnectionClosed);
+        }
+        self.torn.set(true);
+        let written = ws.write_frame(frame).await;
+        self.torn.set(false);
+        written
     }
 }
 

@@ -22,6 +22,7 @@ pub use conn::{Reply, WsConn};
 pub use duplex::{Incoming, Reader, Writer};
 pub use handshake::Handshake;
 pub use op::{WsOp, WsTx};
+pub use wire::is_close_frame;
 
 /// The largest frame a reply may carry. A bigger one fails the exchange (`too large`) before its
 /// payload is read: 10,000 connections must not each hold a server's 64 MB frame.

@@ -29,6 +29,11 @@ pub(super) fn closed(payload: &[u8]) -> Failure {
     }
 }
 
+/// Whether `f` is a server's close frame (`closed`), not a connection that ended without one.
+pub fn is_close_frame(f: &Failure) -> bool {
+    f.kind == FailureKind::Closed && f.detail.starts_with("(WebSocket close")
+}
+
 pub(super) fn failure(e: WebSocketError) -> Failure {
     match e {
         WebSocketError::IoError(e) => crate::net::classify_io(&e, "(WebSocket)"),
