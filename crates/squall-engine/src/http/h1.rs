@@ -1041,8 +1041,8 @@ mod tests {
         fn opened(&mut self, at: Instant) {
             self.told.opened(at);
         }
-        fn progress(&mut self, at: Instant, events: u64) {
-            self.told.progress(at, events);
+        fn progress(&mut self, at: Instant, events: u64, tokens: Tokens) {
+            self.told.progress(at, events, tokens);
         }
         fn body(&mut self, bytes: &[u8]) -> Result<(), Failure> {
             self.body.extend_from_slice(bytes);

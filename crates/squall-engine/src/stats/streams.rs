@@ -178,23 +178,30 @@ impl StreamStats {
 }
 
 /// The clock of one stream being read: what its events are timed from.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct StreamClock {
     /// The request's start (its latency's origin).
     pub origin: Instant,
     /// The last event's time, once there was one.
     pub last: Option<Instant>,
-    /// The first and the last output event's time, once there was one (`tokens`).
-    first_token: Option<Instant>,
-    last_token: Option<Instant>,
-    /// Output events so far, and the server's count as last read.
+    /// A model's output, once the stream carried some (boxed: every scripted request's future holds a
+    /// clock, and a native user's task must stay small, `script::native`'s test).
+    tokens: Option<Box<TokenClock>>,
+}
+
+/// The tokens of one stream: its first and last output event's time, its output events so far, and
+/// the server's count as last read.
+#[derive(Clone, Copy, Debug, Default)]
+struct TokenClock {
+    first: Option<Instant>,
+    last: Option<Instant>,
     chunks: u64,
     usage: Option<u64>,
 }
 
 impl StreamClock {
     pub fn new(origin: Instant) -> StreamClock {
-        StreamClock { origin, last: None, first_token: None, last_token: None, chunks: 0, usage: None }
+        StreamClock { origin, last: None, tokens: None }
     }
 
     /// What a read brought of a language model's output, at `at`: its first token's time or the gap
@@ -202,25 +209,29 @@ impl StreamClock {
     /// events; a usage is counted at the stream's end).
     #[inline]
     pub fn tokens(&mut self, stats: &mut TokenStats, t: Tokens, at: Instant) -> u64 {
+        if t == Tokens::default() {
+            return 0;
+        }
+        let c = self.tokens.get_or_insert_default();
         if t.usage.is_some() {
-            self.usage = t.usage;
+            c.usage = t.usage;
         }
         if t.chunks == 0 {
             return 0;
         }
-        match self.last_token {
+        match c.last {
             None => {
                 stats.ttft.record(micros(at.saturating_duration_since(self.origin)));
                 stats.streams += 1;
-                self.first_token = Some(at);
+                c.first = Some(at);
             }
             Some(l) => stats.itl.record(micros(at.saturating_duration_since(l))),
         }
         if t.chunks > 1 {
             stats.itl.record_n(0, t.chunks - 1);
         }
-        self.last_token = Some(at);
-        self.chunks += t.chunks;
+        c.last = Some(at);
+        c.chunks += t.chunks;
         stats.tokens += t.chunks;
         t.chunks
     }
@@ -228,18 +239,19 @@ impl StreamClock {
     /// The stream ended at `at` (completed or cut): its time per output token, and the tokens its
     /// usage adds beyond its output events (counted now; returned for the seconds).
     pub fn ended(&mut self, stats: &mut TokenStats, at: Instant) -> u64 {
-        let more = match self.usage.take() {
+        let Some(c) = self.tokens.take() else { return 0 };
+        let more = match c.usage {
             Some(u) => {
                 stats.counted += 1;
-                if self.first_token.is_none() && u > 0 {
+                if c.first.is_none() && u > 0 {
                     stats.streams += 1; // tokens counted, none seen as output (e.g. tool-less formats)
                 }
-                u.saturating_sub(self.chunks)
+                u.saturating_sub(c.chunks)
             }
             None => 0,
         };
-        let total = self.chunks + more;
-        if let (Some(first), true) = (self.first_token, total > 1) {
+        let total = c.chunks + more;
+        if let (Some(first), true) = (c.first, total > 1) {
             stats.tpot.record(micros(at.saturating_duration_since(first)) / (total - 1));
         }
         stats.tokens += more;
