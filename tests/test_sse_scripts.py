@@ -86,6 +86,21 @@ def test_events_reach_the_script_as_the_server_sends_them(sse, tmp_path):
     assert abs(s["gap"]["percentiles_us"]["50"] / 1000 - GAP_MS) <= SLACK_MS / 2, s
 
 
+def test_events_reach_the_script_as_they_arrive_over_http2(tmp_path):
+    """`--http2` (h2c to tests/servers/sse_h2_server.py, an event a DATA frame): the call returns at the
+    head and each line reaches the script as its frame arrives, with HTTP/1.1's bounds."""
+    with serving("sse_h2_server.py") as port:
+        base = f"http://127.0.0.1:{port}"
+        records, r, _ = run(tmp_path, base, "times", 3, "--http2")
+        truth = json.loads(squall_get(base + "/__sent"))
+    check_arrivals(records)
+    assert all((x["head"] - x["t0"]) * 1000 < FIRST_MS / 2 for x in records), records
+    e = endpoint(r, "sse")
+    assert e["requests"] == 3 and e["max_us"] < FIRST_MS / 2 * 1000, e
+    s = e["stream"]
+    assert (s["streams"], s["completed"], s["cut"], s["events"]) == (3, 3, 0, truth["events"]), s
+
+
 def test_fasthttpusers_iter_lines_streams_too(sse, tmp_path):
     records, r, _ = run(tmp_path, sse, "times", 3, user="FastReader")
     check_arrivals(records)
@@ -179,9 +194,8 @@ def test_users_reading_an_endless_stream_stop_on_time(sse, tmp_path):
 
 @pytest.mark.parametrize("http2", [False, True], ids=["http1", "http2"])
 def test_streamed_bodies_over_http2_and_streamed_failures(nginx, odd_server, tmp_path, http2):
-    """Over HTTP/2 a streamed request's body comes whole before the call returns, then reads as a
-    streamed one's; a streamed request that got no response is a streamed response too (a with block,
-    an empty body), its failure recorded; over HTTP/1.1, redirects are followed (the cookie set on the
+    """Over HTTP/2 a streamed request's body reads as over HTTP/1.1; a streamed request that got no
+    response is a streamed response too (a with block, an empty body), its failure recorded; over HTTP/1.1, redirects are followed (the cookie set on the
     way sent on) before the last response's body is streamed, and a redirect loop fails as requests'."""
     out, result = tmp_path / "out.jsonl", tmp_path / "r.json"
     url, flags = (nginx.h2c_url, ["--http2"]) if http2 else (nginx.url, [])

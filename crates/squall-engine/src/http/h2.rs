@@ -176,10 +176,29 @@ impl H2Conn {
         template: &http::Request<()>,
         body: &Bytes,
         keep: bool,
-        mut on_connect: impl FnMut(Duration),
+        on_connect: impl FnMut(Duration),
         connecting: &Cell<bool>,
         watch: &mut W,
     ) -> Result<Response, Failure> {
+        let (resp, _) =
+            self.exchange_body(connector, template, body, keep, on_connect, connecting, watch, false).await?;
+        Ok(resp)
+    }
+
+    /// `exchange`; with `head_only`, it returns at the response's head, its body left to read from the
+    /// `BodyStream` (a script's streamed request: `script::request::run_stream`).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn exchange_body<W: StreamWatch>(
+        &self,
+        connector: &Connector,
+        template: &http::Request<()>,
+        body: &Bytes,
+        keep: bool,
+        mut on_connect: impl FnMut(Duration),
+        connecting: &Cell<bool>,
+        watch: &mut W,
+        head_only: bool,
+    ) -> Result<(Response, Option<BodyStream>), Failure> {
         let mut tries = 0;
         loop {
             let (number, send) = match self.current() {
@@ -187,7 +206,7 @@ impl H2Conn {
                 None => opening(connecting, &mut on_connect, self.connect(connector)).await?,
             };
             let mut in_flight = InFlight { conn: self, number, armed: true };
-            let result = self.send(send, template, body, keep, watch).await;
+            let result = self.send(send, template, body, keep, watch, head_only).await;
             in_flight.armed = false;
             tries += 1;
             match result {
@@ -211,7 +230,8 @@ impl H2Conn {
         body: &Bytes,
         keep: bool,
         watch: &mut W,
-    ) -> Result<Response, Failed> {
+        head_only: bool,
+    ) -> Result<(Response, Option<BodyStream>), Failed> {
         let mut send = send.ready().await.map_err(Failed::from)?;
         let mut req = http::Request::new(());
         *req.method_mut() = template.method().clone();
@@ -222,7 +242,7 @@ impl H2Conn {
             stream.send_data(body.clone(), true).map_err(Failed::from)?;
         }
         let response = response.await.map_err(Failed::from)?;
-        let (parts, mut recv) = response.into_parts();
+        let (parts, recv) = response.into_parts();
         let mut out = Response { status: parts.status.as_u16(), ..Default::default() };
         if keep {
             out.headers = Some(
@@ -235,34 +255,61 @@ impl H2Conn {
         }
         let event_stream =
             parts.headers.get(http::header::CONTENT_TYPE).is_some_and(|v| sse::is_event_stream(v.as_bytes()));
-        let mut parser = (W::WATCHING && event_stream && !recv.is_end_stream()).then(SseParser::new);
+        let parser = (W::WATCHING && event_stream && !recv.is_end_stream()).then(SseParser::new);
         if parser.is_some() {
             watch.opened(Instant::now());
         }
+        let mut rest = BodyStream { recv, parser };
+        if head_only {
+            return Ok((out, Some(rest)));
+        }
         let mut kept = keep.then(Vec::new);
-        while let Some(chunk) = recv.data().await {
+        out.body_bytes = rest.read_into(&mut kept, watch).await?;
+        out.wire_bytes = out.body_bytes;
+        out.body = kept;
+        Ok((out, None))
+    }
+}
+
+/// A response's body still to read, as its DATA frames come (its events parsed if it is a watched
+/// event stream). Dropped unread, the h2 crate resets the stream (RST_STREAM CANCEL); the connection
+/// serves on.
+pub struct BodyStream {
+    recv: h2::RecvStream,
+    parser: Option<SseParser>,
+}
+
+impl BodyStream {
+    /// Reads the rest of the body: each DATA frame's bytes to `watch.body` (with `TAKES_BODY`: a
+    /// script's streamed response), its events told to `watch`. Returns the body's length.
+    pub async fn read<W: StreamWatch>(mut self, watch: &mut W) -> Result<u64, Failure> {
+        self.read_into(&mut None, watch).await.map_err(|f| f.failure)
+    }
+
+    /// `read`, the bytes kept in `kept` too if given (at most `MAX_KEPT_BODY`).
+    async fn read_into<W: StreamWatch>(&mut self, kept: &mut Option<Vec<u8>>, watch: &mut W) -> Result<u64, Failed> {
+        let stream_error = |failure| Failed { failure, broken: false, refused: false };
+        let mut total = 0u64;
+        while let Some(chunk) = self.recv.data().await {
             let chunk = chunk.map_err(Failed::from)?;
-            out.body_bytes += chunk.len() as u64;
-            let _ = recv.flow_control().release_capacity(chunk.len());
-            if let Some(p) = parser.as_mut().filter(|_| !chunk.is_empty()) {
+            total += chunk.len() as u64;
+            let _ = self.recv.flow_control().release_capacity(chunk.len());
+            if let Some(p) = self.parser.as_mut().filter(|_| !chunk.is_empty()) {
                 let mut t = Tokens::default();
-                let events = p.feed(&chunk, |e| tokens::read(&mut t, e.data)).map_err(|failure| Failed {
-                    failure,
-                    broken: false,
-                    refused: false,
-                })?;
+                let events = p.feed(&chunk, |e| tokens::read(&mut t, e.data)).map_err(stream_error)?;
                 watch.progress(Instant::now(), events, t);
+            }
+            if W::TAKES_BODY {
+                watch.body(&chunk).map_err(stream_error)?;
             }
             if let Some(k) = kept.as_mut() {
                 if k.len() + chunk.len() > MAX_KEPT_BODY {
                     // The stream is reset when `recv` drops; the connection serves on.
-                    return Err(Failed { failure: too_large_body(), broken: false, refused: false });
+                    return Err(stream_error(too_large_body()));
                 }
                 k.extend_from_slice(&chunk);
             }
         }
-        out.wire_bytes = out.body_bytes;
-        out.body = kept;
-        Ok(out)
+        Ok(total)
     }
 }

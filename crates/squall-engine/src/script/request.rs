@@ -2,7 +2,7 @@
 //! HTTP/2), the redirects it follows, and its timing and record once it completes.
 
 use crate::http::h1::{H1Conn, Keep, NoStreams, PendingBody, StreamWatch, Timing};
-use crate::http::h2::{build_request, H2Conn};
+use crate::http::h2::{build_request, BodyStream, H2Conn};
 use crate::http::request::needs_length;
 use crate::http::response::{too_large_body, Response, MAX_KEPT_BODY};
 use crate::net::Stamp;
@@ -124,11 +124,11 @@ pub(super) struct ScriptStreams<'a> {
     held: Option<Box<Held>>,
 }
 
-/// A streamed response's connection with its body still to read, and the pool it came from.
-pub(super) struct Held {
-    conn: H1Conn,
-    pending: PendingBody,
-    key: (u64, usize, bool),
+/// A streamed response's body still to read: over HTTP/1.1 on its connection (back to the pool it
+/// came from once read), over HTTP/2 on its stream (the connection shared, staying in the pool).
+pub(super) enum Held {
+    H1 { conn: H1Conn, pending: PendingBody, key: (u64, usize, bool) },
+    H2(BodyStream),
 }
 
 /// A script's streamed request (`stream=True`, `ScriptRequest::stream`): sent and its redirects followed
@@ -180,16 +180,19 @@ pub(super) async fn run_stream(
     };
     let held = streams.held.take();
     // As Locust records a streamed request: its size is the Content-Length, else 0.
-    resp.body_bytes = match (&held, &resp.headers) {
-        (Some(h), _) => h.pending.length(),
-        (None, Some(pairs)) => pairs.iter().find(|(k, _)| k == "content-length").and_then(|(_, v)| v.parse().ok()),
-        (None, None) => None,
+    resp.body_bytes = match (held.as_deref(), &resp.headers) {
+        (Some(Held::H1 { pending, .. }), _) => pending.length(),
+        (_, Some(pairs)) => pairs.iter().find(|(k, _)| k == "content-length").and_then(|(_, v)| v.parse().ok()),
+        (_, None) => None,
     }
     .unwrap_or(0);
     let elapsed = record_response(&engine, &r, begin, endpoint, &resp, (deferred, phases, timing), now);
     let alive = Arc::new(AtomicBool::new(true));
-    let key = held.as_ref().map_or((user, 0, false), |h| h.key);
-    // Over HTTP/2 the body came whole with its head (`exchange_h2`): the script takes it as streamed.
+    let key = match held.as_deref() {
+        Some(Held::H1 { key, .. }) => *key,
+        _ => (user, 0, false),
+    };
+    // A body that came whole with its head (a redirect not followed over HTTP/2): taken as streamed.
     let whole = resp.body.take().filter(|b| !b.is_empty());
     let state = Rc::new(Streamed {
         user,
@@ -221,18 +224,21 @@ pub(super) async fn run_stream(
         stream: Some(alive),
         ..Completion::default()
     });
-    let Some(held) = held else {
-        // Over HTTP/2 (read whole with its head): a stream that ended with it.
-        if streams.opened {
-            engine.recorder.borrow_mut().stream_ended(now, endpoint, &mut streams.clock, None);
-        }
-        return;
-    };
-    let Held { mut conn, pending, key: _ } = *held;
+    let Some(held) = held else { return };
     let opened = streams.opened;
     let mut sink = BodySink { streams, state: &state };
+    let mut kept_conn = None;
     let read = {
-        let read = conn.read_body(pending, &mut sink);
+        let read = async {
+            match *held {
+                Held::H1 { mut conn, pending, key: _ } => {
+                    let r = conn.read_body(pending, &mut sink).await;
+                    kept_conn = Some(conn);
+                    r
+                }
+                Held::H2(body) => body.read(&mut sink).await,
+            }
+        };
         tokio::pin!(read);
         loop {
             let due = state.last_read.get() + read_timeout;
@@ -250,7 +256,7 @@ pub(super) async fn run_stream(
         let failure = read.as_ref().err();
         engine.recorder.borrow_mut().stream_ended(Instant::now(), endpoint, &mut sink.streams.clock, failure);
     }
-    if read.is_ok() && !resp.close {
+    if let (true, false, Some(conn)) = (read.is_ok(), resp.close, kept_conn) {
         *state.conn.borrow_mut() = Some(conn);
     }
     *state.end.borrow_mut() = Some(read.map(|_| ()));
@@ -462,7 +468,8 @@ pub(super) async fn exchange(
     if engine.options.http2 {
         // Boxed: HTTP/2's exchange (its connect and TLS with it) would otherwise make every request's
         // state as large, HTTP/1.1's too: see `exchange_h2`.
-        return Box::pin(exchange_h2(engine, key, hop, streams)).await;
+        let follows = r.max_redirects.is_some();
+        return Box::pin(exchange_h2(engine, key, hop, r.stream.is_some(), follows, streams)).await;
     }
     if r.stream.is_some() {
         let follows = r.max_redirects.is_some();
@@ -549,6 +556,8 @@ async fn exchange_h2(
     engine: &Engine,
     key: (u64, usize, bool),
     hop: Hop<'_>,
+    stream: bool,
+    follows: bool,
     streams: &mut ScriptStreams<'_>,
 ) -> Result<(Response, Phases, Timing), Failure> {
     let (user, origin, insecure) = key;
@@ -572,13 +581,25 @@ async fn exchange_h2(
     let req = build_request(method, url, &all).map_err(|m| Failure::new(FailureKind::Protocol, m))?;
     let on_connect = |t| engine.recorder.borrow_mut().record_connect(t);
     let body = Bytes::copy_from_slice(body);
-    let mut resp = conn.exchange(&connector, &req, &body, true, on_connect, &Cell::new(false), streams).await?;
+    let connecting = Cell::new(false);
+    let (mut resp, rest) =
+        conn.exchange_body(&connector, &req, &body, true, on_connect, &connecting, streams, stream).await?;
     // Set-Cookie and Location picked out; the list goes to the script as it is (`Head::Pairs`).
     for (k, v) in resp.headers.iter().flatten() {
         if k == "set-cookie" {
             resp.set_cookies.push(v.clone());
         } else if k == "location" {
             resp.location = Some(v.clone());
+        }
+    }
+    // A streamed request (`run_stream`) returns at the head, its body held, unless it is a redirect
+    // `follow` will follow (then read and dropped, as over HTTP/1.1).
+    if let Some(rest) = rest {
+        let redirect = matches!(resp.status, 301 | 302 | 303 | 307 | 308) && resp.location.is_some();
+        if redirect && follows {
+            rest.read(&mut NoStreams).await?;
+        } else {
+            streams.held = Some(Box::new(Held::H2(rest)));
         }
     }
     Ok((resp, Phases::default(), Timing::default())) // (HTTP/2 is not broken down: stats::timing)
@@ -625,7 +646,7 @@ async fn exchange_stream(
                         engine.pool.borrow_mut().give_back(key, c);
                     }
                 } else {
-                    streams.held = Some(Box::new(Held { conn: c, pending, key }));
+                    streams.held = Some(Box::new(Held::H1 { conn: c, pending, key }));
                 }
                 return Ok((resp, opened, timing));
             }
