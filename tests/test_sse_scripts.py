@@ -195,8 +195,9 @@ def test_users_reading_an_endless_stream_stop_on_time(sse, tmp_path):
 @pytest.mark.parametrize("http2", [False, True], ids=["http1", "http2"])
 def test_streamed_bodies_over_http2_and_streamed_failures(nginx, odd_server, tmp_path, http2):
     """Over HTTP/2 a streamed request's body reads as over HTTP/1.1; a streamed request that got no
-    response is a streamed response too (a with block, an empty body), its failure recorded; over HTTP/1.1, redirects are followed (the cookie set on the
-    way sent on) before the last response's body is streamed, and a redirect loop fails as requests'."""
+    response is a streamed response too (a with block, an empty body), its failure recorded; over
+    HTTP/1.1, redirects are followed (the cookie set on the way sent on) before the last response's
+    body is streamed, and a redirect loop fails as requests'."""
     out, result = tmp_path / "out.jsonl", tmp_path / "r.json"
     url, flags = (nginx.h2c_url, ["--http2"]) if http2 else (nginx.url, [])
     env = {**os.environ, "OUT": str(out), **({} if http2 else {"ODD_URL": odd_server.url})}
