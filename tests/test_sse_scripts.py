@@ -109,9 +109,8 @@ def test_fasthttpusers_iter_lines_streams_too(sse, tmp_path):
 
 
 def test_sseclient_py_reads_the_events_as_they_arrive(sse, tmp_path):
-    """sseclient-py's SSEClient(response), which iterates the response (not a dependency of squall's:
-    skipped without it)."""
-    pytest.importorskip("sseclient")
+    """sseclient-py's SSEClient(response), which iterates the response (pinned in requirements/dev.txt
+    for the tests; not a dependency of squall's)."""
     records, r, _ = run(tmp_path, sse, "sseclient", 3)
     check_arrivals(records)
     assert endpoint(r, "sse")["stream"]["completed"] == 3
