@@ -300,6 +300,8 @@ def test_demo_runs_with_nothing_installed(tmp_path):
     assert r["aggregate"]["requests"] > 100 and r["aggregate"]["failures"] > 0  # /demo fails 3% of the time
     # Then the target's WebSocket echo: 20 connections exchanging messages.
     assert "Running: squall bench ws://127.0.0.1:" in p.stderr and "Target       WS ws://127.0.0.1:" in p.stdout
+    # Then the target's simulated language model: its streamed chat completions' tokens timed.
+    assert "simulated language model" in p.stderr and "time to first token" in p.stdout
     # Then MQTT devices against the embedded broker, every message checked.
     assert "Demo MQTT broker (rumqttd)" in p.stderr
     assert "Delivery     2,000 of 2,000 delivered, 0 lost" in p.stdout

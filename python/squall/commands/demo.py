@@ -1,9 +1,13 @@
 """`squall demo`: the built-in target on 127.0.0.1 and a short bench against it, a WebSocket run against
-its echo, then MQTT devices publishing to the embedded broker with every message's delivery checked."""
+its echo, streamed chat completions of its simulated language model (time to first token, inter-token
+latency, tokens a second), then MQTT devices publishing to the embedded broker with every message's
+delivery checked."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import shlex
 import signal
 import sys
 import threading
@@ -20,15 +24,18 @@ if TYPE_CHECKING:
 def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
     p = commands.add_parser(
         "demo",
-        help="bench the built-in target, its WebSocket echo, then an MQTT run against its broker",
+        help="bench the built-in target, its WebSocket echo, its simulated LLM, then an MQTT run against its broker",
         description="Start the built-in target on 127.0.0.1 and bench it for 10 s, then its WebSocket echo, then "
-        "publish to the embedded MQTT broker with delivery verified.",
+        "its simulated language model's streamed chat completions, then publish to the embedded MQTT broker with "
+        "delivery verified.",
     )
     p.add_argument("--port", type=int, default=0, help="the target's port (default: a free one)")
     p.add_argument("-t", "--duration", default="10s", help="how long the demo bench runs (default 10s)")
     p.add_argument("-c", "--connections", default="20", help="connections (default 20)")
     p.add_argument("--ws-duration", default="3s", help="how long the WebSocket part runs (default 3s)")
     p.add_argument("--no-ws", action="store_true", help="skip the WebSocket part")
+    p.add_argument("--llm-duration", default="3s", help="how long the simulated LLM part runs (default 3s)")
+    p.add_argument("--no-llm", action="store_true", help="skip the simulated LLM part")
     p.add_argument("--mqtt-duration", default="5s", help="how long the MQTT part publishes (default 5s)")
     p.add_argument("--no-mqtt", action="store_true", help="skip the MQTT part")
     p.add_argument("--serve", action="store_true", help="only serve the target (and the MQTT broker) until Ctrl-C")
@@ -61,11 +68,34 @@ def run(args: argparse.Namespace) -> int:
             ws += ["--message", '{"op": "ping"}']
             sys.stderr.write(f"\nThe target's WebSocket echo\nRunning: squall bench {' '.join(ws)}\n\n")
             code = bench.run(_parse(bench.add_parser, "bench", ws)) or code
+        if not args.no_llm:
+            code = _llm(base, args) or code
         if args.no_mqtt:
             return code
         return _mqtt(args) or code
     finally:
         target.stop()
+
+
+# A chat completion streamed by the target's simulated model: 32 tokens, the usage chunk asked for.
+CHAT = {
+    "model": "squall-demo",
+    "messages": [{"role": "user", "content": "How did the load test go?"}],
+    "stream": True,
+    "max_tokens": 32,
+    "stream_options": {"include_usage": True},
+}
+
+
+def _llm(base: str, args: argparse.Namespace) -> int:
+    """The target's simulated model (/v1/chat/completions): the first token 200 ms after the request,
+    each next 20 ms later, so that the summary's tokens block has numbers to read against those."""
+    llm = [f"{base}/v1/chat/completions?ttft_ms=200&itl_ms=20", "-m", "POST", "-c", "10", "-t", args.llm_duration]
+    llm += ["-H", "Content-Type: application/json", "-d", json.dumps(CHAT)]
+    shown = " ".join(shlex.quote(a) for a in llm)
+    sys.stderr.write("\nThe target's simulated language model (first token 200 ms, then one each 20 ms)\n")
+    sys.stderr.write(f"Running: squall bench {shown}\n\n")
+    return bench.run(_parse(bench.add_parser, "bench", llm))
 
 
 def _parse(add_parser: Callable[[Subcommands], object], name: str, argv: list[str]) -> argparse.Namespace:
