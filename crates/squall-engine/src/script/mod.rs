@@ -431,38 +431,35 @@ impl ScriptEngine {
     /// Starts a request; its completion comes from `poll` under the returned id. A URL that cannot be
     /// requested (no host, a bad URL) is an error at once.
     pub fn submit(&self, user: u64, r: ScriptRequest) -> Result<u64, String> {
+        self.start(user, r, false)
+    }
+
+    /// Starts a streamed request (`ScriptRequest::stream`): its head's completion comes from `poll`
+    /// under the returned id, its body from `stream_take` under the same id. A completion without a
+    /// response (a failure) is a streamed one's too, its body ended.
+    pub fn submit_stream(&self, user: u64, r: ScriptRequest) -> Result<u64, String> {
+        let streamed = r.stream.is_some();
+        self.start(user, r, streamed)
+    }
+
+    fn start(&self, user: u64, r: ScriptRequest, streamed: bool) -> Result<u64, String> {
         let engine = &self.engine;
         let (known, name, endpoint) = engine.resolve(&r)?;
         let id = self.next_id();
         // The first request of an open-model iteration counts from the iteration's intended start.
         let begin = engine.open.borrow_mut().as_mut().and_then(|o| o.begins.remove(&user)).unwrap_or_else(Instant::now);
         let (deadline, url, shape) = (Instant::now() + r.timeout, known.url.clone(), r.shape.clone());
-        let task =
-            self.local.spawn_local(run_request(engine.clone(), id, user, r, known, begin, endpoint, name.clone()));
+        let (e, n) = (engine.clone(), name.clone());
+        let task = if streamed {
+            self.local.spawn_local(run_stream(e, id, user, r, known, begin, endpoint, n))
+        } else {
+            self.local.spawn_local(run_request(e, id, user, r, known, begin, endpoint, n))
+        };
         let running = Running { user, task: task.abort_handle(), begin, deadline, endpoint, name, url, shape };
         engine.running.borrow_mut().insert(id, running);
-        Ok(id)
-    }
-
-    /// Starts a streamed request (`ScriptRequest::stream`; over HTTP/2, whose scripted responses are
-    /// not streamed yet, its completion comes once the body was read whole, then taken as a streamed
-    /// one's); its head's completion comes from `poll` under the returned id, its body from
-    /// `stream_take` under the same id. A completion without a response (a failure) is a streamed
-    /// one's too, its body ended.
-    pub fn submit_stream(&self, user: u64, r: ScriptRequest) -> Result<u64, String> {
-        if r.stream.is_none() {
-            return self.submit(user, r);
+        if streamed {
+            engine.stream_heads.borrow_mut().insert(id);
         }
-        let engine = &self.engine;
-        let (known, name, endpoint) = engine.resolve(&r)?;
-        let id = self.next_id();
-        let begin = engine.open.borrow_mut().as_mut().and_then(|o| o.begins.remove(&user)).unwrap_or_else(Instant::now);
-        let (deadline, url, shape) = (Instant::now() + r.timeout, known.url.clone(), r.shape.clone());
-        let task =
-            self.local.spawn_local(run_stream(engine.clone(), id, user, r, known, begin, endpoint, name.clone()));
-        let running = Running { user, task: task.abort_handle(), begin, deadline, endpoint, name, url, shape };
-        engine.running.borrow_mut().insert(id, running);
-        engine.stream_heads.borrow_mut().insert(id);
         Ok(id)
     }
 

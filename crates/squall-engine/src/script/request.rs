@@ -31,34 +31,73 @@ pub(super) async fn run_request(
     name: Rc<str>,
 ) {
     let (result, elapsed) = measure(&engine, Sender::script(user), &r, &known, begin, endpoint).await;
+    let of = Completed { id, r: &r, known: &known, name: &name, endpoint };
     let completion = match result {
-        Ok((mut resp, redirected)) => Completion {
-            id,
+        Ok((mut resp, redirected)) => {
+            Completion { body: resp.body.take().unwrap_or_default(), ..of.answered(&mut resp, elapsed, redirected) }
+        }
+        Err(failure) => of.failed(elapsed, &failure),
+    };
+    engine.running.borrow_mut().remove(&id);
+    engine.push(completion);
+}
+
+/// What a request's completion says of the request besides its outcome.
+struct Completed<'a> {
+    id: u64,
+    r: &'a ScriptRequest,
+    known: &'a KnownUrl,
+    name: &'a str,
+    endpoint: EndpointId,
+}
+
+impl Completed<'_> {
+    /// Answered by `resp` (its head taken; its body left to the caller), at `redirected` if a redirect
+    /// led elsewhere.
+    fn answered(&self, resp: &mut Response, elapsed: Duration, redirected: Option<String>) -> Completion {
+        Completion {
+            id: self.id,
             status: resp.status,
             head: match (resp.raw_head.take(), resp.headers.take()) {
                 (None, Some(pairs)) => Head::Pairs(pairs),
                 (raw, _) => Head::Raw(raw.unwrap_or_default()),
             },
-            body: resp.body.take().unwrap_or_default(),
             elapsed_us: elapsed.as_micros() as u64,
-            error: None,
-            url: redirected.unwrap_or_else(|| known.url.to_string()),
-            name: name.to_string(),
-            request: Some((r.shape.clone(), Endpoint(endpoint))),
-            stream: None,
-        },
-        Err(failure) => Completion {
-            id,
+            url: redirected.unwrap_or_else(|| self.known.url.to_string()),
+            name: self.name.to_string(),
+            request: Some((self.r.shape.clone(), Endpoint(self.endpoint))),
+            ..Completion::default()
+        }
+    }
+
+    /// Failed without an answer.
+    fn failed(&self, elapsed: Duration, failure: &Failure) -> Completion {
+        Completion {
+            id: self.id,
             elapsed_us: elapsed.as_micros() as u64,
             error: Some(failure.message()),
-            url: known.url.to_string(),
-            name: name.to_string(),
-            request: Some((r.shape.clone(), Endpoint(endpoint))),
+            url: self.known.url.to_string(),
+            name: self.name.to_string(),
+            request: Some((self.r.shape.clone(), Endpoint(self.endpoint))),
             ..Completion::default()
-        },
-    };
-    engine.running.borrow_mut().remove(&id);
-    engine.push(completion);
+        }
+    }
+}
+
+/// Records a request that failed at `now` (unless the script judges it), and returns its latency.
+fn record_failure(
+    engine: &Engine,
+    r: &ScriptRequest,
+    begin: Instant,
+    endpoint: EndpointId,
+    failure: &Failure,
+    now: Instant,
+) -> Duration {
+    let elapsed = now.saturating_duration_since(begin);
+    if r.record {
+        engine.recorder.borrow_mut().record(now, endpoint, elapsed, &Outcome::Failed(failure.clone()));
+    }
+    elapsed
 }
 
 /// Who sends a request, and what a native user brings to it: the request's bytes made beforehand
@@ -103,10 +142,7 @@ pub(super) async fn measure(
             (Ok((resp, url)), elapsed)
         }
         Err(failure) => {
-            let elapsed = now.saturating_duration_since(begin);
-            if r.record {
-                engine.recorder.borrow_mut().record(now, endpoint, elapsed, &Outcome::Failed(failure.clone()));
-            }
+            let elapsed = record_failure(engine, r, begin, endpoint, &failure, now);
             (Err(failure), elapsed)
         }
     }
@@ -159,22 +195,12 @@ pub(super) async fn run_stream(
             if streams.opened {
                 engine.recorder.borrow_mut().stream_ended(now, endpoint, &mut streams.clock, Some(&failure));
             }
-            let elapsed = now.saturating_duration_since(begin);
-            if r.record {
-                engine.recorder.borrow_mut().record(now, endpoint, elapsed, &Outcome::Failed(failure.clone()));
-            }
+            let elapsed = record_failure(&engine, &r, begin, endpoint, &failure, now);
             engine.running.borrow_mut().remove(&id);
             engine.stream_heads.borrow_mut().remove(&id);
-            engine.push(Completion {
-                id,
-                elapsed_us: elapsed.as_micros() as u64,
-                error: Some(failure.message()),
-                url: known.url.to_string(),
-                name: name.to_string(),
-                request: Some((r.shape.clone(), Endpoint(endpoint))),
-                stream: Some(Arc::new(AtomicBool::new(true))), // (its body: none, ended)
-                ..Completion::default()
-            });
+            let of = Completed { id, r: &r, known: &known, name: &name, endpoint };
+            // (its body: none, ended)
+            engine.push(Completion { stream: Some(Arc::new(AtomicBool::new(true))), ..of.failed(elapsed, &failure) });
             return;
         }
     };
@@ -210,20 +236,8 @@ pub(super) async fn run_stream(
     }
     engine.stream_heads.borrow_mut().remove(&id);
     engine.streams.borrow_mut().insert(id, state.clone());
-    engine.push(Completion {
-        id,
-        status: resp.status,
-        head: match (resp.raw_head.take(), resp.headers.take()) {
-            (None, Some(pairs)) => Head::Pairs(pairs),
-            (raw, _) => Head::Raw(raw.unwrap_or_default()),
-        },
-        elapsed_us: elapsed.as_micros() as u64,
-        url: redirected.unwrap_or_else(|| known.url.to_string()),
-        name: name.to_string(),
-        request: Some((r.shape.clone(), Endpoint(endpoint))),
-        stream: Some(alive),
-        ..Completion::default()
-    });
+    let of = Completed { id, r: &r, known: &known, name: &name, endpoint };
+    engine.push(Completion { stream: Some(alive), ..of.answered(&mut resp, elapsed, redirected) });
     let Some(held) = held else { return };
     let opened = streams.opened;
     let mut sink = BodySink { streams, state: &state };
