@@ -19,6 +19,50 @@ use tokio_rustls::TlsConnector;
 
 pub use stamped::{open_connections, Stamp, Tcp};
 
+/// `AsyncWrite` for a type that writes through its field `$io` (an `AsyncWrite + Unpin`), every method
+/// forwarded, vectored writes included (one `writev` for several buffers, where the default impl
+/// writes only the first): `Tcp` over tokio's stream, ws's `Prefixed` over a `Stream`.
+macro_rules! write_through {
+    ($ty:ty, $io:ident) => {
+        impl tokio::io::AsyncWrite for $ty {
+            fn poll_write(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &[u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                std::pin::Pin::new(&mut self.get_mut().$io).poll_write(cx, buf)
+            }
+
+            fn poll_write_vectored(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                bufs: &[std::io::IoSlice<'_>],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                std::pin::Pin::new(&mut self.get_mut().$io).poll_write_vectored(cx, bufs)
+            }
+
+            fn is_write_vectored(&self) -> bool {
+                self.$io.is_write_vectored()
+            }
+
+            fn poll_flush(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::pin::Pin::new(&mut self.get_mut().$io).poll_flush(cx)
+            }
+
+            fn poll_shutdown(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::pin::Pin::new(&mut self.get_mut().$io).poll_shutdown(cx)
+            }
+        }
+    };
+}
+pub(crate) use write_through;
+
 pub enum Stream {
     Plain(Tcp),
     Tls(Box<TlsStream<Tcp>>),
