@@ -120,10 +120,9 @@ export function fillStreams(body: HTMLElement, e: Endpoint | null, label: string
   return true;
 }
 
-/** Whether any second counted tokens: the tokens-a-second chart is drawn then. */
-export const hasTokens = (points: { tokens?: number }[], e: Endpoint | null): boolean =>
-  num(e && e.tokens) > 0 || points.some((p) => num(p.tokens) > 0);
+/** What the streams count a second (`Summary.events`, `Summary.tokens`): each has its chart. */
+export type StreamCount = "events" | "tokens";
 
-/** Whether any second counted events: the events-a-second chart is drawn then. */
-export const hasEvents = (points: { events?: number }[], e: Endpoint | null): boolean =>
-  num(e && e.events) > 0 || points.some((p) => num(p.events) > 0);
+/** Whether any second counted `key`: its a-second chart is drawn then. */
+export const hasCount = (key: StreamCount, points: { events?: number; tokens?: number }[], e: Endpoint | null): boolean =>
+  num(e && e[key]) > 0 || points.some((p) => num(p[key]) > 0);

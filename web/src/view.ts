@@ -40,7 +40,8 @@ import { barsOf, Distribution } from "./distribution";
 import { statusKeys, statusRow, statusSeries } from "./status";
 import { ALL, endpointLabel, Picker } from "./picker";
 import { fillBreakdown } from "./breakdown";
-import { fillStreams, hasEvents, hasTokens, streamOf } from "./streams";
+import { fillStreams, hasCount, streamOf } from "./streams";
+import type { StreamCount } from "./streams";
 
 /**
  * A report shorter than this has at most one second whose rate the time charts draw (a last second
@@ -572,26 +573,23 @@ export class RunView {
           return [this.rate(e ? num(e.requests) : 0, p), this.rate(e ? num(e.failures) : 0, p)];
         },
       });
-      specs.push({
-        id: "events",
-        when: (s) => hasEvents(this.points, s.aggregate),
-        sig: () => this.picker.value,
-        make: (slot) => new Chart(slot, { testid: "chart-events", title: "Events per second" + picked(), yFmt: rateFmt, series: [{ label: "events/s", color: COLORS.delivered }] }),
-        row: (p) => {
-          const e = this.entryOf(p);
-          return [this.rate(e ? num(e.events) : 0, p)];
-        },
-      });
-      specs.push({
-        id: "tokens",
-        when: (s) => hasTokens(this.points, s.aggregate),
-        sig: () => this.picker.value,
-        make: (slot) => new Chart(slot, { testid: "chart-tokens", title: "Output tokens per second" + picked(), yFmt: rateFmt, series: [{ label: "tokens/s", color: COLORS.rps }] }),
-        row: (p) => {
-          const e = this.entryOf(p);
-          return [this.rate(e ? num(e.tokens) : 0, p)];
-        },
-      });
+      // what event streams count a second: their events, and a model's output tokens (streams.ts)
+      const counts: [StreamCount, string, string, string][] = [
+        ["events", "Events per second", "events/s", COLORS.delivered],
+        ["tokens", "Output tokens per second", "tokens/s", COLORS.rps],
+      ];
+      for (const [key, title, label, color] of counts) {
+        specs.push({
+          id: key,
+          when: (s) => hasCount(key, this.points, s.aggregate),
+          sig: () => this.picker.value,
+          make: (slot) => new Chart(slot, { testid: "chart-" + key, title: title + picked(), yFmt: rateFmt, series: [{ label, color }] }),
+          row: (p) => {
+            const e = this.entryOf(p);
+            return [this.rate(e ? num(e[key]) : 0, p)];
+          },
+        });
+      }
       specs.push({
         id: "latency",
         when: always,
