@@ -2,7 +2,7 @@ import shutil
 
 import pytest
 
-from support import Nginx, OddServer
+from support import Nginx, OddServer, serving
 
 
 @pytest.fixture(scope="session")
@@ -10,6 +10,14 @@ def nginx(tmp_path_factory):
     server = Nginx(tmp_path_factory.mktemp("nginx"))
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def sse():
+    """tests/servers/sse_server.py (events and streamed chat completions at known delays; what it sent at
+    GET /__sent: support.sent): its base URL."""
+    with serving("sse_server.py") as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 @pytest.fixture

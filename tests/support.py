@@ -26,6 +26,11 @@ def squall_get(url, data=None):
         return resp.read()
 
 
+def sent(base):
+    """What an event-stream test server (sse_server.py, sse_h2_server.py) sent since it was last asked."""
+    return json.loads(squall_get(base + "/__sent"))
+
+
 def self_signed(workdir):
     """A throwaway certificate for localhost: workdir/cert.pem and workdir/key.pem."""
     subprocess.run(

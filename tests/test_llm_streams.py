@@ -14,7 +14,7 @@ import statistics
 
 import pytest
 
-from support import HERE, free_port, listening, serving, squall, squall_get, squall_process, wait_until
+from support import HERE, free_port, listening, sent, squall, squall_get, squall_process, wait_until
 from test_web import open_page, points, shot
 from test_web_reports import attr
 
@@ -23,16 +23,6 @@ pytestmark = pytest.mark.serial
 FIRST_MS, GAP_MS, TOKENS, STREAMS = 60, 15, 8, 6
 SLACK_MS = 5
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True, "max_tokens": TOKENS}
-
-
-@pytest.fixture(scope="module")
-def llm():
-    with serving("sse_server.py") as port:
-        yield f"http://127.0.0.1:{port}"
-
-
-def sent(base):
-    return json.loads(squall_get(base + "/__sent"))
 
 
 def bench(tmp_path, url, body, *args):
@@ -59,11 +49,11 @@ def check_times(t, truth):
     return server_gap
 
 
-def test_tokens_and_their_times_are_the_servers(llm, tmp_path):
-    sent(llm)
-    url = f"{llm}/v1/chat/completions?first={FIRST_MS}&ms={GAP_MS}"
+def test_tokens_and_their_times_are_the_servers(sse, tmp_path):
+    sent(sse)
+    url = f"{sse}/v1/chat/completions?first={FIRST_MS}&ms={GAP_MS}"
     p, r = bench(tmp_path, url, BODY, "-n", STREAMS, "-c", 2)
-    truth = sent(llm)
+    truth = sent(sse)
     s, agg = r["aggregate"]["stream"], r["aggregate"]
     # Each stream: the role chunk, 8 content chunks, the finish chunk and [DONE]; only content counts.
     assert truth["tokens"] == STREAMS * TOKENS and truth["whole"] == STREAMS
@@ -84,15 +74,15 @@ def test_tokens_and_their_times_are_the_servers(llm, tmp_path):
         assert row in p.stdout
 
 
-def test_the_servers_usage_is_the_count_when_it_gives_one(llm, tmp_path):
+def test_the_servers_usage_is_the_count_when_it_gives_one(sse, tmp_path):
     """stream_options.include_usage: the server counts 3 tokens a chunk (as a server whose chunks carry
     several tokens does); the usage is the count, added at each stream's end, in its second."""
-    sent(llm)
+    sent(sse)
     body = {**BODY, "stream_options": {"include_usage": True}}
     _, r = bench(
-        tmp_path, f"{llm}/v1/chat/completions?first={FIRST_MS}&ms={GAP_MS}&per=3", body, "-n", STREAMS, "-c", 3
+        tmp_path, f"{sse}/v1/chat/completions?first={FIRST_MS}&ms={GAP_MS}&per=3", body, "-n", STREAMS, "-c", 3
     )
-    truth = sent(llm)
+    truth = sent(sse)
     t = r["aggregate"]["stream"]["tokens"]
     assert truth["usage"] == STREAMS * TOKENS * 3
     assert (t["streams"], t["tokens"], t["counted_by_server"]) == (STREAMS, truth["usage"], STREAMS)
@@ -127,23 +117,23 @@ def test_the_demo_target_simulates_a_models_stream(tmp_path):
     assert whole["usage"]["completion_tokens"] == 3 and whole["choices"][0]["message"]["content"] == " The load held"
 
 
-def test_other_event_streams_have_no_tokens(llm, tmp_path):
-    _, r = bench(tmp_path, f"{llm}/sse?events=3&ms=5", {}, "-n", 2, "-c", 1)
+def test_other_event_streams_have_no_tokens(sse, tmp_path):
+    _, r = bench(tmp_path, f"{sse}/sse?events=3&ms=5", {}, "-n", 2, "-c", 1)
     assert r["aggregate"]["stream"]["events"] == 6 and "tokens" not in r["aggregate"]["stream"]
     assert "tokens" not in r["aggregate"] and all("tokens" not in sec for sec in r["timeseries"])
 
 
-def test_a_locustfiles_streamed_completions_are_timed_the_same(llm, tmp_path):
+def test_a_locustfiles_streamed_completions_are_timed_the_same(sse, tmp_path):
     """`self.client.post(..., json=..., stream=True)` as OpenAI users write it without the SDK."""
-    sent(llm)
+    sent(sse)
     out = tmp_path / "r.json"
     env = {**os.environ, "STOP_AFTER_STREAMS": str(STREAMS), "FIRST_MS": str(FIRST_MS), "GAP_MS": str(GAP_MS)}
     p = squall(
-        "-f", HERE / "locustfiles" / "llm_chat.py", "-H", llm, "--headless", "-u", 1, "-r", 1, "-t", "60s",
+        "-f", HERE / "locustfiles" / "llm_chat.py", "-H", sse, "--headless", "-u", 1, "-r", 1, "-t", "60s",
         "--result-json", out, env=env,
     )  # fmt: skip
     assert p.returncode == 0, p.stderr[-2000:]
-    truth = sent(llm)
+    truth = sent(sse)
     r = json.loads(out.read_text())
     assert not r.get("exceptions"), r["exceptions"]
     (e,) = r["endpoints"]
@@ -159,12 +149,12 @@ def test_a_locustfiles_streamed_completions_are_timed_the_same(llm, tmp_path):
     assert t["tpot"]["count"] >= STREAMS
 
 
-def test_the_report_shows_the_tokens_and_tokens_a_second(llm, browser, tmp_path):
+def test_the_report_shows_the_tokens_and_tokens_a_second(sse, browser, tmp_path):
     html = tmp_path / "r.html"
-    sent(llm)
+    sent(sse)
     _, r = bench(
         tmp_path,
-        f"{llm}/v1/chat/completions?first=30&ms=20",
+        f"{sse}/v1/chat/completions?first=30&ms=20",
         {**BODY, "max_tokens": 40},
         "-c",
         2,
@@ -174,7 +164,7 @@ def test_the_report_shows_the_tokens_and_tokens_a_second(llm, browser, tmp_path)
         html,
         "-q",
     )
-    truth = sent(llm)
+    truth = sent(sse)
     t = r["aggregate"]["stream"]["tokens"]
     page = open_page(browser, html.as_uri(), offline=True)
     assert page.console_errors == [] and page.blocked == []

@@ -14,23 +14,12 @@ import time
 
 import pytest
 
-from support import HERE, free_port, listening, serving, squall, squall_get, squall_process, wait_until
+from support import HERE, free_port, listening, sent, serving, squall, squall_process, wait_until
 
 pytestmark = pytest.mark.serial
 
 FIRST_MS, GAP_MS, EVENTS, STREAMS = 40, 20, 8, 6
 SLACK_MS = 5
-
-
-@pytest.fixture(scope="module")
-def sse():
-    with serving("sse_server.py") as port:
-        yield f"http://127.0.0.1:{port}"
-
-
-def sent(base):
-    """What the server sent since it was last asked."""
-    return json.loads(squall_get(base + "/__sent"))
 
 
 def bench(tmp_path, url, *args):

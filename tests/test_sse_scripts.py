@@ -17,24 +17,13 @@ import time
 
 import pytest
 
-from support import HERE, needs_locust, serving, squall, squall_get
+from support import HERE, needs_locust, sent, serving, squall, squall_get
 
 pytestmark = pytest.mark.serial
 
 FILE = HERE / "locustfiles" / "sse_stream.py"
 FIRST_MS, GAP_MS, EVENTS = 40, 50, 5  # the locustfile's /sse?events=5&ms=50&first=40
 SLACK_MS = 5
-
-
-@pytest.fixture(scope="module")
-def sse():
-    with serving("sse_server.py") as port:
-        yield f"http://127.0.0.1:{port}"
-
-
-def sent(base):
-    """What the server sent since it was last asked."""
-    return json.loads(squall_get(base + "/__sent"))
 
 
 def run(tmp_path, sse, mode, tasks, *args, user=None, duration="60s", code=0):
@@ -92,7 +81,7 @@ def test_events_reach_the_script_as_they_arrive_over_http2(tmp_path):
     with serving("sse_h2_server.py") as port:
         base = f"http://127.0.0.1:{port}"
         records, r, _ = run(tmp_path, base, "times", 3, "--http2")
-        truth = json.loads(squall_get(base + "/__sent"))
+        truth = sent(base)
     check_arrivals(records)
     assert all((x["head"] - x["t0"]) * 1000 < FIRST_MS / 2 for x in records), records
     e = endpoint(r, "sse")

@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 
-from listener import heads, listening
+from listener import heads, thread_per_connection
 
 lock = threading.Lock()
 late = [0, 0.0]  # answers since the last GET /__late, and their summed lateness in seconds
@@ -51,11 +51,8 @@ def serve(conn, delay, body_delay):
 
 
 def main(port, delay_ms, body_delay_ms=None):
-    srv = listening(port)
     body_delay = None if body_delay_ms is None else body_delay_ms / 1000
-    while True:
-        conn, _ = srv.accept()
-        threading.Thread(target=serve, args=(conn, delay_ms / 1000, body_delay), daemon=True).start()
+    thread_per_connection(port, serve, delay_ms / 1000, body_delay)
 
 
 if __name__ == "__main__":

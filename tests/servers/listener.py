@@ -3,6 +3,7 @@ listens (what tests/support.py `serving` waits for); reads that carry the kernel
 
 import socket
 import struct
+import threading
 
 SO_TIMESTAMPNS = 35  # Linux's <asm-generic/socket.h>, also the cmsg type (SCM_TIMESTAMPNS); Python lacks it
 
@@ -32,16 +33,9 @@ def recv_stamped(conn, size=65536):
 
 
 def heads(conn):
-    """Each request head `conn` sends (its bytes up to the blank line, bodies left unread: these
-    servers' requests are GETs), as each comes; ends when the client closes."""
-    buf = b""
-    while True:
-        while b"\r\n\r\n" not in buf:
-            data = conn.recv(65536)
-            if not data:
-                return
-            buf += data
-        head, buf = buf.split(b"\r\n\r\n", 1)
+    """Each request head `conn` sends (its bytes up to the blank line), as each comes; ends when the
+    client closes. (These servers' requests are GETs: a body its Content-Length gives is read past.)"""
+    for head, _ in requests(conn):
         yield head
 
 
@@ -68,3 +62,11 @@ def requests(conn):
             buf += data
         body, buf = buf[:length], buf[length:]
         yield head, body
+
+
+def thread_per_connection(port, serve, *args):
+    """Listens on 127.0.0.1:PORT and serves each connection in a thread of its own: serve(conn, *args)."""
+    srv = listening(port)
+    while True:
+        conn, _ = srv.accept()
+        threading.Thread(target=serve, args=(conn, *args), daemon=True).start()

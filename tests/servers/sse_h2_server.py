@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 import h2.config
 import h2.connection
 import h2.events
-from listener import listening
+from listener import thread_per_connection
 
 lock = threading.Lock()
 sent = {"events": 0, "streams": 0, "gaps_ms": []}
@@ -87,10 +87,7 @@ def serve(conn):
 
 
 def main(port):
-    srv = listening(port)
-    while True:
-        conn, _ = srv.accept()
-        threading.Thread(target=serve, args=(conn,), daemon=True).start()
+    thread_per_connection(port, serve)
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ import threading
 import time
 from urllib.parse import parse_qs, urlsplit
 
-from listener import listening, requests
+from listener import requests, thread_per_connection
 
 CHUNKED_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
 lock = threading.Lock()
@@ -200,10 +200,7 @@ def wait_for_close(conn):
 
 
 def main(port):
-    srv = listening(port)
-    while True:
-        conn, _ = srv.accept()
-        threading.Thread(target=serve, args=(conn,), daemon=True).start()
+    thread_per_connection(port, serve)
 
 
 if __name__ == "__main__":
