@@ -20,6 +20,14 @@ def sse():
         yield f"http://127.0.0.1:{port}"
 
 
+@pytest.fixture(scope="module")
+def ws():
+    """tests/servers/ws_server.py (a WebSocket server that counts what it received and sent: support.ws_counts):
+    its host:port."""
+    with serving("ws_server.py") as port:
+        yield f"127.0.0.1:{port}"
+
+
 @pytest.fixture
 def odd_server():
     server = OddServer()

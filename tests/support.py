@@ -31,6 +31,11 @@ def sent(base):
     return json.loads(squall_get(base + "/__sent"))
 
 
+def ws_counts(ws):
+    """What ws_server.py at `ws` (host:port) received and sent so far."""
+    return json.loads(squall_get(f"http://{ws}/__counts"))
+
+
 def self_signed(workdir):
     """A throwaway certificate for localhost: workdir/cert.pem and workdir/key.pem."""
     subprocess.run(

@@ -13,22 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from support import self_signed, serving, squall, squall_get
+from support import self_signed, serving, squall, ws_counts
 from test_web import open_page, points, shot
 
 
-@pytest.fixture(scope="module")
-def ws():
-    with serving("ws_server.py") as port:
-        yield f"127.0.0.1:{port}"
-
-
-def counts(ws):
-    return json.loads(squall_get(f"http://{ws}/__counts"))
-
-
 def since(ws, before):
-    return {k: v - before[k] for k, v in counts(ws).items() if k != "agents"}  # (who opened them: not here)
+    return {k: v - before[k] for k, v in ws_counts(ws).items() if k != "agents"}  # (who opened them: not here)
 
 
 def bench(tmp_path, url, *args, code=0):
@@ -40,7 +30,7 @@ def bench(tmp_path, url, *args, code=0):
 
 
 def test_every_exchange_is_a_message_the_server_received_and_answered(ws, tmp_path):
-    before = counts(ws)
+    before = ws_counts(ws)
     r = bench(tmp_path, f"ws://{ws}/echo", "-n", 3000, "-c", 20, "--message", "hello there")
     seen = since(ws, before)
     agg = r["aggregate"]
@@ -55,7 +45,7 @@ def test_every_exchange_is_a_message_the_server_received_and_answered(ws, tmp_pa
 
 
 def test_the_report_shows_the_exchanges_the_server_counted_and_no_status_chart(ws, browser, tmp_path):
-    before = counts(ws)
+    before = ws_counts(ws)
     html = tmp_path / "r.html"
     bench(tmp_path, f"ws://{ws}/echo", "--rate", 200, "-t", "2s", "-c", 5, "--html", html)
     received = since(ws, before)["received"]
@@ -72,7 +62,7 @@ def test_the_report_shows_the_exchanges_the_server_counted_and_no_status_chart(w
 def test_a_binary_message_from_a_file(ws, tmp_path):
     blob = bytes(range(256)) * 40
     (tmp_path / "m.bin").write_bytes(blob)
-    before = counts(ws)
+    before = ws_counts(ws)
     r = bench(tmp_path, f"ws://{ws}/echo", "-n", 200, "-c", 2, "--message", f"@{tmp_path / 'm.bin'}", "--binary")
     assert r["aggregate"]["failures"] == 0
     assert r["aggregate"]["body_bytes"] == since(ws, before)["reply_bytes"] == 200 * len(blob)
@@ -81,7 +71,7 @@ def test_a_binary_message_from_a_file(ws, tmp_path):
 
 
 def test_the_open_model_sends_the_rate_times_the_duration(ws, tmp_path):
-    before = counts(ws)
+    before = ws_counts(ws)
     r = bench(tmp_path, f"ws://{ws}/echo", "--rate", 300, "-t", "2s", "-c", 1000)
     om = r["schedule"]
     assert om["intended"] == om["sent"] == 600 and om["dropped"] == 0  # Schedule's exact count
@@ -104,7 +94,7 @@ def test_latency_is_the_servers_known_delay_and_no_less(ws, tmp_path):
 
 
 def test_a_close_from_the_server_fails_the_exchange_with_its_code_and_reason(ws, tmp_path):
-    before = counts(ws)
+    before = ws_counts(ws)
     r = bench(tmp_path, f"ws://{ws}/close?after=4", "-n", 400, "-c", 4)
     seen = since(ws, before)
     agg = r["aggregate"]
@@ -119,7 +109,7 @@ def test_a_close_from_the_server_fails_the_exchange_with_its_code_and_reason(ws,
 
 
 def test_a_silent_server_times_out_and_the_run_ends_on_time(ws, tmp_path):
-    before = counts(ws)
+    before = ws_counts(ws)
     t0 = time.monotonic()
     r = bench(tmp_path, f"ws://{ws}/silent", "-c", 3, "-t", "2s", "--timeout", "0.5s", code=1)
     assert time.monotonic() - t0 < 15  # the run itself is 2 s; start-up and exit on a starved host
@@ -149,14 +139,14 @@ def test_a_64_mb_frame_is_refused_before_its_payload_and_memory_stays_bounded(ws
 
 
 def test_fragmented_replies_are_counted_whole(ws, tmp_path):
-    before = counts(ws)
+    before = ws_counts(ws)
     r = bench(tmp_path, f"ws://{ws}/fragments?n=50&size=1000", "-n", 100, "-c", 2)
     assert r["aggregate"]["failures"] == 0 and r["aggregate"]["requests"] == 100
     assert r["aggregate"]["body_bytes"] == since(ws, before)["reply_bytes"] == 100 * 50 * 1000
 
 
 def test_pings_on_the_way_are_answered(ws, tmp_path):
-    before = counts(ws)
+    before = ws_counts(ws)
     r = bench(tmp_path, f"ws://{ws}/ping", "-n", 200, "-c", 2)
     assert r["aggregate"]["failures"] == 0
     assert since(ws, before)["pongs"] == 200  # the server waited for each pong before it replied
@@ -212,7 +202,7 @@ def run_users(ws, tmp_path, user_class, users, seconds, path, timeout=30, code=0
 
 
 def test_websocket_users_exchange_in_the_engine_as_the_server_counts(ws, tmp_path):
-    before = counts(ws)
+    before = ws_counts(ws)
     r, eps = run_users(ws, tmp_path, "Talker", 4, 2, "/echo")
     seen = since(ws, before)
     assert r["exceptions"] == []  # every reply was the message sent back (the tasks assert it)
@@ -228,7 +218,7 @@ def test_websocket_users_exchange_in_the_engine_as_the_server_counts(ws, tmp_pat
 
 @pytest.mark.serial  # receives timed by the server's gaps: a neighbour's load would move them
 def test_websocket_users_receive_what_the_server_pushes_when_it_pushes(ws, tmp_path):
-    before = counts(ws)
+    before = ws_counts(ws)
     r, eps = run_users(ws, tmp_path, "Listener", 3, 3, "/push?n=20&ms=50")
     assert r["exceptions"] == []  # each user saw push 0, push 1, ... in order
     received = eps[("WSR", "push")]
@@ -243,7 +233,7 @@ def test_a_websocket_users_greenlet_receives_while_its_task_sends(ws, tmp_path):
     never go out (the echo it waits for comes after the send). Every send is a message the server
     received, every receive an echo it sent (those in flight at the end aside: one a user at most)."""
     users = 3
-    before = counts(ws)
+    before = ws_counts(ws)
     r, eps = run_users(ws, tmp_path, "Duet", users, 2, "/echo")
     seen = since(ws, before)
     assert r["exceptions"] == [] and r["aggregate"]["failures"] == 0, r["exceptions"]
@@ -254,7 +244,7 @@ def test_a_websocket_users_greenlet_receives_while_its_task_sends(ws, tmp_path):
 
 
 def test_a_server_close_fails_the_exchange_quietly_and_the_next_one_reconnects(ws, tmp_path):
-    before = counts(ws)
+    before = ws_counts(ws)
     r, eps = run_users(ws, tmp_path, "Talker", 2, 2, "/close?after=3", code=1)  # (failures: exit 1, as Locust)
     seen = since(ws, before)
     assert r["exceptions"] == []  # WebSocketError ends the task as RescheduleTask does: no traceback
@@ -266,7 +256,7 @@ def test_a_server_close_fails_the_exchange_quietly_and_the_next_one_reconnects(w
 
 
 def test_users_waiting_on_a_silent_server_stop_on_time(ws, tmp_path):
-    before = counts(ws)
+    before = ws_counts(ws)
     t0 = time.monotonic()
     r, eps = run_users(ws, tmp_path, "Talker", 3, 2, "/silent", timeout=100)
     assert time.monotonic() - t0 < 20  # the run is 2 s; start-up and exit on a starved host
@@ -282,7 +272,7 @@ def test_a_thousand_waiting_connections_and_the_memory_each_took(ws, tmp_path):
     over the connections opened: checked against the result's own figures, and bounded (bench/ measures
     it at 10,000: docs/websocket.md)."""
     out = tmp_path / "r.json"
-    before = counts(ws)
+    before = ws_counts(ws)
     p = squall("bench", f"ws://{ws}/delay?ms=3000", "-c", 1000, "-t", "6s", "--json", out)
     assert p.returncode == 0, p.stderr
     r = json.loads(out.read_text())

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from support import serving, squall, squall_get
+from support import squall, ws_counts
 
 pytestmark = pytest.mark.slow
 
@@ -24,21 +24,11 @@ FILE = Path(__file__).parent / "locustfiles" / "ws_client.py"
 ECHO = Path(__file__).parents[1] / "bench" / "locustfiles" / "ws_echo.py"
 
 
-@pytest.fixture(scope="module")
-def ws():
-    with serving("ws_server.py") as port:
-        yield f"127.0.0.1:{port}"
-
-
-def counts(ws):
-    return json.loads(squall_get(f"http://{ws}/__counts"))
-
-
 def run(tool, ws, tmp_path, user_class, users, seconds, file=FILE, host=None, env=None):
     """`file`'s `user_class` run by `tool` (squall or locust), headless; returns (process, {(type, name):
     (requests, failures)} from its final JSON, sorted [(type, name, error)] of its failures CSV, what the
     server counted meanwhile, the seconds the run took)."""
-    before = counts(ws)
+    before = ws_counts(ws)
     prefix = tmp_path / tool
     cmd = ["-f", file, *([user_class] if user_class else []), "-H", host or f"ws://{ws}", "--headless"]
     cmd += ["-u", users, "-r", 100, "-t", f"{seconds}s", "--csv", prefix, "--json"]
@@ -54,7 +44,7 @@ def run(tool, ws, tmp_path, user_class, users, seconds, file=FILE, host=None, en
     assert "Traceback" not in p.stderr, (tool, p.stderr[-3000:])
     rows = {(r["method"], r["name"]): (r["num_requests"], r["num_failures"]) for r in json.loads(p.stdout)}
     errors = sorted((r["Method"], r["Name"], r["Error"]) for r in csv.DictReader(open(f"{prefix}_failures.csv")))
-    after = counts(ws)
+    after = ws_counts(ws)
     seen = {k: v - before[k] for k, v in after.items() if k != "agents"}
     seen["agents"] = {k: v - before["agents"].get(k, 0) for k, v in after["agents"].items()}
     return p, rows, errors, seen, took
