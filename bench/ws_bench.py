@@ -233,20 +233,31 @@ def locust_run(target, conns, secs, path, tmp, timeout, started=None):
     return {"messages": requests - failures, "failures": failures, "cpu": cpu, "rss": rss}
 
 
-def squall_script_run(target, conns, secs, path, tmp, timeout, started=None):
-    """squall's WebSocketUser (bench/locustfiles/ws_user.py), the scripted peer of Locust's users."""
-    result = tmp / "squall-script.json"
+def squall_file_run(file, what, target, conns, secs, path, tmp, timeout, started):
+    """squall running bench/locustfiles/FILE headless; its result document, CPU and peak RSS."""
+    result = tmp / f"squall-{file}.json"
     result.unlink(missing_ok=True)
-    command = [*SQUALL, "-f", BENCH / "locustfiles" / "ws_user.py", "--headless", "-u", conns, "-r", conns]
+    command = [*SQUALL, "-f", BENCH / "locustfiles" / file, "--headless", "-u", conns, "-r", conns]
     command += ["-t", f"{secs}s", "-H", target.url(path), "--result-json", result, "--only-summary"]
     out, cpu, rss, code = run_measured(
         command, core=1, env=dict(os.environ, BENCH_MESSAGE=MESSAGE), timeout=timeout, started=started
     )
     if code not in (0, 1):
-        failed("squall's WebSocketUser", code, out)
-    r = json.loads(result.read_text())
-    exchanges = sum(e["requests"] for e in r["endpoints"] if e["method"] == "WSC")
-    failures = sum(e["failures"] for e in r["endpoints"] if e["method"] == "WSC")
+        failed(what, code, out)
+    return json.loads(result.read_text()), cpu, rss
+
+
+def exchanges_of(r, method):
+    """(requests, failures) of the result's `method` rows: the exchanges."""
+    rows = [e for e in r["endpoints"] if e["method"] == method]
+    return sum(e["requests"] for e in rows), sum(e["failures"] for e in rows)
+
+
+def squall_script_run(target, conns, secs, path, tmp, timeout, started=None):
+    """squall's WebSocketUser (bench/locustfiles/ws_user.py), the scripted peer of Locust's users."""
+    args = (target, conns, secs, path, tmp, timeout, started)
+    r, cpu, rss = squall_file_run("ws_user.py", "squall's WebSocketUser", *args)
+    exchanges, failures = exchanges_of(r, "WSC")
     failures += sum(x["count"] for x in r["exceptions"])  # a reply other than the message
     return {"messages": exchanges - failures, "failures": failures, "cpu": cpu, "rss": rss}
 
@@ -254,18 +265,9 @@ def squall_script_run(target, conns, secs, path, tmp, timeout, started=None):
 def squall_locustfile_run(target, conns, secs, path, tmp, timeout, started=None):
     """squall running Locust's own file, bench/locustfiles/ws_echo.py, unchanged: its `import websocket` is
     squall's websocket-client on the engine (squall.contrib.websocket_client), its events the exchanges."""
-    result = tmp / "squall-locustfile.json"
-    result.unlink(missing_ok=True)
-    command = [*SQUALL, "-f", BENCH / "locustfiles" / "ws_echo.py", "--headless", "-u", conns, "-r", conns]
-    command += ["-t", f"{secs}s", "-H", target.url(path), "--result-json", result, "--only-summary"]
-    out, cpu, rss, code = run_measured(
-        command, core=1, env=dict(os.environ, BENCH_MESSAGE=MESSAGE), timeout=timeout, started=started
-    )
-    if code not in (0, 1):
-        failed("squall on ws_echo.py", code, out)
-    r = json.loads(result.read_text())
-    exchanges = sum(e["requests"] for e in r["endpoints"] if e["method"] == "WS")
-    failures = sum(e["failures"] for e in r["endpoints"] if e["method"] == "WS")
+    args = (target, conns, secs, path, tmp, timeout, started)
+    r, cpu, rss = squall_file_run("ws_echo.py", "squall on ws_echo.py", *args)
+    exchanges, failures = exchanges_of(r, "WS")
     return {"messages": exchanges - failures, "failures": failures, "cpu": cpu, "rss": rss}
 
 
