@@ -46,6 +46,12 @@ def run_measured(cmd, core, env=None, timeout=300, started=None):
     return out, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0, proc.returncode
 
 
+def headless(tool, file, users, secs, *more):
+    """The command of a headless run of locustfile FILE by TOOL (its argv: Locust's, or squall's), all
+    USERS started at once, for SECS seconds, then MORE (its host, what it writes)."""
+    return [*tool, "-f", file, "--headless", "-u", users, "-r", users, "-t", f"{secs}s", *more]
+
+
 def median(values):
     return statistics.median(values)
 

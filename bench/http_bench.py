@@ -18,7 +18,7 @@ import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
-from common import BENCH, PinnedNginx, cli, median, run_measured, write_section
+from common import BENCH, PinnedNginx, cli, headless, median, run_measured, write_section
 
 SQUALL = [sys.executable, "-m", "squall"]
 LOCUST = BENCH / ".venv-locust" / "bin" / "locust"
@@ -55,17 +55,11 @@ def generators(url, conns, secs, tmp):
 
     def locust(kind):
         return (
-            [
-                LOCUST,
-                "-f",
+            headless(
+                [LOCUST],
                 str(LOCUSTFILE).format(kind=kind),
-                "--headless",
-                "-u",
                 conns,
-                "-r",
-                conns,
-                "-t",
-                f"{secs}s",
+                secs,
                 "--host",
                 url.rstrip("/"),
                 "--csv",
@@ -73,7 +67,7 @@ def generators(url, conns, secs, tmp):
                 "--only-summary",
                 "--loglevel",
                 "WARNING",
-            ],
+            ),
             locust_requests,
         )
 

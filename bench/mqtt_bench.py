@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import BENCH, cli, free_port, median, run_measured, write_section
+from common import BENCH, cli, free_port, headless, median, run_measured, write_section
 
 SQUALL = [sys.executable, "-m", "squall"]
 VENV = BENCH / ".venv-locust" / "bin"
@@ -138,23 +138,17 @@ def locust_run(broker, qos, secs, tmp):
     prefix = tmp / "locust"
     env = {"BENCH_QOS": str(qos), "BENCH_MQTT_PORT": str(broker.port), "PATH": "/usr/bin:/bin"}
     text, cpu, rss, code = run_measured(
-        [
-            VENV / "locust",
-            "-f",
+        headless(
+            [VENV / "locust"],
             BENCH / "locustfiles" / "mqtt_publish.py",
-            "--headless",
-            "-u",
             CLIENTS,
-            "-r",
-            CLIENTS,
-            "-t",
-            f"{secs}s",
+            secs,
             "--csv",
             prefix,
             "--only-summary",
             "--loglevel",
             "WARNING",
-        ],
+        ),
         core=1,
         env=env,
         timeout=secs * 4 + 60,

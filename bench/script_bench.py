@@ -36,7 +36,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from common import BENCH, PinnedNginx, cli, median, run_measured, write_section
+from common import BENCH, PinnedNginx, cli, headless, median, run_measured, write_section
 
 SQUALL = [sys.executable, "-m", "squall"]
 LOCUST = os.environ.get("SQUALL_BENCH_LOCUST") or BENCH / ".venv-locust" / "bin" / "locust"
@@ -57,23 +57,9 @@ SQUALLS = ("squall", "squall-python", "squall-nogevent")
 
 def command(tool, flavour, url, users, secs, prefix):
     """The headless run of bench/locustfiles/FLAVOUR.py by squall or Locust, all users started at once."""
-    return [
-        *(SQUALL if tool in SQUALLS else [LOCUST]),
-        "-f",
-        BENCH / "locustfiles" / f"{flavour}.py",
-        "--headless",
-        "-u",
-        users,
-        "-r",
-        users,
-        "-t",
-        f"{secs}s",
-        "-H",
-        url.rstrip("/"),
-        "--csv",
-        prefix,
-        "--only-summary",
-    ]
+    tool_argv = SQUALL if tool in SQUALLS else [LOCUST]
+    file = BENCH / "locustfiles" / f"{flavour}.py"
+    return headless(tool_argv, file, users, secs, "-H", url.rstrip("/"), "--csv", prefix, "--only-summary")
 
 
 def run_once(tool, flavour, url, users, secs, tmp):

@@ -37,7 +37,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from common import BENCH, cli, median, run_measured, write_section
+from common import BENCH, cli, headless, median, run_measured, write_section
 
 ROOT = BENCH.parent
 # squall as this interpreter runs it, or another command (SQUALL_BENCH_SQUALL, split on spaces: a squall
@@ -200,17 +200,11 @@ def artillery_run(target, conns, secs, path, tmp, timeout, started=None):
 def locust_run(target, conns, secs, path, tmp, timeout, started=None):
     prefix = tmp / "locust"
     out, cpu, rss, code = run_measured(
-        [
-            LOCUST,
-            "-f",
+        headless(
+            [LOCUST],
             BENCH / "locustfiles" / "ws_echo.py",
-            "--headless",
-            "-u",
             conns,
-            "-r",
-            conns,
-            "-t",
-            f"{secs}s",
+            secs,
             "--host",
             target.url(path),
             "--json-file",
@@ -218,7 +212,7 @@ def locust_run(target, conns, secs, path, tmp, timeout, started=None):
             "--only-summary",
             "--loglevel",
             "WARNING",
-        ],
+        ),
         core=1,
         env=dict(os.environ, BENCH_MESSAGE=MESSAGE),
         timeout=timeout,
@@ -237,8 +231,8 @@ def squall_file_run(file, what, target, conns, secs, path, tmp, timeout, started
     """squall running bench/locustfiles/FILE headless; its result document, CPU and peak RSS."""
     result = tmp / f"squall-{file}.json"
     result.unlink(missing_ok=True)
-    command = [*SQUALL, "-f", BENCH / "locustfiles" / file, "--headless", "-u", conns, "-r", conns]
-    command += ["-t", f"{secs}s", "-H", target.url(path), "--result-json", result, "--only-summary"]
+    command = headless(SQUALL, BENCH / "locustfiles" / file, conns, secs, "-H", target.url(path))
+    command += ["--result-json", result, "--only-summary"]
     out, cpu, rss, code = run_measured(
         command, core=1, env=dict(os.environ, BENCH_MESSAGE=MESSAGE), timeout=timeout, started=started
     )
