@@ -19,8 +19,9 @@
 //!   `partial_json`; the count is `usage.output_tokens` (cumulative: the last `message_delta`'s).
 //!
 //! Anything else (`[DONE]`, a role-only first chunk, other JSON, text) carries no token. The cost is a
-//! JSON parse of each event that starts with `{` (serde_json: about 1 µs for a 300-byte chunk), and
-//! nothing for others.
+//! JSON parse of each event that starts with `{` into a `serde_json::Value` (measured in a release
+//! build on this project's host: 1.6 µs for a 149-byte OpenAI chat chunk of six fields, 0.8 µs for a
+//! 316-byte one of three), and nothing for others.
 
 pub use crate::stats::Tokens;
 use serde_json::Value;
