@@ -2,8 +2,10 @@
 
 import ast
 import contextlib
+import csv
 import getpass
 import json
+import os
 import re
 import shutil
 import socket
@@ -436,3 +438,27 @@ def one_line_error(p, expected):
     lines = p.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("squall import: error: "), p.stderr
     assert expected in lines[0], lines[0]
+
+
+FINAL_FAILURES = HERE / "locustfiles" / "final_failures.py"
+
+
+def headless(tool, file, prefix, *args, env=None, timeout=90):
+    """`file` run by `tool` (squall, or Locust from this Python), headless with `--csv prefix --json` and
+    `args`; returns (process, {(type, name): (requests, failures)} of its final JSON, sorted [(type, name,
+    error)] of its failures at exit). Locust's --csv files are rewritten once a second, not at exit, so
+    its failures come from final_failures.py loaded beside the file; squall's from its failures CSV."""
+    cmd = ["-f", file, "--headless", "--csv", prefix, "--json", *args]
+    env = dict(os.environ, **(env or {}))
+    if tool == "squall":
+        p, failures = squall(*cmd, timeout=timeout, env=env), f"{prefix}_failures.csv"
+    else:
+        failures = env["FINAL_FAILURES"] = f"{prefix}_final_failures.csv"
+        cmd[1] = f"{file},{FINAL_FAILURES}"
+        locust = [sys.executable, "-m", "locust", *map(str, cmd)]
+        p = subprocess.run(locust, capture_output=True, text=True, timeout=timeout, env=env)
+    assert "Traceback" not in p.stderr, (tool, p.stderr[-3000:])
+    rows = {(r["method"], r["name"]): (r["num_requests"], r["num_failures"]) for r in json.loads(p.stdout)}
+    with open(failures) as f:
+        errors = sorted((r["Method"], r["Name"], r["Error"]) for r in csv.DictReader(f))
+    return p, rows, errors

@@ -16,7 +16,6 @@ never against the other tool's.
 
 The other contrib modules (mongodb, oai, milvus, qdrant) are in tests/test_contrib_imports.py."""
 
-import csv
 import json
 import os
 import shutil
@@ -30,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from support import HERE, Mosquitto, free_port, squall, wait_for_port, wait_until
+from support import HERE, Mosquitto, free_port, headless, wait_for_port, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -39,22 +38,8 @@ SERVERS = HERE / "servers"
 
 
 def run(tool, file, tmp_path, *args, env=None):
-    """`file` run by `tool` (squall or locust), headless; returns (process, {(type, name): (requests,
-    failures)} from its final JSON (Locust's --csv files are written every second, so its last second may
-    miss there), sorted [(type, name, error)] of its failures CSV)."""
-    prefix = tmp_path / tool
-    cmd = ["-f", FILES / file, "--headless", "--csv", prefix, "--json", *args]
-    env = dict(os.environ, **(env or {}))
-    if tool == "squall":
-        p = squall(*cmd, timeout=90, env=env)
-    else:
-        p = subprocess.run(
-            [sys.executable, "-m", "locust", *map(str, cmd)], capture_output=True, text=True, timeout=90, env=env
-        )
-    assert "Traceback" not in p.stderr, (tool, p.stderr[-3000:])
-    rows = {(r["method"], r["name"]): (r["num_requests"], r["num_failures"]) for r in json.loads(p.stdout)}
-    errors = sorted((r["Method"], r["Name"], r["Error"]) for r in csv.DictReader(open(f"{prefix}_failures.csv")))
-    return p, rows, errors
+    """FILES/`file` run by `tool` (squall or locust): support.headless's (process, rows, errors)."""
+    return headless(tool, FILES / file, tmp_path / tool, *args, env=env)
 
 
 # The overlap tests: 10 users (all started at once) whose calls each take 100 ms at the server, for 5 s.

@@ -2,8 +2,6 @@
 `events.request` itself. Run by squall and by Locust 2.47 against the same real XML-RPC server (tests/
 servers/xmlrpc_server.py), which counts every call it received: the ground truth."""
 
-import csv
-import json
 import os
 import subprocess
 import sys
@@ -11,7 +9,7 @@ import xmlrpc.client
 
 import pytest
 
-from support import HERE, free_port, squall, wait_for_port
+from support import HERE, free_port, headless, wait_for_port
 
 pytestmark = pytest.mark.slow
 
@@ -34,22 +32,13 @@ def calls(url):
 
 
 def run(tool, url, tmp_path, *args, env=None):
-    """The xmlrpc_client.py locustfile under `tool`; returns (process, {name: (requests, failures)} from its
-    final JSON (Locust's --csv files are written every second, so its last second may miss there),
-    [(type, name, error)] of its failures CSV, {method: calls the server received})."""
+    """The xmlrpc_client.py locustfile under `tool`; returns (process, {name: (requests, failures)}, its
+    [(type, name, error)] failures at exit (support.headless), {method: calls the server received})."""
     before = calls(url)
-    prefix = tmp_path / tool
-    cmd = ["-f", FILES / "xmlrpc_client.py", "-H", url, "--headless", "--csv", prefix, "--json", *args]
-    if tool == "squall":
-        p = squall(*cmd, timeout=90, env=env)
-    else:
-        locust = [sys.executable, "-m", "locust", *map(str, cmd)]
-        p = subprocess.run(locust, capture_output=True, text=True, timeout=90, env=env)
+    p, rows, errors = headless(tool, FILES / "xmlrpc_client.py", tmp_path / tool, "-H", url, *args, env=env)
     after = calls(url)
     received = {m: after.get(m, 0) - before.get(m, 0) for m in after}
-    rows = {r["name"]: (r["num_requests"], r["num_failures"]) for r in json.loads(p.stdout)}
-    errors = [(r["Method"], r["Name"], r["Error"]) for r in csv.DictReader(open(f"{prefix}_failures.csv"))]
-    return p, rows, errors, received
+    return p, {name: counts for (_, name), counts in rows.items()}, errors, received
 
 
 def test_requests_a_custom_client_fires_are_counted_as_locust_counts_them(xmlrpc_server, tmp_path):

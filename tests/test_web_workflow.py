@@ -54,13 +54,16 @@ def check_against_the_server(result, seen, clicked_start):
     """A test's duration and rate are the server's between Start and Stop. The first user starts at once
     (its first request within milliseconds of the Start), and the run ends within its 0.1 s loop of the
     Stop, after the last request (a user sends one every 50 ms): so the test's span holds the server's
-    first-to-last window with at most a few tenths of a second to spare, where counting the IDLE_S before
+    first-to-last window with at most a few tenths of a second to spare (and a request in flight at the
+    Stop stamped by the server's thread after it), where counting the IDLE_S before
     the Start (the bug) adds 5 s to a test of 5-8 s."""
     assert result["start_unix"] >= clicked_start - 0.05, "the test started before its Start"
     first, last = seen[0][0], seen[-1][0]
     end = result["start_unix"] + result["duration_s"]
     assert 0 <= first - result["start_unix"] < 0.3, (first, result["start_unix"])
-    assert 0 <= end - last < 0.6, (end, last)
+    # The server stamps a request once its thread has read it: one sent just before the end, in flight when
+    # the run stopped, may be stamped after it on a loaded machine (seen in a parallel run of the suite).
+    assert -0.2 <= end - last < 0.6, (end, last)
     window = last - first
     # What the server received is what the result counts, plus requests cancelled in flight at the end.
     n = len(seen)

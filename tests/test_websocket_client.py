@@ -6,17 +6,12 @@ tool sent and received, and who opened each connection (its handshake's User-Age
 counts the server's (within the calls in flight when the run ended, at most one a user and connection),
 the same failures in the same words."""
 
-import csv
-import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from support import squall, ws_counts
+from support import headless, ws_counts
 
 pytestmark = pytest.mark.slow
 
@@ -29,21 +24,10 @@ def run(tool, ws, tmp_path, user_class, users, seconds, file=FILE, host=None, en
     (requests, failures)} from its final JSON, sorted [(type, name, error)] of its failures CSV, what the
     server counted meanwhile, the seconds the run took)."""
     before = ws_counts(ws)
-    prefix = tmp_path / tool
-    cmd = ["-f", file, *([user_class] if user_class else []), "-H", host or f"ws://{ws}", "--headless"]
-    cmd += ["-u", users, "-r", 100, "-t", f"{seconds}s", "--csv", prefix, "--json"]
-    env = dict(os.environ, **(env or {}))
+    args = [*([user_class] if user_class else []), "-H", host or f"ws://{ws}", "-u", users, "-r", 100]
     began = time.monotonic()
-    if tool == "squall":
-        p = squall(*cmd, timeout=90, env=env)
-    else:
-        p = subprocess.run(
-            [sys.executable, "-m", "locust", *map(str, cmd)], capture_output=True, text=True, timeout=90, env=env
-        )
+    p, rows, errors = headless(tool, file, tmp_path / tool, *args, "-t", f"{seconds}s", env=env)
     took = time.monotonic() - began
-    assert "Traceback" not in p.stderr, (tool, p.stderr[-3000:])
-    rows = {(r["method"], r["name"]): (r["num_requests"], r["num_failures"]) for r in json.loads(p.stdout)}
-    errors = sorted((r["Method"], r["Name"], r["Error"]) for r in csv.DictReader(open(f"{prefix}_failures.csv")))
     after = ws_counts(ws)
     seen = {k: v - before[k] for k, v in after.items() if k != "agents"}
     seen["agents"] = {k: v - before["agents"].get(k, 0) for k, v in after["agents"].items()}
