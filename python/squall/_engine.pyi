@@ -24,6 +24,7 @@ __all__ = [
     "TargetError",
     "UsageError",
     "__version__",
+    "encoded_params",
     "histogram_percentiles",
     "joined_url",
     "long_digit_run",
@@ -217,6 +218,11 @@ def joined_url(base: str, url: str) -> str:
 
 def long_digit_run(data: bytes) -> bool:
     """Whether `data` holds a run of 19 or more ASCII digits (an integer a JSON body may hold past 64 bits)."""
+
+def encoded_params(params: object) -> str | None:
+    """requests' query string of `params` (a dict, or a list or tuple of pairs; list or tuple values a pair
+    each; None values dropped; text, bytes, int, float and bool values), as urlencode(doseq=True) writes
+    it; None for anything else (squall.clients._encode_params then encodes it)."""
 
 def use_response_class(
     cls: type[Response],

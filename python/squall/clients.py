@@ -896,7 +896,7 @@ class HttpSession:
         if isinstance(verify, str):
             raise NotSupported("verify=<CA bundle path> is not supported by squall: use verify=False or the system CAs")
         url = self._joined(url)
-        query = params if not self.params else [*_param_pairs(self.params), *_param_pairs(params or {})]
+        query = _merged_params(self.params, params) if self.params else params
         if query:
             url = _with_query(url, query)
         header_list = requests_compat.merge_headers(self.headers, headers)
@@ -946,7 +946,7 @@ class HttpSession:
             has_type = any(k.lower() == "content-type" for k, _ in header_list)
             if not has_type:
                 header_list.append(("Content-Type", "application/x-www-form-urlencoded"))
-            return urlencode(data, doseq=True).encode()
+            return _encode_params(data).encode()
         if hasattr(data, "read"):
             data = data.read()
         return data.encode() if isinstance(data, str) else bytes(data)
@@ -1053,10 +1053,61 @@ def _seconds(timeout: float | tuple[float | None, float | None] | None) -> float
     return float(total) if total else None
 
 
-def _with_query(url: str, query: Params) -> str:
-    """The URL with requests' `params=` appended: encoded unless given as text."""
-    encoded = query if isinstance(query, str) else urlencode(query, doseq=True)
-    return url + ("&" if "?" in url else "?") + encoded
+def _with_query(url: str, query: Params | bytes) -> str:
+    """The URL with requests' `params=` added to its query (before a fragment): text (or ASCII bytes) as it
+    is, pairs encoded as requests encodes them (`_encode_params`); the URL as it was when they give
+    nothing."""
+    if isinstance(query, str):
+        encoded = query
+    elif isinstance(query, bytes):
+        encoded = query.decode("ascii")  # (requests' to_native_string)
+    else:
+        made = _engine.encoded_params(query)  # (the common dicts and lists; None: anything else)
+        encoded = made if made is not None else _encode_params(query)
+    if not encoded:
+        return url
+    head, mark, fragment = url.partition("#")
+    if "?" not in head:
+        head += "?"
+    elif not head.endswith("?"):
+        head += "&"
+    return head + encoded + mark + fragment
+
+
+def _encode_params(data: Any) -> str:
+    """requests' `RequestEncodingMixin._encode_params` of pairs (geventhttpclient's is the same): a
+    mapping's items or a list of pairs; a value that is not text or bytes but iterable gives a pair per
+    item; None values dropped; text as UTF-8; then `urlencode(doseq=True)`. (squall._engine.encoded_params
+    writes the same for the common cases, faster.)"""
+    result: list[tuple[Any, Any]] = []
+    for k, vs in _key_val_list(data):
+        if isinstance(vs, (str, bytes)) or not hasattr(vs, "__iter__"):
+            vs = [vs]
+        for v in vs:
+            if v is not None:
+                result.append((k.encode() if isinstance(k, str) else k, v.encode() if isinstance(v, str) else v))
+    return urlencode(result, doseq=True)
+
+
+def _key_val_list(value: Any) -> list[tuple[Any, Any]]:
+    """requests' `to_key_val_list`: a mapping's items, or the pairs of a list (text, bytes, a bool or an
+    int are not pairs: its ValueError)."""
+    if isinstance(value, (str, bytes, bool, int)):
+        raise ValueError("cannot encode objects that are not 2-tuples")
+    return list(value.items()) if isinstance(value, Mapping) else list(value)
+
+
+def _merged_params(session: Params, call: Params | None) -> Params:
+    """requests' `merge_setting` of the session's `params` and a call's: the call's keys over the
+    session's, a None value removing one; a call's that is not a mapping (text, a list of pairs) is
+    taken alone."""
+    if call is None:
+        return session
+    if not (isinstance(session, Mapping) and isinstance(call, Mapping)):
+        return call
+    merged = dict(_key_val_list(session))
+    merged.update(_key_val_list(call))
+    return {k: v for k, v in merged.items() if v is not None}
 
 
 def _refused(e: ValueError, method: str, url: str) -> Exception:
@@ -1068,12 +1119,6 @@ def _refused(e: ValueError, method: str, url: str) -> Exception:
     if str(e).startswith("invalid HTTP method"):
         return ValueError(f"invalid HTTP method {method.upper()!r}")
     return e
-
-
-def _param_pairs(params: Params) -> list[tuple[str, Any]]:
-    if isinstance(params, str):
-        return [(k, v) for k, _, v in (p.partition("=") for p in params.split("&") if p)]
-    return list(params.items()) if isinstance(params, Mapping) else list(params)
 
 
 def _hooks(session: Mapping[str, Any], call: Mapping[str, Any] | None) -> list[Callable[..., Any]]:

@@ -5,7 +5,7 @@
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyString, PyType};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 use pythonize::{depythonize, pythonize};
 use squall_engine::mqtt::codec::Version;
 use squall_engine::mqtt::script::{Op, OwnedHello};
@@ -1136,6 +1136,75 @@ fn long_digit_run(data: &[u8]) -> bool {
     false
 }
 
+/// requests' `params=` (and form `data=`) as its query string: requests' `_encode_params` (a dict's
+/// items or a list of pairs; a list or tuple value a pair each; None values dropped; text as UTF-8,
+/// numbers as `str` writes them) then `urlencode(doseq=True)` (squall_engine::http::query). None when
+/// the pairs hold anything else (another mapping or iterable, an object, a lone surrogate): Python's
+/// own encoding takes those (squall.clients._encode_params), so every case reads as requests reads it.
+#[pyfunction]
+fn encoded_params(params: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
+    let mut out = String::new();
+    let whole = if let Ok(dict) = params.cast_exact::<PyDict>() {
+        dict.iter().map(|(k, v)| quote_values(&mut out, &k, &v)).collect::<PyResult<Vec<bool>>>()?
+    } else if params.is_exact_instance_of::<PyList>() || params.is_exact_instance_of::<PyTuple>() {
+        let mut read = Vec::new();
+        for item in params.try_iter()? {
+            let item = item?;
+            read.push(match item.cast_exact::<PyTuple>() {
+                Ok(kv) if kv.len() == 2 => quote_values(&mut out, &kv.get_item(0)?, &kv.get_item(1)?)?,
+                _ => false,
+            });
+        }
+        read
+    } else {
+        vec![false]
+    };
+    Ok(whole.iter().all(|&ok| ok).then_some(out))
+}
+
+/// One key's pairs: one a value of a list or tuple, else the value's (none for None); false if a value
+/// or the key is not one `quote_scalar` writes.
+fn quote_values(out: &mut String, key: &Bound<'_, PyAny>, values: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let one = |out: &mut String, value: &Bound<'_, PyAny>| -> PyResult<bool> {
+        if value.is_none() {
+            return Ok(true);
+        }
+        if !out.is_empty() {
+            out.push('&'); // (a pair before wrote at least its '=')
+        }
+        let key_written = quote_scalar(out, key)?;
+        out.push('=');
+        Ok(key_written && quote_scalar(out, value)?)
+    };
+    if let Ok(list) = values.cast_exact::<PyList>() {
+        list.iter().try_fold(true, |ok, v| Ok(ok && one(out, &v)?))
+    } else if let Ok(tuple) = values.cast_exact::<PyTuple>() {
+        tuple.iter().try_fold(true, |ok, v| Ok(ok && one(out, &v)?))
+    } else {
+        one(out, values)
+    }
+}
+
+/// `quote_plus` of a key or value as requests' encoding reaches it: text (its UTF-8) or bytes as they
+/// are, an int, float or bool as `str` writes it; false (nothing written) for anything else.
+fn quote_scalar(out: &mut String, v: &Bound<'_, PyAny>) -> PyResult<bool> {
+    use squall_engine::http::query::quote_plus;
+    if let Ok(text) = v.cast::<PyString>() {
+        let Ok(text) = text.to_str() else { return Ok(false) };
+        quote_plus(out, text.as_bytes());
+    } else if let Ok(bytes) = v.cast::<PyBytes>() {
+        quote_plus(out, bytes.as_bytes());
+    } else if v.is_exact_instance_of::<PyInt>()
+        || v.is_exact_instance_of::<PyFloat>()
+        || v.is_exact_instance_of::<PyBool>()
+    {
+        quote_plus(out, v.str()?.to_str()?.as_bytes());
+    } else {
+        return Ok(false);
+    }
+    Ok(true)
+}
+
 /// Merges the result documents (the JSON text of `--json` files) of several runs into one,
 /// losslessly; returns the merged document.
 #[pyfunction]
@@ -1213,6 +1282,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<DemoTarget>()?;
     m.add_function(wrap_pyfunction!(merge_results, m)?)?;
     m.add_function(wrap_pyfunction!(long_digit_run, m)?)?;
+    m.add_function(wrap_pyfunction!(encoded_params, m)?)?;
     m.add_function(wrap_pyfunction!(joined_url, m)?)?;
     m.add_function(wrap_pyfunction!(histogram_percentiles, m)?)?;
     m.add_function(wrap_pyfunction!(merge_histograms, m)?)?;

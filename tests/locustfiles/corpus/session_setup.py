@@ -1,7 +1,7 @@
 """The requests-session set-up real locustfiles do in on_start: log in, keep the token in the session's
 headers, basic auth and default query parameters on the session, the session's cookie jar, verify off,
 per-call headers overriding the session's whatever their case, a header removed with None, a header
-given as bytes."""
+given as bytes; query parameters and form fields as requests merges and encodes them."""
 
 from _bounded import count
 from locust import HttpUser, constant, task
@@ -18,6 +18,12 @@ class ApiUser(HttpUser):
         self.client.verify = False
         self.client.cookies.set("theme", "dark")
         assert self.client.cookies.get("session") == "s3ss10n", dict(self.client.cookies)
+        # A call's params over the session's, None removing one and dropped from a list, a list a pair
+        # each, text as UTF-8, a float as str writes it; a list of pairs taken alone; form fields alike.
+        self.client.get("/q", params={"tenant": "other", "page": None, "tags": ["a b", None, "caf\u00e9"], "n": 1.5})
+        self.client.get("/q?x=1", params=[("k", "v&w"), ("gone", None)])
+        self.client.get("/plain", params={"tenant": None})
+        self.client.post("/form", data={"a": None, "b": ["1", "2"], "c": "x&y"})
 
     @task
     def items(self):

@@ -6,6 +6,7 @@
 pub mod h1;
 pub mod h2;
 pub mod h2lean;
+pub mod query;
 pub mod request;
 pub mod response;
 pub mod sse;
