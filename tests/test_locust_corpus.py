@@ -37,6 +37,7 @@ if importlib.util.find_spec("locust") is None:
 EXTRA = {
     "custom_options.py": ["--api-key", "k3y", "--batch", "3"],
     "worker_index.py": ["--check-fail-ratio", "0.5"],  # a locust-plugins option
+    "user_stop.py": ["-u", "3"],  # one of each class (the last -u wins, for both tools)
 }
 # Tasks per user, where ten would not fit the run time under load (each task makes many requests).
 # (8 s at most)
@@ -165,6 +166,7 @@ def run_both(name, recorder, tmp_path, *extra, run_time="4s", env=None, tools=("
         "prepared_calls.py",
         "invalid_url.py",
         "reading.py",
+        "user_stop.py",
     ],
 )
 def test_corpus_file_runs_as_under_locust(name, recorder, tmp_path):

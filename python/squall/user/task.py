@@ -201,9 +201,14 @@ class TaskSet(metaclass=TaskHolderMeta):
         if pool is not None:  # the open model: the next task starts with the next arrival
             pool.next_iteration(self.user)
             return
-        if self.user.environment.runner.stopping:
-            raise StopUser()  # the test is ending: the task is done, so stop here (--stop-timeout)
-        self._turn = self.user.hub.pause(self.wait_time_value(), self._turn)
+        user = self.user
+        if user._stopping or user.environment.runner.stopping:
+            raise StopUser()  # the test (or User.stop) is ending it: the task is done, so stop here
+        user._waiting = True  # (User.stop ends it at once meanwhile)
+        try:
+            self._turn = user.hub.pause(self.wait_time_value(), self._turn)
+        finally:
+            user._waiting = False
 
     def execute_task(self, t: Task) -> None:
         if type(t) is FunctionType:  # an `@task` method, collected unbound: the common case, asked first

@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from greenlet import GreenletExit
+from greenlet import GreenletExit, getcurrent
 
 from squall.clients import HttpSession, ResponseContextManager
 from squall.exception import StopUser, UserHung, user_traceback
@@ -33,6 +33,8 @@ class User(metaclass=TaskHolderMeta):
     fixed_count = 0
     client: Any  # set by the users that have one (HttpUser, MqttUser)
     mqtt_host: ClassVar[bool] = False  # an mqtt:// host (-H) is for the users that say so (MqttUser)
+    _stopping = False  # `stop` asked it to end once its task is done (Locust's LOCUST_STATE_STOPPING)
+    _waiting = False  # in its wait between tasks (Locust's LOCUST_STATE_WAITING)
 
     def __init__(self, environment: Environment) -> None:
         if environment.hub is None:
@@ -61,6 +63,19 @@ class User(metaclass=TaskHolderMeta):
 
     def wait(self) -> None:
         self.hub.sleep(self.wait_time())
+
+    def stop(self, force: bool = False) -> bool:
+        """Locust's `User.stop`: forced, or while the user waits between tasks, it ends now (GreenletExit in
+        its greenlet: its on_stop runs; True); else it ends once its running task is done (False)."""
+        if force or self._waiting:
+            g = self.environment.runner.users.get(self)
+            if g is getcurrent():
+                raise GreenletExit
+            if g is not None:
+                self.hub.kill(g)
+            return True
+        self._stopping = True
+        return False
 
     def run(self) -> None:
         """The user's whole life, in its greenlet. An exception in on_start is reported and ends the
