@@ -251,6 +251,21 @@ class ScriptEngine:
     def send(self, user: int, prepared: Prepared) -> int:
         """Starts `user`'s request of `prepared`; returns its id (UsageError for a URL that cannot be
         requested)."""
+    def call(
+        self,
+        user: int,
+        base: CallBase,
+        method: str,
+        url: str,
+        name: str | None,
+        record: bool,
+        follow: bool,
+        body: bytes | None = None,
+        headers: list[tuple[str, str | None]] | None = None,
+        content_type: str | None = None,
+        timeout: float | None = None,
+    ) -> int:
+        """`base.prepare(method, url, ...)` then `send`, in one crossing; returns the request's id."""
     def send_stream(self, user: int, prepared: Prepared, read_timeout: float) -> int:
         """Starts `user`'s streamed request (`stream=True`): its Response comes at its head (`streamed`
         true), its body from `stream_take` under the same id, each wait for more bounded by

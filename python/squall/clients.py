@@ -805,15 +805,19 @@ class HttpSession:
                 if headers:
                     merged = list(headers.items())  # merged with the session's in the engine
                 target = _with_query(url, params) if params else url
+                seconds = None if timeout is None else _seconds(timeout)
                 try:
-                    prepared = base[0].prepare(
-                        method, target, name, not catch_response, allow_redirects,
-                        body, merged, content_type, _seconds(timeout),
-                    )  # fmt: skip
                     if stream:  # (a session that streams every call is prepared below: `_call_base`)
+                        prepared = base[0].prepare(
+                            method, target, name, not catch_response, allow_redirects,
+                            body, merged, content_type, seconds,
+                        )  # fmt: skip
                         op = hub.engine.send_stream(self.user_id, prepared, self._read_timeout(timeout))
-                    else:
-                        op = hub.engine.send(self.user_id, prepared)
+                    else:  # (prepared and sent in one crossing)
+                        op = hub.engine.call(
+                            self.user_id, base[0], method, target, name, not catch_response, allow_redirects,
+                            body, merged, content_type, seconds,
+                        )  # fmt: skip
                 except TypeError:
                     if merged is None:
                         raise

@@ -33,7 +33,7 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-from squall._engine import LONGEST_WAIT_S, NativePlan, Prepared, UsageError
+from squall._engine import LONGEST_WAIT_S, CallBase, NativePlan, Prepared, UsageError
 from squall.clients import HttpSession
 from squall.requests_compat import CaseInsensitiveDict
 
@@ -189,6 +189,9 @@ class _Standin:
 
     def send(self, user_id: int, prepared: Prepared) -> int:
         raise _Kept(prepared)
+
+    def call(self, user_id: int, base: CallBase, *call: Any) -> int:  # (ScriptEngine.call's arguments)
+        raise _Kept(base.prepare(*call))
 
 
 def _prepared_call(client: HttpSession, call: Call) -> Prepared | None:

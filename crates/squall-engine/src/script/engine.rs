@@ -54,7 +54,8 @@ struct Origin {
 /// A URL seen before: parsed once, with its origin's index and its default stats name.
 #[derive(Clone)]
 pub(super) struct KnownUrl {
-    pub(super) url: url::Url,
+    /// (shared: a request and its entry in `running` hold it without copying the text)
+    pub(super) url: Rc<url::Url>,
     pub(super) origin: usize,
     pub(super) name: Rc<str>,
 }
@@ -70,7 +71,7 @@ pub(super) struct Running {
     pub(super) deadline: Instant,
     pub(super) endpoint: EndpointId,
     pub(super) name: Rc<str>,
-    pub(super) url: url::Url,
+    pub(super) url: Rc<url::Url>,
     /// The request, handed back with its completion (and whether the engine records it: `record`).
     pub(super) shape: super::Checked,
 }
@@ -209,12 +210,16 @@ struct PreparedHead {
     bytes: Rc<[u8]>,
 }
 
+/// A stats name's endpoints, one a method.
+type MethodIds = Vec<(String, EndpointId)>;
+
 pub(super) struct Engine {
     pub(super) options: ScriptOptions,
     pub(super) recorder: RefCell<Recorder>,
     pub(super) core: Arc<RunCore>,
-    /// name -> [(method, id)]: looked up by &str, so a request allocates nothing to find its endpoint.
-    endpoints: RefCell<HashMap<String, Vec<(String, EndpointId)>>>,
+    /// name -> [(method, id)]: looked up by &str, so a request allocates nothing to find its endpoint
+    /// (nor to name it: the key is the name its requests share, `named_endpoint`).
+    endpoints: RefCell<HashMap<Rc<str>, MethodIds>>,
     /// base -> url -> parsed.
     urls: RefCell<HashMap<String, HashMap<String, KnownUrl>>>,
     origins: RefCell<Vec<Origin>>,
@@ -460,22 +465,31 @@ impl Engine {
     }
 
     pub(super) fn endpoint(&self, method: &str, name: &str) -> EndpointId {
-        if let Some(methods) = self.endpoints.borrow().get(name) {
+        self.named_endpoint(method, name).0
+    }
+
+    /// The endpoint of `method` and `name`, and the name as its requests share it.
+    fn named_endpoint(&self, method: &str, name: &str) -> (EndpointId, Rc<str>) {
+        if let Some((shared, methods)) = self.endpoints.borrow().get_key_value(name) {
             if let Some(&(_, id)) = methods.iter().find(|(m, _)| m == method) {
-                return id;
+                return (id, shared.clone());
             }
         }
         let id = self.core.timeline.add_name(method, name);
-        self.endpoints.borrow_mut().entry(name.to_string()).or_default().push((method.to_string(), id));
-        id
+        let mut endpoints = self.endpoints.borrow_mut();
+        let shared = match endpoints.get_key_value(name) {
+            Some((shared, _)) => shared.clone(),
+            None => Rc::from(name),
+        };
+        endpoints.entry(shared.clone()).or_default().push((method.to_string(), id));
+        (id, shared)
     }
 
     /// Where a request goes and is recorded: its URL (`known_url`), its stats name (the script's, or
     /// the path and query) and that name's endpoint.
     pub(super) fn resolve(&self, r: &RequestShape) -> Result<(KnownUrl, Rc<str>, EndpointId), String> {
         let known = self.known_url(&r.base, &r.url)?;
-        let name: Rc<str> = r.name.as_deref().map_or_else(|| known.name.clone(), Rc::from);
-        let endpoint = self.endpoint(&r.method, &name);
+        let (endpoint, name) = self.named_endpoint(&r.method, r.name.as_deref().unwrap_or(&known.name));
         Ok((known, name, endpoint))
     }
 
@@ -529,7 +543,7 @@ impl Engine {
             }
         };
         let name = Rc::from(path_and_query(&url));
-        Ok(KnownUrl { url, origin: index, name })
+        Ok(KnownUrl { url: Rc::new(url), origin: index, name })
     }
 
     pub(super) async fn connector(&self, index: usize, insecure: bool) -> Result<Connector, Failure> {

@@ -63,7 +63,7 @@ impl Completed<'_> {
                 (raw, _) => Head::Raw(raw.unwrap_or_default()),
             },
             elapsed_us: elapsed.as_micros() as u64,
-            url: redirected.unwrap_or_else(|| self.known.url.to_string()),
+            url: redirected.unwrap_or_else(|| self.known.url.as_str().to_owned()),
             name: self.name.to_string(),
             request: Some((self.r.shape.clone(), Endpoint(self.endpoint))),
             ..Completion::default()
@@ -76,7 +76,7 @@ impl Completed<'_> {
             id: self.id,
             elapsed_us: elapsed.as_micros() as u64,
             error: Some(failure.message()),
-            url: self.known.url.to_string(),
+            url: self.known.url.as_str().to_owned(),
             name: self.name.to_string(),
             request: Some((self.r.shape.clone(), Endpoint(self.endpoint))),
             ..Completion::default()
@@ -379,7 +379,7 @@ pub(super) async fn follow(
     streams: &mut ScriptStreams<'_>,
 ) -> Result<(Response, Option<String>, Duration, Phases, Timing), Failure> {
     let user = sender.user;
-    let (mut url, mut origin) = (std::borrow::Cow::Borrowed(&first.url), first.origin);
+    let (mut url, mut origin) = (first.url.clone(), first.origin);
     let (mut method, mut body) = (r.method.as_str(), std::borrow::Cow::Borrowed(&r.body[..]));
     let mut headers = std::borrow::Cow::Borrowed(&r.headers[..]);
     let (mut hops, mut deferred, mut phases) = (0, Duration::ZERO, Phases::default());
@@ -399,7 +399,7 @@ pub(super) async fn follow(
         }
         let redirect = matches!(resp.status, 301 | 302 | 303 | 307 | 308);
         let (Some(location), true, Some(max)) = (resp.location.clone(), redirect, r.max_redirects) else {
-            return Ok((resp, (hops > 0).then(|| url.to_string()), deferred, phases, timing));
+            return Ok((resp, (hops > 0).then(|| url.as_str().to_owned()), deferred, phases, timing));
         };
         let now = Instant::now();
         let end = match resp.received {
@@ -428,7 +428,7 @@ pub(super) async fn follow(
             return Err(Failure::new(FailureKind::Protocol, why));
         }
         let known = engine.remember(next).map_err(|m| Failure::new(FailureKind::TooLarge, m))?;
-        (url, origin) = (std::borrow::Cow::Owned(known.url), known.origin);
+        (url, origin) = (known.url, known.origin);
         // As browsers and python-requests do: 303 always, and 301/302 after a POST, become a GET.
         if resp.status == 303 || (matches!(resp.status, 301 | 302) && method == "POST") {
             method = "GET";
