@@ -781,7 +781,7 @@ class HttpSession:
         op = None
         try:
             # The calls of most scripts: what they add to the session's settings (`_call_base`) crosses
-            # into the engine as it is, and the engine makes the request (CallBase.prepare). Anything else that
+            # into the engine as it is, and the engine makes the request (ScriptEngine.call). Anything else that
             # shapes a request (cookies, files, an auth, a CA bundle, proxies or a client certificate,
             # form data, the session's params or proxies, dicts a script may fill in place) is
             # prepared here first, as requests prepares it (`_prepare`).
