@@ -1194,65 +1194,65 @@ fn long_digit_run(data: &[u8]) -> bool {
 #[pyfunction]
 fn encoded_params(params: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
     let mut out = String::new();
-    let whole = if let Ok(dict) = params.cast_exact::<PyDict>() {
-        dict.iter().map(|(k, v)| quote_values(&mut out, &k, &v)).collect::<PyResult<Vec<bool>>>()?
+    if let Ok(dict) = params.cast_exact::<PyDict>() {
+        for (key, values) in dict.iter() {
+            if !quote_values(&mut out, &key, &values)? {
+                return Ok(None);
+            }
+        }
     } else if params.is_exact_instance_of::<PyList>() || params.is_exact_instance_of::<PyTuple>() {
-        let mut read = Vec::new();
         for item in params.try_iter()? {
             let item = item?;
-            read.push(match item.cast_exact::<PyTuple>() {
-                Ok(kv) if kv.len() == 2 => quote_values(&mut out, &kv.get_item(0)?, &kv.get_item(1)?)?,
-                _ => false,
-            });
+            let Ok(kv) = item.cast_exact::<PyTuple>() else { return Ok(None) };
+            if kv.len() != 2 || !quote_values(&mut out, &kv.get_item(0)?, &kv.get_item(1)?)? {
+                return Ok(None);
+            }
         }
-        read
     } else {
-        vec![false]
-    };
-    Ok(whole.iter().all(|&ok| ok).then_some(out))
+        return Ok(None);
+    }
+    Ok(Some(out))
 }
 
-/// One key's pairs: one a value of a list or tuple, else the value's (none for None); false if a value
-/// or the key is not one `quote_scalar` writes.
+/// One key's pairs (squall_engine::http::query::push_pair): one a value of a list or tuple, else the
+/// value's; none for a None. False if the key or a value is not one `scalar` reads.
 fn quote_values(out: &mut String, key: &Bound<'_, PyAny>, values: &Bound<'_, PyAny>) -> PyResult<bool> {
-    let one = |out: &mut String, value: &Bound<'_, PyAny>| -> PyResult<bool> {
+    use squall_engine::http::query::push_pair;
+    let Some(key) = scalar(key)? else { return Ok(false) };
+    let mut one = |value: Bound<'_, PyAny>| -> PyResult<bool> {
         if value.is_none() {
             return Ok(true);
         }
-        if !out.is_empty() {
-            out.push('&'); // (a pair before wrote at least its '=')
-        }
-        let key_written = quote_scalar(out, key)?;
-        out.push('=');
-        Ok(key_written && quote_scalar(out, value)?)
+        let Some(value) = scalar(&value)? else { return Ok(false) };
+        push_pair(out, &key, &value);
+        Ok(true)
     };
     if let Ok(list) = values.cast_exact::<PyList>() {
-        list.iter().try_fold(true, |ok, v| Ok(ok && one(out, &v)?))
+        list.iter().try_fold(true, |ok, v| Ok(ok && one(v)?))
     } else if let Ok(tuple) = values.cast_exact::<PyTuple>() {
-        tuple.iter().try_fold(true, |ok, v| Ok(ok && one(out, &v)?))
+        tuple.iter().try_fold(true, |ok, v| Ok(ok && one(v)?))
     } else {
-        one(out, values)
+        one(values.clone())
     }
 }
 
-/// `quote_plus` of a key or value as requests' encoding reaches it: text (its UTF-8) or bytes as they
-/// are, an int, float or bool as `str` writes it; false (nothing written) for anything else.
-fn quote_scalar(out: &mut String, v: &Bound<'_, PyAny>) -> PyResult<bool> {
-    use squall_engine::http::query::quote_plus;
-    if let Ok(text) = v.cast::<PyString>() {
-        let Ok(text) = text.to_str() else { return Ok(false) };
-        quote_plus(out, text.as_bytes());
+/// A key or value as requests' encoding reaches `quote_plus`: text (its UTF-8) or bytes as they are,
+/// an int, float or bool as `str` writes it; None for anything else (and for text with a lone
+/// surrogate, which Python's encoding refuses in its own words).
+fn scalar<'a>(v: &'a Bound<'_, PyAny>) -> PyResult<Option<std::borrow::Cow<'a, [u8]>>> {
+    use std::borrow::Cow;
+    Ok(if let Ok(text) = v.cast::<PyString>() {
+        text.to_str().ok().map(|t| Cow::Borrowed(t.as_bytes()))
     } else if let Ok(bytes) = v.cast::<PyBytes>() {
-        quote_plus(out, bytes.as_bytes());
+        Some(Cow::Borrowed(bytes.as_bytes()))
     } else if v.is_exact_instance_of::<PyInt>()
         || v.is_exact_instance_of::<PyFloat>()
         || v.is_exact_instance_of::<PyBool>()
     {
-        quote_plus(out, v.str()?.to_str()?.as_bytes());
+        Some(Cow::Owned(v.str()?.to_str()?.as_bytes().to_vec()))
     } else {
-        return Ok(false);
-    }
-    Ok(true)
+        None
+    })
 }
 
 /// Merges the result documents (the JSON text of `--json` files) of several runs into one,
