@@ -23,6 +23,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from squall.clients import (
+    _ACCEPT_JSON,
     HttpSession,
     RawStream,
     Response,
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
 # retried. In the engine's words:
 _RETRIED = frozenset({"request timed out", "connect timed out", "server closed the connection before responding"})
 _IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"})
-_ACCEPT_JSON = {"Accept": "application/json"}
 
 
 class FastHttpSession(HttpSession):
@@ -55,6 +55,9 @@ class FastHttpSession(HttpSession):
     default_insecure = True
     max_retries = 0
     locust_words = "fasthttp"
+    names_by_url = True
+    accepts_json = True
+    own_request = True  # its `request` is squall's: `get` and `post` send through `_call` (HttpSession)
 
     def __init__(
         self,
@@ -135,20 +138,6 @@ class FastHttpSession(HttpSession):
         ResponseContextManager.__enter__(attempt)  # judged as a block would, a streamed body left open
         ResponseContextManager.__exit__(attempt, None, None, None)
         return attempt
-
-    def get(self, url: str, **kw: Any) -> Response | ResponseContextManager:
-        # Straight to HttpSession.request when FastHttpSession.request would only pass the call on
-        # (no retries, not overridden): a scripted GET's most common path, one frame and one dict of
-        # keywords fewer (about 0.5 µs of 25).
-        if (
-            self.max_retries
-            or type(self).request is not FastHttpSession.request
-            or kw.get("json") is not None
-            or kw.get("stream")
-        ):
-            return self.request("GET", url, **kw)
-        kw["name"] = kw.get("name") or self.request_name or url  # as `request` names it
-        return HttpSession.request(self, "GET", url, **kw)
 
     def iter_lines(self, url: str, method: str = "GET", **kwargs: Any) -> Iterator[str]:
         """The response's lines as they arrive (Locust's FastHttpSession.iter_lines: a streamed request,
