@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, TypedDict, overload
 from urllib.parse import unquote, urlencode, urlsplit, urlunsplit
 
 import orjson
+from greenlet import getcurrent
 
 from squall import _engine, requests_compat
 from squall._engine import CallBase, Prepared, joined_url
@@ -30,7 +31,7 @@ from squall.event import RequestHook
 from squall.exception import CatchResponseError, LocustError, ResponseError
 from squall.report.locust_errors import error_text
 from squall.requests_compat import CaseInsensitiveDict, NotSupported, error_class
-from squall.runtime.hub import current_hub
+from squall.runtime.hub import current_hub, switch_greenlet
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -279,17 +280,20 @@ class ResponseContextManager(Response):
                 self._report(exc)
                 return True
             return False
-        failed = self.exception(self.name)  # Locust names the request, not its URL, here
+        failed = None if self.ok else self.exception(self.name)  # Locust names the request, not its URL, here
         if failed is None and self._default_failure:
             failed = CatchResponseError(self._default_failure)
         self._report(failed)
         return True
 
     def _report(self, failure: BaseException | None) -> None:
-        """The verdict: recorded by the engine's next poll (Hub.judge); the listeners of the request
-        event, if any, told now (Locust names the request, not its URL, in its failure)."""
+        """The verdict: recorded by the engine's next poll (Hub.judge, written out here: a frame less a
+        request); the listeners of the request event, if any, told now (Locust names the request, not
+        its URL, in its failure)."""
         session = self._session
-        session.hub.judge(self, error_text(failure) if failure is not None else None)
+        hub = session.hub
+        if not hub.finished:
+            hub.verdicts.append((self, error_text(failure) if failure is not None else None))
         events = session.request_event
         if events:
             meta = (self.request_method, self.name, self.url, self._context or {})
@@ -904,7 +908,14 @@ class HttpSession:
             return None  # a header that is not text: requests' conversion (bytes) or its InvalidHeader
         except ValueError as e:
             raise _refused(e, method, self._joined(url)) from None
-        response: Response = hub.wait_for(op)
+        # Hub.wait_for, written out (a frame less a request).
+        g = getcurrent()
+        hub.pending[op] = g
+        try:
+            response: Response = switch_greenlet(hub.main)
+        except BaseException:
+            hub.abandon(op, g)
+            raise
         if catch_response and self._user_context is None and not self.hooks.get("response"):
             caught: ResponseContextManager = response  # type: ignore[assignment]  # the engine's caught class
             caught._session = self

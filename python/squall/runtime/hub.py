@@ -50,7 +50,7 @@ _current: Hub | None = None
 # A wait switches to the hub's greenlet with greenlet's own switch: gevent's hub (squall.runtime.gevent_hub)
 # overrides `switch` with bookkeeping of its own waits (a `switch_out` hook) that squall's waits need not
 # pay, twice a request.
-_switch: Callable[[greenlet], Any] = greenlet.switch
+switch_greenlet: Callable[[greenlet], Any] = greenlet.switch
 
 
 class MessageSink(Protocol):
@@ -100,13 +100,13 @@ class Hub:
             entry = (g, None)
             self.ready.append(entry)
             try:
-                return _switch(self.main)
+                return switch_greenlet(self.main)
             except BaseException:
                 self.unqueue(entry)  # thrown out first: this resumption must not come later
                 raise
         timer = self.timers.add(time.monotonic() + seconds, g)
         try:
-            return _switch(self.main)
+            return switch_greenlet(self.main)
         except BaseException:
             # Thrown out (killed, a Timeout): the timer must not resume it later, nor, if it fell due in
             # the same pass, the resumption it queued (it would switch into whatever the greenlet waits
@@ -151,19 +151,23 @@ class Hub:
         g = getcurrent()
         self.pending[op_id] = g
         try:
-            return _switch(self.main)
+            return switch_greenlet(self.main)
         except BaseException:
-            # Thrown out while waiting: the completion, when it comes, resumes no one. If it came already
-            # (dispatched, so no longer pending), its resumption is still queued: taken back.
-            if self.pending.pop(op_id, None) is None:
-                queued = next((e for e in self.ready if e[0] is g and e[1] is not _Kill), None)
-                if queued is not None:
-                    self.unqueue(queued)
-                    if abandoned is not None:
-                        abandoned(queued[1])
-            elif abandoned is not None:
-                abandoned(None)
+            self.abandon(op_id, g, abandoned)
             raise
+
+    def abandon(self, op_id: int, g: greenlet, abandoned: Callable[[Any], None] | None = None) -> None:
+        """Greenlet `g` was thrown out of its wait for operation `op_id` (`wait_for`): the completion,
+        when it comes, resumes no one. If it came already (dispatched, so no longer pending), its
+        resumption is still queued: taken back. `abandoned` as `wait_for`'s."""
+        if self.pending.pop(op_id, None) is None:
+            queued = next((e for e in self.ready if e[0] is g and e[1] is not _Kill), None)
+            if queued is not None:
+                self.unqueue(queued)
+                if abandoned is not None:
+                    abandoned(queued[1])
+        elif abandoned is not None:
+            abandoned(None)
 
     def wait_turn(self) -> Any:
         """Suspends the calling greenlet until something that recorded it resumes it (an MQTT message's
@@ -171,7 +175,7 @@ class Hub:
         (killed) after its resumption was queued, it takes that back (see `sleep`)."""
         g = getcurrent()
         try:
-            return _switch(self.main)
+            return switch_greenlet(self.main)
         except BaseException:
             queued = next((e for e in self.ready if e[0] is g and e[1] is not _Kill), None)
             if queued is not None:
@@ -378,7 +382,7 @@ class Hub:
             until = deadline if deadline is not None else time.monotonic() + 0.05
             timer = self.timers.add(until, g)
             try:
-                _switch(self.main)
+                switch_greenlet(self.main)
             except BaseException:
                 timer[1] = _CANCELLED
                 raise
@@ -388,13 +392,16 @@ class Hub:
                 return
 
     def _dispatch(self, completions: list[Any]) -> None:
+        pending, ready, watchers = self.pending, self.ready, self.watchers
         for c in completions:
-            g = self.pending.pop(c.id, None)
+            op = c.id
+            g = pending.pop(op, None)
             if g is not None:
-                self.ready.append((g, c))
-            callback = self.watchers.pop(c.id, None)
-            if callback is not None:
-                callback(c)
+                ready.append((g, c))
+            elif watchers:  # (an operation is waited for or watched, never both: `wait_for`, `watch`)
+                callback = watchers.pop(op, None)
+                if callback is not None:
+                    callback(c)
         if self.mqtt_clients:
             for m in self.engine.messages():
                 client = self.mqtt_clients.get(m.user)
