@@ -281,14 +281,14 @@ class Hub:
         first = timers.next_due()
         if first is not None and first <= time.monotonic():
             self.ready.extend((timer[1], None) for timer in timers.pop_due(time.monotonic()))
-        ready = self.ready
+        ready, monotonic = self.ready, time.monotonic
         for _ in range(len(ready)):
             if not ready:  # a greenlet thrown out of a wait took back its queued resumption (`unqueue`)
                 break
             g, value = ready.popleft()
             if g.dead:
                 continue
-            self.entered = time.monotonic()
+            self.entered = monotonic()
             self.turns += 1
             if value is _Kill:
                 g.throw(self.throws.pop(g, GreenletExit) if self.throws else GreenletExit)

@@ -307,3 +307,18 @@ class DefaultTaskSet(TaskSet):
         if self.user.wait_time is None:
             raise MissingWaitTimeError(f"{type(self.user).__name__} has no wait_time")
         return self.user.wait_time()
+
+    def wait(self) -> None:
+        """TaskSet.wait with the user's wait_time asked for here (`wait_time_value` written out: a frame
+        less a task); anything else (the open model, a stopping user, no wait_time) as TaskSet's."""
+        user = self.user
+        environment = user.environment
+        wait_time = user.wait_time
+        if environment.open_pool is not None or user._stopping or environment.runner.stopping or wait_time is None:
+            TaskSet.wait(self)
+            return
+        user._waiting = True  # (User.stop ends it at once meanwhile)
+        try:
+            self._turn = user.hub.pause(wait_time(), self._turn)
+        finally:
+            user._waiting = False
