@@ -212,6 +212,8 @@ pub(super) struct Engine {
     endpoints: RefCell<HashMap<Rc<str>, MethodIds>>,
     /// base -> url -> parsed.
     urls: RefCell<HashMap<String, HashMap<String, KnownUrl>>>,
+    /// base -> the base parsed, when URLs on it can be made from it (`on_base`); None when not.
+    bases: RefCell<HashMap<String, Option<KnownUrl>>>,
     origins: RefCell<Vec<Origin>>,
     /// Each user's connections per (origin index, insecure): a connection opened without verifying
     /// the certificate never serves a request that asked for verification.
@@ -325,6 +327,7 @@ impl Engine {
             core,
             endpoints: RefCell::default(),
             urls: RefCell::default(),
+            bases: RefCell::default(),
             origins: RefCell::default(),
             pool: RefCell::default(),
             connectors: RefCell::default(),
@@ -497,14 +500,52 @@ impl Engine {
         if base.is_empty() && !super::is_whole_url(raw) {
             return Err(format!("no host for request '{raw}': set `host` on the User or pass -H/--host"));
         }
-        let url = parse_url(raw)?;
-        let known = self.remember(url)?;
+        let known = match self.on_base(base, raw) {
+            Some(known) => known,
+            None => self.remember(parse_url(raw)?)?,
+        };
         let mut urls = self.urls.borrow_mut();
         let per_base = urls.entry(base.to_string()).or_default();
         if per_base.len() < MAX_URLS {
             per_base.insert(raw.to_string(), known.clone());
         }
         Ok(known)
+    }
+
+    /// `raw`, a path on `base` (the session's host, with no path of its own) in plain characters, made
+    /// from the base parsed once: its path and query set, its scheme and host not parsed again (nor
+    /// the host's IDNA mapping run), its origin the base's. None for any other URL (`parse_url` then):
+    /// the same URL as parsing it whole (a test compares them over random paths), at a third of the
+    /// cost: a script's URLs built per call with ids past what `urls` keeps are each new.
+    fn on_base(&self, base: &str, raw: &str) -> Option<KnownUrl> {
+        let rest = raw.strip_prefix(base)?;
+        let plain = |b: u8| (0x21..=0x7e).contains(&b) && b != b'#' && b != b'\\';
+        if !rest.starts_with('/') || rest.starts_with("//") || !rest.bytes().all(plain) {
+            return None;
+        }
+        let parsed = self.bases.borrow().get(base).cloned();
+        let parsed = match parsed {
+            Some(p) => p?,
+            None => {
+                // Usable when the base parses to itself and a "/": no path, query or fragment, its
+                // spelling already the parser's (so that base + rest parses as the base's URL does).
+                let p = parse_url(base).ok().filter(|u| u.as_str().strip_suffix('/') == Some(base));
+                let known = match p {
+                    Some(u) => Some(self.remember(u).ok()?),
+                    None => None,
+                };
+                self.bases.borrow_mut().insert(base.to_string(), known.clone());
+                known?
+            }
+        };
+        let mut url = (*parsed.url).clone();
+        let (path, query) = match rest.split_once('?') {
+            Some((path, query)) => (path, Some(query)),
+            None => (rest, None),
+        };
+        url.set_path(path);
+        url.set_query(query);
+        Some(KnownUrl { name: Rc::from(path_and_query(&url)), url: Rc::new(url), origin: parsed.origin })
     }
 
     /// The URL with its origin's index, the origin added if new (at most `MAX_ORIGINS` of them).
@@ -600,6 +641,67 @@ mod tests {
 
     fn steps() -> Rc<Steps> {
         Rc::new(Steps { tasks: Vec::new(), home: None })
+    }
+
+    /// A URL's text and default name.
+    type Made = Option<(String, String)>;
+
+    /// What `known_url` makes of `raw` on `base`, and what parsing it whole makes of it.
+    fn both(engine: &Engine, base: &str, raw: &str) -> (Made, Made) {
+        let known = engine.known_url(base, raw).ok().map(|k| (k.url.as_str().to_string(), k.name.to_string()));
+        let parsed = parse_url(raw).ok().map(|u| (u.as_str().to_string(), path_and_query(&u)));
+        (known, parsed)
+    }
+
+    #[test]
+    fn a_url_made_from_its_base_is_the_url_parsed_whole() {
+        let engine = Engine::new(ScriptOptions::default(), RunCore::new());
+        let bases =
+            ["http://127.0.0.1:8089", "https://Example.COM", "http://h.test:80", "http://h.test/v1", "http://h.test/"];
+        let rests = [
+            "/",
+            "/a/b?x=1&y=%20z",
+            "/a/./b/../c",
+            "/a/%2e%2E/b",
+            "/a?",
+            "/a??b",
+            "/a?b#c",
+            "/a b",
+            "/caf\u{e9}",
+            "/a\\b",
+            "/a\tb",
+            "//other/x",
+            "/x/..",
+            "/%zz",
+            "/{}|^`\"<>",
+            "/a?q={}|^`\"<>'",
+            "/.",
+            "/..",
+            "/a;b=c",
+        ];
+        // (made from the base where it can be: a base with no path of its own, spelt as parsed, and a
+        // path in plain characters)
+        assert!(engine.on_base("http://127.0.0.1:8089", "http://127.0.0.1:8089/a/./b?x={}").is_some());
+        assert!(engine.on_base("http://h.test:80", "http://h.test:80/a").is_none());
+        assert!(engine.on_base("http://h.test/v1", "http://h.test/v1/a").is_none());
+        assert!(engine.on_base("http://127.0.0.1:8089", "http://127.0.0.1:8089/a b").is_none());
+        for base in bases {
+            for rest in rests {
+                let raw = format!("{base}{rest}");
+                let (known, parsed) = both(&engine, base, &raw);
+                assert_eq!(known, parsed, "{raw}");
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_url_made_from_its_base_is_the_url_parsed_whole_for_any_path(rest in "/[ -~\u{e9}]{0,40}") {
+            let engine = Engine::new(ScriptOptions::default(), RunCore::new());
+            let raw = format!("http://127.0.0.1:8089{rest}");
+            let (known, parsed) = both(&engine, "http://127.0.0.1:8089", &raw);
+            proptest::prop_assert_eq!(known, parsed, "{}", raw);
+        }
     }
 
     #[test]
