@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING, Any
 # not at once: 10,000 users `between(1, 2)` peaked at 212 MB of RSS so, 266 MB with mimalloc's default
 # and 243 MB with glibc's malloc (/usr/bin/time, same build otherwise), at the same speed.
 os.environ.setdefault("MIMALLOC_ARENA_EAGER_COMMIT", "0")
-# Memory freed goes back to the system after 1 ms, not mimalloc's 1,000: a script's body kept to its 64
+# Memory freed goes back to the system after 10 ms, not mimalloc's 1,000: a script's body kept to its 64
 # MiB bound and freed stayed resident while the next request read another (tests/test_hostile.py: a peak
-# of 236 MB where 2 bodies make 192; 204 with 50 ms, passes with 10). A run's own churn is reused well
-# within it: page faults a request 0.044-0.063 with 1 ms, 1,000 ms or 10 ms (shop.py, 50 users, 5 s,
-# perf stat), 11.6k and 11.7k in 8 s of shop_think.py's 1,000 users, the same CPU.
-os.environ.setdefault("MIMALLOC_PURGE_DELAY", "1")
+# of 236 MB where 2 bodies make 192; 204 with 50 ms; 10 ms passes). A run's own churn is reused well
+# within that: page faults a request the same with 10 ms or 1,000 (shop.py, 50 users; 10,000 users
+# `between(1, 2)`, 20 s: 48.6k and 48.4k), and the same CPU within this host's noise (4.9-5.0 CPU-s
+# against 5.1-5.8, alternated); 1 ms cost the 10,000 users about a tenth more CPU (5.5-6.4 CPU-s).
+os.environ.setdefault("MIMALLOC_PURGE_DELAY", "10")
 
 from squall._engine import __version__  # (after the allocator's option)
 
