@@ -34,7 +34,7 @@ def test_a_request_set_on_a_session_gets_its_calls():
     for cls in (HttpSession, FastHttpSession):
         s = object.__new__(cls)
         calls = []
-        s.request = lambda method, url, **kw: calls.append((method, url, kw))
+        s.request = lambda method, url, calls=calls, **kw: calls.append((method, url, kw))
         s.get("/a", headers=None)
         s.post("/p", json=[1])
         assert calls == [("GET", "/a", {"headers": None}), ("POST", "/p", {"data": None, "json": [1]})]
