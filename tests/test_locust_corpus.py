@@ -41,7 +41,13 @@ EXTRA = {
 }
 # Tasks per user, where ten would not fit the run time under load (each task makes many requests).
 # (8 s at most)
-ITERATIONS = {"host_path.py": "3", "multiple_hosts.py": "4", "prepared_calls.py": "3", "reading.py": "2"}
+ITERATIONS = {
+    "host_path.py": "3",
+    "multiple_hosts.py": "4",
+    "prepared_calls.py": "3",
+    "reading.py": "2",
+    "session_setup.py": "5",
+}
 
 
 class Recorder:

@@ -790,8 +790,8 @@ class HttpSession:
             )
             if answered is not None:
                 return answered
-        if not name and self.request_name:
-            name = self.request_name
+        if not name:  # (an empty name too: Locust names the request by its path then)
+            name = self.request_name or None
         hub = self.hub
         op = None
         try:

@@ -37,4 +37,6 @@ class ApiUser(HttpUser):
         self.client.params = {}
         self.client.get("/plain", headers={"authorization": "Bearer override", "X-Client": None})
         self.client.get("/plain", headers={"x-client": b"bytes", "Accept": "application/json"})
+        self.client.get("/plain", name="")  # an empty name: the request's path, as with none
         self.client.params = {"tenant": "acme"}
+        self.client.get("/items/2", name="")  # (the same where the session's params need preparing)
