@@ -46,7 +46,7 @@ use crate::stats::{EndpointId, Failure, FailureKind, Outcome};
 use crate::types::StopReason;
 use crate::ws::WsOp;
 use engine::{Engine, OpenModel, Running, WANT_STAMPS};
-use request::{run_request, run_stream};
+use request::{run_request, run_stream, Started};
 use rustc_hash::FxHashMap as HashMap;
 use std::cell::Cell;
 use std::rc::Rc;
@@ -449,11 +449,11 @@ impl ScriptEngine {
         // The first request of an open-model iteration counts from the iteration's intended start.
         let begin = engine.open.borrow_mut().as_mut().and_then(|o| o.begins.remove(&user)).unwrap_or_else(Instant::now);
         let (deadline, url, shape) = (Instant::now() + r.timeout, known.url.clone(), r.shape.clone());
-        let (e, n) = (engine.clone(), name.clone());
+        let started = Started { engine: engine.clone(), id, user, r, known, begin, endpoint, name: name.clone() };
         let task = if streamed {
-            self.local.spawn_local(run_stream(e, id, user, r, known, begin, endpoint, n))
+            self.local.spawn_local(run_stream(started))
         } else {
-            self.local.spawn_local(run_request(e, id, user, r, known, begin, endpoint, n))
+            self.local.spawn_local(run_request(started))
         };
         let running = Running { user, task: task.abort_handle(), begin, deadline, endpoint, name, url, shape };
         engine.running.borrow_mut().insert(id, running);

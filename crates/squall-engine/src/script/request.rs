@@ -19,17 +19,21 @@ use super::engine::{Engine, H1Bytes, KnownUrl, Streamed, MAX_HOST};
 use super::pools::Pooled;
 use super::{Completion, Endpoint, Head, ScriptRequest};
 
-#[allow(clippy::too_many_arguments)]
-pub(super) async fn run_request(
-    engine: Rc<Engine>,
-    id: u64,
-    user: u64,
-    r: ScriptRequest,
-    known: KnownUrl,
-    begin: Instant,
-    endpoint: EndpointId,
-    name: Rc<str>,
-) {
+/// A script's request as `ScriptEngine::start` hands it to its task (`run_request`, `run_stream`): the
+/// request, its id and user, its URL and stats name resolved, when it began.
+pub(super) struct Started {
+    pub(super) engine: Rc<Engine>,
+    pub(super) id: u64,
+    pub(super) user: u64,
+    pub(super) r: ScriptRequest,
+    pub(super) known: KnownUrl,
+    pub(super) begin: Instant,
+    pub(super) endpoint: EndpointId,
+    pub(super) name: Rc<str>,
+}
+
+pub(super) async fn run_request(started: Started) {
+    let Started { engine, id, user, r, known, begin, endpoint, name } = started;
     let (result, elapsed) = measure(&engine, Sender::script(user), &r, &known, begin, endpoint).await;
     let of = Completed { id, r: &r, known: &known, name: &name, endpoint };
     let completion = match result {
@@ -173,17 +177,8 @@ pub(super) enum Held {
 /// script takes it from as it comes, each read's events timed as bench's are. The stream is counted
 /// completed or cut at the body's end; its connection goes back to the pool when the script closes
 /// it after a clean end. `read_timeout` bounds each wait for the body's next bytes.
-#[allow(clippy::too_many_arguments)]
-pub(super) async fn run_stream(
-    engine: Rc<Engine>,
-    id: u64,
-    user: u64,
-    r: ScriptRequest,
-    known: KnownUrl,
-    begin: Instant,
-    endpoint: EndpointId,
-    name: Rc<str>,
-) {
+pub(super) async fn run_stream(started: Started) {
+    let Started { engine, id, user, r, known, begin, endpoint, name } = started;
     let read_timeout = r.stream.unwrap_or(r.timeout);
     let mut streams =
         ScriptStreams { engine: &engine, endpoint, clock: StreamClock::new(begin), opened: false, held: None };
