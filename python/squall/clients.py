@@ -793,11 +793,11 @@ class HttpSession:
         if not name:  # (an empty name too: Locust names the request by its path then)
             name = self.request_name or None
         hub = self.hub
+        base = self._base
+        if base is None or base[1] is not self.headers._sent:
+            base = self._call_base()
         op = None
         try:
-            base = self._base
-            if base is None or base[1] is not self.headers._sent:
-                base = self._call_base()
             if (
                 plain
                 and proxies is None
