@@ -161,11 +161,9 @@ class Hub:
         when it comes, resumes no one. If it came already (dispatched, so no longer pending), its
         resumption is still queued: taken back. `abandoned` as `wait_for`'s."""
         if self.pending.pop(op_id, None) is None:
-            queued = next((e for e in self.ready if e[0] is g and e[1] is not _Kill), None)
-            if queued is not None:
-                self.unqueue(queued)
-                if abandoned is not None:
-                    abandoned(queued[1])
+            queued = self.take_back(g)
+            if queued is not None and abandoned is not None:
+                abandoned(queued[1])
         elif abandoned is not None:
             abandoned(None)
 
@@ -177,9 +175,7 @@ class Hub:
         try:
             return switch_greenlet(self.main)
         except BaseException:
-            queued = next((e for e in self.ready if e[0] is g and e[1] is not _Kill), None)
-            if queued is not None:
-                self.unqueue(queued)
+            self.take_back(g)
             raise
 
     def call_later(self, seconds: float, fn: Callable[[], None]) -> list[Any]:
@@ -213,6 +209,14 @@ class Hub:
         if self.throws.get(g) is exc:
             del self.throws[g]
             self.unqueue((g, _Kill))
+
+    def take_back(self, g: greenlet) -> tuple[greenlet, Any] | None:
+        """Takes greenlet `g`'s queued resumption (a kill aside) back from the ready queue, for a greenlet
+        thrown out of its wait after something queued it (`abandon`, `wait_turn`); returns it, or None."""
+        queued = next((e for e in self.ready if e[0] is g and e[1] is not _Kill), None)
+        if queued is not None:
+            self.unqueue(queued)
+        return queued
 
     def unqueue(self, entry: tuple[greenlet, Any]) -> None:
         """Takes a resumption (greenlet, value) back from the ready queue: the rare path of a greenlet
