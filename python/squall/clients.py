@@ -783,62 +783,36 @@ class HttpSession:
         `context`). With `catch_response=True` the result is a context manager whose block judges it."""
         if unexpected:  # requests' own words, which Locust's exceptions table shows
             raise TypeError(f"Session.request() got an unexpected keyword argument '{next(iter(unexpected))}'")
-        plain = cookies is None and files is None and auth is None and verify is None and cert is None
-        if plain and proxies is None and hooks is None and not stream:
+        if (
+            cookies is None
+            and files is None
+            and auth is None
+            and verify is None
+            and cert is None
+            and proxies is None
+            and hooks is None
+        ):
             answered = self._call(
-                method, url, name, catch_response, context, params, data, json, headers, allow_redirects, timeout
-            )
+                method, url, name, catch_response, context, params, data, json, headers, allow_redirects, timeout,
+                stream,
+            )  # fmt: skip
             if answered is not None:
                 return answered
+        # Anything else that shapes a request (cookies, files, an auth, a CA bundle, proxies or a client
+        # certificate, form data, the session's params or proxies) is prepared here, as requests prepares it.
         if not name:  # (an empty name too: Locust names the request by its path then)
             name = self.request_name or None
         hub = self.hub
-        base = self._base
-        if base is None or base[1] is not self.headers._sent:
-            base = self._call_base()
-        op = None
+        call: _Call = {
+            "params": params, "data": data, "headers": headers, "cookies": cookies, "files": files,
+            "auth": auth, "timeout": timeout, "proxies": proxies, "verify": verify, "cert": cert, "json": json,
+        }  # fmt: skip
         try:
-            if (
-                plain
-                and proxies is None
-                and stream
-                and base is not None
-                and not self.params
-                and not self.proxies
-                and (data is None or isinstance(data, (str, bytes)))
-            ):
-                # A streamed call the session need not prepare: shaped by its CallBase, as `_call`'s are.
-                body = content_type = merged = None
-                if data is not None:
-                    body = data.encode() if isinstance(data, str) else data
-                elif json is not None:
-                    body, content_type = json_body(json), "application/json"
-                if headers:
-                    merged = list(headers.items())
-                target = _with_query(url, params) if params else url
-                seconds = None if timeout is None else _seconds(timeout)
-                try:
-                    prepared = base[0].prepare(
-                        method, target, name, not catch_response, allow_redirects, body, merged, content_type, seconds,
-                    )  # fmt: skip
-                    op = hub.engine.send_stream(self.user_id, prepared, self._read_timeout(timeout))
-                except TypeError:
-                    if merged is None:
-                        raise
-                    # A header that is not text: requests' conversion below (bytes) or its InvalidHeader.
-            if op is None:
-                # Anything else that shapes a request (cookies, files, an auth, a CA bundle, proxies or a client
-                # certificate, form data, the session's params or proxies) is prepared here, as requests
-                # prepares it.
-                call: _Call = {
-                    "params": params, "data": data, "headers": headers, "cookies": cookies, "files": files,
-                    "auth": auth, "timeout": timeout, "proxies": proxies, "verify": verify, "cert": cert, "json": json,
-                }  # fmt: skip
-                prepared = self._prepare(method, url, name, catch_response, allow_redirects, call)
-                if stream or (stream is None and self.stream):
-                    op = hub.engine.send_stream(self.user_id, prepared, self._read_timeout(timeout))
-                else:
-                    op = hub.engine.send(self.user_id, prepared)
+            prepared = self._prepare(method, url, name, catch_response, allow_redirects, call)
+            if stream or (stream is None and self.stream):
+                op = hub.engine.send_stream(self.user_id, prepared, self._read_timeout(timeout))
+            else:
+                op = hub.engine.send(self.user_id, prepared)
         except ValueError as e:
             raise _refused(e, method, self._joined(url)) from None
         response: Response = hub.wait_for(op)
@@ -859,10 +833,12 @@ class HttpSession:
         headers: Mapping[str, Any] | None,
         allow_redirects: bool,
         timeout: float | tuple[float | None, float | None] | None,
+        stream: bool | None = False,
     ) -> Response | ResponseContextManager | None:
         """The calls of most scripts, in one frame: what they add to the session's settings
         (`_call_base`) crosses into the engine as it is, and the engine makes the request
-        (ScriptEngine.call). None, before anything is sent, when the call or the session needs the
+        (ScriptEngine.call; a streamed call, `stream=True`, as a Prepared from the same CallBase, sent
+        by `send_stream`). None, before anything is sent, when the call or the session needs the
         request prepared in Python (`request` then prepares it): the session's params or proxies,
         form data, a header that is not text, a setting `_call_base` cannot carry. `get` and `post`
         call it straight, without `request`'s 25 keywords (0.6-1.5 us a call, timed against an engine
@@ -897,11 +873,19 @@ class HttpSession:
         if headers:
             merged = list(headers.items())  # merged with the session's in the engine
         hub = self.hub
+        target = _with_query(url, params) if params else url
+        seconds = None if timeout is None else _seconds(timeout)
         try:
-            op = hub.engine.call(
-                self.user_id, base[0], method, _with_query(url, params) if params else url, name, not catch_response,
-                allow_redirects, body, merged, content_type, None if timeout is None else _seconds(timeout),
-            )  # fmt: skip
+            if stream:  # (requests' stream=True: its response comes at its head)
+                prepared = base[0].prepare(
+                    method, target, name, not catch_response, allow_redirects, body, merged, content_type, seconds,
+                )  # fmt: skip
+                op = hub.engine.send_stream(self.user_id, prepared, self._read_timeout(timeout))
+            else:
+                op = hub.engine.call(
+                    self.user_id, base[0], method, target, name, not catch_response, allow_redirects, body, merged,
+                    content_type, seconds,
+                )  # fmt: skip
         except TypeError:
             if merged is None:
                 raise
@@ -916,6 +900,8 @@ class HttpSession:
         except BaseException:
             hub.abandon(op, g)
             raise
+        if stream:
+            response._hub = hub  # type: ignore[attr-defined]  # (a StreamedResponse: its engine's hub)
         if catch_response and self._user_context is None and not self.hooks.get("response"):
             caught: ResponseContextManager = response  # type: ignore[assignment]  # the engine's caught class
             caught._session = self
