@@ -27,6 +27,7 @@ __all__ = [
     "encoded_params",
     "histogram_percentiles",
     "joined_url",
+    "json_dumps",
     "long_digit_run",
     "merge_histograms",
     "merge_results",
@@ -128,7 +129,7 @@ class CallBase:
         record: bool,
         follow: bool,
         body: bytes | None = None,
-        headers: list[tuple[str, str | None]] | None = None,
+        headers: dict[str, str | None] | list[tuple[str, str | None]] | None = None,
         content_type: str | None = None,
         timeout: float | None = None,
     ) -> Prepared:
@@ -216,6 +217,10 @@ def joined_url(base: str, url: str) -> str:
     """A call's URL on its session's base, as Locust joins them: as text; a whole URL (http:// or
     https://, any case) as it is. The engine's one join, which every request's shape gets too."""
 
+def json_dumps(obj: Any) -> bytes | None:
+    """json.dumps(obj).encode() for plain data (exact dicts with text keys, lists, tuples, text, ints,
+    floats, bools, None; 64 deep at most); None for anything else."""
+
 def long_digit_run(data: bytes) -> bool:
     """Whether `data` holds a run of 19 or more ASCII digits (an integer a JSON body may hold past 64 bits)."""
 
@@ -261,7 +266,7 @@ class ScriptEngine:
         record: bool,
         follow: bool,
         body: bytes | None = None,
-        headers: list[tuple[str, str | None]] | None = None,
+        headers: dict[str, str | None] | list[tuple[str, str | None]] | None = None,
         content_type: str | None = None,
         timeout: float | None = None,
     ) -> int:
@@ -277,9 +282,17 @@ class ScriptEngine:
         """An operation whose Completion comes when the stream has more bytes or has ended."""
     def stream_close(self, stream: int) -> None:
         """Done with the stream: its connection goes back to the pool if its body ended whole, else closes."""
-    def poll(self, timeout: float, verdicts: list[tuple[Response, str | None]] = ...) -> list[Response | Completion]:
+    def poll(
+        self,
+        timeout: float,
+        verdicts: list[tuple[Response, str | None]] = ...,
+        pending: dict[int, Any] | None = None,
+        ready: Any = None,
+    ) -> list[Response | Completion]:
         """Records `verdicts` (the script's judgements of responses: failure text, None for a success),
-        then runs the engine until completions are ready or `timeout` seconds pass (GIL released)."""
+        then runs the engine until completions are ready or `timeout` seconds pass (GIL released). A
+        completion whose id is in `pending` is taken from it and queued on `ready` (a deque) as
+        (greenlet, completion); the others are returned."""
     def judge(self, verdicts: list[tuple[Response, str | None]]) -> None:
         """Records `verdicts` now (the last ones before `finish`)."""
     def messages(self) -> list[Message]: ...

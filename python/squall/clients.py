@@ -852,7 +852,8 @@ class HttpSession:
             return None
         if not name:
             name = self.request_name or (url if self.names_by_url else None)
-        body = content_type = merged = None
+        body = content_type = None
+        merged: dict[str, Any] | list[tuple[str, Any]] | None = None
         if data is not None:
             if isinstance(data, str):
                 body = data.encode()
@@ -871,7 +872,8 @@ class HttpSession:
             # FastHttpSession asks for JSON back when it sends JSON, unless the call says otherwise.
             headers = {**headers, "Accept": "application/json"} if headers else _ACCEPT_JSON
         if headers:
-            merged = list(headers.items())  # merged with the session's in the engine
+            # Merged with the session's in the engine, which reads a dict's items in place.
+            merged = headers if type(headers) is dict else list(headers.items())
         hub = self.hub
         target = _with_query(url, params) if params else url
         seconds = None if timeout is None else _seconds(timeout)
@@ -1182,7 +1184,10 @@ _ENCODE = (
 
 
 def json_body(obj: Any) -> bytes:
-    """`json=`'s body: json.dumps(obj), encoded."""
+    """`json=`'s body: json.dumps(obj), encoded (by the engine for plain data: `_engine.json_dumps`)."""
+    made = _engine.json_dumps(obj)
+    if made is not None:
+        return made
     if _ENCODE is None or isinstance(obj, str):
         return jsonlib.dumps(obj).encode()
     try:

@@ -1,13 +1,16 @@
 """What a script reads of a response and sends as JSON, against the standard library and requests (the
 ground truth: what Locust's clients read and send) on the same bytes: `json()` read by orjson where it
 reads as json.loads does and by json.loads everywhere else, `text` decoded in the engine, `json=`
-encoded by json.dumps's own encoder made once."""
+encoded by the engine for plain data (checked against json.dumps over random values) and by
+json.dumps's own encoder, made once, for the rest."""
 
 import json
+import random
 
 import pytest
 import requests
 
+from squall import _engine
 from squall.clients import Response, json_body
 
 DOCS = [
@@ -69,6 +72,65 @@ VALUES = [
 @pytest.mark.parametrize("value", VALUES, ids=range(len(VALUES)))
 def test_json_body_is_json_dumps(value):
     assert json_body(value) == json.dumps(value).encode()
+
+
+def random_value(rng, depth=0):
+    """Plain data of every kind json.dumps writes, text from every range (escapes, ASCII's edges,
+    Latin-1, the BMP, past it), and what the engine leaves to json.dumps (subclasses, other keys)."""
+    kinds = ["str", "int", "float", "const"] + (["list", "tuple", "dict"] * 2 if depth < 4 else [])
+    kind = rng.choice(kinds)
+    if kind == "str":
+        ranges = [(0, 0x20), (0x20, 0x7F), (0x7F, 0x100), (0x100, 0xD800), (0xE000, 0x10000), (0x10000, 0x110000)]
+        return "".join(chr(rng.randrange(*rng.choice(ranges))) for _ in range(rng.randrange(8)))
+    if kind == "int":
+        return rng.choice([0, -1, rng.randrange(-(10**30), 10**30), 2**63, True, False])
+    if kind == "float":
+        special = [0.0, -0.0, 1e16, 1e-7, 5e-324, 1.7976931348623157e308, float("nan"), float("inf"), -float("inf")]
+        return rng.choice([rng.uniform(-1e6, 1e6), rng.choice(special)])
+    if kind == "const":
+        return None
+    items = [random_value(rng, depth + 1) for _ in range(rng.randrange(4))]
+    if kind == "list":
+        return items
+    if kind == "tuple":
+        return tuple(items)
+    keys = [random_value(rng, 4) for _ in items]  # (not containers: json.dumps takes text, numbers, None)
+    keys = [k if isinstance(k, str) or rng.random() < 0.3 else str(k) for k in keys]
+    return dict(zip(keys, items))
+
+
+def test_the_engines_json_is_json_dumps_over_random_values():
+    rng = random.Random(8)
+    engines = 0
+    for _ in range(3000):
+        value = random_value(rng)
+        expected = json.dumps(value).encode()
+        made = _engine.json_dumps(value)
+        assert made is None or made == expected, value
+        assert json_body(value) == expected
+        engines += made is not None
+    assert engines > 2000  # (most values are plain: the engine wrote them)
+
+
+class Text(str):
+    pass
+
+
+@pytest.mark.parametrize(
+    "value",
+    [Text("x"), {"k": Text("x")}, {1: 2}, {None: 1}, "\ud800", {"a": ["\udfff"]}, [[[[[[[1]]]]]]] * 2],
+    ids=range(7),
+)
+def test_what_the_engine_leaves_to_json_dumps_is_json_dumps(value):
+    assert json_body(value) == json.dumps(value).encode()
+
+
+def test_a_nesting_past_the_engines_depth_is_json_dumps():
+    deep: list = []
+    for _ in range(100):
+        deep = [deep]
+    assert _engine.json_dumps(deep) is None
+    assert json_body(deep) == json.dumps(deep).encode()
 
 
 def test_json_body_refuses_what_json_dumps_refuses_and_goes_on():

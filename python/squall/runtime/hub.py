@@ -310,7 +310,10 @@ class Hub:
         verdicts = self.verdicts
         if verdicts:
             self.verdicts = []
-        self._dispatch(self.engine.poll(wake, verdicts))
+        # The completions someone waits for are queued on `ready` by the poll itself; the rest come back.
+        rest = self.engine.poll(wake, verdicts, self.pending, self.ready)
+        if rest or self.mqtt_clients:
+            self._dispatch(rest)
         if self.on_arrivals is not None:
             arrivals = self.engine.arrivals()
             if arrivals:
@@ -396,14 +399,12 @@ class Hub:
                 return
 
     def _dispatch(self, completions: list[Any]) -> None:
-        pending, ready, watchers = self.pending, self.ready, self.watchers
-        for c in completions:
-            op = c.id
-            g = pending.pop(op, None)
-            if g is not None:
-                ready.append((g, c))
-            elif watchers:  # (an operation is waited for or watched, never both: `wait_for`, `watch`)
-                callback = watchers.pop(op, None)
+        """The completions no greenlet waits for (`poll` queued those) go to their watchers, and the MQTT
+        messages that came to their users' clients."""
+        watchers = self.watchers
+        if watchers:  # (an operation is waited for or watched, never both: `wait_for`, `watch`)
+            for c in completions:
+                callback = watchers.pop(c.id, None)
                 if callback is not None:
                     callback(c)
         if self.mqtt_clients:
