@@ -255,3 +255,18 @@ def test_random_choice_follows_the_weights():
     picker = DefaultTaskSet(Holder())
     picks = [picker.get_next_task().__name__ for _ in range(5000)]
     assert 0.85 < picks.count("often") / len(picks) < 0.95
+
+
+def test_a_seeded_file_picks_the_tasks_random_choice_picks():
+    # Locust picks with random.choice; squall's pick, written out, draws the same from the same generator,
+    # for every length (powers of two, where random's _randbelow draws one bit more, included).
+    import random
+
+    from squall.user.task import _choice
+
+    for length in (2, 3, 4, 7, 8, 9, 16, 100):
+        tasks = list(range(length))
+        random.seed(length)
+        expected = [random.choice(tasks) for _ in range(500)]
+        random.seed(length)
+        assert [_choice(tasks) for _ in range(500)] == expected
