@@ -97,6 +97,7 @@ def _choice(tasks: Sequence[Task]) -> Task:
         r = _getrandbits(k)
     return tasks[r]
 
+
 class TaskHolderMeta(type):
     """The metaclass of Users and TaskSets: collects their weighted task lists at class creation."""
 
