@@ -341,6 +341,7 @@ class DefaultTaskSet(TaskSet):
             return
         user._waiting = True  # (User.stop ends it at once meanwhile)
         try:
-            self._turn = hub.pause(seconds, self._turn)
+            hub.sleep(seconds)  # (the rest of Hub.pause)
         finally:
             user._waiting = False
+        self._turn = hub.turns
