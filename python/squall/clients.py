@@ -295,7 +295,7 @@ class ResponseContextManager(Response):
         if not hub.finished:
             hub.verdicts.append((self, error_text(failure) if failure is not None else None))
         events = session.request_event
-        if events:
+        if events._handlers if type(events) is RequestHook else events:  # (no __bool__ frame a request)
             meta = (self.request_method, self.name, self.url, self._context or {})
             session._fire(events, self, meta, failure)
 
@@ -904,12 +904,19 @@ class HttpSession:
             raise
         if stream:
             response._hub = hub  # type: ignore[attr-defined]  # (a StreamedResponse: its engine's hub)
-        if catch_response and self._user_context is None and not self.hooks.get("response"):
-            caught: ResponseContextManager = response  # type: ignore[assignment]  # the engine's caught class
-            caught._session = self
-            if context:
-                caught._context = context
-            return caught
+        # `_answered`'s common cases, without its frame: no response hook and no user context, a caught
+        # response handed to its with-block, any other returned when nobody listens to the request event
+        # (the engine recorded it; a RequestHook's listeners read without its __bool__'s frame).
+        if self._user_context is None and not self.hooks.get("response"):
+            if catch_response:
+                caught: ResponseContextManager = response  # type: ignore[assignment]  # the engine's caught class
+                caught._session = self
+                if context:
+                    caught._context = context
+                return caught
+            events = self.request_event
+            if not (events._handlers if type(events) is RequestHook else events):
+                return response
         return self._answered(response, catch_response, context, None)
 
     def _answered(
