@@ -269,16 +269,20 @@ fn key_is(raw: &[u8], name: &str) -> bool {
     if !name.bytes().all(|b| b.is_ascii() && !b.is_ascii_uppercase()) {
         return latin1_trimmed(raw).to_lowercase() == name;
     }
-    // Python's white space in Latin-1 (`str.isspace`), as `python_stripped` trims it.
-    let space = |b: &u8| matches!(b, 0x09..=0x0d | 0x1c..=0x20 | 0x85 | 0xa0);
+    let space = |b: &u8| python_space(*b as char); // (a Latin-1 byte is its character)
     let start = raw.iter().position(|b| !space(b)).unwrap_or(raw.len());
     let end = raw.iter().rposition(|b| !space(b)).map_or(start, |i| i + 1);
     raw[start..end].eq_ignore_ascii_case(name.as_bytes())
 }
 
-/// `str.strip()`: Python's white space, which is Rust's and 0x1c-0x1f.
+/// `str.strip()`: Python's white space trimmed from both ends.
 fn python_stripped(text: &str) -> &str {
-    text.trim_matches(|c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c))
+    text.trim_matches(python_space)
+}
+
+/// Python's white space (`str.isspace`): Rust's and 0x1c-0x1f.
+fn python_space(c: char) -> bool {
+    c.is_whitespace() || ('\x1c'..='\x1f').contains(&c)
 }
 
 /// Whether `url` is whole: it starts with http:// or https://, in any case (as Locust tells them).
