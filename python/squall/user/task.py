@@ -332,16 +332,8 @@ class DefaultTaskSet(TaskSet):
         if environment.open_pool is not None or user._stopping or environment.runner.stopping or wait_time is None:
             TaskSet.wait(self)
             return
-        seconds = wait_time()
-        hub = user.hub
-        if seconds <= 0 and hub.turns != self._turn:
-            # Hub.pause's own shortcut, taken here: the task gave way since the last pause (it waited for
-            # a request), so the others have had their turn and there is nothing to wait for.
-            self._turn = hub.turns
-            return
         user._waiting = True  # (User.stop ends it at once meanwhile)
         try:
-            hub.sleep(seconds)  # (the rest of Hub.pause)
+            self._turn = user.hub.pause(wait_time(), self._turn)
         finally:
             user._waiting = False
-        self._turn = hub.turns
