@@ -62,6 +62,17 @@ def self_signed(workdir):
     )
 
 
+def free_ports(n):
+    """`n` different free ports: free_port's picks are each free when checked, not bound, so two picks
+    may be the same port (nginx then refuses its config: "a duplicate listen", seen once in make test)."""
+    ports = []
+    while len(ports) < n:
+        port = free_port()
+        if port not in ports:
+            ports.append(port)
+    return ports
+
+
 def listening(port):
     try:
         socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
@@ -192,9 +203,7 @@ class Nginx:
 
     def _start(self):
         """Starts nginx on five fresh ports; True once all of them listen, False if a port was taken."""
-        self.port, self.tls_port, self.h2c_port, self.goaway_port, self.narrow_port = ports = [
-            free_port() for _ in range(5)
-        ]
+        self.port, self.tls_port, self.h2c_port, self.goaway_port, self.narrow_port = ports = free_ports(5)
         self.url = f"http://127.0.0.1:{self.port}"
         self.tls_url = f"https://127.0.0.1:{self.tls_port}"
         self.h2c_url = f"http://127.0.0.1:{self.h2c_port}"

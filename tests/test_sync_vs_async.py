@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from support import free_port, squall, wait_for_port
+from support import free_ports, squall, wait_for_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
@@ -19,7 +19,7 @@ WORKERS, STORE_MS = 2, 20
 
 @pytest.fixture(scope="module")
 def servers():
-    sync_port, async_port = free_port(), free_port()
+    sync_port, async_port = free_ports(2)
     procs = [
         subprocess.Popen(
             [BIN / "gunicorn", "-w", str(WORKERS), "-k", "sync", "-b", f"127.0.0.1:{sync_port}", "app:wsgi"],
