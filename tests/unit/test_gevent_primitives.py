@@ -201,14 +201,23 @@ def test_a_semaphore_released_from_the_main_greenlet_wakes_the_waiters():
 def test_semaphore_acquire_release_and_timeouts():
     sem = Semaphore(2)
     holders = []
+    # Each pair holds until its wave's end, one timer for both (two sleeps of 0.05 s could end in
+    # different passes of the hub when their starts straddle a timer bucket, and the third holder
+    # would then acquire between the two releases and see a counter of 0, not 1).
+    waves = [Event(), Event()]
+    start = time.monotonic()
+    gevent.spawn_later(0.05, waves[0].set)
+    gevent.spawn_later(0.1, waves[1].set)
 
     def hold():
         with sem:
+            wave = len(holders) // 2
             holders.append(sem.counter)
-            gevent.sleep(0.05)
+            waves[wave].wait()
 
     greenlets = [gevent.spawn(hold) for _ in range(4)]
-    _, took = timed(gevent.joinall, greenlets)
+    gevent.joinall(greenlets)
+    took = time.monotonic() - start
     # Two at a time: each pair took both permits (the counter at 0 once two hold), and the four took two
     # waves of 0.05 s at least (the upper bound only catches a hang: a loaded host moves the rest).
     assert holders == [1, 0, 1, 0], holders
