@@ -18,8 +18,8 @@ use squall_engine::mqtt::script::{Op, OwnedHello};
 use squall_engine::run::{Load, Progress as EngineProgress, Run as EngineRun, RunCore};
 use squall_engine::script::native::{Plan, Wait};
 use squall_engine::script::{
-    Checked, Endpoint, Head, Judged, RequestShape, ScriptEngine as Engine, ScriptOptions, ScriptRequest, StreamHandle,
-    Taken, Verdict,
+    Checked, Endpoint, Head, Headers, Judged, RequestShape, ScriptEngine as Engine, ScriptOptions, ScriptRequest,
+    StreamHandle, Taken, Verdict,
 };
 use squall_engine::stats::result::{self, RunResult};
 use squall_engine::ws::WsOp;
@@ -304,6 +304,7 @@ impl Prepared {
         cookies: Vec<(String, String)>,
     ) -> PyResult<Self> {
         let timeout = Duration::from_secs_f64(timeout.max(0.001));
+        let (headers, base) = (Headers::new(headers).map_err(usage)?, base.into());
         let shape =
             RequestShape { method, base, url, name, headers, cookies, body, timeout, record, max_redirects, insecure };
         Ok(Prepared { shape: shape.checked().map_err(usage)? })
@@ -317,14 +318,28 @@ impl Prepared {
 /// keywords of a `Prepared` made anew for every URL a script builds: that cost 3.0 µs a call on the
 /// development host (timeit), of a 53 µs scripted request whose URL holds an id
 /// (bench/locustfiles/shop.py).
+///
+/// A call's headers merged with the session's are kept (`merged`), so that a script's calls that
+/// add the same headers (an auth header in each call, as bench/locustfiles/shop.py's) share one
+/// checked list: merging, copying and checking them again for each call cost 0.2 µs of the call's
+/// 0.9 (callbench: 20,000 calls of shop.py's view_item against an engine never polled).
 #[pyclass(module = "squall._engine", frozen)]
 struct CallBase {
-    base: String,
-    headers: Vec<(String, String)>,
+    base: Arc<str>,
+    headers: Headers,
     timeout: Duration,
     max_redirects: u32,
     insecure: bool,
+    merged: Mutex<Vec<(MergeKey, Headers)>>,
 }
+
+/// What a call adds to its session's headers: its own (a None value removes one) and its body's
+/// Content-Type.
+type MergeKey = (Vec<(String, Option<String>)>, Option<String>);
+
+/// How many distinct additions a session's `CallBase` keeps merged (past it, they are made anew
+/// for each call: a script that sends a new header value each call, a request id say, keeps none).
+const MERGED_KEPT: usize = 8;
 
 #[pymethods]
 impl CallBase {
@@ -336,9 +351,9 @@ impl CallBase {
         max_redirects: u32,
         insecure: bool,
     ) -> PyResult<Self> {
-        squall_engine::http::request::check_headers(&headers).map_err(usage)?;
+        let headers = Headers::new(headers).map_err(usage)?;
         let timeout = Duration::from_secs_f64(timeout.max(0.001));
-        Ok(CallBase { base, headers, timeout, max_redirects, insecure })
+        Ok(CallBase { base: base.into(), headers, timeout, max_redirects, insecure, merged: Default::default() })
     }
 
     /// The call as a `Prepared`, for `ScriptEngine.send` (or a native plan: squall.user.native).
@@ -402,11 +417,7 @@ impl CallBase {
         content_type: Option<String>,
         timeout: Option<f64>,
     ) -> PyResult<Checked> {
-        let mut headers =
-            squall_engine::script::merged_headers(&self.headers, headers.map(|h| h.0).unwrap_or_default());
-        if let Some(content_type) = content_type {
-            headers.push(("Content-Type".to_string(), content_type));
-        }
+        let headers = self.headers_with(headers.map(|h| h.0).unwrap_or_default(), content_type)?;
         method.make_ascii_uppercase();
         let shape = RequestShape {
             method,
@@ -422,6 +433,28 @@ impl CallBase {
             insecure: self.insecure,
         };
         shape.checked().map_err(usage)
+    }
+
+    /// The session's headers with a call's (`merged_headers`) and its body's Content-Type after
+    /// them, checked; the same list for the same additions while `merged` keeps them.
+    fn headers_with(&self, call: Vec<(String, Option<String>)>, content_type: Option<String>) -> PyResult<Headers> {
+        if call.is_empty() && content_type.is_none() {
+            return Ok(self.headers.clone());
+        }
+        let key = (call, content_type);
+        let mut kept = self.merged.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, headers)) = kept.iter().find(|(k, _)| *k == key) {
+            return Ok(headers.clone());
+        }
+        let mut merged = squall_engine::script::merged_headers(&self.headers, key.0.clone());
+        if let Some(content_type) = &key.1 {
+            merged.push(("Content-Type".to_string(), content_type.clone()));
+        }
+        let headers = Headers::new(merged).map_err(usage)?;
+        if kept.len() < MERGED_KEPT {
+            kept.push((key, headers.clone()));
+        }
+        Ok(headers)
     }
 }
 
@@ -598,7 +631,7 @@ impl Response {
     /// What was sent: the headers (the session's and the call's, merged) and the body.
     fn sent<'py>(&self, py: Python<'py>) -> (Vec<(String, String)>, Bound<'py, PyBytes>) {
         match &self.request {
-            Some(r) => (r.headers.clone(), PyBytes::new(py, &r.body)),
+            Some(r) => (r.headers.to_vec(), PyBytes::new(py, &r.body)),
             None => (Vec::new(), PyBytes::new(py, b"")),
         }
     }

@@ -444,7 +444,7 @@ mod tests {
             base: "http://127.0.0.1:9".into(),
             url: "/".into(),
             name: None,
-            headers: Vec::new(),
+            headers: super::super::Headers::default(),
             cookies: Vec::new(),
             body: Vec::new(),
             timeout: Duration::from_secs(60),

@@ -1,0 +1,45 @@
+"""Per-call headers as the file people write sends them, on both clients: the same auth header in each
+call (squall keeps a session's merged headers for repeated additions), more distinct additions than it
+keeps (a new X-Client value each task, ten), a session header overridden whatever its case and
+(HttpUser) removed with None, JSON bodies with and without headers of their own, an Accept of the
+call's over FastHttpSession's JSON one. Every request must arrive with exactly the headers Locust
+sends."""
+
+from _bounded import count
+from locust import FastHttpUser, HttpUser, constant
+
+
+def calls(self):
+    count(self)
+    self.turn += 1
+    client, auth = self.client, self.auth
+    client.get(f"/items/{self.turn}", name="/items/[id]", headers=auth)
+    client.get("/items", headers={"X-Client": f"c{self.turn}", **auth})
+    client.get("/items", headers={"x-client": "lower", "AUTHORIZATION": "Bearer upper"})
+    client.get("/items", headers=auth)  # the first addition again, after the others
+    client.post("/cart", json={"item": self.turn}, headers=auth)
+    client.post("/cart", json={"item": self.turn})
+    client.post("/cart", json=[self.turn], headers={"Accept": "text/plain", **auth})
+    client.get("/plain")
+    if isinstance(self, HttpUser):  # (requests' merge: a None value removes the session's header)
+        client.get("/removed", headers={"x-api-version": None, **auth})
+
+
+class Requests(HttpUser):
+    wait_time = constant(0)
+    tasks = [calls]
+
+    def on_start(self):
+        self.auth = {"Authorization": "Bearer t0k3n"}
+        self.turn = 0
+        self.client.headers["X-Api-Version"] = "3"
+
+
+class Fast(FastHttpUser):
+    wait_time = constant(0)
+    tasks = [calls]
+    default_headers = {"X-Api-Version": "2"}
+
+    def on_start(self):
+        self.auth = {"Authorization": "Bearer t0k3n"}
+        self.turn = 0
