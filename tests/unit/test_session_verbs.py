@@ -53,3 +53,16 @@ def test_a_subclass_keeps_its_own_verbs_and_squalls_sessions_keep_theirs():
     assert s.post("/") == "request"
     # FastHttpSession's `request` is squall's own: its verbs are HttpSession's, which use `_call`.
     assert FastHttpSession.get is HttpSession.get and FastHttpSession.post is HttpSession.post
+
+
+def test_a_fast_http_user_is_not_an_http_user_as_in_locust():
+    """Locust's FastHttpUser derives from User, not HttpUser: a script (or a listener) that tells its
+    users apart with isinstance(user, HttpUser) must find the same in squall (tests/locustfiles/corpus/
+    call_headers.py does, against Locust)."""
+    from squall.contrib.fasthttp import FastHttpUser
+    from squall.user.users import HttpUser, SessionUser, User
+
+    assert not issubclass(FastHttpUser, HttpUser) and not issubclass(HttpUser, FastHttpUser)
+    assert issubclass(FastHttpUser, User) and issubclass(HttpUser, User)
+    assert issubclass(FastHttpUser, SessionUser) and issubclass(HttpUser, SessionUser)  # squall's own base
+    assert hasattr(FastHttpUser, "rest") and hasattr(FastHttpUser, "rest_")

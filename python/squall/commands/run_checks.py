@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from squall.contrib.mqtt import MqttUser
 from squall.errors import UsageError
 from squall.load_values import NO_USERS, url_problem
-from squall.user.users import HttpUser
+from squall.user.users import SessionUser
 
 if TYPE_CHECKING:
     from squall.shape import LoadTestShape
@@ -44,7 +44,7 @@ def check(
         raise UsageError(NO_USERS)
     # -H is every User's host, as in Locust: a URL for HTTP and MQTT users, and whatever a custom client
     # takes for the others (gRPC's host:port, a database's address), which they alone read.
-    if host and any(issubclass(c, (HttpUser, MqttUser)) for c in classes):
+    if host and any(issubclass(c, (SessionUser, MqttUser)) for c in classes):
         problem = _scheme_error("-H/--host", host, HTTP + MQTT)
         if problem:
             raise problem
@@ -52,7 +52,7 @@ def check(
     # A User class without tasks (none declared, or none left by -T/-E) is not refused: as in Locust, it
     # runs and each of its users' turns is an error in the exceptions (squall.user.task).
     for c in classes:
-        if issubclass(c, HttpUser) and not given_http:
+        if issubclass(c, SessionUser) and not given_http:
             if not c.host:
                 if host_from_page:
                     continue

@@ -35,7 +35,7 @@ from squall.runtime.lifecycle import Lifecycle
 from squall.runtime.signals import deferred
 from squall.runtime.sleep import cooperative_sleep, real_sleep
 from squall.stats import FiredRequests
-from squall.user.users import HttpUser
+from squall.user.users import SessionUser
 from squall.web import live, page
 
 if TYPE_CHECKING:
@@ -295,7 +295,7 @@ def _start_dashboard(
     shown_host = split_userinfo(args.host or "")[0]  # the page never sees the credentials
     # An HTTP User class without a host needs one from the form: refused without (Locust would start and
     # stop at once); the page says which class.
-    hostless = [] if args.host else [c.__name__ for c in classes if issubclass(c, HttpUser) and not c.host]
+    hostless = [] if args.host else [c.__name__ for c in classes if issubclass(c, SessionUser) and not c.host]
     form = {"users": users, "spawn_rate": spawn_rate, "host": shown_host, "host_required": ", ".join(hostless) or None}
     load = {"model": "open" if args.rate else "users", "users": users, "spawn_rate": spawn_rate, "rate": args.rate}
     # the page shows the command line

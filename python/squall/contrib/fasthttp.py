@@ -34,7 +34,7 @@ from squall.clients import (
     set_settings,
 )
 from squall.requests_compat import NotSupported, error_class
-from squall.user.users import HttpUser, User
+from squall.user.users import SessionUser, User
 
 if TYPE_CHECKING:
     from squall.env import Environment
@@ -205,7 +205,7 @@ def _fast(response: Response | ResponseContextManager) -> Response | ResponseCon
     return response
 
 
-class FastHttpUser(HttpUser):
+class FastHttpUser(SessionUser):
     """Locust's FastHttpUser: the engine's client with FastHttpUser's settings."""
 
     abstract = True
@@ -223,7 +223,7 @@ class FastHttpUser(HttpUser):
     ssl_context_factory: Any = None
 
     def __init__(self, environment: Environment) -> None:
-        User.__init__(self, environment)  # HttpUser's would make an HttpSession: this one takes these settings
+        User.__init__(self, environment)  # SessionUser's would make an HttpSession: this one takes these settings
         make = cast("type[FastHttpSession]", self.session_class)
         self.client = make(
             self.host,

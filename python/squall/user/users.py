@@ -110,8 +110,10 @@ class User(metaclass=TaskHolderMeta):
             self.environment.user_stopped(self)
 
 
-class HttpUser(User):
-    """A user with `self.client`, a requests-like session whose I/O runs in the engine."""
+class SessionUser(User):
+    """A user with `self.client`, an HTTP session whose I/O runs in the engine: what HttpUser and
+    FastHttpUser (squall.contrib.fasthttp) share. Neither is the other, as in Locust: a script that
+    tells its users apart with `isinstance(user, HttpUser)` finds a FastHttpUser is not one."""
 
     abstract = True
     client: HttpSession
@@ -141,12 +143,18 @@ class HttpUser(User):
             yield resp
 
 
+class HttpUser(SessionUser):
+    """A user with `self.client`, a requests-like session whose I/O runs in the engine."""
+
+    abstract = True
+
+
 _CALLSTACK = re.compile(r'  File "(\/.[^"]*)", line (\d*),(.*)')
 
 
 @contextmanager
 def _rest(
-    user: HttpUser, method: str, url: str, headers: Mapping[str, Any] | None, kwargs: dict[str, Any]
+    user: SessionUser, method: str, url: str, headers: Mapping[str, Any] | None, kwargs: dict[str, Any]
 ) -> Iterator[ResponseContextManager]:
     sent = dict(headers) if headers else {}
     if not ("Content-Type" in sent or "content-type" in sent):
