@@ -1,6 +1,6 @@
 """Per-call headers as the file people write sends them, on both clients: the same auth header in each
 call (squall keeps a session's merged headers for repeated additions), more distinct additions than it
-keeps (a new X-Client value each task, ten), a session header overridden whatever its case and
+keeps (three new X-Client values each task), a session header overridden whatever its case and
 (HttpUser) removed with None, JSON bodies with and without headers of their own, an Accept of the
 call's over FastHttpSession's JSON one. Every request must arrive with exactly the headers Locust
 sends."""
@@ -14,7 +14,8 @@ def calls(self):
     self.turn += 1
     client, auth = self.client, self.auth
     client.get(f"/items/{self.turn}", name="/items/[id]", headers=auth)
-    client.get("/items", headers={"X-Client": f"c{self.turn}", **auth})
+    for i in range(3):  # (more new additions than squall keeps, over the run: its oldest give way)
+        client.get("/items", headers={"X-Client": f"c{self.turn}-{i}", **auth})
     client.get("/items", headers={"x-client": "lower", "AUTHORIZATION": "Bearer upper"})
     client.get("/items", headers=auth)  # the first addition again, after the others
     client.post("/cart", json={"item": self.turn}, headers=auth)
