@@ -321,8 +321,9 @@ impl Prepared {
 ///
 /// A call's headers merged with the session's are kept (`merged`, the last `MERGED_KEPT` distinct
 /// additions), so that a script's calls that add the same headers (an auth header in each call, as
-/// bench/locustfiles/shop.py's) share one checked list: merging, copying and checking them again for each call cost 0.2 µs of the call's
-/// 0.9 (callbench: 20,000 calls of shop.py's view_item against an engine never polled).
+/// bench/locustfiles/shop.py's) share one checked list: merging, copying and checking them again for
+/// each call cost 0.3 µs of the call's 0.9 (20,000 calls of shop.py's view_item against an engine
+/// never polled, timed from Python).
 #[pyclass(module = "squall._engine", frozen)]
 struct CallBase {
     base: Arc<str>,

@@ -1201,6 +1201,26 @@ mod tests {
     }
 }
 
+/// A plain `GET /` to a closed port, checked: the request the engine's task-size guards build their
+/// tasks of (this module's `task_size`, native.rs's).
+#[cfg(test)]
+fn plain_get() -> Checked {
+    let shape = RequestShape {
+        method: "GET".into(),
+        base: "http://127.0.0.1:9".into(),
+        url: "/".into(),
+        name: None,
+        headers: Headers::default(),
+        cookies: Vec::new(),
+        body: Vec::new(),
+        timeout: Duration::from_secs(60),
+        record: true,
+        max_redirects: Some(30),
+        insecure: false,
+    };
+    shape.checked().unwrap()
+}
+
 #[cfg(test)]
 mod task_size {
     /// A script's request task is its future, moved into the task's memory at each spawn and loaded
@@ -1212,20 +1232,7 @@ mod task_size {
     fn a_scripted_requests_task_stays_small() {
         let engine =
             std::rc::Rc::new(super::engine::Engine::new(super::ScriptOptions::default(), crate::run::RunCore::new()));
-        let shape = super::RequestShape {
-            method: "GET".into(),
-            base: "http://127.0.0.1:9".into(),
-            url: "/".into(),
-            name: None,
-            headers: super::Headers::default(),
-            cookies: Vec::new(),
-            body: Vec::new(),
-            timeout: std::time::Duration::from_secs(60),
-            record: true,
-            max_redirects: Some(30),
-            insecure: false,
-        };
-        let r = super::ScriptRequest { shape: shape.checked().unwrap(), read: true, stamp: false, stream: None };
+        let r = super::ScriptRequest { shape: super::plain_get(), read: true, stamp: false, stream: None };
         let (known, name, endpoint) = engine.resolve(&r).unwrap();
         let begin = std::time::Instant::now();
         let started =

@@ -439,20 +439,7 @@ mod tests {
         // less CPU once running with 1,000 users `between(0.1, 0.2)` (0.80-1.11, 10 alternated
         // rounds of 6 s). The bound keeps a future that grows back from going unnoticed.
         let engine = Rc::new(Engine::new(super::super::ScriptOptions::default(), crate::run::RunCore::new()));
-        let shape = super::super::RequestShape {
-            method: "GET".into(),
-            base: "http://127.0.0.1:9".into(),
-            url: "/".into(),
-            name: None,
-            headers: super::super::Headers::default(),
-            cookies: Vec::new(),
-            body: Vec::new(),
-            timeout: Duration::from_secs(60),
-            record: true,
-            max_redirects: Some(30),
-            insecure: false,
-        };
-        let plan = Plan::new(vec![vec![shape.checked().unwrap()]], Wait::Between(0.1, 0.2));
+        let plan = Plan::new(vec![vec![super::super::plain_get()]], Wait::Between(0.1, 0.2));
         let (_state, task) = start(&engine, 1, 1, &plan).unwrap();
         let size = std::mem::size_of_val(&task);
         eprintln!("a native user's task: {size} bytes");
