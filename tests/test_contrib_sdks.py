@@ -83,6 +83,25 @@ def test_openai_user_counts_what_the_api_received_as_locust_does(openai_server):
         assert refused == refused_failed > 2 and refused <= received["fail"] <= refused + users, (tool, rows)
 
 
+def test_openai_user_takes_the_key_from_locust_clouds_variable_or_says_it_needs_one(openai_server):
+    """As newer Locust's module: LOCUST_OPENAI_API_KEY stands for OPENAI_API_KEY (Locust Cloud forwards
+    only LOCUST_* variables), and the API receives it as the key of every request; with neither set the
+    file's import fails in one line (exit code 2) before the run."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "LOCUST_OPENAI_API_KEY")}
+    env.update(OPENAI_BASE_URL=f"{openai_server}/v1", OAI_MS="1")
+    before = oai_tally(openai_server)
+    cmd = ("-f", FILES / "openai_responses.py", "--headless", "-u", 1, "-t", "1s", "--only-summary")
+    p = squall(*cmd, timeout=60, env={**env, "LOCUST_OPENAI_API_KEY": "cloud-key"})
+    after = oai_tally(openai_server)
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr[-2000:]  # (the refused model fails)
+    sent = sum(after["calls"].values()) - sum(before["calls"].values())
+    keyed = after["keys"].get("cloud-key", 0) - before["keys"].get("cloud-key", 0)
+    assert sent >= 2 and keyed == sent, (before, after)
+    p = squall(*cmd, timeout=60, env=env)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+    assert "You need to set OPENAI_API_KEY or LOCUST_OPENAI_API_KEY env var to use OpenAIUser" in p.stderr
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("tool", ["squall", "locust"])
 def test_openai_requests_of_users_wait_together(openai_server, tool):

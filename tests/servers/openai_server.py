@@ -1,8 +1,9 @@
 """An OpenAI-compatible API for OpenAIUser's tests: POST /v1/responses answers a Responses API object
 whose usage says 7 output tokens, after N ms for the model `wait-N`; the model `fail` is refused (400,
-the API's error object). GET /tally answers {"calls": {model: requests}, "peak": the most requests in
-progress at once since the last tally}: the ground truth of what the load tool sent, and how many of its
-requests overlapped. A thread per request, so that requests overlap as a real server's do.
+the API's error object). GET /tally answers {"calls": {model: requests}, "keys": {API key: requests},
+"peak": the most requests in progress at once since the last tally}: the ground truth of what the load
+tool sent, and how many of its requests overlapped. A thread per request, so that requests overlap as a
+real server's do.
 POST /v1/chat/completions with "stream": true and the model `stream-N-M` streams N chunks of one token,
 M ms apart (the first M ms after the head), then `data: [DONE]`, as the Chat Completions API streams
 (an event each, chunked).
@@ -20,6 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 lock = threading.Lock()
 calls = collections.Counter()
+keys = collections.Counter()  # the bearer tokens of the requests (Authorization), the API keys they sent
 state = {"busy": 0, "peak": 0}
 
 
@@ -68,7 +70,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):
         with lock:
-            tally = {"calls": dict(calls), "peak": state["peak"]}
+            tally = {"calls": dict(calls), "keys": dict(keys), "peak": state["peak"]}
             state["peak"] = state["busy"]
         self.answer(200, tally)
 
@@ -99,8 +101,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         model = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["model"]
+        key = self.headers.get("Authorization", "").removeprefix("Bearer ")
         with lock:
             calls[model] += 1
+            keys[key] += 1
             state["busy"] += 1
             state["peak"] = max(state["peak"], state["busy"])
         try:

@@ -1,8 +1,9 @@
 """`locust.contrib.oai` (experimental in Locust, as here): `OpenAIUser`, whose `self.client` is the
-`openai` SDK's client (OPENAI_API_KEY must be set, OPENAI_BASE_URL points it elsewhere) on an httpx
-client whose hooks fire each HTTP request it sends: its method as the type, its URL's path as the name
-(or the name `with self.client.rename_request(NAME):` gives), an HTTP error status as the failure, and
-the answer's `usage.output_tokens` as the response length (Locust's choice: more telling than bytes).
+`openai` SDK's client (OPENAI_API_KEY or LOCUST_OPENAI_API_KEY must be set, OPENAI_BASE_URL points it
+elsewhere) on an httpx client whose hooks fire each HTTP request it sends: its method as the type, its
+URL's path as the name (or the name `with self.client.rename_request(NAME):` gives), an HTTP error
+status as the failure, and the answer's `usage.output_tokens` as the response length (Locust's choice:
+more telling than bytes).
 
 Under squall the httpx client sends through the engine (`EngineTransport`): each request on the user's
 own connections, streamed (`stream=True`: the SDK's streamed answers are read as they arrive), its
@@ -30,8 +31,12 @@ if TYPE_CHECKING:
     from squall.env import Environment
     from squall.event import EventHook
 
+# As in newer Locust: LOCUST_OPENAI_API_KEY stands for OPENAI_API_KEY (Locust Cloud forwards only
+# LOCUST_* variables); Locust's words when neither is set.
+if "LOCUST_OPENAI_API_KEY" in os.environ:
+    os.environ["OPENAI_API_KEY"] = os.environ["LOCUST_OPENAI_API_KEY"]
 if "OPENAI_API_KEY" not in os.environ:
-    raise Exception("You need to set OPENAI_API_KEY env var to use OpenAIUser")  # Locust's words
+    raise Exception("You need to set OPENAI_API_KEY or LOCUST_OPENAI_API_KEY env var to use OpenAIUser")
 
 
 class OpenAIClient(OpenAI):
