@@ -98,7 +98,10 @@ def run_main(argv):
     signal.setitimer(signal.ITIMER_REAL, TIME_LIMIT)
     # Loading a locustfile installs Locust's and gevent's aliases (squall's modules under their names) and
     # squall's time.sleep for the rest of a process: undone, so that the tests that follow in this process
-    # (an xdist worker's) see it as it was.
+    # (an xdist worker's) see it as it was. Only the names under `locust` and `gevent` go: a library
+    # first imported here stays, as it would in a process, since one with a C extension cannot be
+    # imported afresh (yaml's parser, kept from the first import, then raised errors of its first
+    # import's classes, which the importer's `except yaml.YAMLError` of the second did not catch).
     modules, meta_path, sleep = dict(sys.modules), list(sys.meta_path), time.sleep
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -106,8 +109,8 @@ def run_main(argv):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-        for name in set(sys.modules) - set(modules):  # (squall's own modules stay: they are what they were)
-            if not (name == "squall" or name.startswith("squall.")):
+        for name in set(sys.modules) - set(modules):
+            if name.split(".")[0] in ("locust", "gevent"):
                 del sys.modules[name]
         sys.modules.update((name, m) for name, m in modules.items() if sys.modules.get(name) is not m)
         sys.meta_path[:] = meta_path
