@@ -260,6 +260,9 @@ def test_options_with_no_effect_say_so_and_conflicting_roles_are_refused(odd_ser
     assert p.returncode == 1, p.stderr  # it ran (the 500 is a failure)
     notes = [line for line in p.stderr.splitlines() if line.startswith("squall: note: ")]
     assert [n.split()[2] for n in notes] == ["--class-picker", "--profile"], notes  # --otel exports (test_otel)
+    # A command line refused says only why: no note beside its one line.
+    p = squall(*common, "--class-picker", "-r", "1e309", cwd=tmp_path, env=env)
+    assert p.returncode == 2 and p.stderr.splitlines() == ["squall run: error: invalid spawn rate '1e309'"], p.stderr
     p = squall(*common, "--expect-workers", "2", "--master-port", "6000", cwd=tmp_path, env=env)
     notes = [line for line in p.stderr.splitlines() if line.startswith("squall: note: ")]
     assert notes == [
@@ -271,7 +274,7 @@ def test_options_with_no_effect_say_so_and_conflicting_roles_are_refused(odd_ser
         assert p.returncode == 2 and len(p.stderr.splitlines()) == 1 and "--master" in p.stderr, p.stderr
     p = squall(*common, "--legacy-ui", cwd=tmp_path, env=env)
     assert p.returncode == 2 and "--legacy-ui is no longer supported" in p.stderr
-    assert odd_server.served("/ok") == 2  # only the first two runs sent anything
+    assert odd_server.served("/ok") == 2  # only the two runs that ran sent anything
 
 
 @pytest.mark.slow

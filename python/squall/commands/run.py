@@ -36,7 +36,7 @@ from squall.durations import parse_duration
 from squall.errors import UsageError
 from squall.locustfile import ScriptError
 from squall.log import main_logger, runners_logger, setup_logging
-from squall.options.run_arguments import add_arguments, check_unsupported, locust_aliases
+from squall.options.run_arguments import add_arguments, check_unsupported, locust_aliases, no_effect_notes
 from squall.runtime.sleep import cooperative_sleep
 from squall.shape import LoadTestShape
 from squall.user.inspectuser import task_ratio_json, task_ratio_text
@@ -68,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
     parser = getattr(args, "parser", None)
     if parser is not None and (code := check_unsupported(args, parser)) is not None:
         return code
+    notes = no_effect_notes(args, parser) if parser is not None else []
     users_given = args.users is not None
     users = _number(args.users if users_given else "1", "number of users", int)
     spawn_rate = _number(args.spawn_rate, "spawn rate", float, 0.001)
@@ -102,10 +103,12 @@ def run(args: argparse.Namespace) -> int:
         html = args.html and run_output.html_path(args)
         outputs.check_writable(result_json=args.result_json, csv=args.csv and args.csv + "_stats.csv", html=html)
     if args.find_limit and worker is None:
+        sys.stderr.writelines(notes)
         return run_limit.find_limit(args, run_output.final_output)
     args.thresholds, args.watch = thresholds.from_args(args)
     target_monitor = monitor.Monitor.from_args(args) if worker is None else None
     distributed.check(args)
+    sys.stderr.writelines(notes)  # (the command line has passed its checks)
     if distributed.requested(args) or node_role == "master":
         if not args.headless:
             sys.stderr.write("squall: the dashboard does not follow distributed runs yet; running headless\n")

@@ -285,18 +285,27 @@ def locust_aliases(args: argparse.Namespace) -> None:
 
 
 def check_unsupported(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int | None:
-    """Before the run: USAGE with one line for an option squall cannot honour; a one-line note for
-    each option set that has no effect. Returns the exit code, or None to go on."""
+    """Before the run: USAGE with one line for an option squall cannot honour. Returns the exit code,
+    or None to go on."""
     defaults = {a.dest: a.default for a in parser._actions}
     for dest, message in UNSUPPORTED.items():
         if getattr(args, dest, None) not in (None, False, "", defaults.get(dest)):
             sys.stderr.write(f"squall: error: {message}\n")
             return exitcodes.USAGE
-    for dest, message in NO_EFFECT.items():
-        if getattr(args, dest, None) not in (None, False, "", defaults.get(dest)):
-            sys.stderr.write(f"squall: note: {message}\n")
+    return None
+
+
+def no_effect_notes(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list[str]:
+    """A one-line note for each option set that has no effect, for the run to print once the command
+    line has passed its checks (a command line refused says only why, in one line)."""
+    defaults = {a.dest: a.default for a in parser._actions}
+    notes = [
+        f"squall: note: {message}\n"
+        for dest, message in NO_EFFECT.items()
+        if getattr(args, dest, None) not in (None, False, "", defaults.get(dest))
+    ]
     for dest, role in ROLE_OPTIONS.items():
         if not getattr(args, role, False) and getattr(args, dest, None) not in (None, defaults.get(dest)):
             option = "--" + dest.replace("_", "-")
-            sys.stderr.write(f"squall: note: {option} has no effect without --{role}\n")
-    return None
+            notes.append(f"squall: note: {option} has no effect without --{role}\n")
+    return notes
