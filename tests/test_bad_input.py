@@ -72,6 +72,30 @@ def test_open_file_limit_is_raised_or_explained(nginx):
     )
 
 
+def test_a_locustfile_run_past_the_open_file_limit_says_only_that(nginx):
+    """The limit is checked before the run logs its start: the refusal is the one line printed."""
+    one_line_error(
+        squall("-f", HERE / "locustfiles" / "cli_bounded.py", "--headless", "-H", nginx.url, "-u", 400, "-t", "1s",
+               preexec_fn=_limit_files(128, 256)),
+        2, "open files", "ulimit -n",
+    )  # fmt: skip
+
+
+def test_names_too_long_are_refused_before_the_run(nginx, tmp_path):
+    """An output, a config file or an input whose name the file system cannot take: one line, exit 2, and
+    nothing sent (the outputs were found unwritable only after the run, exit 5; --config's was a
+    traceback: pathlib's is_file raises on ENAMETOOLONG)."""
+    long, before = "n" * 256, nginx.requests_logged()
+    for flag, value in (("--json", tmp_path / long), ("--html", tmp_path / long), ("--csv", tmp_path / ("c" * 240))):
+        one_line_error(squall("bench", nginx.url + "/", "-n", 5, flag, value), 2, flag, "file name too long")
+    one_line_error(squall("bench", nginx.url + "/", "-n", 5, "--data-file", tmp_path / long), 2, "--data-file")
+    locustfile = HERE / "locustfiles" / "cli_bounded.py"
+    run = ("-f", locustfile, "--headless", "-H", nginx.url, "-t", "1s")
+    one_line_error(squall(*run, "--config", tmp_path / long), 2, "config file", "not found")
+    one_line_error(squall(*run, "--csv", tmp_path / ("c" * 240)), 2, "--csv", "file name too long")
+    assert nginx.requests_logged() == before
+
+
 @pytest.mark.parametrize("sigint", ["default", "ignored"])
 def test_silent_target_times_out_and_ctrl_c_is_prompt(tmp_path, sigint):
     """A server that accepts but never answers the TLS handshake: the pre-run connect times out with

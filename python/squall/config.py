@@ -93,7 +93,7 @@ def _sources(
             merged.update(_read_pyproject(source) if source.name == "pyproject.toml" else _read_conf(source))
     explicit = _config_arg(argv)
     if explicit:
-        if not Path(explicit).is_file():
+        if not os.path.isfile(explicit):  # (pathlib's is_file raises on a name too long: ENAMETOOLONG)
             raise ConfigError(f"config file '{explicit}' not found")
         merged.update(_read_pyproject(explicit) if explicit.endswith(".toml") else _read_conf(explicit))
     files = {k.replace("-", "_").lower(): v for k, v in merged.items()}

@@ -39,7 +39,11 @@ def replace(path: str, newline: str | None = None) -> Iterator[TextIO]:
             yield f
         return
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+    # The temporary file's name is the target's and 14 bytes more: a target name near the file system's
+    # limit (255 bytes) gets a short one instead, so that every name the limit takes can be written.
+    base = os.path.basename(path)
+    prefix = f".{base}." if len(os.fsencode(base)) <= 200 else ".squall-"
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline=newline) as f:
             yield f

@@ -18,12 +18,14 @@ from squall.web import page
 
 def check_writable(**paths: str | None) -> None:
     """Before a run: every output it will write can be created (its directory exists and is writable),
-    so a mistyped path is one line and exit 2 now, not a traceback after the whole run. The keywords
-    name the options (json_file="--json-file")."""
+    so a mistyped path or a name too long is one line and exit 2 now, not a failure after the whole run.
+    The keywords name the options (json_file="--json-file"); `csv` is the CSV files' prefix."""
     for option, path in paths.items():
         if not path:
             continue
         flag = "--" + option.replace("_", "-")
+        if option == "csv":
+            path += "_stats_history.csv"  # the longest of the CSV files' names (locust_csv.write)
         target = os.path.abspath(path)
         parent = os.path.dirname(target)
         if os.path.isdir(target):
@@ -32,6 +34,19 @@ def check_writable(**paths: str | None) -> None:
             raise UsageError(f"{flag} {path}: no such directory {parent}")
         if not os.access(parent, os.W_OK) or (os.path.exists(target) and not os.access(target, os.W_OK)):
             raise UsageError(f"{flag} {path}: not writable")
+        name_max, path_max = _limits(parent)
+        if len(os.fsencode(os.path.basename(target))) > name_max:
+            raise UsageError(f"{flag} {path}: file name too long (this file system takes {name_max} bytes)")
+        if len(os.fsencode(target)) >= path_max:
+            raise UsageError(f"{flag} {path}: path too long (this system takes {path_max - 1} bytes)")
+
+
+def _limits(directory: str) -> tuple[int, int]:
+    """The longest file name (bytes) `directory`'s file system takes, and the system's path limit."""
+    try:
+        return os.pathconf(directory, "PC_NAME_MAX"), os.pathconf(directory, "PC_PATH_MAX")
+    except (OSError, ValueError):
+        return 255, 4096  # Linux's
 
 
 def write_files(

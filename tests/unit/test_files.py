@@ -34,3 +34,13 @@ def test_a_path_that_is_no_regular_file_is_written_in_place():
     with pytest.raises(OSError) as e, files.replace("/dev/full") as f:
         f.write("x" * 100_000)
     assert e.value.errno == 28  # ENOSPC
+
+
+@pytest.mark.parametrize("length", [200, 201, 255])
+def test_every_name_the_file_system_takes_is_written(tmp_path, length):
+    """The temporary file is named after the target and 14 bytes more: past 200 bytes it takes a short
+    name instead, so that a target of 255 bytes (ext4's and tmpfs's limit) is written too."""
+    path = tmp_path / ("é" * (length // 2) + "x" * (length % 2))  # two bytes each in UTF-8
+    assert len(os.fsencode(path.name)) == length
+    files.write_text(str(path), "whole\n")
+    assert path.read_text() == "whole\n" and os.listdir(tmp_path) == [path.name]

@@ -214,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
     worker = processes.worker()
     if worker is not None:  # a worker of a distributed run: its share; the driver reports
         return _work(shares.bench_share(config, worker), body)
-    outputs.check_writable(json=args.json, csv=args.csv and args.csv + "_stats.csv", html=args.html)
+    outputs.check_writable(json=args.json, csv=args.csv, html=args.html)
     args.thresholds, watch = thresholds.from_args(args)
     target_monitor = monitor.Monitor.from_args(args)
     limits.ensure_open_files(config["connections"])

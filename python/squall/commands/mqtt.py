@@ -235,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
         return find_limit(args)
     distributed.check(args)
     config = engine_config(args)
-    outputs.check_writable(json=args.json, csv=args.csv and args.csv + "_stats.csv", html=args.html)
+    outputs.check_writable(json=args.json, csv=args.csv, html=args.html)
     args.thresholds, watch = thresholds.from_args(args)
     target_monitor = monitor.Monitor.from_args(args) if processes.worker() is None else None
     n = to_positive_int(args.processes) if args.processes else 1

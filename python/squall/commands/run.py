@@ -37,6 +37,7 @@ from squall.errors import UsageError
 from squall.locustfile import ScriptError
 from squall.log import main_logger, runners_logger, setup_logging
 from squall.options.run_arguments import add_arguments, check_unsupported, locust_aliases, no_effect_notes
+from squall.runtime import limits
 from squall.runtime.sleep import cooperative_sleep
 from squall.shape import LoadTestShape
 from squall.user.inspectuser import task_ratio_json, task_ratio_text
@@ -101,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     run_checks.check(classes, args.host, users, shape_class, host_from_page=dashboard_start)
     if worker is None:
         html = args.html and run_output.html_path(args)
-        outputs.check_writable(result_json=args.result_json, csv=args.csv and args.csv + "_stats.csv", html=html)
+        outputs.check_writable(result_json=args.result_json, csv=args.csv, html=html)
     if args.find_limit and worker is None:
         sys.stderr.writelines(notes)
         return run_limit.find_limit(args, run_output.final_output)
@@ -121,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
         return processes.run_processes(args, users, run_output.final_output, signal_codes=False)  # Locust's code
     if worker is not None:
         users, spawn_rate = processes.share(users, worker), spawn_rate / worker[1]
+    limits.check_open_files(max(users, 1))  # (run_here ensures it: here a refusal is the one line printed)
     _start_logging(args, classes, shape_class, users_given)
     for name in taskless:  # Locust's warning; the class still runs (its users' turns are errors)
         logging.warning(f"{name} had no tasks left after filtering, instantiating it will fail!")
