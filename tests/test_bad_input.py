@@ -2,6 +2,7 @@
 
 import gzip
 import json
+import os
 import resource
 
 import pytest
@@ -204,3 +205,20 @@ def test_report_and_compare_refuse_what_is_not_a_result_in_one_line(tmp_path):
         one_line_error(squall("report", path, "--html", tmp_path / "r.html"), 2, str(path), needle)
         one_line_error(squall("compare", good, path), 2, str(path), needle)
     assert not (tmp_path / "r.html").exists()
+
+
+def test_report_and_compare_refuse_an_output_they_cannot_write_in_one_line(tmp_path):
+    """Checked before anything is read or drawn: a name too long for the file system (a traceback from
+    the write before), a directory, a missing directory; and --png's directory likewise."""
+    good = HERE.parent / "web" / "samples" / "bench-open.json"
+    long = str(tmp_path / ("q" * 256))
+    for out, needle in (
+        (long + ".html", "file name too long"),
+        (tmp_path, "is a directory"),
+        (tmp_path / "no" / "r.html", "no such directory"),
+    ):
+        one_line_error(squall("report", good, "--html", out), 2, "--html", needle)
+        one_line_error(squall("compare", good, good, "--html", out), 2, "--html", needle)
+    p = squall("compare", good, good, "--html", tmp_path / "c.html")
+    assert p.returncode == 0 and (tmp_path / "c.html").read_text().startswith("<!doctype html>"), p.stderr
+    assert sorted(os.listdir(tmp_path)) == ["c.html"]  # written whole, no temporary left

@@ -10,7 +10,7 @@ import shutil
 import sys
 from typing import TYPE_CHECKING, Any
 
-from squall import exitcodes, inputs
+from squall import exitcodes, files, inputs, outputs
 from squall.errors import UsageError
 from squall.report import locust_json
 from squall.report.units import ms
@@ -86,18 +86,10 @@ def load_result(path: str) -> dict[str, Any]:
     return result
 
 
-def _writable(path: str | None, what: str) -> None:
-    if path is None:
-        return
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
-        raise UsageError(f"cannot write {what} {path}: no writable directory {parent}")
-
-
 def report(args: argparse.Namespace) -> int:
     if not args.html and not args.png:
         raise UsageError("say what to write: --html FILE and/or --png DIR")
-    _writable(args.html, "the report")
+    outputs.check_writable(html=args.html)
     result = load_result(args.result)
     command = "mqtt" if result.get("mqtt") else ("run" if "exceptions" in result else "bench")
     meta = page.meta(command, [], result.get("url", ""), title=args.title or f"squall: {os.path.basename(args.result)}")
@@ -128,7 +120,10 @@ def write_pngs(html: str, directory: str) -> list[str]:
     except ImportError:
         raise UsageError("--png needs Playwright: pip install 'squall[png]'") from None
     browser_path = chromium()
-    os.makedirs(directory, exist_ok=True)
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"--png {directory}: {e.strerror or e}") from None
     source = os.path.join(directory, ".report.html")
     with open(source, "w", encoding="utf-8") as f:
         f.write(html)
@@ -218,13 +213,12 @@ def compare(args: argparse.Namespace) -> int:
     labels = args.labels.split(",") if args.labels else [os.path.basename(p) for p in args.results]
     if len(labels) != len(args.results):
         raise UsageError(f"--labels names {len(labels)} runs for {len(args.results)} results")
-    _writable(args.html, "the comparison")
+    outputs.check_writable(html=args.html)
     runs = [(label, load_result(path)) for label, path in zip(labels, args.results)]
     sys.stdout.write(compare_table(runs))
     if args.html:
         meta = page.meta("compare", [], runs[0][1].get("url", ""), title="squall compare: " + " vs ".join(labels))
         meta["command_line"] = "squall compare " + " ".join(args.results)
-        with open(args.html, "w", encoding="utf-8") as f:
-            f.write(page.compare(runs, meta))
+        files.write_text(args.html, page.compare(runs, meta))
         sys.stderr.write(f"wrote {args.html}\n")
     return exitcodes.OK
