@@ -34,10 +34,27 @@ def one_line_error(p, code, *needles):
         (["http://127.0.0.1:1/", "-H", "NoColon"], "invalid header"),
         (["http://127.0.0.1:1/", "--data-file", "/nonexistent/body"], "cannot read --data-file"),
         (["http://127.0.0.1:1/", "-m", "GE T"], "invalid HTTP method"),
+        (["http://127.0.0.1:1/", "--web-port", "65536"], "invalid port '65536': a port is 0 to 65535"),
+        (["http://127.0.0.1:1/", "--web-port", "-1"], "invalid port '-1'"),
     ],
 )
 def test_usage_errors_exit_2(args, needle):
     one_line_error(squall("bench", *args), 2, needle)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["demo", "--serve", "--port", "99999"],
+        ["mqtt", "--broker", "mqtt://127.0.0.1:1", "--web-port", "70000"],
+        ["-f", HERE / "locustfiles" / "cli_bounded.py", "--headless", "-P", "70000"],
+        ["-f", HERE / "locustfiles" / "cli_bounded.py", "--master", "--master-bind-port", "70000"],
+        ["-f", HERE / "locustfiles" / "cli_bounded.py", "--worker", "--master-port", "70000"],
+    ],
+)
+def test_a_port_past_65535_is_refused_by_every_command_in_one_line(args):
+    """Each was a traceback from bind or connect (OverflowError) before its parser refused it."""
+    one_line_error(squall(*args), 2, "invalid port '", "a port is 0 to 65535")
 
 
 def test_no_command_and_unknown_command():

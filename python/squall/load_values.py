@@ -11,6 +11,7 @@ squall.errors: the command line and the dashboard's server both import it."""
 
 from __future__ import annotations
 
+import argparse
 import math
 from typing import Callable, TypeVar
 from urllib.parse import urlsplit
@@ -61,3 +62,15 @@ def url_problem(where: str, url: str, allowed: tuple[str, ...]) -> UsageError | 
     if not parts.hostname:
         return problem("it has no host")
     return None
+
+
+def port(text: str) -> int:
+    """A port option's value (--web-port, demo's --port, the master's): a TCP port, 0 to 65535 (0: any free
+    one), else the parser's one line naming the option (a port past 65535 was a traceback from bind)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid port {shown(text)}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"invalid port {shown(text)}: a port is 0 to 65535")
+    return value

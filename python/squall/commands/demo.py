@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Callable
 
 from squall import _engine, exitcodes
 from squall.commands import bench, mqtt
+from squall.load_values import port
 from squall.options.arguments import Parser
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
         "its simulated language model's streamed chat completions, then publish to the embedded MQTT broker with "
         "delivery verified.",
     )
-    p.add_argument("--port", type=int, default=0, help="the target's port (default: a free one)")
+    p.add_argument("--port", type=port, default=0, help="the target's port (default: a free one)")
     p.add_argument("-t", "--duration", default="10s", help="how long the demo bench runs (default 10s)")
     p.add_argument("-c", "--connections", default="20", help="connections (default 20)")
     p.add_argument("--ws-duration", default="3s", help="how long the WebSocket part runs (default 3s)")

@@ -19,6 +19,7 @@ import sys
 from typing import Any
 
 from squall import __version__, distributed, exitcodes, limit, monitor
+from squall.load_values import port
 from squall.options.arguments import add_threshold_arguments, to_rate
 from squall.web import live
 
@@ -113,7 +114,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 def _web(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("dashboard (Locust's web UI options)")
     live.add_arguments(g, default_port=8089)
-    g.add_argument("-P", dest="web_port", type=int, default=SUPPRESS, help="the same as --web-port")
+    g.add_argument("-P", dest="web_port", type=port, default=SUPPRESS, help="the same as --web-port")
     g.add_argument("--web-host-display-name", help=SUPPRESS, env_var="LOCUST_WEB_HOST_DISPLAY_NAME")
     g.add_argument(
         "--headless", action="store_true", env_var="LOCUST_HEADLESS",
@@ -154,7 +155,7 @@ def _distributed(p: argparse.ArgumentParser) -> None:
         help="the address the master listens on (default: this machine's)",
     )  # fmt: skip
     g.add_argument(
-        "--master-bind-port", type=int, default=5557, env_var="LOCUST_MASTER_BIND_PORT",
+        "--master-bind-port", type=port, default=5557, env_var="LOCUST_MASTER_BIND_PORT",
         help="the master's port (its Ray head's; default 5557)",
     )  # fmt: skip
     g.add_argument(
@@ -171,7 +172,7 @@ def _distributed(p: argparse.ArgumentParser) -> None:
         help="join the master's cluster as a node hosting one engine (or --processes N; -1: one per core)",
     )  # fmt: skip
     g.add_argument("--master-host", default="127.0.0.1", env_var="LOCUST_MASTER_NODE_HOST", help="the master's host")
-    g.add_argument("--master-port", type=int, default=5557, env_var="LOCUST_MASTER_NODE_PORT", help="its port")
+    g.add_argument("--master-port", type=port, default=5557, env_var="LOCUST_MASTER_NODE_PORT", help="its port")
     removed = {"--expect-slaves": "--expect-slaves parameter has been renamed --expect-workers",
                "--slave": "--slave parameter has been renamed --worker"}  # fmt: skip
     for option, message in removed.items():

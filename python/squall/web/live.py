@@ -16,7 +16,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
-from squall import __version__, files, inputs
+from squall import __version__, files, inputs, load_values
 from squall.errors import UsageError
 from squall.runtime.signals import on_stop_signals
 from squall.web import page
@@ -40,7 +40,7 @@ def add_arguments(group: argparse._ArgumentGroup, default_port: int | None, auto
     its --autoquit among them)."""
     group.add_argument(
         "--web-port",
-        type=int,
+        type=load_values.port,
         default=default_port,
         metavar="PORT",
         help=f"serve the live dashboard on this port (default {default_port})"
