@@ -57,6 +57,21 @@ def test_a_port_past_65535_is_refused_by_every_command_in_one_line(args):
     one_line_error(squall(*args), 2, "invalid port '", "a port is 0 to 65535")
 
 
+@pytest.mark.parametrize(
+    "flags, needle",
+    [
+        (["--exit-code-on-error", "256"], "invalid exit code '256': an exit code is 0 to 255"),  # (was exit 0)
+        (["--exit-code-on-error", "-1"], "invalid exit code '-1'"),
+        (["--master", "--expect-workers", "0"], "--expect-workers: '0' must be at least 1"),
+        (["--master", "--expect-workers-max-wait", "-1"], "'-1' must be at least 0"),
+        (["--processes", "99999999999999999999"], "more than 16 a core"),  # (it forked until killed)
+    ],
+)
+def test_locustfile_run_values_out_of_range_are_refused_in_one_line(flags, needle):
+    run = ("-f", HERE / "locustfiles" / "cli_bounded.py", "--headless", "-H", "http://127.0.0.1:1", "-t", "1s")
+    one_line_error(squall(*run, *flags), 2, needle)
+
+
 def test_no_command_and_unknown_command():
     assert squall().returncode == 2
     one_line_error(squall("frobnicate"), 2, "invalid choice")

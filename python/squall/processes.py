@@ -40,11 +40,23 @@ def write_result(result: dict[str, Any]) -> None:
         json.dump(result, f)
 
 
+# More engines than cores add no CPU (each is a busy Python process); this many a core is taken for a
+# mistake, not a plan: `--processes 99999999999999999999` forked until the system killed squall.
+MAX_PER_CORE = 16
+
+
 def count(args: argparse.Namespace) -> int:
-    """The engines `--processes` asks for (-1: one per core); a usage error below 1."""
-    n: int = (os.cpu_count() or 1) if args.processes == -1 else args.processes
+    """The engines `--processes` asks for (-1: one per core); a usage error below 1 or past
+    MAX_PER_CORE a core."""
+    cores = os.cpu_count() or 1
+    n: int = cores if args.processes == -1 else args.processes
     if n < 1:
         raise UsageError(f"invalid number of processes '{args.processes}'")
+    if n > MAX_PER_CORE * cores:
+        raise UsageError(
+            f"--processes {args.processes}: more than {MAX_PER_CORE} a core for this machine's {cores} cores "
+            f"(one a core is the most that adds CPU)"
+        )
     return n
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, Callable, NoReturn
 
 from squall import exitcodes
 from squall.durations import parse_duration
@@ -58,6 +58,33 @@ class Parser(argparse.ArgumentParser):
     def secret_options(self) -> set[str]:
         """The dests of options declared `is_secret=True`: never shown in the page or reports."""
         return {a.dest for a in self._actions if getattr(a, "is_secret", False)}
+
+
+def exit_code(text: str) -> int:
+    """--exit-code-on-error's value: 0 to 255, what a process can return (the system keeps the low 8
+    bits: 256 made a run with failures exit 0, and -1 255)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid exit code '{text}'") from None
+    if not 0 <= value <= 255:
+        raise argparse.ArgumentTypeError(f"invalid exit code '{text}': an exit code is 0 to 255")
+    return value
+
+
+def whole_at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least `minimum` (--expect-workers, its wait)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"'{text}' must be at least {minimum}")
+        return value
+
+    return parse
 
 
 def to_positive_int(text: str) -> int:

@@ -20,7 +20,7 @@ from typing import Any
 
 from squall import __version__, distributed, exitcodes, limit, monitor
 from squall.load_values import port
-from squall.options.arguments import add_threshold_arguments, to_rate
+from squall.options.arguments import add_threshold_arguments, exit_code, to_rate, whole_at_least
 from squall.web import live
 
 # Options with no meaning in squall: each line says why (printed when a run sets the option).
@@ -159,11 +159,11 @@ def _distributed(p: argparse.ArgumentParser) -> None:
         help="the master's port (its Ray head's; default 5557)",
     )  # fmt: skip
     g.add_argument(
-        "--expect-workers", type=int, default=1, env_var="LOCUST_EXPECT_WORKERS",
+        "--expect-workers", type=whole_at_least(1), default=1, env_var="LOCUST_EXPECT_WORKERS",
         help="workers (squall --worker processes) to wait for before starting (default 1)",
     )  # fmt: skip
     g.add_argument(
-        "--expect-workers-max-wait", type=int, default=0, env_var="LOCUST_EXPECT_WORKERS_MAX_WAIT",
+        "--expect-workers-max-wait", type=whole_at_least(0), default=0, env_var="LOCUST_EXPECT_WORKERS_MAX_WAIT",
         help="seconds to wait for them (default 0: as long as it takes)",
     )  # fmt: skip
     g.add_argument("--enable-rebalancing", action="store_true", help="no effect")
@@ -227,7 +227,7 @@ def _behaviour(p: argparse.ArgumentParser) -> None:
     g.add_argument("--show-task-ratio", action="store_true", help="print the task ratio tables and exit")
     g.add_argument("--show-task-ratio-json", action="store_true", help="print the task ratios as JSON and exit")
     g.add_argument(
-        "--exit-code-on-error", type=int, default=1, env_var="LOCUST_EXIT_CODE_ON_ERROR",
+        "--exit-code-on-error", type=exit_code, default=1, env_var="LOCUST_EXIT_CODE_ON_ERROR",
         help="exit code when requests failed (default 1)",
     )  # fmt: skip
     g.add_argument(
