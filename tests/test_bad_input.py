@@ -254,3 +254,28 @@ def test_report_and_compare_refuse_an_output_they_cannot_write_in_one_line(tmp_p
     p = squall("compare", good, good, "--html", tmp_path / "c.html")
     assert p.returncode == 0 and (tmp_path / "c.html").read_text().startswith("<!doctype html>"), p.stderr
     assert sorted(os.listdir(tmp_path)) == ["c.html"]  # written whole, no temporary left
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (
+            ["bench", "http://127.0.0.1:1/", "-n", "1", "--data-file", "/dev/zero"],
+            "--data-file '/dev/zero' is larger than 64 MiB",
+        ),
+        (
+            ["bench", "ws://127.0.0.1:1/", "-n", "1", "--message", "@/dev/zero"],
+            "--message '@/dev/zero' is larger than 64 MiB",
+        ),
+        (
+            ["mqtt", "--broker", "mqtt://127.0.0.1:1", "-t", "1s", "--payload", "@/dev/zero"],
+            "payload file '/dev/zero' is larger",
+        ),
+        (["report", "/dev/zero", "--html", "/dev/null"], "/dev/zero is larger than 256 MiB"),
+        (["compare", "/dev/zero", "/dev/zero"], "/dev/zero is larger than 256 MiB"),
+    ],
+)
+def test_a_file_without_end_is_refused_not_read_until_memory_runs_out(args, needle):
+    """/dev/zero as a body, a message, a payload or a result: each was read whole (a hang while memory
+    grew); now at most a bound is read, and more is refused in one line."""
+    one_line_error(squall(*args, timeout=60), 2, needle)

@@ -10,7 +10,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from squall import _engine, distributed, exitcodes, limit, monitor, outputs, processes, thresholds
+from squall import _engine, distributed, exitcodes, inputs, limit, monitor, outputs, processes, thresholds
 from squall.commands.drive import drive, find_limit_by_rate, print_observations, refuse_load_flags
 from squall.distributed import shares
 from squall.distributed.feed import wait_for_start, worker_feed
@@ -95,6 +95,7 @@ def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
 
 # What a WebSocket exchange sends when no --message is given.
 DEFAULT_MESSAGE = "squall"
+MAX_BODY_FILE = 64 * 1024 * 1024  # --data-file's body, --message @FILE's message
 
 
 def is_websocket(url: str) -> bool:
@@ -113,14 +114,7 @@ def _message(args: argparse.Namespace) -> bytes:
         if given:
             raise UsageError(f"{flag} is for http:// and https:// URLs; a WebSocket sends --message")
     text: str = DEFAULT_MESSAGE if args.message is None else args.message
-    if not text.startswith("@"):
-        data = text.encode()
-    else:
-        try:
-            with open(text[1:], "rb") as f:
-                data = f.read()
-        except OSError as e:
-            raise UsageError(f"cannot read --message '{text}': {e.strerror}") from None
+    data = _read(text[1:], f"--message '{text}'") if text.startswith("@") else text.encode()
     if not args.binary:
         try:
             data.decode("utf-8")
@@ -144,12 +138,16 @@ def _body(args: argparse.Namespace) -> bytes:
     if data is not None:
         return data.encode()
     if args.data_file is not None:
-        try:
-            with open(args.data_file, "rb") as f:
-                return f.read()
-        except OSError as e:
-            raise UsageError(f"cannot read --data-file '{args.data_file}': {e.strerror}") from None
+        return _read(args.data_file, f"--data-file '{args.data_file}'")
     return b""
+
+
+def _read(path: str, name: str) -> bytes:
+    """A body or message from a file, at most MAX_BODY_FILE bytes (/dev/zero was read until memory ran out)."""
+    try:
+        return inputs.read_bytes(path, MAX_BODY_FILE, name)
+    except inputs.InputError as e:
+        raise UsageError(str(e)) from None
 
 
 def _credentials(url: str, headers: list[tuple[str, str]]) -> tuple[str, list[tuple[str, str]]]:

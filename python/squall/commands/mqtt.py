@@ -12,7 +12,7 @@ import random
 import sys
 from typing import TYPE_CHECKING, Any
 
-from squall import _engine, distributed, exitcodes, limit, monitor, outputs, processes, thresholds
+from squall import _engine, distributed, exitcodes, inputs, limit, monitor, outputs, processes, thresholds
 from squall.commands.drive import drive, find_limit_by_rate, print_observations, refuse_load_flags
 from squall.distributed.feed import wait_for_start, worker_feed
 from squall.errors import UsageError
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 # --find-limit's default SLO for MQTT: PUBLISH's latency (the broker's acknowledgement) and errors.
 MQTT_SLOS = ["publish.p95<1s", "error_rate<1%"]
+MAX_PAYLOAD_FILE = 64 * 1024 * 1024  # --payload @FILE's bytes (/dev/zero was read until memory ran out)
 
 # The seed's variables and the flag each one sets (documented in docs/mqtt.md).
 ENV = {
@@ -165,10 +166,9 @@ def _payload(args: argparse.Namespace) -> tuple[str, bytes | None]:
     if spec.startswith("@"):
         path = spec[1:]
         try:
-            with open(path, "rb") as f:
-                return "text", f.read()
-        except OSError as e:
-            raise UsageError(f"cannot read payload file '{path}': {e.strerror}") from None
+            return "text", inputs.read_bytes(path, MAX_PAYLOAD_FILE, f"payload file '{path}'")
+        except inputs.InputError as e:
+            raise UsageError(str(e)) from None
     return "text", spec.encode()
 
 
