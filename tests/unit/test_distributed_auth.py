@@ -17,6 +17,10 @@ def test_a_token_is_found_where_ray_looks(tmp_path):
     other.write_text("def")
     assert auth.token_at_hand({"HOME": str(tmp_path), auth.TOKEN_PATH: str(other)}) == str(other)
     assert auth.token_at_hand({"HOME": str(home), auth.TOKEN: "x"}) == auth.TOKEN
+    # A file without end is looked at, not read to its end (a hang), nor bytes that are not text (a traceback).
+    assert auth.token_at_hand({"HOME": str(tmp_path), auth.TOKEN_PATH: "/dev/zero"}) == "/dev/zero"
+    other.write_bytes(b"\xff\xfe")
+    assert auth.token_at_hand({"HOME": str(tmp_path), auth.TOKEN_PATH: str(other)}) is None
 
 
 def test_the_mode_of_a_cluster_squall_opens(tmp_path):

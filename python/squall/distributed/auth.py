@@ -44,6 +44,9 @@ class AuthError(Exception):
     """The cluster refuses this machine's authentication (one line, with the fix)."""
 
 
+TOKEN_FILE_MAX = 64 * 1024  # bytes of a token file read to see that it holds one
+
+
 def token_at_hand(environ: Mapping[str, str] | None = None) -> str | None:
     """Where this machine's Ray token is (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH, ~/.ray/auth_token, in
     Ray's order), or None."""
@@ -52,10 +55,19 @@ def token_at_hand(environ: Mapping[str, str] | None = None) -> str | None:
         return TOKEN
     home = environ.get("HOME") or str(Path.home())
     for path in (environ.get(TOKEN_PATH), os.path.join(home, ".ray", "auth_token")):
-        with contextlib.suppress(OSError):
-            if path and Path(path).read_text().strip():
-                return path
+        if path and _holds_token(path):
+            return path
     return None
+
+
+def _holds_token(path: str) -> bool:
+    """Whether the file at `path` holds a token (text not blank), reading at most TOKEN_FILE_MAX bytes of
+    it (a file without end, /dev/zero, is not read to its end)."""
+    try:
+        with open(path, "rb") as f:
+            return bool(f.read(TOKEN_FILE_MAX).decode().strip())
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def head_mode(environ: Mapping[str, str] | None = None) -> str:
