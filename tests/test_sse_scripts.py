@@ -141,6 +141,19 @@ def test_a_stalled_stream_times_out_between_reads(sse, tmp_path):
     assert (s["streams"], s["cut"], s["cut_reasons"]) == (2, 2, {"request timed out": 2}), s
 
 
+def test_a_whole_body_stream_ended_by_its_timeout_is_cut(sse, tmp_path):
+    """Without stream=True the request's timeout is the whole request's; an event stream it ends is cut
+    ("request timed out"), as a stream=True one's read timeout and squall bench's --timeout cut theirs
+    (it was counted begun and neither completed nor cut). The server sent 2 events a stream."""
+    records, r, _ = run(tmp_path, sse, "whole_stall", 2, code=1)  # (the timeouts fail: exit 1)
+    for x in records:
+        assert x["error"] is not None and 0.3 <= x["waited"] <= 0.3 + 4 * SLACK_MS / 1000, x
+    e = endpoint(r, "whole_stall")
+    s = e["stream"]
+    assert (e["requests"], e["failures"], s["streams"], s["completed"], s["cut"]) == (2, 2, 2, 0, 2), e
+    assert s["cut_reasons"] == {"request timed out": 2} and s["events"] == 4, s
+
+
 def test_a_stream_left_mid_way_frees_its_connection(sse, tmp_path):
     """Closed mid-way or dropped unread, its connection closes (the server sees it go, and the next
     request opens one); read to its end (or by `content`), it serves the next request."""

@@ -88,6 +88,13 @@ class Reader(HttpUser):
         write({"last": last, "raised": time.perf_counter(), "error": error})
         r.close()
 
+    def whole_stall(self):
+        """The same stalled stream without stream=True: the call waits for the whole body, and its
+        timeout (0.3 s, the whole request's) ends it."""
+        t0 = time.perf_counter()
+        r = self.client.get("/stall?events=2", name="whole_stall", timeout=0.3)
+        write({"waited": time.perf_counter() - t0, "error": type(r.error).__name__ if r.error else None})
+
     def abandon(self):
         """Streams left mid-way (closed, or dropped), then whole ones: the connections open meanwhile."""
         seen = []

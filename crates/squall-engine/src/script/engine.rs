@@ -242,6 +242,9 @@ pub(super) struct Engine {
     /// Streamed requests whose head has not come yet: a completion the watchdog makes for one (its
     /// timeout) is a streamed response's too.
     pub(super) stream_heads: RefCell<rustc_hash::FxHashSet<u64>>,
+    /// Requests in `running` whose event-stream body is being read (`ScriptStreams`): one the
+    /// watchdog times out meanwhile has its stream counted cut.
+    pub(super) streaming: RefCell<rustc_hash::FxHashSet<u64>>,
     /// The native users (`native`), by user id, and how many of them think between tasks.
     pub(super) native: RefCell<HashMap<u64, Rc<NativeUser>>>,
     pub(super) native_thinking: Cell<usize>,
@@ -344,6 +347,7 @@ impl Engine {
             running: RefCell::default(),
             streams: RefCell::default(),
             stream_heads: RefCell::default(),
+            streaming: RefCell::default(),
             native: RefCell::default(),
             native_thinking: Cell::new(0),
             native_deadlines: RefCell::new(Vec::new()),

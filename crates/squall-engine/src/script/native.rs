@@ -185,7 +185,7 @@ async fn run(engine: Rc<Engine>, state: Rc<NativeUser>) {
             };
             let held = (state.home == Some((step.known.origin, step.request.insecure))).then_some(&state.conn);
             let sender = Sender { user, bytes: step.bytes.as_ref(), held };
-            let sent = measure(&engine, sender, &step.request, &step.known, begin, step.endpoint);
+            let sent = measure(&engine, sender, &step.request, &step.known, (0, begin), step.endpoint);
             // Past its deadline the watchdog ends the request (`ScriptEngine::time_out`, every
             // `WATCH_TICK`): the exchange is dropped, its connection closed, as a script's is.
             let mut sent = std::pin::pin!(sent);

@@ -34,7 +34,7 @@ pub(super) struct Started {
 
 pub(super) async fn run_request(started: Started) {
     let Started { engine, id, user, r, known, begin, endpoint, name } = started;
-    let (result, elapsed) = measure(&engine, Sender::script(user), &r, &known, begin, endpoint).await;
+    let (result, elapsed) = measure(&engine, Sender::script(user), &r, &known, (id, begin), endpoint).await;
     let of = Completed { id, r: &r, known: &known, name: &name, endpoint };
     let completion = match result {
         Ok((mut resp, redirected)) => {
@@ -124,19 +124,24 @@ impl Sender<'_> {
 
 /// Sends the request (following its redirects), times it from `begin` and records it under
 /// `endpoint` unless the script judges it (`record` false). Returns the final response and, if a
-/// redirect led elsewhere, its URL; or the failure; with the latency recorded.
+/// redirect led elsewhere, its URL; or the failure; with the latency recorded. `id` is the request's
+/// entry in the engine's `running`, whose timeout the watchdog keeps (0: none, a native user's).
 pub(super) async fn measure(
     engine: &Engine,
     sender: Sender<'_>,
     r: &ScriptRequest,
     known: &KnownUrl,
-    begin: Instant,
+    (id, begin): (u64, Instant),
     endpoint: EndpointId,
 ) -> (Result<(Response, Option<String>), Failure>, Duration) {
-    let mut streams = ScriptStreams { engine, endpoint, clock: StreamClock::new(begin), opened: false, held: None };
+    let clock = StreamClock::new(begin);
+    let mut streams = ScriptStreams { engine, request: id, endpoint, clock, opened: false, held: None };
     let result = follow(engine, sender, r, known, &mut streams).await;
     let now = Instant::now();
     if streams.opened {
+        if id != 0 {
+            engine.streaming.borrow_mut().remove(&id);
+        }
         let failure = result.as_ref().err();
         engine.recorder.borrow_mut().stream_ended(now, endpoint, &mut streams.clock, failure);
     }
@@ -154,9 +159,13 @@ pub(super) async fn measure(
 
 /// A scripted request's `StreamWatch`: an event stream's events timed into the recorder under the
 /// request's endpoint (`stats::streams`), as bench's are; the body still reaches the script whole. A
-/// stream ended by the request's timeout is a timeout failure, not counted as cut (docs/sse.md).
+/// stream the request's timeout ends is cut ("request timed out"), as bench's and a `stream=True`
+/// one's are: the watchdog, which ends the request, finds it in `Engine::streaming`.
 pub(super) struct ScriptStreams<'a> {
     engine: &'a Engine,
+    /// The request's id in `running` (0: a native user's, or a `stream=True` request's, whose body's
+    /// reads keep their own timeout).
+    request: u64,
     endpoint: EndpointId,
     clock: StreamClock,
     opened: bool,
@@ -180,8 +189,14 @@ pub(super) enum Held {
 pub(super) async fn run_stream(started: Started) {
     let Started { engine, id, user, r, known, begin, endpoint, name } = started;
     let read_timeout = r.stream.unwrap_or(r.timeout);
-    let mut streams =
-        ScriptStreams { engine: &engine, endpoint, clock: StreamClock::new(begin), opened: false, held: None };
+    let mut streams = ScriptStreams {
+        engine: &engine,
+        request: 0,
+        endpoint,
+        clock: StreamClock::new(begin),
+        opened: false,
+        held: None,
+    };
     let result = follow(&engine, Sender::script(user), &r, &known, &mut streams).await;
     let now = Instant::now();
     let (mut resp, redirected, deferred, phases, timing) = match result {
@@ -310,6 +325,9 @@ impl StreamWatch for ScriptStreams<'_> {
 
     fn opened(&mut self, _: Instant) {
         self.opened = true;
+        if self.request != 0 {
+            self.engine.streaming.borrow_mut().insert(self.request);
+        }
         self.engine.recorder.borrow_mut().stream(self.endpoint).streams += 1;
     }
 
