@@ -31,6 +31,9 @@ MAX_DEPTH = 64  # levels of nesting: a squall result has 7, a config section 3
 # until memory ran out) or a mistaken multi-gigabyte file is refused at this size. A result of an
 # hour-long run of 200 names is about 25 MB.
 MAX_READ = 256 * 1024 * 1024
+# A request body, WebSocket message or MQTT payload given as a file (bench's --data-file and --message
+# @FILE, mqtt's --payload @FILE): what the engine sends as it is, so as much as a script's response.
+MAX_SENT_FILE = 64 * 1024 * 1024
 MAX_COUNT = 2**64  # the engine's counters are u64
 
 # Magic numbers of the compressed files people hand over by mistake, and how to undo each.

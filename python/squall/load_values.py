@@ -64,13 +64,25 @@ def url_problem(where: str, url: str, allowed: tuple[str, ...]) -> UsageError | 
     return None
 
 
-def port(text: str) -> int:
-    """A port option's value (--web-port, demo's --port, the master's): a TCP port, 0 to 65535 (0: any free
-    one), else the parser's one line naming the option (a port past 65535 was a traceback from bind)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid port {shown(text)}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"invalid port {shown(text)}: a port is 0 to 65535")
-    return value
+def whole_within(name: str, low: int, high: int, article: str = "a") -> Callable[[str], int]:
+    """An argparse type: a whole number from `low` to `high`, else the parser's one line naming the
+    option and what the value must be ("invalid port '70000': a port is 0 to 65535")."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid {name} {shown(text)}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"invalid {name} {shown(text)}: {article} {name} is {low} to {high}")
+        return value
+
+    return parse
+
+
+# A port option's value (--web-port, demo's --port, the master's; 0: any free one): a port past 65535
+# was a traceback from bind.
+port = whole_within("port", 0, 65535)
+# --exit-code-on-error's: what a process can return (the system keeps the low 8 bits: 256 made a run
+# with failures exit 0, and -1 255).
+exit_code = whole_within("exit code", 0, 255, "an")

@@ -9,9 +9,9 @@
 //! past its limit, must be taken or refused exactly at the limit.
 //!
 //! `cargo test` runs a few hundred cases of each (a few seconds in all); `make fuzz` runs many more
-//! (PROPTEST_CASES; 20,000 of each: 150 s on an earlier host, 36 s on this session's, 2026-12-07). A failing case is shrunk by
-//! proptest and saved in `tests/fuzz.proptest-regressions`, to be committed so that it is replayed
-//! first from then on.
+//! (PROPTEST_CASES; 20,000 of each: 150 s on an earlier host, 36 s on this session's, 2026-12-07). A
+//! failing case is shrunk by proptest and saved in `tests/fuzz.proptest-regressions`, to be committed
+//! so that it is replayed first from then on.
 
 use bytes::BytesMut;
 use proptest::prelude::*;

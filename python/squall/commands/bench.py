@@ -95,7 +95,6 @@ def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
 
 # What a WebSocket exchange sends when no --message is given.
 DEFAULT_MESSAGE = "squall"
-MAX_BODY_FILE = 64 * 1024 * 1024  # --data-file's body, --message @FILE's message
 
 
 def is_websocket(url: str) -> bool:
@@ -143,9 +142,10 @@ def _body(args: argparse.Namespace) -> bytes:
 
 
 def _read(path: str, name: str) -> bytes:
-    """A body or message from a file, at most MAX_BODY_FILE bytes (/dev/zero was read until memory ran out)."""
+    """A body or message from a file, at most inputs.MAX_SENT_FILE bytes (/dev/zero was read until memory
+    ran out)."""
     try:
-        return inputs.read_bytes(path, MAX_BODY_FILE, name)
+        return inputs.read_bytes(path, inputs.MAX_SENT_FILE, name)
     except inputs.InputError as e:
         raise UsageError(str(e)) from None
 

@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 
 # --find-limit's default SLO for MQTT: PUBLISH's latency (the broker's acknowledgement) and errors.
 MQTT_SLOS = ["publish.p95<1s", "error_rate<1%"]
-MAX_PAYLOAD_FILE = 64 * 1024 * 1024  # --payload @FILE's bytes (/dev/zero was read until memory ran out)
 
 # The seed's variables and the flag each one sets (documented in docs/mqtt.md).
 ENV = {
@@ -166,7 +165,7 @@ def _payload(args: argparse.Namespace) -> tuple[str, bytes | None]:
     if spec.startswith("@"):
         path = spec[1:]
         try:
-            return "text", inputs.read_bytes(path, MAX_PAYLOAD_FILE, f"payload file '{path}'")
+            return "text", inputs.read_bytes(path, inputs.MAX_SENT_FILE, f"payload file '{path}'")
         except inputs.InputError as e:
             raise UsageError(str(e)) from None
     return "text", spec.encode()

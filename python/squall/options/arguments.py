@@ -60,18 +60,6 @@ class Parser(argparse.ArgumentParser):
         return {a.dest for a in self._actions if getattr(a, "is_secret", False)}
 
 
-def exit_code(text: str) -> int:
-    """--exit-code-on-error's value: 0 to 255, what a process can return (the system keeps the low 8
-    bits: 256 made a run with failures exit 0, and -1 255)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid exit code '{text}'") from None
-    if not 0 <= value <= 255:
-        raise argparse.ArgumentTypeError(f"invalid exit code '{text}': an exit code is 0 to 255")
-    return value
-
-
 def whole_at_least(minimum: int) -> Callable[[str], int]:
     """An argparse type: a whole number of at least `minimum` (--expect-workers, its wait)."""
 

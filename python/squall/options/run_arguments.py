@@ -19,8 +19,8 @@ import sys
 from typing import Any
 
 from squall import __version__, distributed, exitcodes, limit, monitor
-from squall.load_values import port
-from squall.options.arguments import add_threshold_arguments, exit_code, to_rate, whole_at_least
+from squall.load_values import exit_code, port
+from squall.options.arguments import add_threshold_arguments, to_rate, whole_at_least
 from squall.web import live
 
 # Options with no meaning in squall: each line says why (printed when a run sets the option).
