@@ -154,6 +154,24 @@ def test_a_whole_body_stream_ended_by_its_timeout_is_cut(sse, tmp_path):
     assert s["cut_reasons"] == {"request timed out": 2} and s["events"] == 4, s
 
 
+@pytest.mark.parametrize("native", ["1", "0"], ids=["native", "python"])
+def test_a_native_users_stream_ended_by_its_timeout_is_cut_too(sse, tmp_path, native):
+    """The same rule for a native user (its request made in the engine, its timeout kept by its own
+    task): each stream its timeout ends is cut; one still open at -t is left in flight. 1 user, 0.3 s a
+    request, 1.6 s: 4 or 5 timeouts (the first after the interpreter's start-up), 2 events each (the
+    server's)."""
+    result = tmp_path / "r.json"
+    argv = ["-f", HERE / "locustfiles" / "sse_native.py", "-H", sse, "--headless", "-u", 1, "-t", "1.6s", "-L", "DEBUG"]
+    p = squall(*argv, "--result-json", result, env={**os.environ, "SQUALL_NATIVE_TASKS": native})
+    assert p.returncode == 1, p.stderr[-2000:]  # (the timeouts fail)
+    assert ("StallReader runs natively" in p.stderr) == (native == "1"), p.stderr[-2000:]
+    e = endpoint(json.loads(result.read_text()), "native_stall")
+    s = e["stream"]
+    assert 3 <= e["failures"] == e["requests"] == s["cut"] <= 5, e
+    assert s["cut_reasons"] == {"request timed out": s["cut"]} and s["completed"] == 0, s
+    assert s["streams"] - s["cut"] in (0, 1) and s["events"] == 2 * s["streams"], s
+
+
 def test_a_stream_left_mid_way_frees_its_connection(sse, tmp_path):
     """Closed mid-way or dropped unread, its connection closes (the server sees it go, and the next
     request opens one); read to its end (or by `content`), it serves the next request."""

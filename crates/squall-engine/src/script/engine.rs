@@ -242,8 +242,9 @@ pub(super) struct Engine {
     /// Streamed requests whose head has not come yet: a completion the watchdog makes for one (its
     /// timeout) is a streamed response's too.
     pub(super) stream_heads: RefCell<rustc_hash::FxHashSet<u64>>,
-    /// Requests in `running` whose event-stream body is being read (`ScriptStreams`): one the
-    /// watchdog times out meanwhile has its stream counted cut.
+    /// Requests whose event-stream body is being read (`ScriptStreams`), by their id in `running` or
+    /// a native user's `native_stream_key`: one timed out meanwhile has its stream counted cut
+    /// (`cut_stream`).
     pub(super) streaming: RefCell<rustc_hash::FxHashSet<u64>>,
     /// The native users (`native`), by user id, and how many of them think between tasks.
     pub(super) native: RefCell<HashMap<u64, Rc<NativeUser>>>,
@@ -423,6 +424,8 @@ impl Engine {
     fn free_native_slot(&self, slot: usize) {
         self.native_deadlines.borrow_mut()[slot] = (None, u64::MAX);
         self.native_free.borrow_mut().push(slot);
+        // A stream its stopped user was reading is left in flight, not cut by the slot's next user.
+        self.streaming.borrow_mut().remove(&native_stream_key(slot));
     }
 
     /// A native user's request deadline (None: no request in flight).
@@ -486,6 +489,15 @@ impl Engine {
 
     /// A request past its timeout: its failure ("request timed out"), recorded with the time it took
     /// unless the script judges the request (`record` false).
+    /// Request `key` (`streaming`'s) ended by its timeout: an event stream it was reading is cut, as
+    /// bench's watchdog cuts one. Its time per output token is not recorded: the stream's end is the
+    /// timeout's, not the server's.
+    pub(super) fn cut_stream(&self, key: u64, endpoint: EndpointId, failure: &Failure) {
+        if self.streaming.borrow_mut().remove(&key) {
+            self.recorder.borrow_mut().stream(endpoint).cut(failure.message());
+        }
+    }
+
     pub(super) fn timed_out(&self, now: Instant, endpoint: EndpointId, elapsed: Duration, record: bool) -> Failure {
         let failure = Failure::new(FailureKind::Timeout, "");
         if record {
@@ -637,6 +649,12 @@ impl Engine {
         finish_h1(&mut out, method, body, true);
         out
     }
+}
+
+/// A native user's request's key in `Engine::streaming`, by its slot: apart from the scripts' request
+/// ids (counted from 1, never near 2^63).
+pub(super) fn native_stream_key(slot: usize) -> u64 {
+    1 << 63 | slot as u64
 }
 
 #[cfg(test)]

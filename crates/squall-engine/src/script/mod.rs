@@ -813,12 +813,9 @@ impl ScriptEngine {
             let Some(r) = engine.running.borrow_mut().remove(&id) else { continue };
             r.task.abort();
             let elapsed = now.saturating_duration_since(r.begin);
-            let error = Some(engine.timed_out(now, r.endpoint, elapsed, r.shape.record).message());
-            if engine.streaming.borrow_mut().remove(&id) {
-                // Its event stream ends with it, cut, as bench's watchdog cuts one (no time per token:
-                // its clock went with the task).
-                engine.recorder.borrow_mut().stream(r.endpoint).cut(error.clone().unwrap_or_default());
-            }
+            let failure = engine.timed_out(now, r.endpoint, elapsed, r.shape.record);
+            engine.cut_stream(id, r.endpoint, &failure);
+            let error = Some(failure.message());
             let (url, name) = (r.url.to_string(), r.name.to_string());
             let streamed = engine.stream_heads.borrow_mut().remove(&id);
             engine.push(Completion {

@@ -47,7 +47,7 @@ use std::rc::Rc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use super::engine::{Engine, NativeUser, Step, Steps, Thinker};
+use super::engine::{native_stream_key, Engine, NativeUser, Step, Steps, Thinker};
 use super::request::{cookie_header, measure, note_stamp, record_response, Sender};
 use super::wait::Pace;
 pub use super::wait::Wait;
@@ -185,7 +185,8 @@ async fn run(engine: Rc<Engine>, state: Rc<NativeUser>) {
             };
             let held = (state.home == Some((step.known.origin, step.request.insecure))).then_some(&state.conn);
             let sender = Sender { user, bytes: step.bytes.as_ref(), held };
-            let sent = measure(&engine, sender, &step.request, &step.known, (0, begin), step.endpoint);
+            let key = native_stream_key(state.slot);
+            let sent = measure(&engine, sender, &step.request, &step.known, (key, begin), step.endpoint);
             // Past its deadline the watchdog ends the request (`ScriptEngine::time_out`, every
             // `WATCH_TICK`): the exchange is dropped, its connection closed, as a script's is.
             let mut sent = std::pin::pin!(sent);
@@ -204,7 +205,8 @@ async fn run(engine: Rc<Engine>, state: Rc<NativeUser>) {
                 // (A request sent ahead may time out before an exchange took its connection.)
                 state.conn.borrow_mut().take();
                 let now = Instant::now();
-                engine.timed_out(now, step.endpoint, now.saturating_duration_since(begin), true);
+                let failure = engine.timed_out(now, step.endpoint, now.saturating_duration_since(begin), true);
+                engine.cut_stream(key, step.endpoint, &failure);
             }
             request_ends(&engine, &state);
         }

@@ -125,7 +125,8 @@ impl Sender<'_> {
 /// Sends the request (following its redirects), times it from `begin` and records it under
 /// `endpoint` unless the script judges it (`record` false). Returns the final response and, if a
 /// redirect led elsewhere, its URL; or the failure; with the latency recorded. `id` is the request's
-/// entry in the engine's `running`, whose timeout the watchdog keeps (0: none, a native user's).
+/// key in `Engine::streaming`: its entry in `running`, whose timeout the watchdog keeps, or a native
+/// user's `native_stream_key`, whose task ends it at its timeout.
 pub(super) async fn measure(
     engine: &Engine,
     sender: Sender<'_>,
@@ -163,8 +164,8 @@ pub(super) async fn measure(
 /// one's are: the watchdog, which ends the request, finds it in `Engine::streaming`.
 pub(super) struct ScriptStreams<'a> {
     engine: &'a Engine,
-    /// The request's id in `running` (0: a native user's, or a `stream=True` request's, whose body's
-    /// reads keep their own timeout).
+    /// The request's key in `Engine::streaming` (`measure`'s `id`; 0: a `stream=True` request's,
+    /// whose body's reads keep their own timeout).
     request: u64,
     endpoint: EndpointId,
     clock: StreamClock,
