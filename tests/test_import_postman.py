@@ -165,6 +165,14 @@ def test_a_bad_environment_file_is_refused_in_one_line(tmp_path):
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "is not a Postman environment" in p.stderr, p.stderr
 
 
+def test_the_output_is_never_one_of_the_files_read(tmp_path):
+    """-o naming the environment file (or the collection) is refused before anything is written."""
+    env = tmp_path / "env.json"
+    env.write_bytes(ENVIRONMENT.read_bytes())
+    one_line_error(squall("import", "postman", COLLECTION, "--environment", env, "-o", env), "is the environment file")
+    assert env.read_bytes() == ENVIRONMENT.read_bytes()
+
+
 def test_a_query_only_in_the_raw_url_is_read_and_decoded(tmp_path):
     """A URL object with `raw` alone (no host, path or query lists): its query is read from it, its
     percent-encoding undone once, since the client encodes the parameters again."""

@@ -217,8 +217,10 @@ def _run(args: argparse.Namespace, kind: str, source: str, make: Callable[[Optio
     chosen = options(args)
     if args.output and not args.dry_run:
         _writable(args.output)
-        if os.path.exists(source) and os.path.realpath(source) == os.path.realpath(args.output):
-            raise UsageError(f"-o {args.output} is the document itself: write the locustfile elsewhere")
+        read = [(source, "the document itself"), (getattr(args, "environment", None), "the environment file")]
+        for path, what in read:
+            if path and os.path.exists(path) and os.path.realpath(path) == os.path.realpath(args.output):
+                raise UsageError(f"-o {args.output} is {what}: write the locustfile elsewhere")
     try:
         plan = make(chosen)
     except sources.SourceError as e:
