@@ -197,6 +197,34 @@ def test_output_paths_are_checked_before_the_run(nginx, tmp_path):
     assert nginx.requests_logged() == 0  # refused before any load
 
 
+def test_no_output_is_written_over_an_input_or_another_output(nginx, tmp_path):
+    """Refused before the run, the input untouched: `squall report r.json --html r.json` replaced the
+    measured result with its own report, as two outputs naming one file lost the first."""
+    nginx.reset_log()
+    result, body, locustfile = tmp_path / "r.json", tmp_path / "body.bin", tmp_path / "locustfile.py"
+    result.write_bytes((HERE.parent / "web" / "samples" / "bench-open.json").read_bytes())
+    body.write_bytes(b"x=1")
+    locustfile.write_bytes((HERE / "locustfiles" / "dashboard.py").read_bytes())
+    inputs = {path: path.read_bytes() for path in (result, body, locustfile)}
+    bench = ["bench", nginx.url + "/", "-n", 5]
+    run = ["-f", locustfile, "-H", nginx.url, "--headless", "-t", "1s"]
+    for cmd, needle in (
+        (["report", result, "--html", result], "--html"),
+        (["compare", result, result, "--html", result], "--html"),
+        ([*bench, "--data-file", body, "--json", body], "--json"),
+        ([*bench, "--json", tmp_path / "out", "--html", tmp_path / "out"], "--html"),
+        ([*bench, "--csv", tmp_path / "run", "--json", tmp_path / "run_stats.csv"], "--json"),
+        ([*run, "--html", locustfile], "--html"),
+        (["mqtt", "--broker", "mqtt://127.0.0.1:1", "-t", "1s", "--payload", f"@{body}", "--json", body], "--json"),
+    ):
+        line = one_line_error(squall(*cmd), 2, needle)
+        assert "reads" in line or "writes that file too" in line, line
+    assert {path: path.read_bytes() for path in inputs} == inputs
+    assert nginx.requests_logged() == 0  # refused before any load
+    p = squall(*bench, "-q", "--json", "/dev/null", "--html", "/dev/null")  # (a device: anything may write there)
+    assert p.returncode == 0, p.stderr
+
+
 def test_a_server_that_never_answers_is_not_a_success(tmp_path):
     import socket
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Iterable
 from typing import Any, Callable
 
 from squall import files
@@ -16,14 +17,28 @@ from squall.report import locust_csv
 from squall.web import page
 
 
-def check_writable(**paths: str | None) -> None:
+def check_writable(*, read: Iterable[str | None] = (), **paths: str | None) -> None:
     """Before a run: every output it will write can be created (its directory exists and is writable),
     so a mistyped path or a name too long is one line and exit 2 now, not a failure after the whole run.
-    The keywords name the options (json_file="--json-file"); `csv` is the CSV files' prefix."""
+    The keywords name the options (json_file="--json-file"); `csv` is the CSV files' prefix. No output
+    may be a file the command reads (`read`: the result a report renders, the locustfile, a body it
+    sends) or another output's: written over, it would be lost (`squall report r.json --html r.json`
+    replaced the measured result with its own report)."""
+    sources = {os.path.realpath(p) for p in read if p and os.path.isfile(p)}
+    written: dict[str, str] = {}
     for option, path in paths.items():
         if not path:
             continue
         flag = "--" + option.replace("_", "-")
+        for name in locust_csv.file_names(path) if option == "csv" else [path]:
+            if os.path.exists(name) and not os.path.isfile(name):
+                continue  # (a device, /dev/null: anything may write there; a directory is refused below)
+            real = os.path.realpath(name)
+            if real in sources:
+                raise UsageError(f"{flag} {path}: is a file this command reads; write it elsewhere")
+            if real in written:
+                raise UsageError(f"{flag} {path}: {written[real]} writes that file too")
+            written[real] = flag
         if option == "csv":
             path += "_stats_history.csv"  # the longest of the CSV files' names (locust_csv.write)
         target = os.path.abspath(path)

@@ -212,7 +212,8 @@ def run(args: argparse.Namespace) -> int:
     worker = processes.worker()
     if worker is not None:  # a worker of a distributed run: its share; the driver reports
         return _work(shares.bench_share(config, worker), body)
-    outputs.check_writable(json=args.json, csv=args.csv, html=args.html)
+    sent = [args.data_file, args.message[1:] if args.message and args.message.startswith("@") else None]
+    outputs.check_writable(json=args.json, csv=args.csv, html=args.html, read=sent)
     args.thresholds, watch = thresholds.from_args(args)
     target_monitor = monitor.Monitor.from_args(args)
     limits.ensure_open_files(config["connections"])

@@ -234,7 +234,8 @@ def run(args: argparse.Namespace) -> int:
         return find_limit(args)
     distributed.check(args)
     config = engine_config(args)
-    outputs.check_writable(json=args.json, csv=args.csv, html=args.html)
+    payload = args.payload[1:] if args.payload and args.payload.startswith("@") else None
+    outputs.check_writable(json=args.json, csv=args.csv, html=args.html, read=[payload])
     args.thresholds, watch = thresholds.from_args(args)
     target_monitor = monitor.Monitor.from_args(args) if processes.worker() is None else None
     n = to_positive_int(args.processes) if args.processes else 1

@@ -89,7 +89,7 @@ def load_result(path: str) -> dict[str, Any]:
 def report(args: argparse.Namespace) -> int:
     if not args.html and not args.png:
         raise UsageError("say what to write: --html FILE and/or --png DIR")
-    outputs.check_writable(html=args.html)
+    outputs.check_writable(html=args.html, read=[args.result])
     result = load_result(args.result)
     command = "mqtt" if result.get("mqtt") else ("run" if "exceptions" in result else "bench")
     meta = page.meta(command, [], result.get("url", ""), title=args.title or f"squall: {os.path.basename(args.result)}")
@@ -213,7 +213,7 @@ def compare(args: argparse.Namespace) -> int:
     labels = args.labels.split(",") if args.labels else [os.path.basename(p) for p in args.results]
     if len(labels) != len(args.results):
         raise UsageError(f"--labels names {len(labels)} runs for {len(args.results)} results")
-    outputs.check_writable(html=args.html)
+    outputs.check_writable(html=args.html, read=args.results)
     runs = [(label, load_result(path)) for label, path in zip(labels, args.results)]
     sys.stdout.write(compare_table(runs))
     if args.html:

@@ -102,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
     run_checks.check(classes, args.host, users, shape_class, host_from_page=dashboard_start)
     if worker is None:
         html = args.html and run_output.html_path(args)
-        outputs.check_writable(result_json=args.result_json, csv=args.csv, html=html)
+        read = [*(args.locustfile or "").split(","), getattr(args, "config", None)]
+        outputs.check_writable(result_json=args.result_json, csv=args.csv, html=html, read=read)
     if args.find_limit and worker is None:
         sys.stderr.writelines(notes)
         return run_limit.find_limit(args, run_output.final_output)

@@ -211,8 +211,16 @@ def downloads(result: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+FILES = ("stats", "stats_history", "failures", "exceptions")  # prefix_NAME.csv, as Locust's --csv writes
+
+
+def file_names(prefix: str) -> list[str]:
+    """The files `write` makes for `prefix`."""
+    return [f"{prefix}_{k}.csv" for k in FILES]
+
+
 def write(result: dict[str, Any], prefix: str, full_history: bool = False) -> list[str]:
-    paths = {k: f"{prefix}_{k}.csv" for k in ("stats", "stats_history", "failures", "exceptions")}
+    paths = dict(zip(FILES, file_names(prefix)))
     with files.replace(paths["stats"], newline="") as f:
         _write_stats(result, f)
     with files.replace(paths["stats_history"], newline="") as f:
