@@ -43,6 +43,31 @@ def test_a_result_that_cannot_be_written_is_exit_5_and_its_partial_file_stays(ng
     assert rendered.returncode == 0, rendered.stderr
 
 
+def test_an_output_directory_removed_mid_run_is_exit_5_not_a_traceback(nginx, tmp_path):
+    """The partial files' directory goes while the run writes them each second: said once, the run goes
+    on, its result is said unwritable (exit 5) and the CSV files elsewhere hold every request nginx
+    served (a traceback from the partial files' write ended the run, exit 1, the CSV never written)."""
+    nginx.reset_log()
+    gone, prefix = tmp_path / "gone", tmp_path / "run"
+    gone.mkdir()
+    with open(tmp_path / "stderr", "w") as err:
+        proc = squall_process(
+            "bench", nginx.url + "/", "-t", "3s", "-c", 2, "--json", gone / "r.json", "--csv", prefix, "-q",
+            stderr=err,
+        )  # fmt: skip
+        wait_until(lambda: (gone / "r.json.partial.json").exists(), "the partial totals", proc, timeout=30)
+        for f in gone.iterdir():
+            f.unlink()
+        gone.rmdir()
+        proc.communicate(timeout=60)
+    stderr = (tmp_path / "stderr").read_text()
+    assert proc.returncode == 5 and "Traceback" not in stderr, stderr[-2000:]
+    assert f"cannot write {gone / 'r.json'}.partial.jsonl (No such file or directory): the run goes on" in stderr
+    assert f"squall: error: cannot write {gone / 'r.json'}: No such file or directory" in stderr
+    counted = int((tmp_path / "run_stats.csv").read_text().splitlines()[-1].split(",")[2])
+    assert counted <= nginx.requests_logged() <= counted + 2  # (+ one in flight a connection at the end)
+
+
 def _interrupt_twice(proc, served, burst_s):
     """SIGINT once the target has seen requests, then again every 50 ms for `burst_s` (the writing)."""
     wait_until(lambda: served() > 2000, "2,000 requests at the target", proc, timeout=60)

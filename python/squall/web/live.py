@@ -114,6 +114,7 @@ class PartialFiles:
         self.totals_path = result_path + PARTIAL_TOTALS
         self.series = open(self.series_path, "w", encoding="utf-8")  # noqa: SIM115 (open for the run)
         self.seconds = 0
+        self.broken = False  # a write failed (the disk filled up, the directory went): no more tries
         self._line({"squall_partial": 1, **header})
 
     def _line(self, doc: dict[str, Any]) -> None:
@@ -121,22 +122,37 @@ class PartialFiles:
         self.series.flush()
 
     def add(self, live: dict[str, Any]) -> None:
-        for point in live["timeseries"]:
-            self._line(point)
-            self.seconds += 1
-        # The totals name the seconds they cover: a kill between the lines above and the replace below
-        # leaves seconds the totals do not hold, which read_partial leaves out (CI met one: the page's
-        # total read 400 beside a chart of 600).
+        """Appends the seconds of `live` and replaces the totals. A write that fails is said once and
+        ends the partial files, not the run: its result is still written at its end (or said failed,
+        exit 5), as a crash's partial files are only a fallback."""
+        if self.broken:
+            return
         tmp = self.totals_path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(page.to_json({**live["totals"], "seconds": self.seconds}))
-        os.replace(tmp, self.totals_path)
+        try:
+            for point in live["timeseries"]:
+                self._line(point)
+                self.seconds += 1
+            # The totals name the seconds they cover: a kill between the lines above and the replace
+            # below leaves seconds the totals do not hold, which read_partial leaves out (CI met one:
+            # the page's total read 400 beside a chart of 600).
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write(page.to_json({**live["totals"], "seconds": self.seconds}))
+            os.replace(tmp, self.totals_path)
+        except OSError as e:
+            self.broken = True
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            sys.stderr.write(
+                f"squall: cannot write {self.series_path} ({e.strerror or e}): the run goes on without its "
+                "partial files\n"
+            )
 
     def done(self) -> None:
         """The result is written: the partial files have served. If it could not be written (the disk
         filled up), they are the run's only copy: they stay, and stderr says where."""
-        self.series.close()
-        if self.result_path in files.failed():
+        with contextlib.suppress(OSError):  # (its last flush: the disk may be full)
+            self.series.close()
+        if self.result_path in files.failed() and os.path.exists(self.series_path):
             sys.stderr.write(
                 f"squall: the run as it went stays in {self.series_path} "
                 f"(squall report {self.series_path} renders it)\n"
