@@ -68,6 +68,36 @@ def test_an_output_directory_removed_mid_run_is_exit_5_not_a_traceback(nginx, tm
     assert counted <= nginx.requests_logged() <= counted + 2  # (+ one in flight a connection at the end)
 
 
+def test_a_reader_that_closes_stdout_changes_neither_the_files_nor_the_exit_code(nginx, tmp_path):
+    """`squall bench URL --json r.json ... | head -1`: the pipe closes after the first line. The run still
+    writes every file and exits with its own code (99: a threshold failed); a BrokenPipeError from the
+    summary's print ended it with 0, its files unwritten and its partial files left. The same for a
+    locustfile's run whose JSON goes to stdout (`--json`: its code, 1, its requests failing: 500)."""
+    nginx.reset_log()
+    out, prefix, html = tmp_path / "r.json", tmp_path / "run", tmp_path / "r.html"
+    cmd = [sys.executable, "-m", "squall", "bench", nginx.url + "/", "-n", "300", "-c", "4", "--json", str(out),
+           "--csv", str(prefix), "--html", str(html), "--threshold", "p50<0.001ms"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # (closed before the first line: the pipe's reader is gone)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 99 and b"Traceback" not in err, err[-2000:]
+    assert json.loads(out.read_text())["aggregate"]["requests"] == 300 == nginx.requests_logged()
+    assert html.read_text().rstrip().endswith("</html>") and (tmp_path / "run_stats.csv").exists()
+    assert sorted(p.name for p in tmp_path.iterdir() if "partial" in p.name) == []
+    locustfile = tmp_path / "failing.py"
+    locustfile.write_text(
+        "from locust import HttpUser, constant, task\n\n\nclass Failing(HttpUser):\n    wait_time = constant(0.01)\n\n"
+        "    @task\n    def gone(self):\n        self.client.get('/status/500')\n"
+    )
+    cmd = [sys.executable, "-m", "squall", "-f", str(locustfile), "-H", nginx.url, "--headless", "-u", "1",
+           "-t", "1s", "--json", "--csv", str(tmp_path / "f")]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and b"Traceback" not in err, err[-2000:]
+    assert (tmp_path / "f_stats.csv").exists()
+
+
 def _interrupt_twice(proc, served, burst_s):
     """SIGINT once the target has seen requests, then again every 50 ms for `burst_s` (the writing)."""
     wait_until(lambda: served() > 2000, "2,000 requests at the target", proc, timeout=60)

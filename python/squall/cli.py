@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import gc
+import io
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from squall import __version__, config, exitcodes, files, start_up
 from squall.errors import UsageError
@@ -45,9 +46,43 @@ def build_parser(run_only: bool = False) -> tuple[Parser, argparse.ArgumentParse
     return parser, run_parser
 
 
+class _PipeSafe(io.FileIO):
+    """Standard output's file descriptor, whose reader may go (`squall bench URL --json r.json | head -1`):
+    a write to the closed pipe sends the rest to /dev/null instead of raising, so the command goes on,
+    writes its files and exits with its own code. A BrokenPipeError from a print ended it wherever it
+    was: exit 0 with a failed threshold, no JSON, CSV or HTML, the partial files left."""
+
+    def write(self, data: Any) -> int:
+        try:
+            return super().write(data) or 0
+        except BrokenPipeError:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.fileno())
+            os.close(devnull)
+            return len(data)
+
+
+def _pipe_safe_stdout() -> None:
+    """sys.stdout over `_PipeSafe`, with its encoding and buffering (what was written before, flushed)."""
+    old = sys.stdout
+    if old is None or not hasattr(old, "fileno"):
+        return
+    try:
+        fd = old.fileno()
+        old.flush()
+    except (OSError, ValueError):  # (no descriptor: an embedding's stream; a pipe closed already)
+        return
+    raw = _PipeSafe(fd, "w", closefd=False)
+    sys.stdout = io.TextIOWrapper(
+        io.BufferedWriter(raw), encoding=old.encoding, errors=old.errors, line_buffering=bool(old.line_buffering)
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     signals.take_ctrl_c()
     program = argv is None  # the process's own command line: it exits when this returns
+    if program:
+        _pipe_safe_stdout()
     argv = sys.argv[1:] if argv is None else argv
     typed = argv  # as typed: the reports and the dashboard show it so
     if argv and argv[0].startswith("-") and argv[0] not in ("-h", "--help", "-V", "--version"):
