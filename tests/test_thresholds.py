@@ -64,6 +64,7 @@ def test_threshold_abort_stops_the_run_after_the_grace(slow_target, tmp_path):
     assert p.returncode == 99, p.stderr
     r = json.loads(out.read_text())
     assert r["stop_reason"] == "threshold" and "stopping: threshold p95<10ms failed" in p.stderr
+    assert ", stopped: threshold\n" in p.stdout, p.stdout  # the summary says it as the JSON does (not "interrupted")
     # Checked once a second from the end of the 1 s grace, on seconds published up to 2 s late (the
     # stream's straggler limit): it stops within a few seconds of a 60 s run, counted from launch.
     assert took < 15 and r["duration_s"] < 10

@@ -307,10 +307,11 @@ def finish(
 ) -> int:
     """Prints the summary and the thresholds' verdicts (with the exit code when it is not theirs),
     writes the requested files, and returns the exit code."""
+    # Judged first: its stop_reason ("threshold" when --threshold-abort stopped the run) is the summary's.
+    verdicts = thresholds.judge(result, getattr(args, "thresholds", []), watch)
     sys.stdout.write(console.summary(result))
     sys.stdout.flush()
     print_observations(result)
-    verdicts = thresholds.judge(result, getattr(args, "thresholds", []), watch)
     code, why = exit_code(result, signum, verdicts)
     thresholds.say(verdicts, code, why)
     outputs.write_and_say(

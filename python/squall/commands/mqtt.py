@@ -329,10 +329,11 @@ def exit_code(
 def _final_output(result: dict[str, Any], args: argparse.Namespace, signum: int | None = None) -> int:
     """Prints the summary and the verdicts (with the exit code when it is not theirs), writes the files;
     returns the exit code."""
+    # Judged first: its stop_reason ("threshold" when --threshold-abort stopped the run) is the summary's.
+    verdicts = thresholds.judge(result, getattr(args, "thresholds", []), getattr(args, "watch", None))
     sys.stdout.write(mqtt_console.summary(result))
     sys.stdout.flush()
     print_observations(result)
-    verdicts = thresholds.judge(result, getattr(args, "thresholds", []), getattr(args, "watch", None))
     code, why = exit_code(result, signum, verdicts)
     thresholds.say(verdicts, code, why)
     outputs.write_and_say(
