@@ -360,6 +360,19 @@ def test_an_earlier_episode_of_late_sends_is_dated_and_the_total_given():
     ]
 
 
+def test_the_runs_lateness_is_judged_on_the_seconds_its_result_holds():
+    """The live stream saw 50 sends of second 0 and none after (a locustfile's overloaded --rate run whose
+    queued sends went out after -t); the result's timeseries holds the whole run: the warning is its."""
+    watch = GeneratorWatch(cpus=2)
+    watch.feed(0, None, schedule(50, 45))
+    watch.feed(1, None, None)
+    timeseries = [{"t": t, "schedule": schedule(sent, late)} for t, (sent, late) in enumerate([(50, 45), (50, 50)])]
+    watch.end([*timeseries, {"t": 2, "schedule": schedule(100, 100)}, {"t": 3}])
+    lateness = watch.to_json()["lateness"]
+    assert (lateness["sent"], lateness["late"], lateness["sustained"]) == (200, 195, True)
+    assert watch.warnings()[0].startswith("sends fell behind the schedule: 195 of 200 late (>10 ms), 97.5%")
+
+
 def test_a_few_late_sends_are_not_worth_a_warning():
     watch = GeneratorWatch(cpus=2)
     for t in range(10):

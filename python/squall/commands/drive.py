@@ -70,7 +70,7 @@ def drive(
 def observe(result: dict[str, Any], generator: GeneratorWatch, monitor: Monitor | None) -> None:
     """The generator's view of itself (its lateness judged on the whole run) and the target's
     resources, into the result."""
-    generator.end()
+    generator.end(result.get("timeseries"))
     result["generator"] = generator.to_json()
     if monitor is not None:
         monitor.stop_into(result)
