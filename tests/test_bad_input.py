@@ -250,6 +250,7 @@ def _result_files(tmp_path):
         "deep.json": (b"[" * 100_000 + b"]" * 100_000, "nests deeper than 64 levels"),
         "nan.json": (text.replace('"duration_s": ', '"duration_s": NaN, "x": ', 1).encode(), "duration_s is nan"),
         "types.json": (text.replace('"requests": 200447', '"requests": "many"', 1).encode(), "aggregate.requests is"),
+        "r.json.partial.json": (b'{"seconds": 3}', "a crashed run's totals only; squall report "),
     }
     for name, (data, _) in files.items():
         (tmp_path / name).write_bytes(data)

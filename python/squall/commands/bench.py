@@ -70,7 +70,7 @@ def add_parser(commands: Subcommands) -> argparse.ArgumentParser:
         help=f"WebSocket: the message each exchange sends, or @FILE for a file's bytes (default {DEFAULT_MESSAGE!r})",
     )
     req.add_argument("--binary", action="store_true", help="WebSocket: send the message as binary, not text")
-    req.add_argument("--name", help="stats name of the endpoint (default: the URL's path)")
+    req.add_argument("--name", help="stats name of the endpoint (default: the URL's path and query)")
     req.add_argument(
         "--timeout",
         type=str,

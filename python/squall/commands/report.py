@@ -58,7 +58,7 @@ def add_parsers(commands: Subcommands) -> None:
         "compare",
         help="compare saved results side by side",
         description="Throughput, error rate and latency percentiles of saved runs side by side, per endpoint "
-        "and in total, with the change from the first run in %%; --html adds overlaid charts.",
+        "and in total, with the change from the first run in %; --html adds overlaid charts.",
     )
     c.add_argument(
         "results", nargs="+", metavar="RUN.json", help="two or more result documents; the first is the baseline"
@@ -74,6 +74,9 @@ def load_result(path: str) -> dict[str, Any]:
     try:
         if path.endswith(live.PARTIAL_SERIES):
             return live.read_partial(path)
+        if path.endswith(live.PARTIAL_TOTALS):  # (the partial files' other half: totals without their seconds)
+            series = path[: -len(live.PARTIAL_TOTALS)] + live.PARTIAL_SERIES
+            raise UsageError(f"{path} holds a crashed run's totals only; squall report {series} renders the run")
         doc = inputs.parse_json(inputs.read_text(path), path)
         if locust_json.is_locust_stats(doc) and doc:
             raise UsageError(
