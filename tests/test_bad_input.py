@@ -225,6 +225,22 @@ def test_no_output_is_written_over_an_input_or_another_output(nginx, tmp_path):
     assert p.returncode == 0, p.stderr
 
 
+def test_http2_against_a_server_without_it_is_one_line_before_the_run(nginx):
+    """--http2 over plain HTTP is prior knowledge: nginx's HTTP/1.1 port answers the preface with a 400.
+    Said before the run (exit 3), not 3,000 failures of "closed mid-response" over a connection each;
+    the same preflight passes on its HTTP/2 ports, with and without TLS."""
+    nginx.reset_log()
+    line = one_line_error(squall("bench", nginx.url + "/", "--http2", "-n", 300, "-c", 10), 3)
+    assert line.endswith(
+        "does not speak HTTP/2 without TLS (prior knowledge): it answered as HTTP/1.x ('HTTP/1.1 400 Bad Request'); "
+        "run without --http2 for HTTP/1.1"
+    ), line
+    assert nginx.requests_logged() <= 1  # (the preface's 400 at most)
+    for url in (nginx.h2c_url, nginx.tls_url):
+        p = squall("bench", url + "/", "--http2", "--insecure", "-n", 20, "-c", 2, "-q")
+        assert p.returncode == 0, p.stderr
+
+
 def test_a_server_that_never_answers_is_not_a_success(tmp_path):
     import socket
 

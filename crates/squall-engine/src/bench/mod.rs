@@ -106,7 +106,7 @@ pub fn start(cfg: BenchConfig, body: Vec<u8>) -> Result<Run<Bench>, StartError> 
     let tls = spec.https.then(|| (tls::client_config(cfg.insecure, alpn), spec.host.as_str()));
     let connector = Connector::new(spec.addrs.clone(), tls).map_err(StartError::Usage)?;
     if cfg.preflight {
-        preflight(&connector, &spec, handshake.as_ref(), cfg.timeout(), cfg.insecure)?;
+        preflight(&connector, &spec, handshake.as_ref(), cfg.timeout(), (cfg.insecure, cfg.http2))?;
     }
 
     let threads = run::thread_count(cfg.threads, cfg.connections);
@@ -160,37 +160,50 @@ pub fn start(cfg: BenchConfig, body: Vec<u8>) -> Result<Run<Bench>, StartError> 
     })
 }
 
-/// One connection (and TLS handshake, and WebSocket handshake) before the run, so that a dead target,
-/// or a path that is no WebSocket, is one clear error.
+/// One connection (and TLS handshake, and WebSocket handshake, or HTTP/2's preface) before the run, so
+/// that a dead target, a path that is no WebSocket or a server that does not speak HTTP/2 is one clear
+/// error.
 fn preflight(
     connector: &Connector,
     spec: &RequestSpec,
     handshake: Option<&Handshake>,
     timeout: Duration,
-    insecure: bool,
+    (insecure, http2): (bool, bool),
 ) -> Result<(), StartError> {
     let target = crate::net::host_port(&spec.host, spec.port);
-    // The failure, and whether it came in the WebSocket handshake (after the connection opened).
     let open = async {
-        let mut io = connector.connect(0).await.map_err(|f| (f, false))?;
+        let mut io = connector.connect(0).await.map_err(Refused::Connect)?;
         if let Some(h) = handshake {
-            h.open(&mut io).await.map_err(|f| (f, true))?;
+            h.open(&mut io).await.map_err(Refused::WebSocket)?;
+        } else if http2 {
+            crate::http::h2lean::speaks_h2(&mut io, spec.https).await.map_err(Refused::Http2)?;
         }
-        Ok::<_, (stats::Failure, bool)>(())
+        Ok(())
     };
     let outcome = run::runtime().block_on(async { tokio::time::timeout(timeout, open).await });
-    match outcome {
-        Ok(Err((f, true))) => {
-            Err(StartError::Target(format!("{target}{} did not open a WebSocket: {}", spec.name, f.message())))
-        }
-        Ok(Err((f, false))) => Err(StartError::Target(format!(
-            "cannot connect to {target}: {}{}",
-            f.message(),
-            tls::hint(&f.kind, insecure)
-        ))),
-        Ok(Ok(_)) => Ok(()),
-        Err(_) => Err(StartError::Target(format!("cannot connect to {target}: timed out after {timeout:?}"))),
-    }
+    let Ok(opened) = outcome else {
+        return Err(StartError::Target(format!("cannot connect to {target}: timed out after {timeout:?}")));
+    };
+    opened.map_err(|refused| {
+        StartError::Target(match refused {
+            Refused::Connect(f) => {
+                format!("cannot connect to {target}: {}{}", f.message(), tls::hint(&f.kind, insecure))
+            }
+            Refused::WebSocket(f) => format!("{target}{} did not open a WebSocket: {}", spec.name, f.message()),
+            Refused::Http2(why) => {
+                let how = if spec.https { "over TLS" } else { "without TLS (prior knowledge)" };
+                format!("{target} does not speak HTTP/2 {how}: {why}; run without --http2 for HTTP/1.1")
+            }
+        })
+    })
+}
+
+/// Why the preflight's connection did not serve: its connect (or TLS handshake), its WebSocket
+/// handshake, or HTTP/2 (`speaks_h2`'s reason).
+enum Refused {
+    Connect(stats::Failure),
+    WebSocket(stats::Failure),
+    Http2(String),
 }
 
 impl Load for Bench {

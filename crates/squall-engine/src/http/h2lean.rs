@@ -1131,6 +1131,49 @@ async fn end_of(conn: &Conn, id: u32, watch: &mut impl StreamWatch) -> Result<An
     .await
 }
 
+/// Whether the server at the other end of `io` speaks HTTP/2, asked before a run (`squall bench
+/// --http2`'s preflight): over TLS its ALPN choice; over plain TCP (prior knowledge) its answer to the
+/// connection preface and an empty SETTINGS, which must begin with its SETTINGS frame. An HTTP/1.1
+/// server answers the preface with a 400 (or closes): without this, every request of the run failed
+/// as "closed mid-response" or "reset by peer", and the run opened a connection for each. A server
+/// that says nothing for `QUIET` (one that sends its SETTINGS only with its first response, as
+/// tests/servers/hostile_server.py does) is given the benefit of the doubt.
+pub async fn speaks_h2(io: &mut Stream, tls: bool) -> Result<(), String> {
+    const QUIET: Duration = Duration::from_secs(1);
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    if tls {
+        return match Connector::alpn(io) {
+            Some(p) if p == b"h2" => Ok(()),
+            Some(p) => Err(format!("it chose {} in TLS (ALPN), not h2", String::from_utf8_lossy(&p))),
+            None => Err("it offered no protocol in TLS (ALPN), so not h2".into()),
+        };
+    }
+    let mut hello = PREFACE.to_vec();
+    hello.extend_from_slice(&[0, 0, 0, SETTINGS, 0, 0, 0, 0, 0]);
+    io.write_all(&hello).await.map_err(|e| format!("the connection failed: {e}"))?;
+    // A frame's header (9 bytes), or an HTTP/1.x status line (up to 80 bytes, to say it).
+    let mut first = [0u8; 80];
+    let mut got = 0;
+    while got < 9 || (first.starts_with(b"HTTP/") && !first[..got].contains(&b'\n') && got < first.len()) {
+        match tokio::time::timeout(QUIET, io.read(&mut first[got..])).await {
+            Err(_) if got == 0 => return Ok(()), // (nothing said yet: not a refusal)
+            Err(_) | Ok(Ok(0)) => break,
+            Ok(Ok(n)) => got += n,
+            Ok(Err(e)) if got == 0 => return Err(format!("it reset the connection ({e})")),
+            Ok(Err(_)) => break,
+        }
+    }
+    if got >= 9 && first[3] == SETTINGS && !first.starts_with(b"HTTP/") {
+        return Ok(());
+    }
+    let seen = &first[..got];
+    if seen.starts_with(b"HTTP/") {
+        let line = seen.split(|&b| b == b'\r' || b == b'\n').next().unwrap_or_default();
+        return Err(format!("it answered as HTTP/1.x ('{}')", String::from_utf8_lossy(line)));
+    }
+    Err(if got == 0 { "it closed the connection".into() } else { "its first frame was not SETTINGS".into() })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
