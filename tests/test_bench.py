@@ -1,10 +1,12 @@
 """`squall bench` against real servers on loopback: counts, rates, honesty, outputs."""
 
 import base64
+import contextlib
 import csv
 import json
 import math
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -257,6 +259,56 @@ def test_tls_verification_insecure_and_http2(nginx, tmp_path):
     assert open(nginx.dir / "access.log").read().count("HTTP/2.0") == 300
     r, _ = run_json(tmp_path, nginx.h2c_url + "/", "-n", 100, "-c", 1, "--http2")  # prior knowledge, no TLS
     assert r["aggregate"]["status_codes"] == {"200": 100}
+
+
+class CountingProxy:
+    """A TCP relay on 127.0.0.1 to `port` counting the bytes the server sent toward the client."""
+
+    def __init__(self, port):
+        self.port, self.down = port, 0
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(("127.0.0.1", self.port))
+            for sock in (client, server):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # (no wait for ACKs per response)
+            threading.Thread(target=self._pipe, args=(client, server, False), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(server, client, True), daemon=True).start()
+
+    def _pipe(self, src, dst, count):
+        with contextlib.suppress(OSError):
+            while data := src.recv(65536):
+                if count:
+                    with self.lock:
+                        self.down += len(data)
+                dst.sendall(data)
+        with contextlib.suppress(OSError):
+            dst.shutdown(socket.SHUT_WR)
+
+
+def test_received_bytes_are_the_wire_bytes_over_http1_and_http2(nginx, tmp_path):
+    """The summary's "received" is the bytes the server sent, as a relay between them counts: over
+    HTTP/1.1 all of them; over HTTP/2 the requests' frames (HEADERS, DATA: header and payload), the
+    connection's own frames aside (SETTINGS, its ACK, WINDOW_UPDATE, GOAWAY: a hundred bytes or so).
+    HTTP/2's read as the bodies' bytes alone before (1,800 of 21,600 here)."""
+    for port, flags, spare in ((nginx.port, [], 0), (nginx.h2c_port, ["--http2"], 200)):
+        relay = CountingProxy(port)
+        out = tmp_path / "r.json"
+        p = squall("bench", relay.url + "/", *flags, "-n", 300, "-c", 1, "--json", out, "-q")
+        relay.listener.close()
+        assert p.returncode == 0, p.stderr
+        wire = json.loads(out.read_text())["aggregate"]["wire_bytes"]
+        time.sleep(0.2)  # (the relay's last bytes)
+        assert wire <= relay.down <= wire + spare, (flags, wire, relay.down)
+        assert f"({wire / 1000:,.2f} KB in all)" in p.stdout, p.stdout
 
 
 def test_http2_statuses_bodies_and_goaway_against_what_nginx_received(nginx, tmp_path):

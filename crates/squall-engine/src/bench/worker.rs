@@ -358,7 +358,7 @@ async fn h2_request(ctx: &ThreadCtx, conn: &LeanConn, watch: &Watch, begin: Inst
     let r = conn.exchange(&ctx.connector, head, &ctx.body, on_connect, &watch.connecting, &mut streams).await;
     streams.ended(r.as_ref().err());
     let r = r?;
-    Ok((r.status, r.body_bytes, r.body_bytes, Timing::default()))
+    Ok((r.status, r.body_bytes, r.wire_bytes, Timing::default()))
 }
 
 /// A request's watch of the event stream its answer may be.

@@ -381,6 +381,9 @@ struct Slot {
     id: u32,
     status: u16,
     body_bytes: u64,
+    /// Its frames' bytes as they came (HEADERS, CONTINUATION, DATA: header and payload): what the
+    /// summary's "received" counts, as an HTTP/1.1 response's head, framing and body are.
+    wire_bytes: u64,
     /// Received since this stream's window was last topped up.
     used: u64,
     /// The request body still to send, and what the server's window for it allows.
@@ -504,6 +507,13 @@ impl State {
         self.streams.iter_mut().find(|s| s.id == id)
     }
 
+    /// A frame of `len` bytes of payload came for stream `id` (`Slot::wire_bytes`).
+    fn received(&mut self, id: u32, len: usize) {
+        if let Some(s) = self.slot(id) {
+            s.wire_bytes += 9 + len as u64;
+        }
+    }
+
     fn end(&mut self, id: u32, how: Result<(), Ended>) {
         if let Some(s) = self.slot(id) {
             if s.done.is_none() {
@@ -585,6 +595,7 @@ impl State {
             id,
             status: 0,
             body_bytes: 0,
+            wire_bytes: 0,
             used: 0,
             body: body.clone(),
             send_window: self.initial_window,
@@ -671,6 +682,7 @@ impl State {
                 let mut too_large = None;
                 if let Some(s) = self.slot(id) {
                     s.body_bytes += data.len() as u64;
+                    s.wire_bytes += 9 + payload.len() as u64;
                     s.used += payload.len() as u64;
                     if s.used >= TOP_UP && flags & END_STREAM == 0 {
                         top_up = Some(std::mem::take(&mut s.used));
@@ -706,6 +718,7 @@ impl State {
                 }
             }
             HEADERS => {
+                self.received(id, payload.len());
                 let mut block = unpad(flags, payload)?;
                 if flags & PRIORITY != 0 {
                     block = block.get(5..).ok_or("HEADERS too short for its priority")?;
@@ -717,6 +730,7 @@ impl State {
                 }
             }
             CONTINUATION => {
+                self.received(id, payload.len());
                 let (cid, mut block, end, frames) = self.continuing.take().ok_or("CONTINUATION without HEADERS")?;
                 if block.len() + payload.len() > MAX_HEADER_BLOCK {
                     return Err(ConnError::TooLarge(format!(
@@ -992,6 +1006,8 @@ impl Drop for InFlight<'_> {
 pub struct Answer {
     pub status: u16,
     pub body_bytes: u64,
+    /// Its frames' bytes (`Slot::wire_bytes`).
+    pub wire_bytes: u64,
 }
 
 impl LeanConn {
@@ -1126,7 +1142,7 @@ async fn end_of(conn: &Conn, id: u32, watch: &mut impl StreamWatch) -> Result<An
         if st.retired && st.streams.is_empty() {
             st.wake_driver(); // to end
         }
-        Poll::Ready(how.map(|()| Answer { status: s.status, body_bytes: s.body_bytes }))
+        Poll::Ready(how.map(|()| Answer { status: s.status, body_bytes: s.body_bytes, wire_bytes: s.wire_bytes }))
     })
     .await
 }
