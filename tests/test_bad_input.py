@@ -25,7 +25,7 @@ def one_line_error(p, code, *needles):
     [
         (["not a url"], "invalid URL"),
         (["localhost:8080/"], "invalid URL"),
-        (["ftp://127.0.0.1/"], "not http or https"),
+        (["ftp://127.0.0.1/"], "scheme 'ftp' is not http, https, ws or wss"),
         (["http://127.0.0.1:1/", "--frobnicate"], "unrecognized arguments: --frobnicate"),
         (["http://127.0.0.1:1/", "-t", "10 parsecs"], "invalid duration"),
         (["http://127.0.0.1:1/", "-c", "0"], "must be at least 1"),

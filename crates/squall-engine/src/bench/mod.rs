@@ -84,6 +84,12 @@ impl Bench {
 pub fn start(cfg: BenchConfig, body: Vec<u8>) -> Result<Run<Bench>, StartError> {
     cfg.validate().map_err(StartError::Usage)?;
     let websocket = ws::is_ws_url(&cfg.url);
+    if let Ok(u) = url::Url::parse(&cfg.url).as_ref().map(url::Url::scheme) {
+        if !websocket && !matches!(u, "http" | "https") {
+            let raw = &cfg.url;
+            return Err(StartError::Usage(format!("invalid URL '{raw}': scheme '{u}' is not http, https, ws or wss")));
+        }
+    }
     let (url, method) = match websocket {
         true => (ws::http_url(&cfg.url), "GET"),
         false => (cfg.url.clone(), cfg.method.as_str()),
