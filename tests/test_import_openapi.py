@@ -308,6 +308,7 @@ def test_bad_command_lines_are_refused_in_one_line(tmp_path):
     one_line_error(squall("import", "openapi", spec, "--dry-run", "--seed", "x"), "--seed 'x'")
     one_line_error(squall("import", "openapi", spec, "--dry-run", "--wait", "3,1"), "--wait '3,1'")
     one_line_error(squall("import", "openapi", spec, "--dry-run", "--weight", "pets"), "is not TAG=N")
+    one_line_error(squall("import", "openapi", spec, "--dry-run", "--weight", "pest=3"), "is tagged 'pest' (its tags: ")
     one_line_error(squall("import"), "say which format")
 
 

@@ -37,6 +37,13 @@ def plan(location: str, options: Options) -> Plan:
     origin, base_path, said = doc.server()
     builder = Builder(doc, options, origin, base_path)
     ops = operations(doc)
+    tags = sorted({t for op in ops for t in op.tags})
+    unknown = [t for t in options.weights if t not in tags]
+    if unknown:  # (a typo would weigh nothing, silently)
+        raise sources.SourceError(
+            f"--weight {unknown[0]}=...: no operation of {location} is tagged '{unknown[0]}' "
+            f"(its tags: {', '.join(tags) or 'none'})"
+        )
     built: dict[int, Built] = {}
     left_out: list[tuple[str, str]] = []
     for op in ops:
