@@ -14,6 +14,7 @@ Then hand-written HARs in the shapes Chrome and Firefox write (their timings, po
 `text`, base64 response bodies, `_resourceType`, time zones) import into files that parse and lint;
 and bad input is refused in one line."""
 
+import csv
 import json
 import subprocess
 import sys
@@ -156,6 +157,27 @@ def test_a_firefox_har_imports(tmp_path):
     assert 'data={"sku": "HAMMER-01", "qty": "2"}' in text
     assert 'files={"scan": ("receipt.pdf", b"", "application/pdf")}' in text and "sent empty" in text
     assert "time.sleep(1.4)" in text and '"Host"' not in text and '"Cookie"' not in text
+
+
+def test_a_value_the_response_lacks_fails_its_request_and_ends_the_journey(nginx, tmp_path):
+    """Against a server whose `/` sends no X-CSRF-Token (nginx), the journey cannot go on: each of its
+    first requests fails, saying which value it lacked, and nothing after it is sent (the journey ended
+    quietly, and with no think time began again at once: a loop of GET /, 0 failures, exit 0)."""
+    out = tmp_path / "firefox.py"
+    assert squall("import", "har", FIXTURES / "firefox.har", "-o", out, "--wait", "0").returncode == 0
+    nginx.reset_log()
+    prefix = tmp_path / "run"
+    p = squall("-f", out, "-H", nginx.url, "--headless", "-u", 1, "-t", "1s", "--csv", prefix, "--only-summary")
+    assert p.returncode == 1, p.stderr[-2000:]  # (its failures)
+    rows = {r["Name"]: r for r in csv.DictReader(open(f"{prefix}_stats.csv"))}
+    assert set(rows) == {"/", "Aggregated"}, rows  # (nothing after the first request)
+    sent = int(rows["/"]["Request Count"])
+    assert 0 < sent == int(rows["/"]["Failure Count"]) <= nginx.requests_logged() <= sent + 1  # (+ one in flight)
+    failures = list(csv.DictReader(open(f"{prefix}_failures.csv")))
+    # (in Locust's words: a catch_response failure is its CatchResponseError)
+    assert [f["Error"] for f in failures] == [
+        "CatchResponseError('no header X-CSRF-Token in the response, so the flow ends here')"
+    ]
 
 
 def test_short_values_are_not_correlated(tmp_path):

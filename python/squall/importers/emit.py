@@ -16,8 +16,9 @@ The file it writes, and why:
   next ones put it in their paths, the last hands the user back to the other tasks (`interrupt`). A
   recorded journey's steps may first wait the gap the recording had (`time.sleep`, which both squall
   and Locust's gevent run cooperatively) and keep values of their responses (a JSON field, a header, a
-  cookie, a hidden form field) in the flow's attributes for the later requests; a value not found ends
-  the flow there, since the requests that send it would only be refused.
+  cookie, a hidden form field) in the flow's attributes for the later requests; a value not found fails
+  its request (`catch_response`, saying which value) and ends the flow there, since the requests that
+  send it would only be refused.
 - Values the source left to its user (Postman's variables without a value) are module-level constants
   read from environment variables named at the top of the file.
 - Laid out as `ruff format` lays it out (squall.importers.pysource), so the user's formatter leaves it as
@@ -353,6 +354,34 @@ def _request(request: Request, level: int, path: str | Code | None = None, prefi
     return call(f"self.client.{request.method}", arguments, level, prefix)
 
 
+def _caught(request: Request, level: int) -> list[str]:
+    """`with self.client.<method>(..., catch_response=True) as response:`, for a step whose response
+    gives values: one it lacks fails the request, with why, so that a journey that cannot go on shows
+    in the failures (it ended quietly, and with no think time began again at once: a loop of its first
+    request, 0 failures)."""
+    arguments = [*_arguments(request, request.path), ("catch_response", True)]
+    return call(f"self.client.{request.method}", arguments, level, "with ", " as response:")
+
+
+def _lacking(attributes: list[str], whats: list[str], level: int) -> list[str]:
+    """Inside the with-block: a response that succeeded is failed for each value (`self.<attribute>`) it
+    lacks (one that failed keeps its own error: its status, a refused connection)."""
+    indent = pysource.INDENT * level
+    out: list[str] = []
+    for attribute, what in zip(attributes, whats):
+        message = f"no {what} in the response, so the flow ends here"
+        test = f"{indent}if self.{attribute} is None and 0 < response.status_code < 400:"
+        out += [test, *call("response.failure", [(None, message)], level + 1)]
+    return out
+
+
+def _ends_without(attributes: list[str], level: int) -> list[str]:
+    """After the with-block: the journey ends when a value is missing."""
+    indent = pysource.INDENT * level
+    test = " or ".join(f"self.{a} is None" for a in attributes)
+    return [f"{indent}if {test}:", f"{indent}{pysource.INDENT}self.interrupt()"]
+
+
 def _flow(flow: Flow) -> list[str]:
     out = _decorators(flow.tags, flow.weight, 1)
     out.append(f"    class {flow.class_name}(SequentialTaskSet):")
@@ -370,17 +399,21 @@ def _step(flow: Flow, step: Step, last: bool) -> list[str]:
     if step.think:
         out.append(f"            time.sleep({_number(round(step.think, 3))})")
     if step.captures:
-        out += _request(step.request, 3, prefix="response = ")
+        out += _caught(step.request, 3)
         for capture in step.captures:
             out += _capture(capture)
+        attributes = [c.attribute for c in step.captures]
+        out += _lacking(attributes, [_what(c) for c in step.captures], 4)
+        out += _ends_without(attributes, 3)
         if last and flow.interrupt:
             out.append("            self.interrupt()")
         return out
     attribute = f"self.{flow.attribute}"
     if step.capture is not None:
-        out += _request(step.request, 3, prefix="response = ")
-        out += call("_field", [(None, Code("response")), *[(None, key) for key in step.capture]], 3, f"{attribute} = ")
-        out += [f"            if {attribute} is None:", "                self.interrupt()"]
+        out += _caught(step.request, 3)
+        out += call("_field", [(None, Code("response")), *[(None, key) for key in step.capture]], 4, f"{attribute} = ")
+        out += _lacking([flow.attribute], [f"JSON field {'/'.join(step.capture)}"], 4)
+        out += _ends_without([flow.attribute], 3)
         return out
     path: str | Code = step.request.path
     if step.uses is not None:
@@ -396,18 +429,28 @@ def _step(flow: Flow, step: Step, last: bool) -> list[str]:
 
 
 def _capture(capture: Capture) -> list[str]:
-    """`self.<attribute> = ` the value from the response, and the end of the flow when there is none."""
+    """`self.<attribute> = ` the value from the response (in the step's with-block)."""
     target = f"self.{capture.attribute} = "
-    out = comment(capture.comment, 3) if capture.comment else []
+    out = comment(capture.comment, 4) if capture.comment else []
     if capture.source == "json":
-        out += call("_json", [(None, Code("response")), *[(None, key) for key in capture.key]], 3, target)
+        out += call("_json", [(None, Code("response")), *[(None, key) for key in capture.key]], 4, target)
     elif capture.source == "header":
-        out += call("response.headers.get", [(None, capture.key[0])], 3, target)
+        out += call("response.headers.get", [(None, capture.key[0])], 4, target)
     elif capture.source == "cookie":
-        out += call("self.client.cookies.get", [(None, capture.key[0])], 3, target)
+        out += call("self.client.cookies.get", [(None, capture.key[0])], 4, target)
     else:
-        out += call("_hidden", [(None, Code("response")), (None, capture.key[0])], 3, target)
-    return [*out, f"            if self.{capture.attribute} is None:", "                self.interrupt()"]
+        out += call("_hidden", [(None, Code("response")), (None, capture.key[0])], 4, target)
+    return out
+
+
+def _what(capture: Capture) -> str:
+    """The value a capture takes, as its failure names it."""
+    key = capture.key[0]
+    return {
+        "json": f"JSON field {'/'.join(capture.key)}",
+        "header": f"header {key}",
+        "cookie": f"cookie {key}",
+    }.get(capture.source, f"hidden form field {key}")
 
 
 def _filled(request: Request, parameter: str, expression: str) -> str:

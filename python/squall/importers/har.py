@@ -662,7 +662,7 @@ def _steps(
         " think time the recording had. Values a response returned and a later request sent are taken from"
         f" the response at run time when they are at least {MIN_VALUE} characters long, stand alone (not in"
         " a longer word or number) and were not sent before that response (shorter ones match by"
-        " coincidence); one not found ends the journey."
+        " coincidence); one not found fails its request, saying which, and ends the journey."
     ]
     return steps, comments
 

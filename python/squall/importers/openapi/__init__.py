@@ -135,7 +135,8 @@ def _flow(found: flows_.Found, built: dict[int, Built], options: Options, classe
     comments = [
         f"{create.label} creates what the requests on {create.path}/{{{parameter}}} then use: its response's "
         f"`{field}` is their {parameter} ({how}). In order: {order}. A create that fails, or returns no "
-        f"{field}, ends the flow; so does its last request, which hands the user back to its other tasks."
+        f"{field} (its request then failed, saying so), ends the flow; so does its last request, which hands "
+        "the user back to its other tasks."
     ]
     tags: list[str] = []
     for op in (create, *found.steps):
