@@ -4,6 +4,7 @@ neither cuts a file short nor loses one. Ground truth: the server's own count of
 
 import json
 import resource
+import shlex
 import signal
 import subprocess
 import sys
@@ -96,6 +97,21 @@ def test_a_reader_that_closes_stdout_changes_neither_the_files_nor_the_exit_code
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1 and b"Traceback" not in err, err[-2000:]
     assert (tmp_path / "f_stats.csv").exists()
+
+
+def test_a_report_shows_the_runs_command_line_not_its_own(nginx, tmp_path):
+    """The result keeps the run's command line (its password redacted, as the page shows it), which
+    `squall report`'s page shows under Command: it showed `squall report r.json`."""
+    out, html = tmp_path / "r.json", tmp_path / "r.html"
+    url = nginx.url.replace("http://", "http://ann:s3cret@") + "/"
+    p = squall("bench", url, "-n", 20, "-c", 2, "--json", out, "-q")
+    assert p.returncode == 0, p.stderr
+    line = json.loads(out.read_text())["command_line"]
+    shown = nginx.url.replace("http://", "http://ann:***@") + "/"
+    assert line == shlex.join(["squall", "bench", shown, "-n", "20", "-c", "2", "--json", str(out), "-q"])
+    assert squall("report", out, "--html", html).returncode == 0
+    page = html.read_text()
+    assert json.dumps(line)[1:-1] in page and "squall report" not in page and "s3cret" not in page
 
 
 def _interrupt_twice(proc, served, burst_s):

@@ -77,6 +77,8 @@ def write_files(
     that still cannot be written (the disk filled up, the directory went away) is said on stderr and
     noted for the exit code (`squall.files.failed`), and the others are written all the same."""
     written: list[str] = []
+    if html_meta and html_meta.get("command_line"):
+        result.setdefault("command_line", html_meta["command_line"])  # (for `squall report`'s page later)
 
     def attempt(what: str, write: Callable[[], list[str]]) -> None:
         try:

@@ -439,6 +439,8 @@ export interface Distributed {
 
 export interface Result {
   squall_version?: string;
+  /** the run's command line as typed (credentials redacted): what `squall report` shows */
+  command_line?: string;
   kind?: string; // "http" | "script" | "mqtt"
   url?: string;
   method?: string;

@@ -96,7 +96,7 @@ def report(args: argparse.Namespace) -> int:
     result = load_result(args.result)
     command = "mqtt" if result.get("mqtt") else ("run" if "exceptions" in result else "bench")
     meta = page.meta(command, [], result.get("url", ""), title=args.title or f"squall: {os.path.basename(args.result)}")
-    meta["command_line"] = f"squall report {args.result}"
+    meta["command_line"] = result.get("command_line") or ""  # the run's (none in a result from before it was kept)
     if args.html:
         page.write_report(args.html, result, meta)
         sys.stderr.write(f"wrote {args.html}\n")
