@@ -122,3 +122,12 @@ def test_csv_numbers_carry_no_binary_noise():
          "body_bytes": 10}  # fmt: skip
     row = stats_row("GET", "/", s, 0.7)
     assert row[5] == 0.19061 and row[8] == 3.333333 and row[9] == 4.285714 and row[10] == 1.428571
+
+
+def test_histogram_edges_read_apart():
+    """Edges a millisecond apart past 1 s read "1001" twice at the size's usual precision: more decimals
+    then, as few as tell them apart; edges already apart keep theirs."""
+    from squall.report.console import _edges
+
+    assert _edges([1_001_471, 1_001_983, 1_002_495, 1_003_007]) == ["1001.5", "1002.0", "1002.5", "1003.0"]
+    assert _edges([30, 50, 130, 2_000, 150_000, 1_200_000]) == ["0.03", "0.05", "0.13", "2.00", "150.0", "1200"]

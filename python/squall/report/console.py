@@ -97,9 +97,10 @@ def summary(r: dict[str, Any]) -> str:
         w(_section("Response time histogram (ms)"))
         top = max(b["count"] for b in buckets) or 1
         cw = len(f"{top:,}")
-        for b in buckets:
+        labels = _edges([b["upper_us"] for b in buckets])
+        for b, label in zip(buckets, labels):
             bar = "#" * max(1 if b["count"] else 0, round(40 * b["count"] / top))
-            w(f"  {ms(b['upper_us']):>9} [{b['count']:>{cw},}] |{bar}\n")
+            w(f"  {label:>9} [{b['count']:>{cw},}] |{bar}\n")
 
     if agg["status_codes"]:
         w(_section("Status codes"))
@@ -152,3 +153,15 @@ def streams(s: dict[str, Any]) -> str:
     for (label, p), row in zip(rows, cells):
         w(f"  {label:<22}" + "".join(f"{c:>{width}}" for c in row) + f"{p['count']:>10,}\n")
     return "".join(out)
+
+
+def _edges(uppers_us: list[int]) -> list[str]:
+    """The histogram's bucket edges in ms, with the precision the size deserves (`ms`), or as many
+    decimals as it takes (up to the microsecond) for neighbours to read apart: 1001.47 and 1001.98 ms
+    both read "1001" at a second's precision."""
+    labels = [ms(u) for u in uppers_us]
+    decimals = 0
+    while len(set(labels)) < len(labels) and decimals < 3:
+        decimals += 1
+        labels = [ms(u) if u < 100_000 else f"{u / 1000:.{decimals}f}" for u in uppers_us]
+    return labels

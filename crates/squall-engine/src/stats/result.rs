@@ -155,7 +155,10 @@ pub fn buckets(h: &Hist) -> Vec<Bucket> {
     let (lo, hi) = (h.min().max(1) as f64, h.max().max(1) as f64);
     let mut below = 0; // requests counted in earlier buckets
     for i in 1..=10 {
-        let upper = if i == 10 { h.max() } else { (lo * (hi / lo).powf(i as f64 / 10.0)).round() as u64 };
+        // An edge is the top of HDR's bucket it falls in: finer edges split no count, only left every
+        // other bucket empty (latencies of 1001-1003 ms, whose HDR buckets are half a millisecond).
+        let edge = (lo * (hi / lo).powf(i as f64 / 10.0)).round() as u64;
+        let upper = if i == 10 { h.max() } else { h.highest_equivalent(edge).min(h.max()) };
         if out.last().is_some_and(|b| upper <= b.upper_us) {
             continue;
         }
@@ -644,6 +647,19 @@ pub struct MqttReport {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn histogram_buckets_are_no_finer_than_hdrs() {
+        let mut h = Hist::new();
+        for v in [1_001_000u64, 1_001_300, 1_001_900, 1_002_200, 1_002_800, 1_003_100] {
+            h.record(v);
+        }
+        let b = buckets(&h);
+        assert!(b.iter().all(|b| b.count > 0), "{b:?}");
+        assert!(b.windows(2).all(|w| w[0].upper_us < w[1].upper_us), "{b:?}");
+        assert_eq!(b.iter().map(|b| b.count).sum::<u64>(), 6);
+        assert_eq!(b.last().unwrap().upper_us, h.max());
+    }
+
     use super::*;
 
     #[test]
