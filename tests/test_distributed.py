@@ -396,6 +396,8 @@ def test_bench_processes_share_the_connections_as_workers_do(nginx, tmp_path):
     result = json.loads(out.read_text())
     assert nginx.requests_logged() == 1001 == result["aggregate"]["requests"]
     assert result["load"]["threads"] == 2  # two documents merged
+    # The load as asked, as one process's result says it: -n's shares added up, no -t.
+    assert (result["load"]["requests"], result["load"]["duration_s"]) == (1001, None), result["load"]
 
 
 def paths_logged(nginx):

@@ -72,6 +72,12 @@ pub fn merge_json(docs: &[String]) -> Result<RunResult, String> {
     merge(results)
 }
 
+/// The value every document has, if they agree.
+fn same<T: PartialEq>(docs: &[RunResult], of: impl Fn(&RunResult) -> T) -> Option<T> {
+    let first = of(docs.first()?);
+    docs.iter().skip(1).all(|d| of(d) == first).then_some(first)
+}
+
 pub fn merge(docs: Vec<RunResult>) -> Result<RunResult, String> {
     let first = docs.first().ok_or("nothing to merge")?;
     let start = docs.iter().map(|d| d.start_unix).fold(f64::INFINITY, f64::min);
@@ -165,9 +171,12 @@ pub fn merge(docs: Vec<RunResult>) -> Result<RunResult, String> {
             users.values().copied().max().unwrap_or(0) as usize
         },
         threads: docs.len(),
-        requests: None,
-        duration_s: Some(end),
-        ramp_s: None,
+        // What was asked, as a single run's load says it: the processes' shares of `-n` added up, and
+        // `-t` and `--ramp` when they all had the same (a process's measured time is the result's
+        // `duration_s`); else (documents of different runs) the span the documents cover.
+        requests: docs.iter().map(|d| d.load.requests).sum(),
+        duration_s: same(&docs, |d| d.load.duration_s).unwrap_or(Some(end)),
+        ramp_s: same(&docs, |d| d.load.ramp_s).flatten(),
         http2: first.load.http2,
         keepalive: first.load.keepalive,
         timeout_s: first.load.timeout_s,
