@@ -412,7 +412,10 @@ def find(
         passed = f"passed up to {good:,.0f}; " if good is not None else ""
         return f"{passed}at {s.load:,.0f}: {s.reason}"
 
-    load = rounded(start)
+    # The cap holds from the first step: the probe's throughput may be far above it (a first step of
+    # 27,967 req/s under --max-rate 100, reported as the limit).
+    load = rounded(min(start, most) if most is not None else start)
+    cap = "--max-users" if whole else "--max-rate"
     while measured() < budget:  # grow
         s = run(load)
         if s.generator_bound:
@@ -422,7 +425,7 @@ def find(
             break
         good = load
         if most is not None and load >= most:
-            return Outcome(good, None, f"every load up to --max-rate {most:g} passed", steps)
+            return Outcome(good, None, f"every load up to {cap} {most:g} passed", steps)
         load = rounded(min(load * 2, most) if most is not None else load * 2)
     while good is None and bad is not None and measured() < budget and bad.load > (1 if whole else 1e-3):
         load = rounded(bad.load / 4)  # failing from the start: come down fast

@@ -47,6 +47,17 @@ def test_max_rate_caps_the_search():
     assert out.limit == 1000 and out.failed_at is None and "--max-rate" in out.reason
 
 
+def test_the_cap_holds_from_the_first_step():
+    """A probe far above the cap (27,967 req/s under --max-rate 100) starts the search at the cap, not
+    past it: no step above it, and the limit is the cap; users likewise, with their flag's name."""
+    measure, calls = target(100_000)
+    out = limit.find(measure, start=27_967, most=100)
+    assert max(calls) == 100 and out.limit == 100 and out.reason == "every load up to --max-rate 100 passed"
+    measure, calls = target(50)
+    out = limit.find(measure, start=10, most=2, whole=True)
+    assert max(calls) == 2 and out.limit == 2 and out.reason == "every load up to --max-users 2 passed"
+
+
 def test_a_generator_that_falls_behind_gives_no_limit():
     def measure(load):
         result = {
