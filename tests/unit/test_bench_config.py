@@ -146,3 +146,10 @@ def test_mqtt_verify_never_ends_in_0_with_unsent_or_refused_messages():
     assert exit_code(result(unsent=392))[0] == exitcodes.LOST
     assert exit_code(result(failed=35))[0] == exitcodes.LOST
     assert exit_code(result(unsent=392, verify=False, delivery=None))[0] == exitcodes.OK  # without --verify: counted
+    # The engine's `failed` counts the unsent too (each due message is published, failed or unsent):
+    # 401 unsent of 401 failed are 401 messages, not 802.
+    assert exit_code(result(unsent=401, failed=401)) == (exitcodes.LOST, "401 messages never sent: not delivered")
+    assert exit_code(result(unsent=401, failed=410))[1] == (
+        "401 messages never sent and 9 refused or unacknowledged: not delivered"
+    )
+    assert exit_code(result(failed=35))[1] == "35 refused or unacknowledged: not delivered"

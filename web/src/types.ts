@@ -195,9 +195,12 @@ export interface Delivery {
 export interface MqttClient {
   index: number;
   id: string;
+  /** messages that fell due (each took a sequence number): published + failed */
   sent: number;
   published: number;
+  /** refused, unacknowledged or never sent (the unsent among them) */
   failed: number;
+  /** fell due but never written: no connection, or the run ended first */
   unsent: number;
   /** published per second of measured time */
   rate: number;

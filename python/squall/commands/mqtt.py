@@ -320,9 +320,10 @@ def exit_code(
     if m["verify"] and delivery and delivery["lost"]:
         return exitcodes.LOST, f"{delivery['lost']:,} messages lost"
     if m["verify"] and (m["unsent"] or m["failed"]):  # never sent, or refused: not delivered either
-        return exitcodes.LOST, (
-            f"{m['unsent']:,} messages never sent and {m['failed']:,} refused or unacknowledged: not delivered"
-        )
+        refused = max(0, m["failed"] - m["unsent"])  # (`failed` counts the unsent too: each due message is one of 3)
+        parts = [f"{m['unsent']:,} messages never sent" if m["unsent"] else ""]
+        parts.append(f"{refused:,} refused or unacknowledged" if refused else "")
+        return exitcodes.LOST, " and ".join(p for p in parts if p) + ": not delivered"
     return exitcodes.OK, ""
 
 
