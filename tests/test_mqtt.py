@@ -285,6 +285,28 @@ def test_csv_and_html_reports(broker, tmp_path):
     assert "PUBLISH" in (tmp_path / "run.html").read_text()
 
 
+def test_the_csv_gives_the_summarys_rates(broker, tmp_path):
+    """4 clients at 10 msg/s for 2 s: PUBLISH and DELIVER at 40 a second over the measured time (the
+    connect phase aside), in the summary and the CSV alike, and the Aggregated row the sum of the rows
+    (the CSV divided by the whole run's time: 987.96 where the summary read 1,000.00)."""
+    out, prefix = tmp_path / "r.json", tmp_path / "run"
+    args = ["--broker", broker.url, "-u", 4, "--rate", 10, "-t", "2s", "--qos", 1, "--verify"]
+    p = squall("mqtt", *args, "--json", out, "--csv", prefix, "-q")
+    assert p.returncode == 0, p.stderr
+    r = json.loads(out.read_text())
+    rows = {(row["Type"], row["Name"]): row for row in csv.DictReader(open(f"{prefix}_stats.csv"))}
+    rates = {k: float(v["Requests/s"]) for k, v in rows.items()}
+    measured = r["mqtt"]["measured_s"]
+    for e in r["endpoints"]:
+        if e["method"] in ("PUBLISH", "DELIVER"):
+            key = (e["method"], e["name"])
+            assert rates[key] == pytest.approx(e["requests"] / measured, rel=1e-3)
+            assert rates[key] == pytest.approx(40, rel=0.05)  # the schedule's rate
+            assert f"{rates[key]:>8.2f}" in p.stdout  # the summary's column, the same number
+    aggregated = rates.pop(("", "Aggregated"))
+    assert aggregated == pytest.approx(sum(rates.values()), rel=1e-3)
+
+
 @pytest.mark.parametrize(
     "args, code, message",
     [

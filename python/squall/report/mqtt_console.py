@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from squall.report import locust_console
+from squall.report import locust_console, locust_csv
 from squall.report.units import ms
 
 
@@ -74,13 +74,8 @@ def summary(r: dict[str, Any]) -> str:
             )
         w("\n")
     w("\n")
-    # Messages per second count over the measured time, as the rates above do.
-    t = m["measured_s"] or r["duration_s"]
-    rates = {
-        (e["method"], e["name"]): (e["requests"] / t if t else 0.0, e["failures"] / t if t else 0.0)
-        for e in r["endpoints"]
-        if e["method"] in ("PUBLISH", "DELIVER") and not m["subscribe_only"]
-    }
+    # Messages per second count over the measured time, as the rates above do (the CSV's the same).
+    rates = locust_csv.measured_rates(r)
     w(locust_console.stats_table(r["endpoints"], r["aggregate"], r["duration_s"], rates=rates))
     w("\n")
     w(locust_console.percentiles_table(r["endpoints"], r["aggregate"]))
