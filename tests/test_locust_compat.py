@@ -313,6 +313,8 @@ def test_processes_merge_losslessly(odd_server, tmp_path):
     in_flight = json.loads((tmp_path / "r.json").read_text())["abandoned"]
     assert in_flight <= 5 and heavy + light <= odd_server.served() <= heavy + light + in_flight
     assert (in_flight > 0) == ("in flight when their users stopped" in p.stderr)
+    # One table, the merged one, at the end: no worker prints its share's table or its exit code.
+    assert p.stderr.count("Aggregated") == 2 and "Shutting down" not in p.stderr, p.stderr[-3000:]
     history = list(csv.DictReader(open(f"{prefix}_stats_history.csv")))
     assert max(int(h["User Count"]) for h in history) == 5
     assert "Response time percentiles (exact)" in p.stderr

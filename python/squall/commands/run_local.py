@@ -224,7 +224,8 @@ class LocalRun:
         verdicts = run_output.judge(result, args) if self.worker is None else []
         events.quitting.fire(environment=env, reason=self.reason)
         code, why = run_output.exit_code(result, args, env, received)
-        main_logger.info(f"Shutting down (exit code {code})")
+        if self.worker is None:  # (a --processes worker's code is its driver's to say)
+            main_logger.info(f"Shutting down (exit code {code})")
         if self.worker is not None:
             processes.write_result(result)
         else:

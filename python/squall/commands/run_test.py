@@ -266,7 +266,9 @@ class ScriptTest:
             if args.reset_stats:
                 runners_logger.info("Resetting stats\n")
                 env.stats.reset_all()
-        if now >= self.next_stats and not args.only_summary and (args.print_stats or args.headless):
+        # (a --processes worker prints no table of its own share: the tables come at the end, merged)
+        live_tables = not args.only_summary and (args.print_stats or args.headless) and processes.worker() is None
+        if now >= self.next_stats and live_tables:
             self.next_stats = now + STATS_INTERVAL
             self.last_counts = _print_live(self.hub.engine, self.last_counts)
         self.hub.run_until(min(t for t in (now + 0.1, self.deadline) if t is not None))
