@@ -305,6 +305,14 @@ def test_the_csv_gives_the_summarys_rates(broker, tmp_path):
             assert f"{rates[key]:>8.2f}" in p.stdout  # the summary's column, the same number
     aggregated = rates.pop(("", "Aggregated"))
     assert aggregated == pytest.approx(sum(rates.values()), rel=1e-3)
+    # A threshold reads the same rates: the row's messages a second, and the whole run's the sum.
+    for threshold, value in (
+        ("PUBLISH squall/{client}: rps>=1", rates[("PUBLISH", "squall/{client}")]),
+        ("rps>=1", aggregated),
+    ):
+        p = squall("mqtt", *args, "--threshold", threshold, "--json", out, "-q")
+        (verdict,) = json.loads(out.read_text())["thresholds"]
+        assert verdict["value"] == pytest.approx(value, rel=0.1), verdict  # (another run of the same schedule)
 
 
 @pytest.mark.parametrize(

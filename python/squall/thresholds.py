@@ -172,6 +172,19 @@ def _value(t: Threshold, e: dict[str, Any], duration: float, percentile: Percent
     return float(e[t.metric])
 
 
+def _mqtt_rps(doc: dict[str, Any], e: dict[str, Any]) -> float | None:
+    """An MQTT run's rate as its summary and CSV give it (`locust_csv.measured_rates`: PUBLISH and
+    DELIVER over the measured time, the whole run the sum of its rows); None where the run's duration
+    serves (a run that only subscribes)."""
+    from squall.report.locust_csv import measured_rates  # (start-up: only for an MQTT run's rps)
+
+    rates = measured_rates(doc)
+    if rates is None:
+        return None
+    key = ("", "Aggregated") if e is doc.get("aggregate") else (e.get("method", ""), e.get("name", ""))
+    return rates[key][0] if key in rates else None
+
+
 def _mqtt_count(name: str, doc: dict[str, Any]) -> float | None:
     m = doc.get("mqtt")
     if not m:
@@ -217,7 +230,8 @@ def evaluate(t: Threshold, doc: dict[str, Any], percentile: Percentile = exact_p
     duration = doc.get("duration_s") or 0.0
     worst: Verdict | None = None
     for e in endpoints:  # every endpoint the scope names must pass; the one that fails is shown
-        v = _value(t, e, duration, percentile)
+        v = _mqtt_rps(doc, e) if t.metric == "rps" and doc.get("mqtt") else None
+        v = _value(t, e, duration, percentile) if v is None else v
         if v is None:
             verdict = Verdict(t, None, False, "no requests completed")
         else:

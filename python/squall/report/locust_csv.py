@@ -93,9 +93,10 @@ def measured_rates(result: dict[str, Any]) -> dict[tuple[str, str], tuple[float,
     m = result.get("mqtt")
     if not m or m.get("subscribe_only"):
         return None
-    run, t = result["duration_s"], m.get("measured_s") or result["duration_s"]
+    run = result.get("duration_s") or 0.0
+    t = m.get("measured_s") or run
     rates = {}
-    for e in result["endpoints"]:
+    for e in result.get("endpoints") or []:
         d = t if e["method"] in ("PUBLISH", "DELIVER") else run
         rates[(e["method"], e["name"])] = (e["requests"] / d if d else 0.0, e["failures"] / d if d else 0.0)
     rates[("", "Aggregated")] = (sum(r for r, _ in rates.values()), sum(f for _, f in rates.values()))
