@@ -309,4 +309,6 @@ def no_effect_notes(args: argparse.Namespace, parser: argparse.ArgumentParser) -
         if not getattr(args, role, False) and getattr(args, dest, None) not in (None, defaults.get(dest)):
             option = "--" + dest.replace("_", "-")
             notes.append(f"squall: note: {option} has no effect without --{role}\n")
+    if getattr(args, "find_limit", False) and getattr(args, "run_time", None) not in (None, defaults.get("run_time")):
+        notes.append("squall: note: -t has no effect with --find-limit: --step-time sets each step's length\n")
     return notes
