@@ -60,14 +60,14 @@ def run(args: argparse.Namespace) -> int:
         argv = [f"{base}/demo", "-c", args.connections, "-t", args.duration]
         argv += ["--json", args.json] if args.json else []
         argv += ["--csv", args.csv] if args.csv else []
-        sys.stderr.write(f"Running: squall bench {' '.join(argv)}\n\n")
+        sys.stderr.write(f"Running: squall bench {shlex.join(argv)}\n\n")
         code = bench.run(_parse(bench.add_parser, "bench", argv))
         if code not in (exitcodes.OK, exitcodes.ALL_FAILED):
             return code
         if not args.no_ws:
             ws = [f"ws://127.0.0.1:{target.port}/ws", "-c", args.connections, "-t", args.ws_duration]
             ws += ["--message", '{"op": "ping"}']
-            sys.stderr.write(f"\nThe target's WebSocket echo\nRunning: squall bench {' '.join(ws)}\n\n")
+            sys.stderr.write(f"\nThe target's WebSocket echo\nRunning: squall bench {shlex.join(ws)}\n\n")
             code = bench.run(_parse(bench.add_parser, "bench", ws)) or code
         if not args.no_llm:
             code = _llm(base, args) or code
@@ -93,7 +93,7 @@ def _llm(base: str, args: argparse.Namespace) -> int:
     each next 20 ms later, so that the summary's tokens block has numbers to read against those."""
     llm = [f"{base}/v1/chat/completions?ttft_ms=200&itl_ms=20", "-m", "POST", "-c", "10", "-t", args.llm_duration]
     llm += ["-H", "Content-Type: application/json", "-d", json.dumps(CHAT)]
-    shown = " ".join(shlex.quote(a) for a in llm)
+    shown = shlex.join(llm)
     sys.stderr.write("\nThe target's simulated language model (first token 200 ms, then one each 20 ms)\n")
     sys.stderr.write(f"Running: squall bench {shown}\n\n")
     return bench.run(_parse(bench.add_parser, "bench", llm))
@@ -128,7 +128,7 @@ def _mqtt(args: argparse.Namespace) -> int:
         "--topic",
         "demo/{client}/telemetry",
     ]
-    sys.stderr.write(f"\nDemo MQTT broker (rumqttd) on 127.0.0.1:{port}\nRunning: squall mqtt {' '.join(argv)}\n\n")
+    sys.stderr.write(f"\nDemo MQTT broker (rumqttd) on 127.0.0.1:{port}\nRunning: squall mqtt {shlex.join(argv)}\n\n")
     return mqtt.run(_parse(mqtt.add_parser, "mqtt", argv))
 
 
