@@ -259,6 +259,10 @@ def test_the_seeds_environment_variables_are_defaults(broker, tmp_path):
     # A flag wins over the variable.
     p, r = run_json(tmp_path, "--broker", broker.url, "-u", 1, "-n", 5, env=env)
     assert r["mqtt"]["clients"] == 1 and r["mqtt"]["published"] == 5
+    # A bad value names its variable (it named nothing the user had typed: "'abc' is not a whole number").
+    p = squall("mqtt", "--broker", broker.url, "-t", "1s", env=dict(os.environ, PU_TEST_LOAD_MQTT_UNIT_COUNT="abc"))
+    assert p.returncode == 2, p.stderr
+    assert p.stderr == "squall mqtt: error: PU_TEST_LOAD_MQTT_UNIT_COUNT: 'abc' is not a whole number\n", p.stderr
 
 
 def test_csv_and_html_reports(broker, tmp_path):

@@ -154,6 +154,12 @@ def _from_env(args: argparse.Namespace) -> None:
             if value.lower() not in kinds:
                 raise UsageError(f"{var}='{value}' must be Text or Number")
             value = kinds[value.lower()]
+        check = {"clients": to_positive_int, "duration": to_duration, "rate": to_rate}.get(dest)
+        if check is not None:
+            try:  # (checked here, so that the error names the variable, not a flag the user never typed)
+                check(value)
+            except (UsageError, ValueError) as e:
+                raise UsageError(f"{var}: {e}") from None
         setattr(args, dest, value)
 
 
