@@ -79,10 +79,14 @@ def summary(r: dict[str, Any]) -> str:
     w(locust_console.stats_table(r["endpoints"], r["aggregate"], r["duration_s"], rates=rates))
     w("\n")
     w(locust_console.percentiles_table(r["endpoints"], r["aggregate"]))
-    w(
-        "  CONNECT: connection and CONNACK; PUBLISH: until acknowledged (QoS 0: by the PINGRESP that follows); "
-        "DELIVER: send to arrival at the subscriber\n"
-    )
+    legend = {
+        "CONNECT": "connection and CONNACK",
+        "PUBLISH": "until acknowledged (QoS 0: by the PINGRESP that follows)",
+        "DELIVER": "send to arrival at the subscriber",
+    }
+    shown = [f"{row}: {what}" for row, what in legend.items() if any(e["method"] == row for e in r["endpoints"])]
+    if shown:  # (the rows the table has: a --subscribe-only run's are others)
+        w("  " + "; ".join(shown) + "\n")
     if r["errors"]:
         w("\n" + locust_console.error_report(r["errors"]))
     return "".join(out)
