@@ -56,6 +56,11 @@ class InputError(ValueError):
     """A file squall cannot use, in one line that names it."""
 
 
+def at_file(value: str | None) -> str | None:
+    """The FILE of an `@FILE` option value (bench's --message, mqtt's --payload), else None."""
+    return value[1:] if value and value.startswith("@") else None
+
+
 def read_bytes(path: str, limit: int = MAX_READ, name: str | None = None) -> bytes:
     """The bytes of `path`, at most `limit` of them, or InputError saying why not, naming the file as
     `name` (default: its path). A file larger than `limit` is refused after reading one byte more,

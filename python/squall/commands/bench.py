@@ -113,7 +113,8 @@ def _message(args: argparse.Namespace) -> bytes:
         if given:
             raise UsageError(f"{flag} is for http:// and https:// URLs; a WebSocket sends --message")
     text: str = DEFAULT_MESSAGE if args.message is None else args.message
-    data = _read(text[1:], f"--message '{text}'") if text.startswith("@") else text.encode()
+    path = inputs.at_file(text)
+    data = _read(path, f"--message '{text}'") if path is not None else text.encode()
     if not args.binary:
         try:
             data.decode("utf-8")
@@ -212,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
     worker = processes.worker()
     if worker is not None:  # a worker of a distributed run: its share; the driver reports
         return _work(shares.bench_share(config, worker), body)
-    sent = [args.data_file, args.message[1:] if args.message and args.message.startswith("@") else None]
+    sent = [args.data_file, inputs.at_file(args.message)]
     outputs.check_writable(json=args.json, csv=args.csv, html=args.html, read=sent)
     args.thresholds, watch = thresholds.from_args(args)
     target_monitor = monitor.Monitor.from_args(args)

@@ -168,8 +168,8 @@ def _payload(args: argparse.Namespace) -> tuple[str, bytes | None]:
     spec = args.payload or "text"
     if spec in ("text", "number"):
         return spec, None
-    if spec.startswith("@"):
-        path = spec[1:]
+    path = inputs.at_file(spec)
+    if path is not None:
         try:
             return "text", inputs.read_bytes(path, inputs.MAX_SENT_FILE, f"payload file '{path}'")
         except inputs.InputError as e:
@@ -240,8 +240,7 @@ def run(args: argparse.Namespace) -> int:
         return find_limit(args)
     distributed.check(args)
     config = engine_config(args)
-    payload = args.payload[1:] if args.payload and args.payload.startswith("@") else None
-    outputs.check_writable(json=args.json, csv=args.csv, html=args.html, read=[payload])
+    outputs.check_writable(json=args.json, csv=args.csv, html=args.html, read=[inputs.at_file(args.payload)])
     args.thresholds, watch = thresholds.from_args(args)
     target_monitor = monitor.Monitor.from_args(args) if processes.worker() is None else None
     n = to_positive_int(args.processes) if args.processes else 1

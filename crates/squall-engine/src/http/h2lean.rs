@@ -1179,7 +1179,7 @@ pub async fn speaks_h2(io: &mut Stream, tls: bool) -> Result<(), String> {
             Ok(Err(_)) => break,
         }
     }
-    if got >= 9 && first[3] == SETTINGS && !first.starts_with(b"HTTP/") {
+    if got >= 9 && first[3] == SETTINGS {
         return Ok(());
     }
     let seen = &first[..got];

@@ -487,8 +487,6 @@ impl Engine {
         Ok((known, name, endpoint))
     }
 
-    /// A request past its timeout: its failure ("request timed out"), recorded with the time it took
-    /// unless the script judges the request (`record` false).
     /// Request `key` (`streaming`'s) ended by its timeout: an event stream it was reading is cut, as
     /// bench's watchdog cuts one. Its time per output token is not recorded: the stream's end is the
     /// timeout's, not the server's.
@@ -498,6 +496,8 @@ impl Engine {
         }
     }
 
+    /// A request past its timeout: its failure ("request timed out"), recorded with the time it took
+    /// unless the script judges the request (`record` false).
     pub(super) fn timed_out(&self, now: Instant, endpoint: EndpointId, elapsed: Duration, record: bool) -> Failure {
         let failure = Failure::new(FailureKind::Timeout, "");
         if record {
