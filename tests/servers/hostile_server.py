@@ -17,7 +17,8 @@ HTTP/1.1:
   hops          /hop/K redirects to /hop/K+1 on the next of 20 more ports the server listens on, and
                 /hop/20 is 200; GET /__open says the client connections open, besides those asking,
                 once no connection has opened or closed for SETTLE_S (a count between two hops would
-                hold closes whose threads have yet to run: the ground truth is the settled count)
+                hold closes whose threads have yet to run: the ground truth is the settled count);
+                LIMIT, if given, is how many milliseconds each hop's response waits
 HTTP/2 (prior knowledge; the client's preface, SETTINGS and a request's HEADERS, then):
   h2-continuation  HEADERS with :status 200 and no END_HEADERS, then CONTINUATION frames of 16 KiB
                    (each a literal header field, valid HPACK) without end
@@ -48,6 +49,7 @@ hop_ports = []
 open_conns = 0
 last_change = 0.0  # time.monotonic() of the last open or close
 SETTLE_S = 0.1
+HOP_WAIT_S = LIMIT / 1000 if MODE == "hops" and len(sys.argv) > 3 else 0.0
 
 
 def stream(sock, head, piece, limit=LIMIT):
@@ -129,6 +131,7 @@ def http1(sock):
             continue
         elif MODE == "hops" and path.startswith("/hop/"):
             k = int(path.rsplit("/", 1)[1])
+            time.sleep(HOP_WAIT_S)
             if k >= len(hop_ports):
                 respond(sock, 200, b"arrived")
             else:

@@ -28,26 +28,23 @@ pub(super) struct Pools {
 pub(super) type PoolKey = (usize, bool);
 
 impl Pools {
-    /// The user's connections to the origin, if any, now its most recently used.
-    pub(super) fn get(&mut self, (user, origin, insecure): (u64, usize, bool)) -> Option<&mut Pooled> {
-        let pools = self.users.get_mut(&user)?;
-        let i = pools.iter().position(|(k, _)| *k == (origin, insecure))?;
-        let last = pools.len() - 1;
-        pools[i..].rotate_left(1); // a no-op for the one most recently used, the common case
-        Some(&mut pools[last].1)
-    }
-
-    /// The same, made with `make` if there was none, evicting the least recently used origin's past
-    /// `POOLS_PER_USER`.
-    pub(super) fn get_or_insert(&mut self, key: (u64, usize, bool), make: impl FnOnce() -> Pooled) -> &mut Pooled {
-        if self.get(key).is_none() {
-            let pools = self.users.entry(key.0).or_default();
-            if pools.len() >= POOLS_PER_USER {
-                pools.remove(0);
+    /// The user's connections to the origin, now its most recently used, made with `make` if there
+    /// were none, evicting the least recently used origin's past `POOLS_PER_USER`.
+    pub(super) fn get_or_insert(
+        &mut self,
+        (user, origin, insecure): (u64, usize, bool),
+        make: impl FnOnce() -> Pooled,
+    ) -> &mut Pooled {
+        let pools = self.users.entry(user).or_default();
+        match pools.iter().position(|(k, _)| *k == (origin, insecure)) {
+            Some(i) => pools[i..].rotate_left(1),
+            None => {
+                if pools.len() >= POOLS_PER_USER {
+                    pools.remove(0);
+                }
+                pools.push(((origin, insecure), make()));
             }
-            pools.push(((key.1, key.2), make()));
         }
-        let pools = self.users.get_mut(&key.0).expect("just found or added");
         &mut pools.last_mut().expect("just found or added").1
     }
 
@@ -76,7 +73,10 @@ mod tests {
         pools.get_or_insert((8, 3, false), idle);
         let kept: Vec<usize> = pools.users[&7].iter().map(|((o, _), _)| *o).collect();
         assert_eq!(kept, [16, 17, 18, 19, 20, 21, 22, 23, 24, 0]);
-        assert!(pools.get((7, 5, false)).is_none() && pools.get((8, 3, false)).is_some());
-        assert!(pools.get((7, 0, true)).is_none(), "an insecure request's connections are its own");
+        assert_eq!(pools.users[&8].iter().map(|(k, _)| *k).collect::<Vec<_>>(), [(3, false)]);
+        pools.get_or_insert((7, 0, true), idle);
+        let kept: Vec<PoolKey> = pools.users[&7].iter().map(|(k, _)| *k).collect();
+        assert_eq!(kept[8..], [(0, false), (0, true)], "an insecure request's connections are its own");
+        assert_eq!(kept[0], (17, false), "the eleventh origin evicted the least recently used");
     }
 }
