@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from support import OddServer, needs_locust, squall, squall_get, squall_process, wait_until
+from test_web import open_page
 
 FILES = Path(__file__).parent / "locustfiles"
 
@@ -645,9 +646,84 @@ def test_csv_full_history_has_a_row_per_endpoint_and_second(nginx, tmp_path):
     names = {r["Name"] for r in rows}
     assert {"browse", "cart", "Aggregated"} <= names
     per_second = [r for r in rows if r["Name"] == "Aggregated"]
-    for agg in per_second:  # each second's endpoint rows add up to its aggregate row
+    seen = set()
+    for agg in per_second:  # each second's endpoint rows add up to its aggregate row, totals too
         parts = [r for r in rows if r["Timestamp"] == agg["Timestamp"] and r["Name"] != "Aggregated"]
         assert sum(int(r["Requests/s"]) for r in parts) == int(agg["Requests/s"])
+        assert sum(int(r["Total Request Count"]) for r in parts) == int(agg["Total Request Count"])
+        names = [r["Name"] for r in parts]
+        assert seen <= set(names) and names == sorted(names), (seen, names)  # every entry seen, as Locust
+        seen |= set(names)
+    # Each endpoint's totals add its seconds up, and its last are its row of the stats CSV.
+    stats = {r["Name"]: r for r in csv.DictReader(open(f"{prefix}_stats.csv"))}
+    for name in seen:
+        mine = [r for r in rows if r["Name"] == name]
+        counts = [int(r["Requests/s"]) for r in mine]
+        assert [int(r["Total Request Count"]) for r in mine] == [sum(counts[: i + 1]) for i in range(len(counts))]
+        last, final = mine[-1], stats[name]
+        assert last["Total Request Count"] == final["Request Count"]
+        assert last["Total Failure Count"] == final["Failure Count"]
+        for total, column in [("Median", "Median"), ("Min", "Min"), ("Max", "Max")]:
+            assert float(last[f"Total {total} Response Time"]) == float(final[f"{column} Response Time"]), name
+        assert float(last["Total Average Response Time"]) == pytest.approx(float(final["Average Response Time"]))
+        assert float(last["Total Average Content Size"]) == pytest.approx(float(final["Average Content Size"]))
+
+
+def test_reset_stats_rates_are_over_the_time_since_the_reset(nginx, browser, tmp_path):
+    """--reset-stats: 10 users paced at 10 requests a second each (paced.py), started at 5 a second, so
+    the reset comes about 2 s in, once all 10 run; from then on they make 100 a second (known math), and
+    every rate the run shows reads that, over the time since the reset: the summary table, the CSV, the
+    history's totals, Locust's JSON and the HTML report's card (before, the rates were over the whole
+    run: about 60 a second in a 5 s run). Ground truth beside the math: nginx's log of the requests that
+    ended after the reset, which squall's totals match but for those in flight at the reset and at the
+    end (at most one a user at each)."""
+    nginx.reset_log()
+    prefix, out, html = tmp_path / "run", tmp_path / "r.json", tmp_path / "r.html"
+    p = squall(
+        "-f", FILES / "paced.py", "-H", nginx.url, "--headless", "-u", 10, "-r", 5, "-t", "5s", "--reset-stats",
+        "--csv", prefix, "--csv-full-history", "--json", "--result-json", out,
+        "--html", html, "--only-summary",
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    r = json.loads(out.read_text())
+    assert 1.5 < r["reset_s"] < 3.5, r["reset_s"]
+    reset = r["start_unix"] + r["reset_s"]
+    n = r["aggregate"]["requests"]
+    after = sum(1 for t, _ in nginx.log() if t >= reset)
+    assert abs(n - after) <= 10, (n, after)
+    counted = r["duration_s"] - r["reset_s"]
+    rate = n / counted
+    # 100 a second, give or take a request a user at either end of the 2.5-3.5 s counted: 20 / 250.
+    assert abs(rate - 100) <= 8, (n, counted)
+    [agg] = [row for row in csv.DictReader(open(f"{prefix}_stats.csv")) if row["Name"] == "Aggregated"]
+    assert float(agg["Requests/s"]) == pytest.approx(rate, rel=1e-4)
+    table = next(line for line in p.stderr.splitlines() if line.split()[:1] == ["Aggregated"])  # the stats table
+    assert float(table.split()[-2]) == pytest.approx(rate, abs=0.01), table
+    [entry] = json.loads(p.stdout)  # Locust's JSON
+    assert entry["num_requests"] / (entry["last_request_timestamp"] - entry["start_time"]) == pytest.approx(100, abs=10)
+    # The history's totals count from the second the reset fell in: at most that second's requests
+    # before the reset (100) more than the run's totals, and never fewer.
+    history = list(csv.DictReader(open(f"{prefix}_stats_history.csv")))
+    last = [row for row in history if row["Name"] == "Aggregated"][-1]
+    assert n <= int(last["Total Request Count"]) <= n + 100, (n, last)
+    for row in history:  # one endpoint: its totals are the aggregate's
+        if row["Name"] == "/":
+            [same] = [a for a in history if a["Name"] == "Aggregated" and a["Timestamp"] == row["Timestamp"]]
+            assert [row[k] for k in TOTALS] == [same[k] for k in TOTALS], (row, same)
+    page = open_page(browser, html.as_uri(), offline=True)
+    assert float(page.locator("[data-testid='rps']").get_attribute("data-value")) == pytest.approx(rate, abs=1e-3)
+    assert page.console_errors == []
+
+
+TOTALS = [
+    "Total Request Count",
+    "Total Failure Count",
+    "Total Median Response Time",
+    "Total Average Response Time",
+    "Total Min Response Time",
+    "Total Max Response Time",
+    "Total Average Content Size",
+]
 
 
 def test_processes_minus_one_is_one_per_core(nginx, tmp_path):

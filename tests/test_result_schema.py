@@ -144,10 +144,11 @@ def test_a_locustfile_result_is_as_types_ts_says(definitions, nginx, tmp_path):
     locustfile.write_text(LOCUSTFILE)
     out = tmp_path / "run.json"
     args = ["-f", locustfile, "-H", nginx.url, "--headless", "-u", 4, "-r", 4, "-t", "2s", "--result-json", out]
-    p = squall(*args, "--only-summary")
+    p = squall(*args, "--only-summary", "--reset-stats")
     assert p.returncode == 1, p.stderr[-2000:]  # the failures make it 1, as Locust's
     result = json.loads(out.read_text())
     assert result["errors"] and result["exceptions"], "the run must have failures and exceptions to check"
+    assert 0 < result["reset_s"] < result["duration_s"]  # (its users all started at once, in the first pass)
     check(definitions, "Result", result, "squall -f")
 
 

@@ -19,6 +19,7 @@ __all__ = [
     "Progress",
     "Response",
     "Run",
+    "RunningHistogram",
     "ScriptEngine",
     "StreamCut",
     "TargetError",
@@ -31,6 +32,7 @@ __all__ = [
     "long_digit_run",
     "merge_histograms",
     "merge_results",
+    "running_histogram",
     "start_demo_broker",
     "use_response_class",
 ]
@@ -404,6 +406,19 @@ class MergedHistogram:
 
 def merge_histograms(histograms: list[str]) -> MergedHistogram:
     """Adds serialized histograms (empty strings skipped); UsageError for one that does not decode."""
+
+@final
+class RunningHistogram:
+    """What a series of serialized histograms add up to after each (`running_histogram`): the median
+    and the mean of the sum so far (µs; 0 while it is empty), unclamped, and how many values it holds."""
+
+    counts: list[int]
+    medians_us: list[int]
+    means_us: list[float]
+
+def running_histogram(histograms: list[str]) -> RunningHistogram:
+    """The running sum of serialized histograms, in order (empty strings add nothing); UsageError for
+    one that does not decode."""
 
 def histogram_percentiles(histogram: str, percentiles: list[float]) -> list[int]:
     """Exact values (µs) of a result's serialized histogram at the given percentiles (0 to 100)."""

@@ -228,6 +228,9 @@ def check_result(doc: Any, name: str) -> None:
         duration = doc["duration_s"]
         if not _is_number(duration) or not math.isfinite(duration) or duration < 0:
             raise InputError(f"duration_s is {_shown(duration)}, not a duration")
+        reset = doc.get("reset_s")
+        if reset is not None and (not _is_number(reset) or not 0 <= reset <= duration):
+            raise InputError(f"reset_s is {_shown(reset)}, not a time within the run's {duration} s")
         _endpoint(doc["aggregate"], "aggregate")
         _endpoints(doc, "endpoints", "")
         points = doc["timeseries"]

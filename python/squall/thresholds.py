@@ -29,6 +29,7 @@ from typing import Any, Callable
 
 from squall.durations import parse_duration
 from squall.errors import UsageError
+from squall.report.totals import counted_s
 
 OPS: dict[str, Callable[[float, float], bool]] = {
     "<=": operator.le,
@@ -227,7 +228,7 @@ def evaluate(t: Threshold, doc: dict[str, Any], percentile: Percentile = exact_p
     endpoints = _endpoints(t, doc)
     if not endpoints:
         return Verdict(t, None, False, f"no endpoint '{t.scope}' in this run")
-    duration = doc.get("duration_s") or 0.0
+    duration = counted_s(doc)
     worst: Verdict | None = None
     for e in endpoints:  # every endpoint the scope names must pass; the one that fails is shown
         v = _mqtt_rps(doc, e) if t.metric == "rps" and doc.get("mqtt") else None

@@ -2,7 +2,7 @@
 
 import pytest
 
-from squall.report import locust_console, locust_csv
+from squall.report import locust_console, locust_csv, totals
 from squall.report.units import PERCENTILE_KEYS, ms, ms_exact, size
 
 
@@ -87,6 +87,20 @@ def test_stats_table_uses_the_recent_rates_when_given():
     row = summary(10, 2, 1000, 1000, 1000)
     table = locust_console.stats_table([row], row, 100.0, rates={("GET", "/"): (3.5, 0.25)})
     assert table.splitlines()[2].split()[-2:] == ["3.50", "0.25"]
+
+
+def test_stats_table_says_na_for_times_of_what_was_counted_but_not_timed():
+    """A --subscribe-only run's messages from other publishers carry no send time: counted, not timed;
+    its row said 0.00 ms for the average, min, max and median beside the percentiles table's N/A."""
+    row = {**summary(7, 0, 0, 0, 0, method="RECEIVE", name="t/+"), "percentiles_us": {}}
+    line = locust_console.stats_table([row], row, 1.0).splitlines()[2].split()
+    assert line == ["RECEIVE", "t/+", "7", "0(0.00%)", "|", "N/A", "N/A", "N/A", "N/A", "|", "7.00", "0.00"]
+
+
+def test_totals_after_a_reset_count_its_time_and_its_second():
+    result = {"duration_s": 10.0, "reset_s": 2.5}
+    assert totals.counted_s(result) == 7.5 and totals.first_counted_second(result) == 2
+    assert totals.counted_s({"duration_s": 10.0}) == 10.0 and totals.first_counted_second({"duration_s": 10.0}) == 0
 
 
 def test_percentiles_table_says_exact_and_na_without_requests():

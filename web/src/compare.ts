@@ -1,7 +1,7 @@
 // Compare mode: runs A, B, ... side by side, each change against the first run.
 import type { Endpoint, Meta, Result, Run } from "./types";
 import { Chart, PALETTE, join, spectrumTable } from "./charts";
-import { commandOf, key, latencyRow, perSecond, STOP_REASONS } from "./model";
+import { commandOf, countedS, key, latencyRow, perSecond, STOP_REASONS } from "./model";
 import { tally, tallyClass, thresholdRows } from "./thresholds";
 import { compareLimitCell, compareLimitChart, limitOf } from "./limit";
 import { compareMonitorCell, compareMonitorChart, monitorExtent, monitorOf } from "./monitor";
@@ -20,7 +20,7 @@ interface Metric {
 }
 
 const METRICS: Metric[] = [
-  { key: "rps", label: "Req/s", higher: true, get: (e, r) => (num(r.duration_s) ? num(e.requests) / num(r.duration_s) : null), fmt: fmtRate },
+  { key: "rps", label: "Req/s", higher: true, get: (e, r) => (countedS(num(r.duration_s), r.reset_s) ? num(e.requests) / countedS(num(r.duration_s), r.reset_s) : null), fmt: fmtRate },
   {
     key: "errors",
     label: "Errors",

@@ -9,7 +9,7 @@
 // exceptions CSVs among the downloads. A page a locustfile's route rendered (Locust's `index.html`) has
 // the tabs and CSV files the route adds (`extension`), their rows read from Locust's /stats/requests.
 import type { Extension, Live, Meta, Result } from "./types";
-import { commandOf, currentRates, kindOf, byMethod, sum, STOP_REASONS } from "./model";
+import { commandOf, countedS, currentRates, kindOf, byMethod, sum, STOP_REASONS } from "./model";
 import { RunView, snapshotFromResult, type Snapshot } from "./view";
 import { badge, markReady, shell, type Shell } from "./shell";
 import { fmtPct, fmtRate, h, num, setText } from "./util";
@@ -45,6 +45,7 @@ function snapshotFromLive(l: Live): Snapshot {
         }
       : null,
     durationS: num(l.elapsed_s),
+    countedS: countedS(num(l.elapsed_s), l.totals && l.totals.reset_s),
     points: l.timeseries || [],
     usersNow: n(l.users),
     targetUsers: n(l.target_users),
@@ -321,7 +322,8 @@ export function startLive(root: HTMLElement, meta: Meta, token: string, extensio
     const failPct = reqs ? (100 * num(a!.failures)) / reqs : 0;
     setHv(hFail, fmtPct(failPct), +failPct.toFixed(4));
     let rps: number | null;
-    if (final) rps = num(final.duration_s) ? reqs / num(final.duration_s) : null;
+    const counted = final ? countedS(num(final.duration_s), final.reset_s) : 0;
+    if (final) rps = counted ? reqs / counted : null;
     else {
       const cur = currentRates(view.seconds());
       rps = cur ? cur.rps : null;

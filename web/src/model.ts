@@ -124,6 +124,11 @@ export function mqttFromResult(r: Result): MqttCounts | null {
  * so the chart does not show a fall that never happened; a run shorter than a second keeps its only
  * second (scaled). `durationS` null: every second is whole (live).
  */
+/** The seconds a run's totals cover: its duration less the time before their last reset (`reset_s`). */
+export function countedS(durationS: number, resetS: number | null | undefined): number {
+  return typeof resetS === "number" && resetS > 0 ? Math.max(durationS - resetS, 0) : durationS;
+}
+
 export function perSecond(count: number, t: number, durationS: number | null): number | null {
   if (durationS === null || !(durationS > t)) return count;
   const covered = Math.min(1, durationS - t);

@@ -449,6 +449,9 @@ export interface Result {
   method?: string;
   start_unix?: number;
   duration_s?: number;
+  /** the totals (aggregate, endpoints, errors) count from this many seconds into the run: their last
+   * reset (--reset-stats, the page's Reset); their rates are over duration_s - reset_s. Absent: none */
+  reset_s?: number;
   stop_reason?: string;
   load?: Load;
   aggregate?: Endpoint;
@@ -522,6 +525,8 @@ export interface Live {
     endpoints?: Endpoint[];
     errors?: ErrorEntry[];
     exceptions?: ExceptionEntry[];
+    /** after a reset: the second of the run the totals count from */
+    reset_s?: number;
   };
   schedule?: Schedule | null;
   mqtt?: LiveMqtt | null;

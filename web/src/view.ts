@@ -4,6 +4,7 @@ import { Chart, COLORS, PALETTE, join, spectrumTable, type SeriesDef } from "./c
 import {
   busiest,
   byMethod,
+  countedS,
   currentRates,
   isOpen,
   key,
@@ -60,6 +61,8 @@ export interface Snapshot {
   mqtt: MqttCounts | null;
   /** seconds measured so far (report: duration_s) */
   durationS: number;
+  /** the seconds the totals cover, over which their rates are taken: durationS less what came before a reset */
+  countedS: number;
   /** the seconds to append to the charts */
   points: Point[];
   usersNow: number | null;
@@ -79,6 +82,7 @@ export function snapshotFromResult(r: Result): Snapshot {
     schedule: r.schedule || null,
     mqtt: mqttFromResult(r),
     durationS: num(r.duration_s),
+    countedS: countedS(num(r.duration_s), r.reset_s),
     points: r.timeseries || [],
     usersNow: null,
     targetUsers: null,
@@ -408,7 +412,7 @@ export class RunView {
       this.setCard("mqtt-lost", lost === null ? "–" : fmtInt(lost), lost, [
         dup !== null || ooo !== null ? `${fmtInt(dup ?? 0)} duplicated · ${fmtInt(ooo ?? 0)} out of order` : "",
       ]);
-      const rate = this.o.live ? (lastP ? pacedCount(lastP, "mqtt") : null) : s.durationS ? published / s.durationS : null;
+      const rate = this.o.live ? (lastP ? pacedCount(lastP, "mqtt") : null) : s.countedS ? published / s.countedS : null;
       this.setCard("rps", fmtRate(rate), rate === null ? null : +rate.toFixed(3), [s.schedule ? "intended " + fmtRate(s.schedule.rate) : ""]);
       for (const [method, id] of [
         ["PUBLISH", "publish"],
@@ -427,7 +431,7 @@ export class RunView {
     } else {
       const p = a && a.requests ? a.percentiles_us : undefined;
       this.setCard("total-requests", fmtInt(reqs), reqs, [a ? fmtBytes(num(a.body_bytes)) + " received" : ""]);
-      const avg = s.durationS ? reqs / s.durationS : null;
+      const avg = s.countedS ? reqs / s.countedS : null;
       const cur = currentRates(this.points);
       const rate = this.o.live ? (cur ? cur.rps : null) : avg;
       this.setCard("rps", fmtRate(rate), rate === null ? null : +rate.toFixed(3), [
@@ -791,7 +795,7 @@ export class RunView {
 
   private updateTables(s: Snapshot): void {
     const cur = this.o.live ? currentRates(this.points) : null;
-    const d = s.durationS;
+    const d = s.countedS;
     const rates = (e: Endpoint, agg: boolean): { rps: number | null; fps: number | null } => {
       if (this.o.live) {
         if (!cur) return { rps: null, fps: null };
@@ -905,7 +909,7 @@ export class RunView {
       if (c.failures) rows.push(["Connect failures", fmtInt(c.failures)]);
     }
     const a = r.aggregate;
-    const d = num(r.duration_s);
+    const d = countedS(num(r.duration_s), r.reset_s);
     if (a && a.wire_bytes !== undefined)
       rows.push([
         "Transferred",

@@ -126,6 +126,7 @@ fn run(names: usize, seconds: u64, rate: u64) -> Held {
         schedule: None,
         reason: squall_engine::StopReason::Deadline,
         duration: Duration::from_secs(seconds),
+        reset: None,
         totals: r.totals.clone(),
         timings: r.timings.clone(),
         streams: Vec::new(),

@@ -183,3 +183,27 @@ fn event_streams_merge_exactly() {
     first.add(h(&b["aggregate"]["stream"]["first_event"]["histogram"])).unwrap();
     assert_eq!(histogram_from_base64(&s.first_event.histogram).unwrap(), first);
 }
+
+/// Processes that each reset their totals (`--reset-stats` with `--processes`): the merged totals count
+/// from the mean of the resets, on the merged clock (the earliest start); one process without a reset
+/// leaves the merged totals counting from the start.
+#[test]
+fn resets_merge_to_their_mean_moment() {
+    let (port, _) = serving(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+    let run = || {
+        let cfg = config(&format!(r#"{{"url": "http://127.0.0.1:{port}/", "requests": 10, "connections": 1}}"#));
+        serde_json::to_value(start(cfg, vec![]).ok().unwrap().wait()).unwrap()
+    };
+    let (mut a, mut b) = (run(), run());
+    a["start_unix"] = 1000.0.into();
+    b["start_unix"] = 1001.0.into();
+    a["reset_s"] = 2.0.into();
+    b["reset_s"] = 2.0.into();
+    a["duration_s"] = 10.0.into();
+    b["duration_s"] = 10.0.into();
+    let merged = squall_engine::stats::merge::merge_json(&[a.to_string(), b.to_string()]).unwrap();
+    assert_eq!(merged.reset_s, Some(2.5)); // at 1002 and 1003: 1002.5, 2.5 s after the merged start
+    b.as_object_mut().unwrap().remove("reset_s");
+    let merged = squall_engine::stats::merge::merge_json(&[a.to_string(), b.to_string()]).unwrap();
+    assert_eq!(merged.reset_s, None);
+}

@@ -241,6 +241,9 @@ struct TotalsView {
     aggregate: result::EndpointReport,
     endpoints: Vec<result::EndpointReport>,
     errors: Vec<result::ErrorReport>,
+    /// The seconds since the start they count from, after a reset (as a result's `reset_s`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reset_s: Option<u64>,
 }
 
 /// The seconds published from `cursor` on, as the result's time series has them, and the live totals.
@@ -248,11 +251,13 @@ fn live_to_py<'py>(py: Python<'py>, core: &RunCore, cursor: u64, histograms: boo
     let timeline = &core.timeline;
     let names = timeline.names();
     let seconds = timeline.seconds_since(cursor, Duration::ZERO);
-    let t = result::live_totals(&timeline.totals(), &names, histograms);
+    let totals = timeline.totals();
+    let reset_s = (totals.since > 0).then_some(totals.since);
+    let t = result::live_totals(&totals, &names, histograms);
     let view = LiveView {
         cursor: cursor + seconds.len() as u64,
         timeseries: seconds.iter().map(|s| result::live_second(s, &names, core.start_unix, histograms)).collect(),
-        totals: TotalsView { aggregate: t.aggregate, endpoints: t.endpoints, errors: t.errors },
+        totals: TotalsView { aggregate: t.aggregate, endpoints: t.endpoints, errors: t.errors, reset_s },
     };
     to_py(py, &view)
 }
@@ -1523,6 +1528,38 @@ fn merge_histograms(py: Python<'_>, histograms: Vec<String>) -> PyResult<MergedH
     })
 }
 
+/// What a series of histograms (an endpoint's seconds, in order) add up to after each: the median and
+/// the mean of the sum so far, in microseconds, as a second's `cumulative` has them before the clamp
+/// to the exact minimum and maximum (the history CSV's totals of each endpoint, and after a reset).
+#[pyclass(module = "squall._engine", frozen, get_all)]
+struct RunningHistogram {
+    /// Values in the sum so far.
+    counts: Vec<u64>,
+    medians_us: Vec<u64>,
+    means_us: Vec<f64>,
+}
+
+#[pyfunction]
+fn running_histogram(py: Python<'_>, histograms: Vec<String>) -> PyResult<RunningHistogram> {
+    py.detach(|| {
+        let mut sum = squall_engine::stats::new_histogram();
+        let n = histograms.len();
+        let (mut counts, mut medians_us, mut means_us) =
+            (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+        for h in &histograms {
+            if !h.is_empty() {
+                let h = squall_engine::stats::histogram_from_base64(h).map_err(UsageError::new_err)?;
+                sum.add(&h).map_err(|e| UsageError::new_err(format!("histograms do not add: {e:?}")))?;
+            }
+            let empty = sum.is_empty();
+            counts.push(sum.len());
+            medians_us.push(if empty { 0 } else { sum.value_at_percentile(50.0) });
+            means_us.push(if empty { 0.0 } else { sum.mean() });
+        }
+        Ok(RunningHistogram { counts, medians_us, means_us })
+    })
+}
+
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", squall_engine::VERSION)?;
@@ -1549,7 +1586,9 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(joined_url, m)?)?;
     m.add_function(wrap_pyfunction!(histogram_percentiles, m)?)?;
     m.add_function(wrap_pyfunction!(merge_histograms, m)?)?;
+    m.add_function(wrap_pyfunction!(running_histogram, m)?)?;
     m.add_class::<MergedHistogram>()?;
+    m.add_class::<RunningHistogram>()?;
     m.add_function(wrap_pyfunction!(start_demo_broker, m)?)?;
     Ok(())
 }

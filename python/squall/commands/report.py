@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from squall import exitcodes, files, inputs, outputs
 from squall.errors import UsageError
 from squall.report import locust_json
+from squall.report.totals import counted_s
 from squall.report.units import ms
 from squall.web import live, page
 
@@ -194,7 +195,7 @@ def compare_table(runs: list[tuple[str, dict[str, Any]]]) -> str:
             if e is None:
                 lines.append(f"{label:<{width}} {'(not in this run)':>10}")
                 continue
-            n = _row_numbers(e, r["duration_s"])
+            n = _row_numbers(e, counted_s(r))
             lines.append(
                 f"{label:<{width}} {n['rps']:>10,.1f} {n['errors']:>7.2f}% {ms(n['p50']):>9} {ms(n['p95']):>9} "
                 f"{ms(n['p99']):>9} {ms(n['max']):>9}"

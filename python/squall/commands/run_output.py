@@ -13,6 +13,7 @@ from squall import exitcodes, outputs, thresholds
 from squall.commands.drive import print_observations
 from squall.env import Environment
 from squall.report import locust_console, locust_json
+from squall.report.totals import counted_s
 from squall.web import live, page
 
 
@@ -64,7 +65,7 @@ def print_and_write(
         sys.stdout.write(locust_json.dumps(result) + "\n")
         sys.stdout.flush()
     if not args.json_file:
-        side.write(locust_console.stats_table(result["endpoints"], result["aggregate"], result["duration_s"]))
+        side.write(locust_console.stats_table(result["endpoints"], result["aggregate"], counted_s(result)))
         side.write("\n" + locust_console.percentiles_table(result["endpoints"], result["aggregate"]))
         side.write("\n" + locust_console.error_report(result["errors"], script=True))
         if result["exceptions"]:

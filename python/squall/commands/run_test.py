@@ -435,6 +435,8 @@ def _print_live(engine: _engine.ScriptEngine, last: LiveCounts) -> LiveCounts:
         key = (r["method"], r["name"])
         counts[key] = (r["requests"], r["failures"])
         n0, f0 = before.get(key, (0, 0))
+        if r["requests"] < n0:  # reset since the last table (--reset-stats): counted afresh
+            n0, f0 = 0, 0
         rates[key] = ((r["requests"] - n0) / dt, (r["failures"] - f0) / dt)
     endpoints, aggregate = rows[:-1], rows[-1]
     sys.stderr.write(locust_console.stats_table(endpoints, aggregate, 0.0, rates) + "\n")

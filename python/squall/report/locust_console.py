@@ -46,11 +46,13 @@ def stats_table(
             rps = n / duration_s if duration_s > 0 else 0.0
             fps = f / duration_s if duration_s > 0 else 0.0
         med = r["percentiles_us"].get("50", 0) if n else 0
-        stat = (
-            f"{_ms(r['mean_us']):>7} {_ms(r['min_us']):>7} {_ms(r['max_us']):>7} {_ms(med):>7}"
-            if n
-            else f"{0:>7} {0:>7} {0:>7} {0:>7}"
-        )
+        if n and not r["percentiles_us"]:  # counted, none timed (MQTT messages without a send time)
+            stat = " ".join(f"{'N/A':>7}" for _ in range(4))
+        elif n:
+            stat = f"{_ms(r['mean_us']):>7} {_ms(r['min_us']):>7} {_ms(r['max_us']):>7} {_ms(med):>7}"
+        else:
+            stat = f"{0:>7} {0:>7} {0:>7} {0:>7}"
+
         fails = f"{f}({pct:.2f}%)"
         return f"{r['method']:<8} {r['name']:<{width}} {n:>7} {fails:>13} | {stat} | {rps:>8.2f} {fps:>10.2f}"
 

@@ -10,8 +10,9 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from squall import files
+from squall import _engine, files
 from squall.report import locust_errors
+from squall.report.totals import counted_s, first_counted_second
 from squall.report.units import PERCENTILE_KEYS, ms_exact
 
 PCT_COLUMNS = [f"{k}%" for k in PERCENTILE_KEYS]
@@ -130,36 +131,104 @@ def stats_row(
     ]
 
 
+def _running_totals(points: list[dict[str, Any] | None]) -> list[list[Any]]:
+    """The history's seven Total columns after each of `points` (an entry's seconds in order, None for
+    one without its requests), as the engine's `cumulative` has them for the aggregate: counts and
+    bytes added up, the exact minimum and maximum, the median and mean of the histograms added up (to
+    the histogram's resolution, clamped to that minimum and maximum)."""
+    sums = _engine.running_histogram([(p.get("histogram") or "") if p else "" for p in points])
+    n = failures = body = 0
+    lo: float | None = None
+    hi = 0.0
+    timed_before = 0
+    out: list[list[Any]] = []
+    for i, p in enumerate(points):
+        timed = sums.counts[i]
+        if p is not None:
+            n += int(_number(p, "requests") or 0)
+            failures += int(_number(p, "failures") or 0)
+            body += int(_number(p, "body_bytes") or 0)
+            if timed > timed_before:  # its latencies recorded: its min and max are times
+                low, high = _number(p, "min_us"), _number(p, "max_us")
+                if low is not None:
+                    lo = low if lo is None else min(lo, low)
+                if high is not None:
+                    hi = max(hi, high)
+        timed_before = timed
+        median, mean = float(sums.medians_us[i]), sums.means_us[i]
+        if lo is not None:
+            median, mean = min(max(median, lo), hi), min(max(mean, lo), hi)
+        out.append(
+            [
+                n,
+                failures,
+                ms_exact(median),
+                _clean(mean / 1000.0),
+                ms_exact(lo or 0),
+                ms_exact(hi),
+                _clean(body / n) if n else 0,
+            ]
+        )
+    return out
+
+
 def history_rows(result: dict[str, Any], full_history: bool) -> Iterator[list[Any]]:
-    for sec in result["timeseries"]:
-        ts = int(sec["unix"]) + 1  # written at the end of the second, as Locust does
-        cum = sec["cumulative"]
-        totals = [
-            cum["requests"],
-            cum["failures"],
-            ms_exact(cum["median_us"]),
-            _clean(cum["mean_us"] / 1000.0),
-            ms_exact(cum["min_us"]),
-            ms_exact(cum["max_us"]),
-            _clean(cum["body_bytes"] / cum["requests"]) if cum["requests"] else 0,
-        ]
-        if full_history:
+    """Locust's history: a row a second for the Aggregated entry, and with `full_history` one for every
+    endpoint seen by then (sorted as Locust sorts its entries), each with its totals so far. After a
+    reset (`reset_s`) the totals count from the second it fell in, as the live view's do."""
+    seconds = result["timeseries"]
+    since = first_counted_second(result)
+    counted = [sec if int(sec.get("t", 0)) >= since else None for sec in seconds]
+    # Without a reset, the engine's own running totals.
+    aggregate = _running_totals(counted) if since else [_cumulative(sec["cumulative"]) for sec in seconds]
+    per_endpoint: dict[tuple[str, str], list[list[Any]]] = {}
+    first_seen: dict[tuple[str, str], int] = {}
+    if full_history:
+        points: dict[tuple[str, str], list[dict[str, Any] | None]] = {}
+        for i, sec in enumerate(seconds):
             for e in sec["endpoints"]:
-                yield [
-                    ts,
-                    sec["users"],
-                    e["method"],
-                    e["name"],
-                    e["requests"],
-                    e["failures"],
-                    *_percentiles(e),
-                    *[""] * 7,
-                ]
-        yield [ts, sec["users"], "", "Aggregated", sec["requests"], sec["failures"], *_percentiles(sec), *totals]
+                key = (e["name"], e["method"])
+                first_seen.setdefault(key, i)
+                points.setdefault(key, [None] * len(seconds))[i] = e if counted[i] is not None else None
+        per_endpoint = {key: _running_totals(p) for key, p in points.items()}
+    for i, sec in enumerate(seconds):
+        ts = int(sec["unix"]) + 1  # written at the end of the second, as Locust does
+        users = sec["users"]
+        if full_history:
+            present = {(e["name"], e["method"]): e for e in sec["endpoints"]}
+            for key in sorted(k for k, first in first_seen.items() if first <= i):
+                e = present.get(key)
+                if e is not None:
+                    yield [
+                        ts,
+                        users,
+                        key[1],
+                        key[0],
+                        e["requests"],
+                        e["failures"],
+                        *_percentiles(e),
+                        *per_endpoint[key][i],
+                    ]
+                else:  # none of its requests this second (Locust writes every entry every time)
+                    yield [ts, users, key[1], key[0], 0, 0, *_percentiles({}), *per_endpoint[key][i]]
+        yield [ts, users, "", "Aggregated", sec["requests"], sec["failures"], *_percentiles(sec), *aggregate[i]]
+
+
+def _cumulative(cum: dict[str, Any]) -> list[Any]:
+    """The Total columns from a second's `cumulative` (the engine's running totals)."""
+    return [
+        cum["requests"],
+        cum["failures"],
+        ms_exact(cum["median_us"]),
+        _clean(cum["mean_us"] / 1000.0),
+        ms_exact(cum["min_us"]),
+        ms_exact(cum["max_us"]),
+        _clean(cum["body_bytes"] / cum["requests"]) if cum["requests"] else 0,
+    ]
 
 
 def _write_stats(result: dict[str, Any], f: Any) -> None:
-    dur = result["duration_s"]
+    dur = counted_s(result)
     rates = measured_rates(result) or {}
     w = csv.writer(f)
     w.writerow(STATS_HEADER)

@@ -11,9 +11,10 @@ the engine's exact histogram with Locust's `bucket_response_time` rule applied t
 midpoint (HDR buckets are 1 µs wide below 2 ms and within 0.1% above, far inside Locust's two
 significant digits). `num_reqs_per_sec`/`num_fail_per_sec` map a Unix second to its count, from the
 result's per-second series: each series second (a second of the run, not of the clock) goes to the
-clock second holding most of it, so the counts add up exactly to the totals. `start_time` and
-`last_request_timestamp` are the start of the endpoint's first second and the end of its last (the
-engine keeps counts per second, not request times). `num_none_requests` is 0: every squall request
+clock second holding most of it, so the counts add up exactly to the totals (after a reset, Locust's
+--reset-stats, they count from the second it fell in: slightly more). `start_time` and
+`last_request_timestamp` are the start of the endpoint's first second (or the reset) and the end of
+its last (the engine keeps counts per second, not request times). `num_none_requests` is 0: every squall request
 has a response time."""
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 from squall import files
 from squall.report.hdr import recorded
+from squall.report.totals import first_counted_second
 
 # The keys of Locust's StatsEntryDict, in its order.
 FIELDS = (
@@ -68,8 +70,11 @@ def response_times(histogram: str) -> dict[int, int]:
 def _per_second(result: dict[str, Any]) -> dict[tuple[str, str], list[tuple[float, int, int]]]:
     """(method, name) -> [(second's Unix start, requests, failures)] over the result's series."""
     start = float(result.get("start_unix", 0.0))
+    since = first_counted_second(result)  # after a reset, Locust's entries count from it
     out: dict[tuple[str, str], list[tuple[float, int, int]]] = {}
     for second in result.get("timeseries") or []:
+        if int(second.get("t", 0)) < since:
+            continue
         unix = float(second.get("unix", start + second.get("t", 0)))
         for e in second.get("endpoints", []):
             if e["requests"] or e["failures"]:
@@ -96,7 +101,7 @@ def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
                 reqs[key] = reqs.get(key, 0) + n
             if f:
                 fails[key] = fails.get(key, 0) + f
-        first = series[0][0] if series else start
+        first = max(series[0][0] if series else start, start + float(result.get("reset_s") or 0.0))
         last = min(series[-1][0] + 1.0, end) if series else end
         row = {
             "name": e["name"],

@@ -215,6 +215,9 @@ def read_partial(path: str) -> dict[str, Any]:
         "abandoned": 0,
         "timeseries": points,
     }
+    reset = totals.get("reset_s")  # the totals count from a reset: their rates from then
+    if isinstance(reset, int) and not isinstance(reset, bool) and 0 < reset <= len(points):
+        doc["reset_s"] = float(reset)
     inputs.check_result(doc, path)
     return doc
 

@@ -313,6 +313,7 @@ impl Load for Bench {
             schedule,
             reason,
             duration: end.saturating_duration_since(core.start),
+            reset: None,
             totals: merged,
             timings,
             streams,

@@ -182,6 +182,7 @@ pub fn build(inp: Inputs) -> RunResult {
         }),
         reason: inp.reason,
         duration: inp.duration,
+        reset: None,
         totals,
         timings: Vec::new(), // MQTT has no request and response to break down
         streams: Vec::new(),

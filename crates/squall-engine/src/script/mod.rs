@@ -1089,6 +1089,7 @@ impl ScriptEngine {
             schedule,
             reason: core.reason(),
             duration,
+            reset: recorder.reset_at.map(|at| at.saturating_duration_since(core.start)),
             totals: std::mem::take(&mut recorder.totals),
             timings: std::mem::take(&mut recorder.timings),
             streams: std::mem::take(&mut recorder.streams),

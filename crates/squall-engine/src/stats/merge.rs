@@ -181,6 +181,11 @@ pub fn merge(docs: Vec<RunResult>) -> Result<RunResult, String> {
         keepalive: first.load.keepalive,
         timeout_s: first.load.timeout_s,
     };
+    // Each process's totals count from its own reset, if any: the merged ones from the mean of those
+    // moments (the processes reset as their users have all started, within a second of each other),
+    // and from the start if any process did not reset.
+    let resets: Option<Vec<f64>> = docs.iter().map(|d| d.reset_s.map(|r| d.start_unix - start + r)).collect();
+    let reset = resets.map(|r| Duration::from_secs_f64((r.iter().sum::<f64>() / r.len() as f64).max(0.0)));
     let mut merged = result::build(result::Inputs {
         kind: first.kind.clone(),
         url: first.url.clone(),
@@ -191,6 +196,7 @@ pub fn merge(docs: Vec<RunResult>) -> Result<RunResult, String> {
         schedule,
         reason,
         duration: Duration::from_secs_f64(end.max(0.0)),
+        reset,
         totals,
         timings,
         streams,

@@ -516,12 +516,15 @@ pub struct Recorder {
     pub streams: Vec<StreamStats>,
     timeline: Arc<Timeline>,
     live: Arc<LiveCounters>,
+    /// When the totals were last reset (`reset_totals`): the result's totals count from then.
+    pub reset_at: Option<Instant>,
 }
 
 impl Recorder {
     /// Forgets the run's totals and errors so far (Locust's `--reset-stats` and "Reset stats"): the run's
     /// result then counts from here. The time series keeps every second.
     pub fn reset_totals(&mut self) {
+        self.reset_at = Some(Instant::now());
         self.totals.iter_mut().for_each(|s| *s = EndpointStats::default());
         self.timings.clear();
         self.streams.clear();
@@ -545,6 +548,7 @@ impl Recorder {
             streams: Vec::new(),
             timeline,
             live,
+            reset_at: None,
         }
     }
 

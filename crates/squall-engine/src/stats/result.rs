@@ -202,6 +202,12 @@ pub struct RunResult {
     pub method: String,
     pub start_unix: f64,
     pub duration_s: f64,
+    /// The totals (aggregate, endpoints, errors) count from this many seconds into the run: their last
+    /// reset (Locust's `--reset-stats`, the dashboard's Reset, `stats.reset_all()`), over whose
+    /// remaining time `duration_s - reset_s` their rates are taken. Absent: from the start. The time
+    /// series keeps every second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reset_s: Option<f64>,
     /// completed, duration, interrupted or drain_timeout.
     pub stop_reason: StopReason,
     pub load: LoadReport,
@@ -233,6 +239,8 @@ pub struct Inputs {
     pub schedule: Option<ScheduleReport>,
     pub reason: StopReason,
     pub duration: Duration,
+    /// When the totals were last reset, since the start (`RunResult::reset_s`).
+    pub reset: Option<Duration>,
     pub totals: Vec<EndpointStats>,
     /// Per endpoint id, where the time went (empty when nothing was timed).
     pub timings: Vec<TimingStats>,
@@ -540,6 +548,7 @@ pub fn build(inp: Inputs) -> RunResult {
         method: inp.method,
         start_unix: inp.start_unix,
         duration_s: inp.duration.as_secs_f64(),
+        reset_s: inp.reset.map(|r| r.min(inp.duration).as_secs_f64()),
         stop_reason: inp.reason,
         load: inp.load,
         aggregate,

@@ -114,6 +114,9 @@ impl Cumulative {
 pub struct Totals {
     pub endpoints: Vec<EndpointStats>,
     pub errors: HashMap<ErrorKey, ErrorEntry>,
+    /// The first second they count (the seconds published before their last reset are not): 0 from
+    /// the start.
+    pub since: u64,
 }
 
 pub struct Timeline {
@@ -270,7 +273,8 @@ impl Timeline {
 
     /// Starts the live totals afresh (a dashboard's "reset stats"); the result keeps everything.
     pub fn reset_totals(&self) {
-        self.inner.lock().unwrap().totals = Totals::default();
+        let mut inner = self.inner.lock().unwrap();
+        inner.totals = Totals { since: inner.published.len() as u64, ..Totals::default() };
     }
 
     /// Publishes the seconds that are complete (see the module's policy); the run's coordinator calls
