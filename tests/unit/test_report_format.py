@@ -145,3 +145,28 @@ def test_histogram_edges_read_apart():
 
     assert _edges([1_001_471, 1_001_983, 1_002_495, 1_003_007]) == ["1001.5", "1002.0", "1002.5", "1003.0"]
     assert _edges([30, 50, 130, 2_000, 150_000, 1_200_000]) == ["0.03", "0.05", "0.13", "2.00", "150.0", "1200"]
+
+
+def second(t, users, *endpoints):
+    """A result's second: its endpoints as (name, requests, failures), no histograms (nothing timed)."""
+    eps = [{"method": "GET", "name": n, "requests": r, "failures": f, "body_bytes": 10 * r} for n, r, f in endpoints]
+    n, f = sum(e["requests"] for e in eps), sum(e["failures"] for e in eps)
+    cumulative = dict.fromkeys(("requests", "failures", "median_us", "mean_us", "min_us", "max_us", "body_bytes"), 0)
+    return {"t": t, "unix": 1000 + t, "users": users, "requests": n, "failures": f, "endpoints": eps} | {
+        "cumulative": cumulative
+    }
+
+
+def test_full_history_rows_every_endpoint_seen_each_second_with_its_totals():
+    """Locust writes every entry every second once it exists, sorted, with its totals so far; a reset's
+    totals count from the second it fell in (known arithmetic over the counts)."""
+    seconds = [second(0, 1, ("/b", 3, 1)), second(1, 2), second(2, 2, ("/a", 2, 0), ("/b", 1, 0))]
+    rows = list(locust_csv.history_rows({"timeseries": seconds, "duration_s": 3.0}, full_history=True))
+    table = [(r[0], r[3], r[4], r[-7], r[-6], r[-1]) for r in rows]  # stamp, name, requests, totals, size
+    assert table[:3] == [(1001, "/b", 3, 3, 1, 10), (1001, "Aggregated", 3, 0, 0, 0), (1002, "/b", 0, 3, 1, 10)]
+    assert [t[:5] for t in table[4:]] == [(1003, "/a", 2, 2, 0), (1003, "/b", 1, 4, 1), (1003, "Aggregated", 3, 0, 0)]
+    reset = list(locust_csv.history_rows({"timeseries": seconds, "duration_s": 3.0, "reset_s": 1.5}, True))
+    assert [(r[0], r[3], r[-7]) for r in reset] == [
+        (1001, "/b", 0), (1001, "Aggregated", 0), (1002, "/b", 0), (1002, "Aggregated", 0),
+        (1003, "/a", 2), (1003, "/b", 1), (1003, "Aggregated", 3),
+    ]  # fmt: skip

@@ -4,6 +4,7 @@ exact HDR values (to the microsecond)."""
 
 from __future__ import annotations
 
+import bisect
 import csv
 import io
 import math
@@ -181,37 +182,47 @@ def history_rows(result: dict[str, Any], full_history: bool) -> Iterator[list[An
     counted = [sec if int(sec.get("t", 0)) >= since else None for sec in seconds]
     # Without a reset, the engine's own running totals.
     aggregate = _running_totals(counted) if since else [_cumulative(sec["cumulative"]) for sec in seconds]
-    per_endpoint: dict[tuple[str, str], list[list[Any]]] = {}
-    first_seen: dict[tuple[str, str], int] = {}
+    # Each endpoint's seconds with requests, kept sparse (a run of many names and seconds has few of
+    # each name's), and its totals after each counted one: (second's index, totals).
+    appears: dict[tuple[str, str], list[int]] = {}  # (name, method) -> the seconds it had requests in
+    totals: dict[tuple[str, str], list[tuple[int, list[Any]]]] = {}
     if full_history:
-        points: dict[tuple[str, str], list[dict[str, Any] | None]] = {}
+        points: dict[tuple[str, str], list[tuple[int, dict[str, Any]]]] = {}
         for i, sec in enumerate(seconds):
             for e in sec["endpoints"]:
                 key = (e["name"], e["method"])
-                first_seen.setdefault(key, i)
-                points.setdefault(key, [None] * len(seconds))[i] = e if counted[i] is not None else None
-        per_endpoint = {key: _running_totals(p) for key, p in points.items()}
+                appears.setdefault(key, []).append(i)
+                if counted[i] is not None:
+                    points.setdefault(key, []).append((i, e))
+        for key, pts in points.items():
+            totals[key] = list(zip([i for i, _ in pts], _running_totals([e for _, e in pts])))
+    shown: list[tuple[str, str]] = []  # the endpoints seen so far, sorted
+    arrivals = sorted((first[0], key) for key, first in appears.items())
+    nxt = 0
+    at = dict.fromkeys(appears, 0)  # each endpoint's next entry in `totals`
+    last = dict.fromkeys(appears, _NO_TOTALS)
     for i, sec in enumerate(seconds):
         ts = int(sec["unix"]) + 1  # written at the end of the second, as Locust does
         users = sec["users"]
         if full_history:
-            present = {(e["name"], e["method"]): e for e in sec["endpoints"]}
-            for key in sorted(k for k, first in first_seen.items() if first <= i):
-                e = present.get(key)
-                if e is not None:
-                    yield [
-                        ts,
-                        users,
-                        key[1],
-                        key[0],
-                        e["requests"],
-                        e["failures"],
-                        *_percentiles(e),
-                        *per_endpoint[key][i],
-                    ]
-                else:  # none of its requests this second (Locust writes every entry every time)
-                    yield [ts, users, key[1], key[0], 0, 0, *_percentiles({}), *per_endpoint[key][i]]
+            while nxt < len(arrivals) and arrivals[nxt][0] <= i:
+                bisect.insort(shown, arrivals[nxt][1])
+                nxt += 1
+            present = {(e["name"], e["method"]): e for e in sec["endpoints"]} if sec["endpoints"] else {}
+            for key in shown:
+                mine = totals.get(key)
+                if mine and at[key] < len(mine) and mine[at[key]][0] == i:
+                    last[key] = mine[at[key]][1]
+                    at[key] += 1
+                # (a second without its requests has a row too: Locust writes every entry every time)
+                e = present.get(key) or _NONE_THIS_SECOND
+                yield [ts, users, key[1], key[0], e["requests"], e["failures"], *_percentiles(e), *last[key]]
         yield [ts, users, "", "Aggregated", sec["requests"], sec["failures"], *_percentiles(sec), *aggregate[i]]
+
+
+# The Total columns of an entry with nothing counted yet (as `_running_totals` makes them).
+_NO_TOTALS = [0, 0, ms_exact(0), 0.0, ms_exact(0), ms_exact(0), 0]
+_NONE_THIS_SECOND: dict[str, Any] = {"requests": 0, "failures": 0}
 
 
 def _cumulative(cum: dict[str, Any]) -> list[Any]:
