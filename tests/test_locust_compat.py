@@ -712,6 +712,7 @@ def test_reset_stats_rates_are_over_the_time_since_the_reset(nginx, browser, tmp
             assert [row[k] for k in TOTALS] == [same[k] for k in TOTALS], (row, same)
     page = open_page(browser, html.as_uri(), offline=True)
     assert float(page.locator("[data-testid='rps']").get_attribute("data-value")) == pytest.approx(rate, abs=1e-3)
+    assert f"average since the reset at {r['reset_s']:.1f} s" in page.locator("[data-card='rps']").inner_text()
     assert page.console_errors == []
 
 

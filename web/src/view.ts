@@ -434,8 +434,18 @@ export class RunView {
       const avg = s.countedS ? reqs / s.countedS : null;
       const cur = currentRates(this.points);
       const rate = this.o.live ? (cur ? cur.rps : null) : avg;
+      // After a reset the totals and their average count from it: said, so that requests / duration
+      // is not taken for the average.
+      const reset = s.countedS < s.durationS ? s.durationS - s.countedS : null;
+      const since = reset === null ? "" : ` since the reset at ${fmtDuration(reset)}`;
       this.setCard("rps", fmtRate(rate), rate === null ? null : +rate.toFixed(3), [
-        this.o.live ? (avg !== null ? "average " + fmtRate(avg) : "") : s.schedule ? "intended " + fmtRate(s.schedule.rate) : "average",
+        this.o.live
+          ? avg !== null
+            ? "average " + fmtRate(avg) + since
+            : ""
+          : s.schedule
+            ? "intended " + fmtRate(s.schedule.rate)
+            : "average" + since,
       ]);
       this.setCard("p50-ms", fmtMs(pct(p, "50")), msv(pct(p, "50")), [
         "average ",
