@@ -995,14 +995,18 @@ class HttpSession:
             url = _with_query(url, query)
         header_list = requests_compat.merge_headers(self.headers, headers)
         body = b""
+        # A body's Content-Type goes with it unless the call or the session set one (requests' rule).
+        typed = any(k.lower() == "content-type" for k, _ in header_list)
         if files:
             body, content_type = requests_compat.encode_files(files, data)
-            header_list.append(("Content-Type", content_type))
+            if not typed:
+                header_list.append(("Content-Type", content_type))
         elif data is not None and not (isinstance(data, (dict, list)) and not data):
             body = self._encode_data(data, header_list)
         elif json is not None:
             body = json_body(json)
-            header_list.append(("Content-Type", "application/json"))
+            if not typed:
+                header_list.append(("Content-Type", "application/json"))
         auth = auth if auth is not None else self.auth
         if auth is not None:
             url, header_list = requests_compat.apply_auth(auth, method, url, header_list, body)

@@ -455,8 +455,12 @@ impl CallBase {
             return Ok(kept[0].1.clone());
         }
         let mut merged = squall_engine::script::merged_headers(&self.headers, key.0.clone());
+        // The body's type unless the call or the session gave one (`application/merge-patch+json` with
+        // `json=`), as requests and Locust's FastHttpSession keep the one given.
         if let Some(content_type) = &key.1 {
-            merged.push(("Content-Type".to_string(), content_type.clone()));
+            if !merged.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-type")) {
+                merged.push(("Content-Type".to_string(), content_type.clone()));
+            }
         }
         let headers = Headers::new(merged).map_err(usage)?;
         kept.insert(0, (key, headers.clone()));

@@ -2,7 +2,7 @@
 call (squall keeps a session's merged headers for repeated additions), more distinct additions than it
 keeps (three new X-Client values each task), a session header overridden whatever its case and
 (HttpUser) removed with None, JSON bodies with and without headers of their own, an Accept of the
-call's over FastHttpSession's JSON one. Every request must arrive with exactly the headers Locust
+call's over FastHttpSession's JSON one, a JSON body's Content-Type of the call's (merge-patch, JSON:API). Every request must arrive with exactly the headers Locust
 sends."""
 
 from _bounded import count
@@ -21,6 +21,9 @@ def calls(self):
     client.post("/cart", json={"item": self.turn}, headers=auth)
     client.post("/cart", json={"item": self.turn})
     client.post("/cart", json=[self.turn], headers={"Accept": "text/plain", **auth})
+    # A JSON body whose type the call gives (merge-patch, JSON:API): kept, whatever its spelling.
+    client.patch("/cart", json={"item": None}, headers={"Content-Type": "application/merge-patch+json"})
+    client.post("/cart", json={"data": {}}, headers={"content-type": "application/vnd.api+json", **auth})
     client.get("/plain")
     if isinstance(self, HttpUser):  # (requests' merge: a None value removes the session's header)
         client.get("/removed", headers={"x-api-version": None, **auth})
