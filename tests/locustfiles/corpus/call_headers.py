@@ -2,8 +2,8 @@
 call (squall keeps a session's merged headers for repeated additions), more distinct additions than it
 keeps (three new X-Client values each task), a session header overridden whatever its case and
 (HttpUser) removed with None, JSON bodies with and without headers of their own, an Accept of the
-call's over FastHttpSession's JSON one, a JSON body's Content-Type of the call's (merge-patch, JSON:API). Every request must arrive with exactly the headers Locust
-sends."""
+call's over FastHttpSession's JSON one, a JSON body's Content-Type of the call's (merge-patch, JSON:API).
+Every request must arrive with exactly the headers Locust sends."""
 
 from _bounded import count
 from locust import FastHttpUser, HttpUser, constant
