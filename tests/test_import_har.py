@@ -180,6 +180,29 @@ def test_a_value_the_response_lacks_fails_its_request_and_ends_the_journey(nginx
     ]
 
 
+def test_the_wait_is_between_journeys_and_the_steps_go_back_to_back(nginx, tmp_path):
+    """`--wait 1`: a journey's steps go as recorded (10 ms apart here), then the user waits its second
+    before the next journey. Before, the flow's steps each waited the user's wait_time (the task set
+    took the user's) and its last step's interrupt() started the next journey at once, so the server
+    saw a request a second. Ground truth: nginx's log of when each request arrived."""
+    entries = [
+        _entry("GET", f"https://a.example/step{i}", 200, i / 100, mime="text/plain", text="ok") for i in range(3)
+    ]
+    (tmp_path / "three.har").write_text(json.dumps({"log": {"entries": entries}}))
+    out = tmp_path / "three.py"
+    assert squall("import", "har", tmp_path / "three.har", "-o", out, "--wait", "1").returncode == 0
+    nginx.reset_log()
+    p = squall("-f", out, "-H", nginx.url, "--headless", "-u", 1, "-t", "3.5s", "--only-summary")
+    assert p.returncode == 0, p.stderr[-2000:]
+    times = sorted(t for t, _ in nginx.log())
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    # Journeys at about 0, 1, 2 and 3 s (the last maybe cut by -t): within one, 10 ms gaps; between,
+    # the wait (and the first step's own recorded 0 s).
+    assert len(times) >= 9, times
+    assert all(g < 0.2 for i, g in enumerate(gaps) if i % 3 != 2), gaps
+    assert all(0.95 < g < 1.3 for i, g in enumerate(gaps) if i % 3 == 2), gaps
+
+
 def test_short_values_are_not_correlated(tmp_path):
     """A value under six characters that a response returned and a request sent is replayed as it is."""
     har = json.loads((FIXTURES / "firefox.har").read_text())

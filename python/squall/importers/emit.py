@@ -13,7 +13,8 @@ The file it writes, and why:
   squall's engine without Python per request (docs/locustfiles.md, native users). Each task is named
   after its operation, its statistics name is the route template, its tags and weight the importer's.
 - A flow is a nested SequentialTaskSet: its first request keeps an id from its response (`_field`), the
-  next ones put it in their paths, the last hands the user back to the other tasks (`interrupt`). A
+  next ones put it in their paths, the last hands the user back to the other tasks (`interrupt`, the
+  user's wait_time first; the flow's own is `constant(0)`, its steps back to back). A
   recorded journey's steps may first wait the gap the recording had (`time.sleep`, which both squall
   and Locust's gevent run cooperatively) and keep values of their responses (a JSON field, a header, a
   cookie, a hidden form field) in the flow's attributes for the later requests; a value not found fails
@@ -186,7 +187,7 @@ def _imports(plan: Plan) -> list[str]:
     if (plan.tasks and any(t.tags for t in plan.tasks)) or any(f.tags for f in plan.flows):
         names.add("tag")
     if plan.flows:
-        names.add("SequentialTaskSet")
+        names |= {"SequentialTaskSet", "constant"}
     names.add("constant" if plan.wait == (0, 0) else "between")
     locust = lines(Code(", ".join(sorted(names, key=lambda n: (not n[0].isupper(), n)))), 0, "from locust import ")
     if len(locust) > 1 or len(locust[0]) > pysource.WIDTH:
@@ -379,7 +380,12 @@ def _ends_without(attributes: list[str], level: int) -> list[str]:
     """After the with-block: the journey ends when a value is missing."""
     indent = pysource.INDENT * level
     test = " or ".join(f"self.{a} is None" for a in attributes)
-    return [f"{indent}if {test}:", f"{indent}{pysource.INDENT}self.interrupt()"]
+    return [f"{indent}if {test}:", f"{indent}{pysource.INDENT}{INTERRUPT}"]
+
+
+# A flow's end hands the user back to its tasks after the user's own wait_time: `interrupt()` would pick
+# the next task at once (Locust's reschedule=True), so that a journey with `--wait 5` ran back to back.
+INTERRUPT = "self.interrupt(reschedule=False)"
 
 
 def _flow(flow: Flow) -> list[str]:
@@ -387,6 +393,7 @@ def _flow(flow: Flow) -> list[str]:
     out.append(f"    class {flow.class_name}(SequentialTaskSet):")
     for text in flow.comments:
         out += comment(text, 2)
+    out.append("        wait_time = constant(0)  # its steps back to back; the user's wait_time after it")
     for i, step in enumerate(flow.steps):
         out += ["", *_step(flow, step, last=i == len(flow.steps) - 1)]
     return out
@@ -406,7 +413,7 @@ def _step(flow: Flow, step: Step, last: bool) -> list[str]:
         out += _lacking(attributes, [_what(c) for c in step.captures], 4)
         out += _ends_without(attributes, 3)
         if last and flow.interrupt:
-            out.append("            self.interrupt()")
+            out.append(f"            {INTERRUPT}")
         return out
     attribute = f"self.{flow.attribute}"
     if step.capture is not None:
@@ -424,7 +431,7 @@ def _step(flow: Flow, step: Step, last: bool) -> list[str]:
         path = Code("f" + string(_filled(step.request, step.uses, value)))
     out += _request(step.request, 3, path)
     if last and flow.interrupt:
-        out.append("            self.interrupt()")
+        out.append(f"            {INTERRUPT}")
     return out
 
 
