@@ -713,6 +713,9 @@ def test_reset_stats_rates_are_over_the_time_since_the_reset(nginx, browser, tmp
     page = open_page(browser, html.as_uri(), offline=True)
     assert float(page.locator("[data-testid='rps']").get_attribute("data-value")) == pytest.approx(rate, abs=1e-3)
     assert f"average since the reset at {r['reset_s']:.1f} s" in page.locator("[data-card='rps']").inner_text()
+    # "received" is the responses' bytes as they came, as in the console (it was the bodies alone).
+    wire = r["aggregate"]["wire_bytes"] / 1000  # (tens of KB here: the page's one decimal)
+    assert f"{wire:.1f} KB received" in page.locator("[data-card='total-requests']").inner_text()
     assert page.console_errors == []
 
 

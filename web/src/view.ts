@@ -430,7 +430,10 @@ export class RunView {
       }
     } else {
       const p = a && a.requests ? a.percentiles_us : undefined;
-      this.setCard("total-requests", fmtInt(reqs), reqs, [a ? fmtBytes(num(a.body_bytes)) + " received" : ""]);
+      // "received" as the console and numbers.md say it: the responses' bytes as they came (head,
+      // framing, body); bodies alone for a result without them.
+      const received = a ? (a.wire_bytes !== undefined ? num(a.wire_bytes) : num(a.body_bytes)) : 0;
+      this.setCard("total-requests", fmtInt(reqs), reqs, [a ? fmtBytes(received) + " received" : ""]);
       const avg = s.countedS ? reqs / s.countedS : null;
       const cur = currentRates(this.points);
       const rate = this.o.live ? (cur ? cur.rps : null) : avg;
