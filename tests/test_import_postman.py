@@ -139,6 +139,14 @@ def test_a_v2_0_collection_with_unresolved_variables_and_other_hosts(tmp_path):
     assert '"https://other.example.org/v1/things/:id"' in text  # another host: the whole URL
     assert '"Authorization": _basic("u", PW)' in text and "import base64" in text
     assert 'f"{HOST}/x"' in text
+    # Sent empty while unset (a broken body, a bare "Bearer "): said at the import and at the run's start.
+    unset = [line for line in p.stderr.splitlines() if line.startswith("note: variables without a value")]
+    assert unset and "SECRET_TOKEN" in unset[0], p.stderr
+    env = {k: v for k, v in os.environ.items() if k not in ("SECRET_TOKEN", "PW")}
+    run = squall("-f", tmp_path / "old.py", "-l", env=env)  # (the file's import is enough: -l lists its users)
+    assert run.returncode == 0 and "SECRET_TOKEN is not set: the requests that use it send it empty" in run.stderr, (
+        run.stderr
+    )
 
 
 BAD = {

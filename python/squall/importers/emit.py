@@ -21,7 +21,8 @@ The file it writes, and why:
   its request (`catch_response`, saying which value) and ends the flow there, since the requests that
   send it would only be refused.
 - Values the source left to its user (Postman's variables without a value) are module-level constants
-  read from environment variables named at the top of the file.
+  read from environment variables named at the top of the file; one unset is said once at the start
+  (a warning), since it is sent empty.
 - Laid out as `ruff format` lays it out (squall.importers.pysource), so the user's formatter leaves it as
   it is; what was left out is listed at the end, one comment line each.
 """
@@ -142,6 +143,12 @@ def locustfile(plan: Plan) -> str:
             if constant.comment:
                 out += comment(constant.comment, 0)
             out += call("os.environ.get", [(None, constant.name), (None, constant.default)], 0, f"{constant.name} = ")
+        unset = [constant.name for constant in plan.variables if not constant.default]
+        if unset:  # said once at the start: sent empty, such a value makes requests the server refuses
+            out += lines(unset, 0, "for _name in ", ":")
+            out.append(f"{pysource.INDENT}if not os.environ.get(_name):")
+            message = "%s is not set: the requests that use it send it empty"
+            out += call("logging.getLogger(__name__).warning", [(None, message), (None, Code("_name"))], 2)
     if any(s.capture is not None for s in _steps(plan)):
         out += ["", "", FIELD_HELPER]
     if _captures(plan, "json"):
@@ -178,6 +185,8 @@ def _imports(plan: Plan) -> list[str]:
         modules |= {"html", "re"}
     if plan.credentials or plan.variables:
         modules.add("os")
+    if any(not constant.default for constant in plan.variables):
+        modules.add("logging")
     if any(s.think for s in _steps(plan)):
         modules.add("time")
     standard = [f"import {m}" for m in sorted(modules)]

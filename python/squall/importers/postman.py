@@ -529,6 +529,12 @@ def plan(location: str, options: Options, environment: str | None = None) -> Pla
         result.notes.append("auth not sent (squall does not compute it): " + ", ".join(sorted(reader.unsent_auth)))
     if reader.dynamic:
         result.notes.append("dynamic variables sent as written: " + ", ".join(sorted(reader.dynamic)))
+    unset = [c.name for c in reader.variables if not c.default]
+    if unset:
+        result.notes.append(
+            "variables without a value, read from these environment variables (sent empty while unset): "
+            + ", ".join(unset)
+        )
     result.about = _about(result, title, name, version, options)
     return result
 
