@@ -15,7 +15,7 @@ import zlib
 
 import pytest
 
-from support import OddServer, squall, squall_get, squall_process, wait_until
+from support import OddServer, serving, squall, squall_get, squall_process, wait_until
 
 PCTS = ["50", "66", "75", "80", "90", "95", "98", "99", "99.9", "99.99", "100"]
 
@@ -469,3 +469,21 @@ def test_saved_histograms_hold_exactly_what_was_counted(nginx, tmp_path):
     assert total(r["aggregate"]["histogram"]) == r["aggregate"]["requests"] == 3000 == nginx.requests_logged()
     assert sum(total(s["histogram"]) for s in r["timeseries"]) == 3000
     assert total(r["connect_histogram"]) == r["connect"]["requests"]
+
+
+def test_a_server_gone_mid_run_opened_only_the_connections_it_accepted(tmp_path):
+    """A server that accepts for 0.5 s and then refuses every connect: the connections squall says it
+    opened are those the server accepted (before, each refused attempt counted as one opened: 150,440
+    "opened" against a server that had taken a few hundred), and the summary's throughput says how many
+    requests could not connect (a refusal takes microseconds: the rate was 20,000 a second, nearly all
+    refusals). Ground truth: the server's own count of accepted connections."""
+    count = tmp_path / "accepted"
+    out = tmp_path / "r.json"
+    with serving("vanishing_server.py", 0.5, count) as port:
+        p = squall("bench", f"http://127.0.0.1:{port}/", "-c", 2, "-t", "1.5s", "--json", out)
+        accepted = int(count.read_text())
+    assert p.returncode == 0, p.stderr
+    r = json.loads(out.read_text())
+    assert accepted > 10 and r["connect"]["requests"] == accepted, (accepted, r["connect"]["requests"])
+    refused = sum(e["count"] for e in r["errors"] if e["kind"] == "connect_refused")
+    assert refused > 0 and f"; {refused:,} could not connect)" in p.stdout, p.stdout

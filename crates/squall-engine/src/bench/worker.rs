@@ -375,7 +375,8 @@ fn bench_streams<'a>(ctx: &'a ThreadCtx, watch: &'a Watch, begin: Instant) -> Be
 
 /// Opens a worker's connection (`open`: its TCP connect, TLS, and a WebSocket's handshake), watched as
 /// connecting (a timeout then is a connect timeout) and timed: the connect time, and its TCP and TLS
-/// phases.
+/// phases, of a connection opened (a refused or failed one is its request's failure, not a connect:
+/// against a server gone, the summary read "150,440 opened" for 150,434 refusals).
 async fn opening<T>(
     ctx: &ThreadCtx,
     watch: &Watch,
@@ -385,9 +386,9 @@ async fn opening<T>(
     let t0 = Instant::now();
     let opened = open.await;
     watch.connecting.set(false);
+    let (conn, o) = opened?;
     let mut recorder = ctx.recorder.borrow_mut();
     recorder.record_connect(t0.elapsed());
-    let (conn, o) = opened?;
     recorder.timing(0).opened(o.tcp, o.tls);
     Ok(conn)
 }
