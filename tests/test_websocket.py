@@ -255,6 +255,28 @@ def test_a_server_close_fails_the_exchange_quietly_and_the_next_one_reconnects(w
     assert {e["message"] for e in r["errors"]} == {"server closed the connection (WebSocket close 1001: bye)"}
 
 
+@pytest.mark.parametrize("code", [1011, 1000])
+def test_a_server_close_between_calls_is_the_connections_failure_unless_normal(ws, tmp_path, code):
+    """The server closes each connection 20 ms after its 2nd reply, while the user waits its 0.1 s: no
+    call meets the close, and the next call reconnects. Before, nothing said so (a server that kicked
+    every user with 1011 looked healthy); now each such close is a failure of the connection's WS row
+    with its code and reason, once, and a close 1000 (normal closure) is none. Ground truth: the closes
+    the server sent (one a user may come as the run ends, before any call saw it)."""
+    before = ws_counts(ws)
+    r, eps = run_users(ws, tmp_path, "Pacer", 2, 2, f"/bye?after=2&code={code}", code=1 if code != 1000 else 0)
+    seen = since(ws, before)
+    assert r["exceptions"] == [] and seen["closes"] >= 6, seen  # (about 8 a user in 2 s: 2 calls 0.1 s apart)
+    connects = eps[("WS", f"/bye?after=2&code={code}")]  # its requests: the handshakes and the closes
+    opened = connects["requests"] - connects["failures"]
+    assert 0 <= seen["connections"] - opened <= 2  # (a reconnect still in its handshake)
+    if code == 1000:
+        assert r["aggregate"]["failures"] == 0, r["errors"]
+        return
+    calls = eps[("WSC", "hello")]["failures"]  # (a call that met the close: counted there, not twice)
+    assert 0 <= seen["closes"] - (connects["failures"] + calls) <= 2 and connects["failures"] > 0, (seen, eps)
+    assert {e["message"] for e in r["errors"]} == {"server closed the connection (WebSocket close 1011: kicked)"}
+
+
 def test_users_waiting_on_a_silent_server_stop_on_time(ws, tmp_path):
     before = ws_counts(ws)
     t0 = time.monotonic()

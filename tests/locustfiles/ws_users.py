@@ -10,6 +10,19 @@ from squall.contrib.websocket import WebSocketUser
 PATH = os.environ.get("WS_PATH", "/echo")
 
 
+class Pacer(WebSocketUser):
+    """A message every 0.1 s: a close the server sends between two (/bye) comes while no call waits."""
+
+    wait_time = constant(0.1)
+
+    def on_start(self):
+        self.ws.connect(PATH)
+
+    @task
+    def hello(self):
+        assert self.ws.exchange("hello", name="hello") == "hello"
+
+
 class Talker(WebSocketUser):
     wait_time = constant(0)
     timeout = float(os.environ.get("WS_TIMEOUT", "30"))

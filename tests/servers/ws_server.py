@@ -4,6 +4,8 @@
 - `/echo`: each message sent back as it came (text as text, binary as binary)
 - `/delay?ms=N`: the same, N ms after the message arrived
 - `/close?after=K`: every K-th message on a connection is answered by a close (1001, "bye")
+- `/bye?after=K&code=C`: the K-th message on a connection is echoed, and 20 ms later the connection is
+  closed (C, "kicked"): a close that comes between two of the client's calls
 - `/silent`: messages are read and never answered
 - `/big`: each message is answered by the head of a 64 MB binary frame (its payload never comes)
 - `/fragments?n=N&size=S`: each message is answered by one message in N fragments of S bytes
@@ -87,6 +89,13 @@ async def exchanges(ws):
                 await ws.close(1001, "bye")
                 return
             await reply(ws, message)
+        elif url.path == "/bye":
+            await reply(ws, message)
+            if on_this == query["after"]:
+                await asyncio.sleep(0.02)
+                counts["closes"] += 1
+                await ws.close(query["code"], "kicked")
+                return
         elif url.path == "/silent":
             pass
         elif url.path == "/big":

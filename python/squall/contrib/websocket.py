@@ -11,7 +11,8 @@ vocabulary of Locust's socket users:
 
 Each is named by the URL's path unless `name=` says otherwise. Messages nobody asked for wait in the
 user's inbox (up to 1,000; `receive` takes the oldest). A connection that broke opens again at the next
-operation (its connect counted again). A failed operation is in the statistics already and raises
+operation (its connect counted again); one the server closed between two operations (a close other than
+1000, a reset) is a failure of its `WS` row. A failed operation is in the statistics already and raises
 `WebSocketError`, which ends the task as Locust's `RescheduleTask` does (catch it to go on).
 
     class Chat(WebSocketUser):

@@ -62,6 +62,8 @@ struct Inbox {
     ended: RefCell<Option<Failure>>,
     /// (`Mode::Client`) the server's close frame was handed to a receive already.
     close_told: Cell<bool>,
+    /// The end was an operation's failure (recorded with it): not recorded again (`Socket::usable`).
+    end_told: Cell<bool>,
     changed: Notify,
     /// (`Mode::Client`) a message was taken: the reader may read again.
     room: Notify,
@@ -340,10 +342,20 @@ impl Socket {
     /// The open connection, if an operation may use it: a `Mode::User` connection that ended, its
     /// messages all taken, is dropped (the next operation opens another); a `Mode::Client` one is kept
     /// (its receives meet the end, its sends fail).
+    ///
+    /// A `Mode::User` connection the server ended while no operation waited on it (a close frame
+    /// between two calls, a reset) is a failure of its `WS` row, with the close's code and reason, once:
+    /// the next operation's silent reconnect hid a server that closed every connection with 1011. A
+    /// close 1000 (normal closure) is the server's to make and is not one.
     fn usable(&self) -> Option<Rc<Open>> {
         let open = self.open.borrow().clone()?;
         let spent = open.inbox.ended.borrow().is_some() && open.inbox.messages.borrow().is_empty();
         if spent && self.mode == Mode::User {
+            let ended = open.inbox.ended.borrow().clone();
+            if let Some(f) = ended.filter(|f| !open.inbox.end_told.get() && !normal_close(f)) {
+                let endpoint = self.engine.endpoint("WS", &open.path);
+                self.engine.recorder.borrow_mut().fail_untimed(Instant::now(), endpoint, f, 1);
+            }
             self.drop_open();
             return None;
         }
@@ -430,6 +442,11 @@ impl Socket {
     }
 }
 
+/// A server's close frame with code 1000 (normal closure).
+fn normal_close(f: &Failure) -> bool {
+    is_close_frame(f) && (f.detail == "(WebSocket close 1000)" || f.detail.starts_with("(WebSocket close 1000:"))
+}
+
 /// A failed operation's completion: its message, its kind in `name` (a WebSocket operation has no
 /// statistics' name to hand back; websocket-client's exception is chosen by the kind) and, for a
 /// refused handshake, the HTTP status in `status`.
@@ -464,6 +481,7 @@ async fn wait_for(inbox: &Inbox, after: u64, deadline: Instant) -> Result<Incomi
             }
         }
         if let Some(f) = inbox.ended.borrow().clone() {
+            inbox.end_told.set(true);
             return Err(f);
         }
         if tokio::time::timeout_at(deadline.into(), changed).await.is_err() {
@@ -491,6 +509,7 @@ async fn receive(inbox: &Inbox, deadline: Option<Instant>, mode: Mode) -> Result
                 if mode == Mode::Client && is_close_frame(&f) && !inbox.close_told.replace(true) {
                     return Ok(None);
                 }
+                inbox.end_told.set(true);
                 return Err(f);
             }
         }
