@@ -85,6 +85,7 @@ def test_the_strict_app_takes_every_request_squall_sends(app, tmp_path):
     run = squall("-f", gen, *RUN, "-H", app, env={**os.environ, **CREDENTIALS}, timeout=120)
     assert run.returncode == 0, run.stderr[-3000:]
     judge(app, counted_between(before, route_counts(app)))
+    assert json.loads(squall_get(app + "/__leaks")) == []  # (each secret only where it was asked for)
 
 
 def test_the_strict_app_takes_every_request_locust_sends(app, tmp_path):
@@ -101,6 +102,9 @@ def test_the_strict_app_takes_every_request_locust_sends(app, tmp_path):
     )
     assert run.returncode == 0, run.stderr[-3000:]
     judge(app, counted_between(before, route_counts(app)))
+    # Each secret went only where its operation asked for it (before, a scheme no other shared was
+    # set on the session, and every request carried it: the items, the signup, another server's).
+    assert json.loads(squall_get(app + "/__leaks")) == []
 
 
 def test_credentials_come_from_the_environment_only(app, tmp_path):

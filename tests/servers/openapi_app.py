@@ -64,6 +64,30 @@ def get_errors():
     return list(errors)
 
 
+# Where a credential goes only when the operation asks for it: any other request carrying one (the API
+# key, a bearer or basic Authorization, the query key, the session cookie) is a secret sent where it was
+# not asked for, noted here (GET /__leaks: [[method, path, what], ...]).
+SECURED = ("/api/orders", "/api/reports/", "/api/export", "/api/trees")
+leaks = collections.Counter()
+
+
+@app.middleware("http")
+async def note_leaks(request: Request, call_next):
+    path = request.url.path
+    if not path.startswith(SECURED) and not path.startswith("/__"):
+        found = [h for h in ("x-api-key", "authorization") if h in request.headers]
+        found += ["query key"] if "key" in request.query_params else []
+        found += ["cookie sid"] if "sid" in request.cookies else []
+        for what in found:
+            leaks[(request.method, path, what)] += 1
+    return await call_next(request)
+
+
+@app.get("/__leaks", include_in_schema=False)
+def get_leaks():
+    return [[m, p, w] for (m, p, w) in sorted(leaks)]
+
+
 # -- models ---------------------------------------------------------------------------------------------
 
 

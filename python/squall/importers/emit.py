@@ -5,9 +5,10 @@ The file it writes, and why:
 - Plain Locust: `from locust import HttpUser, task, tag, between ...`, nothing of squall's, so that it
   runs unchanged under Locust and squall alike.
 - One user class; the host the document names (a comment says where it came from; `-H` replaces it);
-  the think time `between(min, max)` (`constant(0)` for none); credentials set once in `on_start` on
-  the session (headers, query parameters, cookies), from environment variables named at the top of the
-  file, and left out when a variable is unset, so the file holds no secret and runs as it is.
+  the think time `between(min, max)` (`constant(0)` for none); credentials every request asks for set
+  once in `on_start` on the session (headers, query parameters, cookies), others with the requests that
+  ask for them, from environment variables named at the top of the file, and left out when a variable
+  is unset, so the file holds no secret and runs as it is.
 - One task per request, its values written as literals: what is sent is what the file says, the same
   every run, and a task that is only `self.client.<verb>(...)` with constant arguments is run by
   squall's engine without Python per request (docs/locustfiles.md, native users). Each task is named

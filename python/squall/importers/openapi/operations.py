@@ -545,9 +545,11 @@ def security(doc: Document) -> tuple[list[Credential], list[str], set[tuple[str,
     """(the credentials the document's operations use, read from the environment; the schemes squall
     does not send, said why; the (in, name) pairs the credentials fill, so no parameter sets them too).
 
-    A credential whose header, query parameter or cookie no other scheme fills is set once, on the
-    session; schemes that share one (a bearer token and HTTP basic both fill Authorization) go with
-    each request whose operation asks for that scheme (`per_request`), so each gets its own."""
+    A credential that every operation asks for, in a header, query parameter or cookie no other scheme
+    fills, is set once, on the session; any other goes with each request whose operation asks for its
+    scheme (`per_request`): schemes that share one (a bearer token and HTTP basic both fill
+    Authorization) each get their own, and an operation that asks for none (`security: []`, a login, a
+    health check, another server's) gets no secret it did not ask for."""
     schemes = _schemes(doc)
     used: list[str] = []
     requirements = [doc.root.get("security")]
@@ -570,12 +572,21 @@ def security(doc: Document) -> tuple[list[Credential], list[str], set[tuple[str,
         else:
             credentials.append(credential)
     slots = [_slot(c) for c in credentials]
+    asked = [_asked(doc, op) for op in operations(doc)]
     for credential, slot in zip(credentials, slots):
-        if slots.count(slot) > 1:
+        if slots.count(slot) > 1 or any(credential.scheme not in names for names in asked):
             credential.per_request = True
             suffix = {"query": "params", "cookie": "cookies"}.get(credential.kind, "headers")
             credential.constant = _variable(f"{credential.scheme}_{suffix}", taken)
     return credentials, unsent, set(slots)
+
+
+def _asked(doc: Document, op: Operation) -> set[str]:
+    """The schemes an operation's security requirement names in any of its alternatives (its own, else
+    the document's)."""
+    requirement = op.node.get("security", doc.root.get("security"))
+    alternatives = requirement if isinstance(requirement, list) else []
+    return {name for alternative in alternatives if isinstance(alternative, dict) for name in alternative}
 
 
 def _schemes(doc: Document) -> dict[str, Any]:
