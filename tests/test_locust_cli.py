@@ -360,3 +360,24 @@ def test_reset_stats_and_equal_weights(odd_server, tmp_path):
     assert n >= 500 and abs(heavy / n - 0.5) < 5 * (0.25 / n) ** 0.5, (heavy, light)
     assert n < odd_server.served("/ok")  # the requests before the reset are not counted
     assert ("INFO", "locust.runners", "Resetting stats") in [(a, b, c.strip()) for a, b, c in log_records(p.stderr)]
+
+
+def test_a_run_whose_users_all_died_says_so(tmp_path):
+    """Every user's on_start raises: squall ends the test (nothing is left to run; Locust would run on
+    with no user until -t), and says why, with how many users an exception ended, instead of ending
+    as quietly as a run whose users stopped by themselves. The exit code is the exceptions' (1)."""
+    (tmp_path / "failing.py").write_text(
+        "from locust import User, constant, task\n\n\n"
+        "class U(User):\n"
+        "    wait_time = constant(1)\n\n"
+        "    def on_start(self):\n"
+        "        raise ConnectionRefusedError(111, 'Connection refused')\n\n"
+        "    @task\n"
+        "    def t(self):\n"
+        "        pass\n"
+    )
+    t0 = time.monotonic()
+    p = squall("-f", tmp_path / "failing.py", "--headless", "-u", 2, "-r", 10, "-t", "30s", "--only-summary")
+    assert p.returncode == 1 and time.monotonic() - t0 < 20, p.stderr[-2000:]
+    said = ("WARNING", "locust.main", "All 2 users have stopped, 2 of them ended by an exception (above)")
+    assert said in log_records(p.stderr), p.stderr[-2000:]

@@ -61,6 +61,7 @@ class Environment:
         # The open model (`--rate`): where users take their next arrival; None in the closed model.
         self.open_pool: OpenPool | None = None
         self.started_at: float | None = None  # time.monotonic() when the test started
+        self.users_failed = 0  # users this test that an exception ended (on_start's, or outside a task)
         self.result: dict[str, Any] | None = None  # the run's result document, once it has ended
 
     def use_dashboard(self, dashboard: Dashboard | None, web_login: bool = False) -> WebUI | None:
@@ -90,6 +91,7 @@ class Environment:
         self.result = None
         self.started_at = None
         self.open_pool = None
+        self.users_failed = 0
         self.exceptions.clear()
         self.stats.begin_test()
         self.runner.begin_test()

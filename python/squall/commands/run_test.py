@@ -289,6 +289,7 @@ class ScriptTest:
             self.log.run_time_reached()
             return True
         if self.spawner.done() and not self.shape:
+            self.log.all_users_stopped(len(self.spawner.spawned), self.env.users_failed)
             return True  # every user stopped by itself: nothing is left to run
         if self.shape and (not self.shaped or now >= self.next_tick):
             self.next_tick = now + 1.0
@@ -417,6 +418,16 @@ class RunLog:
 
     def run_time_reached(self) -> None:
         self._stopping("--run-time limit reached")
+
+    def all_users_stopped(self, users: int, failed: int) -> None:
+        """Every user ended before -t (squall ends the test then; Locust would run on with none): said,
+        with how many an exception ended, so that a run cut short by a failing on_start is not taken
+        for a completed one."""
+        if failed:
+            main_logger.warning(f"All {users} users have stopped, {failed} of them ended by an exception (above)")
+        else:
+            main_logger.info(f"All {users} users have stopped by themselves")
+        self._stopping("Nothing left to run")
 
     def _stopping(self, reason: str) -> None:
         main_logger.info(f"{reason}, stopping test" if self.dashboard_run else f"{reason}, shutting down")

@@ -87,6 +87,7 @@ class User(metaclass=TaskHolderMeta):
                 raise
             except Exception as e:
                 self.environment.report_exception(self, e, user_traceback(e))
+                self.environment.users_failed += 1
                 return
             if self.environment.open_pool is not None:
                 self.environment.open_pool.first_iteration(self)
@@ -101,11 +102,13 @@ class User(metaclass=TaskHolderMeta):
                 self.environment.report_exception(self, e, user_traceback(e))
         except UserHung as e:
             self.environment.report_exception(self, e, user_traceback(e))
+            self.environment.users_failed += 1
         except (Exception, SystemExit, KeyboardInterrupt) as e:
             # Outside a task's own handling (a wait_time that raises, a TaskSet's on_stop) or a task's
             # sys.exit() / KeyboardInterrupt: that user's end, counted, never the run's (Locust's process
             # would die with the task's exit code, its statistics unwritten).
             self.environment.report_exception(self, e, user_traceback(e))
+            self.environment.users_failed += 1
         finally:
             self.environment.user_stopped(self)
 
