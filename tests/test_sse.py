@@ -89,6 +89,18 @@ def test_a_stream_cut_mid_way_is_a_failure_with_its_reason(sse, tmp_path, query,
     assert p.returncode == 1
 
 
+def test_an_error_status_with_the_event_stream_type_is_no_stream(sse, tmp_path):
+    """A 503 whose body is typed text/event-stream (a server shedding load): EventSource fails such a
+    connection, so it is a failed request, not a stream begun and completed (before: 4 begun, 4
+    completed and their events beside 4 failures). The server sent its events all the same."""
+    sent(sse)
+    p, r = bench(tmp_path, f"{sse}/sse?events=3&ms=5&status=503", "-n", 4, "-c", 1)
+    assert sent(sse)["streams"] == 4
+    assert r["aggregate"]["failures"] == 4 and r["aggregate"]["status_codes"] == {"503": 4}
+    assert r["aggregate"].get("stream") is None and r["aggregate"].get("events", 0) == 0, r["aggregate"]
+    assert p.returncode == 1
+
+
 def test_a_close_delimited_stream_ends_at_the_close(sse, tmp_path):
     """Without a length or chunks, the server's close is the body's end (HTTP/1.1's framing): whole."""
     sent(sse)

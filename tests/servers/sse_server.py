@@ -1,14 +1,15 @@
 """A Server-Sent Events server of known timing, a thread per connection (plain sockets, TCP_NODELAY:
 each event its own segment), that records what it sent. A process of its own (see delay_server.py).
 
-GET /sse?events=N&ms=M&first=F&framing=F&cut=K&reset=1&lines=crlf
+GET /sse?events=N&ms=M&first=F&framing=F&cut=K&reset=1&lines=crlf&status=S
     N events (default 5), the first F ms (default M) after the request was read, each next M ms
     (default 20) after the one before (time.sleep: at most about 0.1 ms late on an idle Linux host;
     the sends' real gaps are recorded). framing: chunked (default: an event per chunk, then the last
     chunk), length (Content-Length of the whole stream, its events sent as they fall due) or close (no
     length: the stream ends when the server closes). cut=K: the connection closed after K events, without
     the stream's end (reset=1: reset, SO_LINGER 0). lines=crlf: lines end in CRLF. Each event is
-    `id: I`, `data: event I` and a comment line, then the blank line.
+    `id: I`, `data: event I` and a comment line, then the blank line. status=503: the same body
+    under a 503 (as a server shedding load may answer an EventSource).
 GET /stall?events=K
     K events 10 ms apart, then nothing, the connection held open.
 GET /silent
@@ -59,7 +60,8 @@ def stream(conn, q):
     first = float(q.get("first", ms))
     framing, cut = q.get("framing", "chunked"), int(q.get("cut", -1))
     eol = "\r\n" if q.get("lines") == "crlf" else "\n"
-    head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+    status = {"200": "200 OK", "503": "503 Service Unavailable"}[q.get("status", "200")]
+    head = f"HTTP/1.1 {status}\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
     if framing == "chunked":
         head += "Transfer-Encoding: chunked\r\n"
     elif framing == "length":

@@ -697,7 +697,7 @@ enum Head {
     /// A 1xx response of this many bytes, to skip.
     Interim(usize),
     /// `kept`: the raw header lines, Set-Cookie values and Location, when the caller keeps the response;
-    /// `event_stream`: its Content-Type is `text/event-stream`.
+    /// `event_stream`: a 2xx whose Content-Type is `text/event-stream`.
     Complete {
         len: usize,
         status: u16,
@@ -783,6 +783,9 @@ fn head_facts(parsed: &httparse::Response, head_request: bool) -> Result<(BodyKi
             event_stream = sse::is_event_stream(h.value);
         }
     }
+    // An event stream is a 2xx's: EventSource fails a connection on any other status, so a 503 with the
+    // type is a failed request, not a stream begun and completed.
+    let event_stream = event_stream && (200..300).contains(&status);
     let body = if head_request || status == 204 || status == 304 {
         BodyKind::Empty
     } else if chunked {

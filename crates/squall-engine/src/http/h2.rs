@@ -253,8 +253,9 @@ impl H2Conn {
                     .collect(),
             );
         }
-        let event_stream =
-            parts.headers.get(http::header::CONTENT_TYPE).is_some_and(|v| sse::is_event_stream(v.as_bytes()));
+        // (a 2xx's only: EventSource fails a connection on any other status)
+        let event_stream = parts.status.is_success()
+            && parts.headers.get(http::header::CONTENT_TYPE).is_some_and(|v| sse::is_event_stream(v.as_bytes()));
         let parser = (W::WATCHING && event_stream && !recv.is_end_stream()).then(SseParser::new);
         if parser.is_some() {
             watch.opened(Instant::now());
