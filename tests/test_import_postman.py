@@ -243,3 +243,22 @@ def test_dynamic_variables_are_made_anew_for_each_request_as_postman_makes_them(
         assert query["city"] == "{{$randomCity}}"
         at = json.loads(r["body"])["at"]
         assert at.endswith("Z") and abs(datetime.datetime.fromisoformat(at[:-1] + "+00:00").timestamp() - began) < 30
+
+
+def test_names_keep_the_paths_variables_whatever_their_values(tmp_path):
+    """`{{baseUrl}}/orders/{{orderId}}` with both valued: the request goes to the value, its name keeps
+    `{orderId}` (one row for every order, as `:orderId` gets) and the base URL's path; a URL typed
+    without its scheme (Postman takes http://) has no host in its name."""
+    collection = {
+        "info": {"name": "N", "schema": "https://schema.getpostman.com/json/collection/v2.1.0/collection.json"},
+        "variable": [{"key": "baseUrl", "value": "http://127.0.0.1:8123/api"}, {"key": "orderId", "value": "1001"}],
+        "item": [
+            {"name": "order", "request": {"method": "GET", "url": "{{baseUrl}}/orders/{{orderId}}"}},
+            {"name": "bare", "request": {"method": "GET", "url": "127.0.0.1:8123/first"}},
+        ],
+    }
+    (tmp_path / "n.json").write_text(json.dumps(collection))
+    assert squall("import", "postman", tmp_path / "n.json", "-o", tmp_path / "n.py").returncode == 0
+    text = well_formed(tmp_path / "n.py")
+    assert '"/api/orders/1001", name="/api/orders/{orderId}"' in text, text
+    assert 'name="/first"' in text and 'name="127.0.0.1' not in text, text

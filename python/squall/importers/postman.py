@@ -216,7 +216,13 @@ class Reader:
         if "://" not in text.split("{{", 1)[0] and not text.startswith("{{"):
             text = "http://" + text  # Postman's own default for a URL without a scheme
         split = urlsplit(text)
-        name = _name(self.resolved(template))
+        # The name keeps the path's variables as `{name}`, with a value or not (`/orders/{orderId}`, not
+        # `/orders/1001`): only a leading variable (the base URL's, its path kept) is filled in.
+        lead = re.match(r"\{\{[^{}]+\}\}", template)
+        named = template if lead is None else self.resolved(template[: lead.end()]) + template[lead.end() :]
+        if "://" not in named.split("{{", 1)[0] and not named.startswith(("{{", "/")):
+            named = "http://" + named  # (as the URL: a host typed without its scheme is no part of the name)
+        name = _name(named)
         if split.scheme in ("http", "https") and split.netloc and "{{" not in split.netloc:
             origin = f"{split.scheme}://{split.netloc}"
             return origin, self.value(text[len(origin) :] or "/"), name, query
