@@ -351,3 +351,35 @@ def test_links_say_which_field_feeds_which_parameter(tmp_path):
     text = well_formed(tmp_path / "linked.py")
     assert "the document's links say so" in text and 'self.key = _field(response, "ref")' in text
     assert 'key = quote(str(self.key), safe="")' in text and 'f"/orders/{key}"' in text
+
+
+# The OpenAPI 3 specification's own style examples (its "Style Examples" table), for a path parameter
+# `id` of 5, [3, 4, 5] and {"role": "admin", "firstName": "Alex"}.
+STYLES = [
+    ("label", False, 5, ".5"),
+    ("label", False, [3, 4, 5], ".3,4,5"),
+    ("label", True, [3, 4, 5], ".3.4.5"),
+    ("label", False, {"role": "admin", "firstName": "Alex"}, ".role,admin,firstName,Alex"),
+    ("label", True, {"role": "admin", "firstName": "Alex"}, ".role=admin.firstName=Alex"),
+    ("matrix", False, 5, ";id=5"),
+    ("matrix", False, [3, 4, 5], ";id=3,4,5"),
+    ("matrix", True, [3, 4, 5], ";id=3;id=4;id=5"),
+    ("matrix", False, {"role": "admin", "firstName": "Alex"}, ";id=role,admin,firstName,Alex"),
+    ("matrix", True, {"role": "admin", "firstName": "Alex"}, ";role=admin;firstName=Alex"),
+]
+
+
+@pytest.mark.parametrize(("style", "explode", "example", "written"), STYLES)
+def test_path_parameters_are_written_as_their_style_says(style, explode, example, written, tmp_path):
+    kind = "object" if isinstance(example, dict) else "array" if isinstance(example, list) else "integer"
+    schema = {"type": kind, **({"items": {"type": "integer"}} if kind == "array" else {}), "example": example}
+    param = {"name": "id", "in": "path", "required": True, "style": style, "explode": explode, "schema": schema}
+    doc = {
+        "openapi": "3.0.3",
+        "info": {"title": "S", "version": "1"},
+        "servers": [{"url": "http://127.0.0.1:8000"}],
+        "paths": {"/users/{id}": {"get": {"operationId": "user", "parameters": [param], "responses": {"200": {}}}}},
+    }
+    (tmp_path / "s.json").write_text(json.dumps(doc))
+    assert squall("import", "openapi", tmp_path / "s.json", "-o", tmp_path / "s.py").returncode == 0
+    assert f'self.client.get("/users/{written}", name="/users/{{id}}")' in (tmp_path / "s.py").read_text()

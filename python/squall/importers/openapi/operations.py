@@ -184,7 +184,7 @@ class Builder:
                 notes.append(f"the optional {where} parameter {name} is left out: {e}")
                 continue
             if where == "path":
-                path_values[name] = quote(_simple(value, param, self.doc.swagger2), safe=_PATH_SAFE)
+                path_values[name] = _path_value(name, value, param, self.doc.swagger2)
             elif where == "query":
                 query += _query(name, value, param, self.doc.swagger2)
             elif where == "header":
@@ -505,6 +505,33 @@ def _simple(value: Any, param: dict[str, Any], swagger2: bool) -> str:
             return ",".join(f"{k}={_scalar(v)}" for k, v in value.items())
         return ",".join(f"{k},{_scalar(v)}" for k, v in value.items())
     return _scalar(value)
+
+
+def _path_value(name: str, value: Any, param: dict[str, Any], swagger2: bool) -> str:
+    """A path parameter as its 3.x style writes it, each value percent-encoded: simple (the default, as
+    `_simple`), label (`.3,4`, exploded `.3.4`; an object `.k,v` or `.k=v`) or matrix (`;id=3,4`,
+    exploded `;id=3;id=4`; an object `;id=k,v` or `;k=v`)."""
+    style = None if swagger2 else param.get("style")
+    if style not in ("label", "matrix"):
+        return quote(_simple(value, param, swagger2), safe=_PATH_SAFE)
+    explode = param.get("explode") is True
+
+    def q(v: Any) -> str:  # a value's own separators escaped: only the style's are left as they are
+        return quote(_scalar(v), safe="-._~!$&'()*+:@")
+
+    if isinstance(value, dict):
+        pairs = [(q(k), q(v)) for k, v in value.items()]
+        if style == "label":
+            return "." + (".".join(f"{k}={v}" for k, v in pairs) if explode else ",".join(f"{k},{v}" for k, v in pairs))
+        if explode:
+            return "".join(f";{k}={v}" for k, v in pairs)
+        return f";{q(name)}=" + ",".join(f"{k},{v}" for k, v in pairs)
+    items = [q(v) for v in value] if isinstance(value, list) else [q(value)]
+    if style == "label":
+        return "." + ("." if explode else ",").join(items)
+    if explode:
+        return "".join(f";{q(name)}={v}" for v in items)
+    return f";{q(name)}=" + ",".join(items)
 
 
 def _separator(param: dict[str, Any], swagger2: bool) -> str | None:
