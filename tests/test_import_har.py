@@ -338,3 +338,22 @@ def test_a_large_recording_imports_in_seconds(tmp_path):
         'params={"after": self.item_id_99}' in text
         and 'self.item_id_99 = _json(response, "items", "249", "id")' in text
     )
+
+
+def test_a_credential_no_response_gave_is_said_to_be_sent_as_recorded(tmp_path):
+    """A token the journey's responses never gave (its login was before the recording) goes as recorded,
+    and the file and the summary say so, since it will expire; one a response gave is read at run time
+    and not said."""
+    entries = [
+        _entry("POST", "https://a.example/api/login", 200, 0, text='{"token": "tok-9f8e7d6c5b4a"}'),
+        _entry("GET", "https://a.example/api/me", 200, 1, headers=[("Authorization", "Bearer tok-9f8e7d6c5b4a")]),
+        _entry("GET", "https://a.example/api/orders", 200, 2, headers=[("X-Api-Key", "k-0123456789ab")]),
+    ]
+    (tmp_path / "stale.har").write_text(json.dumps({"log": {"entries": entries}}))
+    p = squall("import", "har", tmp_path / "stale.har", "-o", tmp_path / "stale.py")
+    assert p.returncode == 0, p.stderr
+    assert (
+        "note: credentials sent as recorded (no response of the journey gave them; they expire): X-Api-Key" in p.stderr
+    )
+    text = well_formed(tmp_path / "stale.py")
+    assert "Sends X-Api-Key as recorded" in text and "Sends Authorization as recorded" not in text

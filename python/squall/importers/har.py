@@ -247,6 +247,7 @@ def plan(location: str, options: Options, keep_static: bool = False, keep_hosts:
             kept.append(e)
     captures = _correlate(kept)
     steps, comments = _steps(kept, captures, main, pages)
+    stale = sorted({k for s in steps for k in _recorded_credentials(s.request.headers)})
     classes = {"SequentialTaskSet", "HttpUser"}
     title = str(pages[kept[0].page]) if kept and kept[0].page in pages else ""
     if not title or "://" in title:  # Chrome titles a page with its URL
@@ -270,9 +271,24 @@ def plan(location: str, options: Options, keep_static: bool = False, keep_hosts:
         wait=options.wait,
         noun="request",
     )
+    if stale:
+        result.notes.append(
+            f"credentials sent as recorded (no response of the journey gave them; they expire): {', '.join(stale)}"
+        )
     n_captures = sum(len(c) for c in captures.values())
     result.about = _about(result, name, made_by, title, n_captures, options)
     return result
+
+
+# Header names that carry a credential: one sent as recorded (not taken from a response at run time)
+# is said, since a recorded token expires.
+_CREDENTIAL = re.compile(r"^(authorization|proxy-authorization)$|token|api[-_]?key|secret|session", re.I)
+
+
+def _recorded_credentials(headers: list[tuple[str, Any]]) -> list[str]:
+    """The credential headers a request sends as recorded: literal text, not code reading a value a
+    response of the journey gave (`Code`, an f-string)."""
+    return [k for k, v in headers if isinstance(v, str) and not isinstance(v, Code) and _CREDENTIAL.search(k)]
 
 
 def _log(value: Any, name: str) -> dict[str, Any]:
@@ -642,6 +658,12 @@ def _steps(
             comments.append(
                 f"Sends the cookies {names_} as recorded: no response of the journey sets them (a script did,"
                 " or a request left out, or they were there before the recording)."
+            )
+        stale = _recorded_credentials(request.headers)
+        if stale:
+            comments.append(
+                f"Sends {', '.join(stale)} as recorded: no response of the journey gave it (a login before the"
+                " recording, or left out); once it expires, replace it (or record the login too)."
             )
         if request.body is not None and request.body.kind == "multipart" and any(f[1][0] for f in request.body.files):
             comments.append("Its files are sent empty: a HAR does not hold the bytes uploaded.")
