@@ -260,6 +260,8 @@ def _result_files(tmp_path):
     files = {
         "run.json.gz": (gzip.compress(sample), "gzip-compressed: decompress it first"),
         "utf16.json": (text.encode("utf-16"), "is UTF-16 text"),
+        "utf16le.json": (text.replace('"GET"', '"G\u00c9T"', 1).encode("utf-16-le"), "looks like UTF-16 or UTF-32"),
+        "binary.json": (b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)), "is not text (a binary file)"),
         "latin1.json": (text.replace('"GET"', '"G\u00c9T"', 1).encode("latin-1"), "is not UTF-8 text (byte 0xc9"),
         "stats.json": (json.dumps([{"name": "/", "method": "GET", "num_requests": 1}]).encode(), "Locust's JSON stats"),
         "cut.json": (sample[: len(sample) // 2], "ends before its JSON does"),

@@ -82,6 +82,18 @@ def read_text(path: str, what: str = "squall") -> str:
     return decode(read_bytes(path), path, what)
 
 
+def _wide_text(head: bytes) -> bool:
+    """ASCII as UTF-16 or UTF-32 writes it: a NUL in every other (or three of every four) bytes, in
+    the same places, the others not (a binary file has NULs too, but not so)."""
+    for step in (2, 4):
+        for text_at in range(step):
+            lanes = [head[i::step] for i in range(step)]
+            text, nuls = lanes[text_at], [b for i, lane in enumerate(lanes) if i != text_at for b in lane]
+            if len(text) >= 4 and all(text) and not any(nuls):
+                return True
+    return False
+
+
 def decode(data: bytes, name: str, what: str = "squall") -> str:
     for magic, kind, tool in _COMPRESSED:
         if data.startswith(magic):
@@ -92,8 +104,10 @@ def decode(data: bytes, name: str, what: str = "squall") -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        if b"\x00" in data[:64] and any(data[:64].split(b"\x00")):  # ASCII in UTF-16 or -32: NULs between
+        if _wide_text(data[:64]):
             raise InputError(f"{name} looks like UTF-16 or UTF-32 text: {what} reads UTF-8") from None
+        if b"\x00" in data[:64]:
+            raise InputError(f"{name} is not text (a binary file): {what} reads UTF-8 text") from None
         raise InputError(
             f"{name} is not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}): {what} reads UTF-8"
         ) from None

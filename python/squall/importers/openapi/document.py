@@ -108,7 +108,7 @@ class Document:
 def version(root: Any, name: str) -> str:
     """The document's OpenAPI version ("2.0", "3.0.3", "3.1.0"), or SourceError saying what it is instead."""
     if not isinstance(root, dict):
-        kind = "a list" if isinstance(root, list) else type(root).__name__
+        kind = {list: "a list", type(None): "empty", str: "text"}.get(type(root), f"a {type(root).__name__}")
         raise sources.SourceError(f"{name} is not an OpenAPI document (its top level is {kind}, not an object)")
     if "openapi" in root:
         text = str(root["openapi"])
