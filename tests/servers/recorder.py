@@ -5,7 +5,7 @@ Every request is answered and recorded (method, path, query, headers, body) exce
 
   /status/N        status N, a JSON body
   /login           200 {"token": "t0k3n"} and the cookie `session=s3ss10n`
-  /redirect/PATH   302 to /PATH
+  /redirect/PATH   302 to /PATH (/redirect301/, /redirect303/, /redirect307/: that status)
   /text            200 with a body that is not JSON
   /body/KIND       200 with one of BODIES: a charset to decode by, JSON that only json.loads reads
   /delay/MS        200 after MS milliseconds
@@ -82,8 +82,9 @@ class Handler(BaseHTTPRequestHandler):
             return self._answer(int(segments[1]), {"status": int(segments[1])})
         if parts.path == "/login":
             return self._answer(200, {"token": "t0k3n"}, [("Set-Cookie", "session=s3ss10n; Path=/")])
-        if segments[0] == "redirect":
-            return self._answer(302, {}, [("Location", "/" + "/".join(segments[1:]))])
+        if segments[0] in ("redirect", "redirect301", "redirect303", "redirect307"):
+            status = int(segments[0][8:] or 302)
+            return self._answer(status, {}, [("Location", "/" + "/".join(segments[1:]))])
         if parts.path == "/text":
             return self._answer(200, b"plain text, not JSON")
         if segments[0] == "body" and len(segments) > 1 and segments[1] in BODIES:

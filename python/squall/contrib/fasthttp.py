@@ -139,6 +139,10 @@ class FastHttpSession(HttpSession):
         ResponseContextManager.__exit__(attempt, None, None, None)
         return attempt
 
+    def head(self, url: str, **kw: Any) -> Response | ResponseContextManager:
+        """A HEAD that follows redirects, as Locust's FastHttpSession's does (requests' `head` does not)."""
+        return self.request("HEAD", url, **kw)
+
     def iter_lines(self, url: str, method: str = "GET", **kwargs: Any) -> Iterator[str]:
         """The response's lines as they arrive (Locust's FastHttpSession.iter_lines: a streamed request,
         its body decoded as UTF-8 and split at "\n", the last line yielded even without one); fails like

@@ -443,10 +443,22 @@ pub(super) async fn follow(
         }
         let known = engine.remember(next).map_err(|m| Failure::new(FailureKind::TooLarge, m))?;
         (url, origin) = (known.url, known.origin);
-        // As browsers and python-requests do: 303 always, and 301/302 after a POST, become a GET.
-        if resp.status == 303 || (matches!(resp.status, 301 | 302) && method == "POST") {
+        // As python-requests does (`rebuild_method`, `resolve_redirects`): a 302 or 303 becomes a GET
+        // (a HEAD stays one), a 301 after a POST too; after any of them the body and the headers that
+        // described it go (geventhttpclient's UserAgent drops them alike), a 307 or 308 keeping both.
+        if (matches!(resp.status, 302 | 303) && method != "HEAD") || (resp.status == 301 && method == "POST") {
             method = "GET";
+        }
+        if matches!(resp.status, 301..=303) {
             body = std::borrow::Cow::Borrowed(&[]);
+            let described = |k: &str| {
+                ["content-type", "content-length", "transfer-encoding", "content-encoding"]
+                    .iter()
+                    .any(|h| k.eq_ignore_ascii_case(h))
+            };
+            if headers.iter().any(|(k, _)| described(k)) {
+                headers.to_mut().retain(|(k, _)| !described(k));
+            }
         }
         hops += 1;
     }
