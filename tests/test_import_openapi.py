@@ -314,6 +314,13 @@ def test_bad_command_lines_are_refused_in_one_line(tmp_path):
     one_line_error(squall("import", "openapi", spec, "--dry-run", "--weight", "pets"), "is not TAG=N")
     one_line_error(squall("import", "openapi", spec, "--dry-run", "--weight", "pest=3"), "is tagged 'pest' (its tags: ")
     one_line_error(squall("import"), "say which format")
+    one_line_error(squall("import", "openapi", spec, "--dry-run", "--weight", "pets=2", "--weight", "pets=3"), "twice")
+    # --dry-run with -o: printed, the file left as it was, and said so.
+    kept = tmp_path / "kept.py"
+    kept.write_text("mine")
+    p = squall("import", "openapi", spec, "--dry-run", "-o", kept)
+    assert p.returncode == 0 and "class " in p.stdout and kept.read_text() == "mine", p.stderr
+    assert f"note: --dry-run writes no file: {kept} is left as it was" in p.stderr
 
 
 def test_an_http_error_is_said(app):

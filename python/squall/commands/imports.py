@@ -131,6 +131,17 @@ def _no_format(args: argparse.Namespace) -> int:
     raise UsageError("say which format: squall import openapi|postman|har SOURCE -o FILE (see 'squall import --help')")
 
 
+def _weights(given: list[str]) -> dict[str, int]:
+    """--weight TAG=N, each tag once (a second weight for a tag was taken over the first silently)."""
+    weights: dict[str, int] = {}
+    for text in given:
+        tag, n = _weight(text)
+        if tag in weights and weights[tag] != n:
+            raise UsageError(f"--weight gives {tag} twice ({weights[tag]} and {n}): give it once")
+        weights[tag] = n
+    return weights
+
+
 def options(args: argparse.Namespace) -> Options:
     """The command line's options, checked."""
     from squall.importers import Options  # (start-up: see the module's policy)
@@ -144,7 +155,7 @@ def options(args: argparse.Namespace) -> Options:
     return Options(
         seed=seed,
         wait=_wait(args.wait),
-        weights=dict(_weight(w) for w in getattr(args, "weight", [])),
+        weights=_weights(getattr(args, "weight", [])),
         required_only=getattr(args, "required_only", False),
         flows=getattr(args, "flows", True),
         output=os.path.basename(args.output) if args.output else "locustfile.py",
@@ -242,6 +253,8 @@ def _run(args: argparse.Namespace, kind: str, source: str, make: Callable[[Optio
     lines += [_line(f"note: {line}") for line in plan.notes]
     if args.dry_run:
         sys.stdout.write(text)
+        if args.output:  # (the file's name still shapes the text: its docstring's commands)
+            lines.append(f"note: --dry-run writes no file: {args.output} is left as it was")
     else:
         try:
             files.write_text(args.output, text)

@@ -42,9 +42,24 @@ class Parser(argparse.ArgumentParser):
     `add_argument` takes Locust's keywords (`env_var=`, `include_in_web_ui=`, `is_secret=`, ...), as
     Locust's configargparse-based parser does, on the parser and on its groups."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # The (sub)command a command line chose, for the help its mistakes point to: argparse says an
+        # argument no subcommand knew at the top (`squall import har X --weight a=1` pointed to
+        # 'squall --help', not to 'squall import har --help', where the options are).
+        self.set_defaults(_command_prog=self.prog)
+
     def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
         sys.exit(exitcodes.USAGE)
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            prog = getattr(parsed, "_command_prog", self.prog)
+            sys.stderr.write(f"{prog}: error: unrecognized arguments: {' '.join(extras)} (see '{prog} --help')\n")
+            sys.exit(exitcodes.USAGE)
+        return parsed
 
     def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
         return _with_keywords(super().add_argument, args, kwargs)
