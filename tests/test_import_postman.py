@@ -255,6 +255,8 @@ def test_names_keep_the_paths_variables_whatever_their_values(tmp_path):
         "item": [
             {"name": "order", "request": {"method": "GET", "url": "{{baseUrl}}/orders/{{orderId}}"}},
             {"name": "bare", "request": {"method": "GET", "url": "127.0.0.1:8123/first"}},
+            # (a dynamic variable's helper, then a variable without a value: laid out as ruff formats)
+            {"name": "flags", "request": {"method": "GET", "url": "{{baseUrl}}/f?on={{$randomBoolean}}&k={{key}}"}},
         ],
     }
     (tmp_path / "n.json").write_text(json.dumps(collection))

@@ -124,7 +124,7 @@ def locustfile(plan: Plan) -> str:
     if _basic(plan):
         out += ["", "", BASIC_HELPER, ""]
     if "_dynamic" in plan.helpers:
-        out += ["", "", DYNAMIC_HELPER]
+        out += ["", "", DYNAMIC_HELPER, ""]
     if plan.credentials:
         out += ["", *comment("Credentials, from the environment; a request goes without any that is unset.", 0)]
         for credential in plan.credentials:
