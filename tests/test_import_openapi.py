@@ -390,3 +390,30 @@ def test_path_parameters_are_written_as_their_style_says(style, explode, example
     (tmp_path / "s.json").write_text(json.dumps(doc))
     assert squall("import", "openapi", tmp_path / "s.json", "-o", tmp_path / "s.py").returncode == 0
     assert f'self.client.get("/users/{written}", name="/users/{{id}}")' in (tmp_path / "s.py").read_text()
+
+
+def test_a_media_types_example_is_sent_as_the_schema_says(tmp_path):
+    """A request body's example given on its media type (not its schema): its readOnly properties left
+    out as a schema's own example's are, and with --required-only its optional ones too (they went
+    whole: the server's id, the optional tags)."""
+    schema = {
+        "type": "object",
+        "required": ["name"],
+        "properties": {
+            "id": {"type": "integer", "readOnly": True},
+            "name": {"type": "string"},
+            "tags": {"type": "array"},
+        },
+    }
+    media = {"schema": schema, "examples": {"one": {"value": {"id": 7, "name": "Gadget", "tags": ["x"]}}}}
+    operation = {
+        "operationId": "add",
+        "requestBody": {"content": {"application/json": media}},
+        "responses": {"201": {}},
+    }
+    doc = {"openapi": "3.0.3", "info": {"title": "M", "version": "1"}, "paths": {"/items": {"post": operation}}}
+    (tmp_path / "m.json").write_text(json.dumps(doc))
+    whole = squall("import", "openapi", tmp_path / "m.json", "--dry-run")
+    assert 'json={"name": "Gadget", "tags": ["x"]}' in whole.stdout, whole.stdout
+    required = squall("import", "openapi", tmp_path / "m.json", "--dry-run", "--required-only")
+    assert 'json={"name": "Gadget"}' in required.stdout, required.stdout

@@ -563,9 +563,14 @@ class Values:
             return False
         return s.get("readOnly") is True
 
+    def as_sent(self, schema: Any, base: str, value: Any) -> Any:
+        """A value documented outside the schema (a media type's example) as a request sends it: as a
+        schema's own (`_without_read_only`)."""
+        return self._without_read_only(schema, base, value)
+
     def _without_read_only(self, schema: Any, base: str, value: Any, depth: int = 0) -> Any:
         """A documented value as a request sends it: its readOnly properties left out (objects, at any
-        depth the schema describes)."""
+        depth the schema describes), and without `optional` (--required-only) its optional ones."""
         if not self.writing or depth > MAX_DEPTH:
             return value
         try:
@@ -574,10 +579,13 @@ class Values:
             return value
         if isinstance(value, dict):
             properties = dict_at(s, "properties")
+            required = s.get("required") if isinstance(s.get("required"), list) else []
             return {
                 k: self._without_read_only(properties[k], base, v, depth + 1) if k in properties else v
                 for k, v in value.items()
                 if not (k in properties and self._read_only(properties[k], base))
+                # (`optional` off, --required-only: an example's optional properties go too)
+                and (self.optional or k in required or (k not in properties and not properties))
             }
         if isinstance(value, list) and isinstance(s.get("items"), dict):
             return [self._without_read_only(s["items"], base, v, depth + 1) for v in value]

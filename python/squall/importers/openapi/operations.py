@@ -280,6 +280,7 @@ class Builder:
                 return self._fields(op, kind, chosen, schema, media_base, media)
             value = None
             for candidate in _examples(media, self.doc, media_base):
+                candidate = values.as_sent(schema, media_base, candidate)
                 if values.conforms(schema, media_base, candidate):
                     value = candidate
                     break
