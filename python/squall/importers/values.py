@@ -579,7 +579,8 @@ class Values:
             return value
         if isinstance(value, dict):
             properties = dict_at(s, "properties")
-            required = s.get("required") if isinstance(s.get("required"), list) else []
+            listed = s.get("required")
+            required: list[Any] = listed if isinstance(listed, list) else []
             return {
                 k: self._without_read_only(properties[k], base, v, depth + 1) if k in properties else v
                 for k, v in value.items()
