@@ -484,6 +484,9 @@ def test_a_server_gone_mid_run_opened_only_the_connections_it_accepted(tmp_path)
         accepted = int(count.read_text())
     assert p.returncode == 0, p.stderr
     r = json.loads(out.read_text())
-    assert accepted > 10 and r["connect"]["requests"] == accepted, (accepted, r["connect"]["requests"])
+    # The server also accepted bench's check of the target before the run (not a connection of the
+    # run's); a connect the kernel completed in the listener's backlog as it closed (one a connection
+    # at most: -c 2) is one squall opened that the server never accepted.
+    assert accepted > 10 and accepted - 1 <= r["connect"]["requests"] <= accepted + 1, (accepted, r["connect"])
     refused = sum(e["count"] for e in r["errors"] if e["kind"] == "connect_refused")
     assert refused > 0 and f"; {refused:,} could not connect)" in p.stdout, p.stdout

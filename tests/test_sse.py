@@ -87,6 +87,12 @@ def test_a_stream_cut_mid_way_is_a_failure_with_its_reason(sse, tmp_path, query,
     assert r["aggregate"]["failures"] == 4
     assert [(e["message"], e["count"]) for e in r["errors"]] == [(reason, 4)]
     assert p.returncode == 1
+    # What the cut streams' bodies brought is received, in the totals and their seconds alike (a failed
+    # request carries no bytes: it read 0 B): each stream's two events, as the server wrote them.
+    event = lambda i: len(f"id: {i}\ndata: event {i}\n: a comment\n\n")  # (sse_server.py's `event`)
+    body = 4 * (event(0) + event(1))
+    assert r["aggregate"]["body_bytes"] == body and sum(t["body_bytes"] for t in r["timeseries"]) == body
+    assert r["aggregate"]["wire_bytes"] >= body
 
 
 def test_an_error_status_with_the_event_stream_type_is_no_stream(sse, tmp_path):
@@ -148,6 +154,12 @@ def test_an_endless_stream_ends_with_the_run_and_a_huge_event_is_refused(sse, tm
     truth = sent(sse)["events"]
     assert truth - 4 <= s["events"] <= truth, (s["events"], truth)
     assert s["events"] > 2 * 2 / 0.1, "at least an event every 100 ms a stream, however loaded the host"
+    # Their bodies are received, though no request ended (it read "0 B received" beside the events):
+    # the events counted, as the server wrote them (its comment line made the 1,000,000th's length).
+    event = lambda i: len(f"id: {i}\ndata: event {i}\n: a comment\n\n")
+    a = r["aggregate"]
+    assert a["body_bytes"] >= sum(event(i) for i in range(s["events"] // 2)), (a["body_bytes"], s["events"])
+    assert sum(t["body_bytes"] for t in r["timeseries"]) == a["body_bytes"] == a["wire_bytes"]
     _, r = bench(tmp_path, f"{sse}/huge", "-n", 2, "-c", 1, "-q")
     s = r["aggregate"]["stream"]
     assert s["cut_reasons"] == {"too large: event-stream event above 1024 KiB": 2}

@@ -348,7 +348,9 @@ async fn h1_request(
     .await;
     streams.ended(resp.as_ref().err());
     let resp = resp?;
-    Ok((resp.status, resp.body_bytes, resp.wire_bytes, t))
+    // An event stream's body was counted received as it came (`BenchStreams::read`): not twice.
+    let counted = streams.read;
+    Ok((resp.status, resp.body_bytes.saturating_sub(counted), resp.wire_bytes.saturating_sub(counted), t))
 }
 
 async fn h2_request(ctx: &ThreadCtx, conn: &LeanConn, watch: &Watch, begin: Instant) -> Exchanged {
@@ -370,6 +372,7 @@ fn bench_streams<'a>(ctx: &'a ThreadCtx, watch: &'a Watch, begin: Instant) -> Be
         streaming: &watch.streaming,
         clock: StreamClock::new(begin),
         opened: false,
+        read: 0,
     }
 }
 

@@ -85,6 +85,9 @@ pub trait StreamWatch {
     /// More of the stream's body arrived at `at` (the clock read right after its read), completing
     /// `events` events, of which `tokens` told of a language model's output (`tokens`).
     fn progress(&mut self, at: Instant, events: u64, tokens: Tokens);
+    /// `n` more bytes of the stream's body were read (bench counts those of a stream cut or still open
+    /// at the run's end as received: a completed one's are its response's).
+    fn read(&mut self, _n: u64) {}
     /// Whether the body's bytes go to `body` as they are read (a script's streamed response,
     /// `H1Conn::read_body`) instead of being kept or counted by the exchange: a constant, so that for
     /// every other watch the branch is compiled out.
@@ -576,6 +579,7 @@ impl H1Conn {
             let mut tokens = Tokens::default();
             let events =
                 parser.feed(&self.buf[self.start..self.start + n], |e| super::tokens::read(&mut tokens, e.data))?;
+            watch.read(n as u64);
             watch.progress(Instant::now(), events, tokens);
         }
         if W::TAKES_BODY {

@@ -707,6 +707,22 @@ impl Recorder {
         }
     }
 
+    /// Bytes a request received without a response to count them with (an event stream cut or left
+    /// open at the end): added to the endpoint's received bytes, no request counted.
+    pub fn count_received(&mut self, now: Instant, endpoint: EndpointId, bytes: u64) {
+        if bytes == 0 {
+            return;
+        }
+        self.roll(now);
+        for stats in [&mut self.totals, &mut self.second] {
+            if stats.len() <= endpoint {
+                stats.resize_with(endpoint + 1, EndpointStats::default);
+            }
+            stats[endpoint].body_bytes += bytes;
+            stats[endpoint].wire_bytes += bytes;
+        }
+    }
+
     pub fn record_connect(&mut self, took: Duration) {
         let _ = self.connect.record((took.as_micros() as u64).max(1));
     }
