@@ -1,5 +1,8 @@
 """The reports' number formats and Locust's table layout."""
 
+import json
+from pathlib import Path
+
 import pytest
 
 from squall.report import locust_console, locust_csv, totals
@@ -170,3 +173,14 @@ def test_full_history_rows_every_endpoint_seen_each_second_with_its_totals():
         (1001, "/b", 0), (1001, "Aggregated", 0), (1002, "/b", 0), (1002, "Aggregated", 0),
         (1003, "/a", 2), (1003, "/b", 1), (1003, "Aggregated", 3),
     ]  # fmt: skip
+
+
+def test_a_426_says_a_websocket_endpoint_takes_ws():
+    """`squall bench http://...` against a WebSocket endpoint: every answer a 426 Upgrade Required."""
+    from squall.report import console
+
+    base = json.loads((Path(__file__).parents[2] / "web" / "samples" / "bench-closed.json").read_text())
+    base["aggregate"]["status_codes"] = {"426": 10}
+    assert "benched with ws:// or wss://" in console.summary({**base, "url": "http://127.0.0.1:8765/echo"})
+    base["aggregate"]["status_codes"] = {"200": 10}
+    assert "ws://" not in console.summary({**base, "url": "http://127.0.0.1:8765/echo"})

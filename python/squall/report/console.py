@@ -113,6 +113,9 @@ def summary(r: dict[str, Any]) -> str:
         w(_section("Status codes"))
         for code, count in agg["status_codes"].items():
             w(f"  {code}  {count:,}\n")
+        if "426" in agg["status_codes"] and str(r.get("url", "")).startswith(("http://", "https://")):
+            # 426 Upgrade Required: what a WebSocket endpoint answers a plain request.
+            w("  (426: the server asks for an upgrade; a WebSocket endpoint is benched with ws:// or wss://)\n")
 
     if r["errors"]:
         w(_section("Errors"))
