@@ -490,3 +490,16 @@ def test_a_server_gone_mid_run_opened_only_the_connections_it_accepted(tmp_path)
     assert accepted > 10 and accepted - 1 <= r["connect"]["requests"] <= accepted + 1, (accepted, r["connect"])
     refused = sum(e["count"] for e in r["errors"] if e["kind"] == "connect_refused")
     assert refused > 0 and f"; {refused:,} could not connect)" in p.stdout, p.stdout
+
+
+def test_an_output_through_a_link_is_written_through_it(nginx, tmp_path):
+    """`--json link.json` where link.json is a symbolic link (/dev/stdout is one): the file it points to
+    gets the result and the link stays a link. Before, the result was renamed over the link (as root,
+    `--json /dev/stdout` put a file in /dev), and the partial files went beside it."""
+    real, link = tmp_path / "real.json", tmp_path / "link.json"
+    real.write_text("")
+    link.symlink_to(real)
+    p = squall("bench", nginx.url + "/", "-n", 20, "-c", 2, "-q", "--json", link)
+    assert p.returncode == 0, p.stderr
+    assert link.is_symlink() and json.loads(real.read_text())["aggregate"]["requests"] == 20
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["link.json", "real.json"]  # (no partial files)

@@ -29,12 +29,10 @@ _failed: list[str] = []  # the paths this process could not write
 
 @contextlib.contextmanager
 def replace(path: str, newline: str | None = None) -> Iterator[TextIO]:
-    """A text file (UTF-8) whose contents replace `path` atomically when the block ends without an error."""
-    try:
-        special = not stat.S_ISREG(os.stat(path).st_mode)
-    except FileNotFoundError:
-        special = False
-    if special:
+    """A text file (UTF-8) whose contents replace `path` atomically when the block ends without an error;
+    anything but a plain file (`plain`: a device, a pipe, a symbolic link such as /dev/stdout) is written
+    through, in place: a rename would put a file where the link was (as root, /dev/stdout itself)."""
+    if not plain(path):
         with open(path, "w", encoding="utf-8", newline=newline) as f:
             yield f
         return
@@ -55,6 +53,14 @@ def replace(path: str, newline: str | None = None) -> Iterator[TextIO]:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def plain(path: str) -> bool:
+    """Whether `path` is a regular file, not a symbolic link, or nothing yet: a file a write may replace."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return True
 
 
 def write_text(path: str, text: str) -> str:

@@ -344,8 +344,10 @@ def warn_of_many_names(names: int) -> None:
 
 
 def partial_files(result_path: str | None, kind: str, url: str, load: dict[str, Any]) -> PartialFiles | None:
-    """The partial files of a run that writes its result to `result_path` (none without one)."""
-    if not result_path:
+    """The partial files of a run that writes its result to `result_path` (none without one, nor for a
+    result going to a device, a pipe or through a link such as /dev/stdout: they would go beside it,
+    /dev/stdout.partial.jsonl in /dev)."""
+    if not result_path or not files.plain(result_path):
         return None
     header = {
         "squall_version": __version__,

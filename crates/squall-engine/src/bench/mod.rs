@@ -180,7 +180,10 @@ fn preflight(
     let open = async {
         let mut io = connector.connect(0).await.map_err(Refused::Connect)?;
         if let Some(h) = handshake {
-            h.open(&mut io).await.map_err(Refused::WebSocket)?;
+            // Opened as the run's are, and closed with a goodbye (close 1000): a server logged each
+            // run's check as an abnormal closure (1006).
+            let mut ws = crate::ws::WsConn::open(io, h).await.map_err(Refused::WebSocket)?;
+            ws.close().await;
         } else if http2 {
             crate::http::h2lean::speaks_h2(&mut io, spec.https).await.map_err(Refused::Http2)?;
         }
