@@ -122,3 +122,13 @@ def test_thresholds_are_reachable_from_a_locustfile(nginx, tmp_path):
     got = json.loads(seen.read_text())
     assert got["live"] == [["p95<10s", True], ["requests>=1", True]]
     assert got["final"] == [["p99.5<10s", True], ["rps>1000000", False]]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+def test_the_verdicts_give_the_exit_code_an_unwritten_output_makes(nginx, tmp_path):
+    """A threshold fails and --json cannot be written (/dev/full: no space left): the command exits 5
+    (an output missing comes before the thresholds' 99, numbers.md), and the verdict block, said after
+    the files, says 5 with its reason, not 99."""
+    p = squall("bench", nginx.url + "/", "-n", 20, "-c", 2, "--json", "/dev/full", "--threshold", "p50<1us")
+    assert p.returncode == 5, (p.stdout[-1500:], p.stderr)
+    assert "exit code 5: an output could not be written" in p.stdout and "(exit code 99)" not in p.stdout

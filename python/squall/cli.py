@@ -132,9 +132,7 @@ def _written(code: int) -> int:
     """The command's exit code, or WRITE_FAILED when an output it was asked for could not be written
     (each said on stderr as it failed): a CI job must not pass with its report missing. A signal's code
     stays (the user stopped it, and the failed files were said)."""
-    if files.failed() and code not in (exitcodes.INTERRUPTED, exitcodes.TERMINATED):
-        return exitcodes.WRITE_FAILED
-    return code
+    return files.exit_code(code)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -24,6 +24,8 @@ import tempfile
 from collections.abc import Iterator
 from typing import TextIO
 
+from squall import exitcodes
+
 _failed: list[str] = []  # the paths this process could not write
 
 
@@ -68,6 +70,15 @@ def write_text(path: str, text: str) -> str:
     with replace(path) as f:
         f.write(text)
     return path
+
+
+def exit_code(code: int) -> int:
+    """The command's exit code once its outputs were written: 5 (an output it was asked for could not be
+    written, each said as it failed) over any but a signal's, so that a CI job does not pass with its
+    report missing."""
+    if _failed and code not in (exitcodes.INTERRUPTED, exitcodes.TERMINATED):
+        return exitcodes.WRITE_FAILED
+    return code
 
 
 def note_failure(path: str) -> None:

@@ -27,6 +27,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from squall import files
 from squall.durations import parse_duration
 from squall.errors import UsageError
 from squall.report.totals import counted_s
@@ -261,7 +262,8 @@ def block(verdicts: list[Verdict], code: int = 0, why: str = "") -> str:
         note = f"  ({v.reason})" if v.reason else ""
         lines.append(f"  {mark}  {v.threshold.text:<{width}}  measured {v.threshold.shown(v.value)}{note}")
     failed = sum(not v.passed for v in verdicts)
-    lines.append(f"  {len(verdicts) - failed} passed, {failed} failed" + (" (exit code 99)" if failed else ""))
+    theirs = " (exit code 99)" if failed and code in (0, 99) else ""  # (else the code line below says it)
+    lines.append(f"  {len(verdicts) - failed} passed, {failed} failed{theirs}")
     if code not in (0, 99):
         lines.append(f"  exit code {code}: {why}" if why else f"  exit code {code}")
     return "\n".join(lines) + "\n"
@@ -331,7 +333,12 @@ def judge(result: dict[str, Any], thresholds: list[Threshold], watch: Watch | No
 
 
 def say(verdicts: list[Verdict], code: int, why: str, out: Any = None) -> None:
-    """The verdict block (none without thresholds) on `out` (stdout by default), with the exit code."""
+    """The verdict block (none without thresholds) on `out` (stdout by default), with the exit code: the
+    command's once its outputs were written (said after them: an output that could not be written makes
+    it 5, not the thresholds' 99)."""
+    final = files.exit_code(code)
+    if final != code:
+        code, why = final, "an output could not be written (said above)"
     if verdicts:
         out = out or sys.stdout
         out.write("\n" + block(verdicts, code, why))

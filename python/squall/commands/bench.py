@@ -314,7 +314,6 @@ def finish(
     sys.stdout.flush()
     print_observations(result)
     code, why = exit_code(result, signum, verdicts)
-    thresholds.say(verdicts, code, why)
     outputs.write_and_say(
         result,
         json_path=args.json,
@@ -323,6 +322,7 @@ def finish(
         html_path=args.html,
         html_meta=page.meta("bench", getattr(args, "argv", None) or [], args.url),
     )
+    thresholds.say(verdicts, code, why)  # (after the files: one that could not be written is its code)
     if code == exitcodes.ALL_FAILED:
         sys.stderr.write(f"squall bench: error: {why}\n")
     return code

@@ -341,7 +341,6 @@ def _final_output(result: dict[str, Any], args: argparse.Namespace, signum: int 
     sys.stdout.flush()
     print_observations(result)
     code, why = exit_code(result, signum, verdicts)
-    thresholds.say(verdicts, code, why)
     outputs.write_and_say(
         result,
         json_path=args.json,
@@ -350,6 +349,7 @@ def _final_output(result: dict[str, Any], args: argparse.Namespace, signum: int 
         html_path=args.html,
         html_meta=page.meta("mqtt", getattr(args, "argv", None) or [], result["mqtt"]["broker"]),
     )
+    thresholds.say(verdicts, code, why)  # (after the files: one that could not be written is its code)
     if code == exitcodes.ALL_FAILED and not result["mqtt"]["subscribe_only"]:
         sys.stderr.write(f"squall mqtt: error: {why}\n")
     elif code == exitcodes.LOST:
