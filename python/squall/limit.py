@@ -395,6 +395,11 @@ def find(
                 up, why = trend(s, [p for p in steps if p.passed])
                 s.check("trend", not up, why)
                 s.passed = not up
+            if s.passed:
+                few = too_few_to_tell(s, steps)
+                if few:
+                    s.check("evidence", False, few)
+                    s.passed = False
             steps.append(s)
             if on_step:
                 on_step(s)
@@ -438,6 +443,8 @@ def find(
             good = load
         else:
             bad = s
+            if any(c["check"] == "evidence" and not c["passed"] for c in s.checks):
+                break  # lower loads have fewer requests still: none can tell either
     while good is not None and bad is not None and measured() < budget:  # bisect
         if bad.load - good <= precision * good or (whole and bad.load - good <= 1):
             break
@@ -457,6 +464,32 @@ def find(
     if bad is None:
         return Outcome(good, None, "the step budget ran out before a load failed", steps)
     return Outcome(good, bad.load, f"at {bad.load:,.0f}: {bad.reason}", steps)
+
+
+# A step passes an error-rate SLO "below X" on evidence only when, had the rate been X, it would have
+# seen failures: with n requests none shows with probability (1 - X)^n, about e^(-nX), under 5% from
+# nX = 3 on (the "rule of three"). A search that came down after higher loads failed the SLO would
+# otherwise pass a step of ten requests that saw no failure by chance, and report it the limit (a server
+# failing 5% of requests at every load: "Limit: 2 req/s").
+EVIDENCE = 3.0
+
+
+def too_few_to_tell(s: Step, before: list[Step]) -> str:
+    """Why step `s`, which passed, cannot be taken to pass its error-rate SLOs: an SLO an earlier step
+    failed, and too few requests here for a failure rate at its limit to have shown (`EVIDENCE`). "" when
+    it can."""
+    failed_before = {
+        v["threshold"] for p in before for v in p.verdicts if v.get("metric") == "error_rate" and not v["passed"]
+    }
+    for v in s.verdicts:
+        limit = float(v.get("limit") or 0.0)
+        if v["threshold"] in failed_before and v["op"] in ("<", "<=") and limit > 0 and s.requests * limit < EVIDENCE:
+            need = math.ceil(EVIDENCE / limit)
+            return (
+                f"{v['threshold']} held on {s.requests:,} requests, too few to tell after higher loads failed it "
+                f"(at least {need:,} needed: a longer --step-time)"
+            )
+    return ""
 
 
 def table_header(unit: str, connections: bool = False) -> str:

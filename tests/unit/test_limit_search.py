@@ -258,3 +258,41 @@ def test_late_sends_behind_a_bursty_target_are_not_the_generators_limit():
     assert not step.generator_bound and step.connection_bound
     plan.review(step)
     assert step.retry and "slow moments" in step.reason and plan.for_rate(904.5) >= 200
+
+
+def failing_everywhere(rate=0.05, seconds=10):
+    """A target that fails `rate` of its requests at every load (each step `seconds` long): a step of n
+    requests sees floor(n x rate) failures, none below 1 / rate requests."""
+
+    def measure(load):
+        n = max(1, round(load * seconds))
+        failures = int(n * rate)
+        result = {
+            "duration_s": float(seconds),
+            "aggregate": {"requests": n, "failures": failures, "mean_us": 2000.0, "max_us": 3000,
+                          "min_us": 100, "percentiles_us": {"50": 1500, "95": 2500, "99": 3000}},
+            "endpoints": [],
+            "timeseries": [],
+        }  # fmt: skip
+        return limit.judge(result, load, thresholds.parse_all(limit.DEFAULT_SLOS), connections=100)
+
+    return measure
+
+
+def test_an_error_rate_no_load_meets_gives_no_limit_however_few_the_requests():
+    """5% failures at every load: coming down after the error rate failed, a step of 10 requests with no
+    failure (as likely as not at 5%) is no evidence of a rate under 1% (the rule of three: 300 needed).
+    Before, the search reported such a step the limit ("Limit: 2 req/s", exit 0)."""
+    out = limit.find(failing_everywhere(), start=100)
+    assert out.limit is None and out.reason.startswith("even the lowest load failed"), out.reason
+    few = [s for s in out.steps if any(c["check"] == "evidence" for c in s.checks)]
+    assert few and all(s.requests * 0.01 < 3 and not s.passed for s in few)
+    assert "too few to tell after higher loads failed it (at least 300 needed" in few[0].reason
+
+
+def test_a_healthy_small_target_still_has_its_limit():
+    """Few requests alone fail nothing: a target of 37 req/s that never errs (steps of 1 s: 37 requests,
+    under the 300 the rule of three asks) keeps its limit, since no load failed the error rate."""
+    measure, _ = target(37)
+    out = limit.find(measure, start=1)
+    assert out.limit is not None and 37 / 1.06 <= out.limit <= 37 / limit.KEEP_UP
