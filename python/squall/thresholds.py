@@ -310,6 +310,11 @@ def from_args(args: argparse.Namespace) -> tuple[list[Threshold], Watch | None]:
         raise UsageError(str(e)) from None
     if args.threshold_abort and not thresholds:
         raise UsageError("--threshold-abort needs at least one --threshold")
+    if getattr(args, "command", None) == "bench":  # (a locustfile's MQTT clients record PUBLISH too)
+        for t in thresholds:
+            if t.metric in MQTT_COUNTS or t.scope in MQTT_SCOPES.values():
+                # Known before the run: it ran whole, then failed with 99 ("no endpoint PUBLISH").
+                raise UsageError(f"--threshold {t.text}: an MQTT measure (squall mqtt's), not squall bench's")
     # A --processes worker has a share of the load: the parent judges the merged run, never a worker.
     worker = os.environ.get("SQUALL_WORKER")
     return thresholds, (Watch(thresholds, grace) if args.threshold_abort and not worker else None)
