@@ -180,6 +180,20 @@ def test_compare_shows_the_change_from_the_first_run():
     assert "10.0" in rows["sync"] and "15.0" in rows["async"]
 
 
+def test_compare_gives_the_error_rates_change_in_points_and_only_from_the_first_run():
+    """5% failed, then 9.95%: +4.95 pp, as the page says (it read +98.9%); an endpoint the first run
+    lacks has no change row (it was "from the second run", under a header saying the first)."""
+    first, second = result(2000), result(2000)
+    first["endpoints"][0]["failures"] = first["aggregate"]["failures"] = 100
+    second["endpoints"][0]["failures"] = second["aggregate"]["failures"] = 199
+    extra = dict(second["endpoints"][0], name="/b")
+    third = {**second, "endpoints": [*second["endpoints"], extra]}
+    text = compare_table([("one", first), ("two", second), ("three", third)])
+    assert "+4.95 pp" in text and "98.9" not in text
+    b = text.split("GET /b")[1].split("\n\n")[0]
+    assert "change" not in b, b
+
+
 def test_the_downloads_of_a_test_that_has_counted_nothing_yet():
     """Found by tests/test_web_fuzz.py: a download between a Start and the test's first second was a 500
     (KeyError 'percentiles_us': the run so far had an aggregate of two fields)."""
