@@ -59,7 +59,8 @@ def add_parsers(commands: Subcommands) -> None:
         "compare",
         help="compare saved results side by side",
         description="Throughput, error rate and latency percentiles of saved runs side by side, per endpoint "
-        "and in total, with the change from the first run in % (the error rate's in points); --html adds overlaid charts.",
+        "and in total, with the change from the first run in % (the error rate's in points); --html adds "
+        "overlaid charts.",
     )
     c.add_argument(
         "results", nargs="+", metavar="RUN.json", help="two or more result documents; the first is the baseline"
