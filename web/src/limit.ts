@@ -34,7 +34,7 @@ export function fmtLoad(v: number | null | undefined): string {
 }
 
 /** "91 req/s" */
-const withUnit = (v: number, unit: string) => fmtLoad(v) + " " + unit;
+const withUnit = (v: number, unit: string) => fmtLoad(v) + " " + (unit === "users" && v === 1 ? "user" : unit);
 
 type StepState = "pass" | "fail" | "generator" | "rerun";
 const stateOf = (s: LimitStep): StepState => (s.generator_bound ? "generator" : s.retry ? "rerun" : s.passed ? "pass" : "fail");
@@ -124,7 +124,13 @@ export function limitSection(l: Limit, result: Result): { el: HTMLElement; draw:
   const probe = l.probe;
   const shown = limitStep(l);
   const about: string[] = [];
-  about.push(`${l.steps.length} step${l.steps.length === 1 ? "" : "s"}` + (probe ? ` after a closed-model probe that reached ${withUnit(num(probe.achieved), unit)}` : ""));
+  // (a users search's probe is a number of users, its throughput requests a second: "reached 6.5 users" read wrong)
+  const probed = !probe
+    ? ""
+    : unit === "users"
+      ? ` after a probe of ${withUnit(num(probe.load), unit)} at ${fmtRate(num(probe.achieved))} req/s`
+      : ` after a closed-model probe that reached ${withUnit(num(probe.achieved), unit)}`;
+  about.push(`${l.steps.length} step${l.steps.length === 1 ? "" : "s"}` + probed);
   if (shown && load !== null) about.push(`the numbers on the rest of this page are the ${withUnit(load, unit)} step's own`);
   else if (load === null && result.schedule && result.schedule.rate) about.push(`the rest of this page shows the ${withUnit(result.schedule.rate, unit)} step`);
   const note = h("p", { class: "note lim-about" }, about.join("; ") + ".");
