@@ -8,8 +8,9 @@ _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNIT = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 
 
-def parse_duration(text: str) -> float:
-    """Seconds in `text`; ValueError with a readable message when it is not a duration."""
+def parse_duration(text: str, zero: bool = False) -> float:
+    """Seconds in `text`; ValueError with a readable message when it is not a duration (or is none at all,
+    unless `zero` allows it: a grace of 0 s)."""
     s = text.strip().lower()
     if re.fullmatch(r"\d+(\.\d+)?", s):
         seconds = float(s)
@@ -22,7 +23,7 @@ def parse_duration(text: str) -> float:
             pos = m.end()
         if pos != len(s) or not s:
             raise ValueError(f"invalid duration '{text}' (use e.g. 30s, 2m, 1h30m)")
-    if seconds <= 0:
+    if seconds < 0 or (seconds == 0 and not zero):
         raise ValueError(f"invalid duration '{text}': must be more than zero")
     return seconds
 

@@ -305,7 +305,7 @@ def from_args(args: argparse.Namespace) -> tuple[list[Threshold], Watch | None]:
     `--threshold-abort` asks for."""
     try:
         thresholds = parse_all(args.threshold)
-        grace = parse_duration(args.threshold_grace)
+        grace = parse_duration(args.threshold_grace, zero=True)  # (0: judged from the first second)
     except ValueError as e:
         raise UsageError(str(e)) from None
     if args.threshold_abort and not thresholds:

@@ -60,3 +60,10 @@ def test_format_duration(seconds, text):
 def test_format_then_parse_round_trips_whole_seconds():
     for seconds in (1, 59, 60, 61, 3599, 3600, 3661, 86400):
         assert parse_duration(format_duration(seconds)) == seconds
+
+
+def test_zero_only_where_it_is_allowed():
+    """A grace of 0 s is a setting (--threshold-grace 0: judged from the first second); a run of 0 s is not."""
+    assert parse_duration("0", zero=True) == 0.0 == parse_duration("0s", zero=True)
+    with pytest.raises(ValueError, match="must be more than zero"):
+        parse_duration("0s")

@@ -145,5 +145,5 @@ def add_threshold_arguments(p: argparse.ArgumentParser) -> None:
         "--threshold-grace",
         default="10s",
         metavar="DURATION",
-        help="with --threshold-abort: no check before this much of the run (default 10s)",
+        help="with --threshold-abort: no check before this much of the run (default 10s; 0: from the first second)",
     )
