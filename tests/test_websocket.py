@@ -255,6 +255,17 @@ def test_a_server_close_fails_the_exchange_quietly_and_the_next_one_reconnects(w
     assert {e["message"] for e in r["errors"]} == {"server closed the connection (WebSocket close 1001: bye)"}
 
 
+def test_messages_past_a_full_inbox_are_failures_of_the_receives_row(ws, tmp_path):
+    """1,500 messages pushed at once to a user that receives one a second: the inbox keeps 1,000, the
+    oldest 500 are dropped, each a failure of the row its receives are recorded under ("push"), not of
+    one named by the connection's path. Ground truth: the server's count of messages pushed."""
+    before = ws_counts(ws)
+    r, eps = run_users(ws, tmp_path, "Hoarder", 1, 2, "/push?n=1500&ms=0", code=1)
+    assert since(ws, before)["pushed"] == 1500
+    assert eps[("WSR", "push")]["failures"] == 500 and ("WSR", "/push?n=1500&ms=0") not in eps, eps
+    assert any("500 messages past an unread inbox of 1000" in e["message"] for e in r["errors"]), r["errors"]
+
+
 @pytest.mark.parametrize("code", [1011, 1000])
 def test_a_server_close_between_calls_is_the_connections_failure_unless_normal(ws, tmp_path, code):
     """The server closes each connection 20 ms after its 2nd reply, while the user waits its 0.1 s: no

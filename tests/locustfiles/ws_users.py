@@ -2,12 +2,27 @@
 WS_PATH picks the server's behaviour, WS_KIND the user's (exchanges, or receives of pushed messages)."""
 
 import os
+import time
 
 from locust import constant, task
 
 from squall.contrib.websocket import WebSocketUser
 
 PATH = os.environ.get("WS_PATH", "/echo")
+
+
+class Hoarder(WebSocketUser):
+    """Takes one pushed message a second, after the server pushed them all: the inbox keeps 1,000."""
+
+    wait_time = constant(1)
+
+    def on_start(self):
+        self.ws.connect(PATH)
+
+    @task
+    def take(self):
+        time.sleep(0.5)  # (cooperative: the pushes all arrive meanwhile)
+        self.ws.receive(name="push")
 
 
 class Pacer(WebSocketUser):

@@ -104,6 +104,9 @@ struct Socket {
     /// Connects and closes, one at a time in the order asked, so that an operation after them finds
     /// the connection they leave.
     changing: tokio::sync::Mutex<()>,
+    /// The name the user's receives were last recorded under (`WSR`): messages dropped from a full
+    /// inbox are failures of that row, not of one named by the connection's path.
+    receive_name: RefCell<Option<String>>,
 }
 
 impl WsOp {
@@ -128,6 +131,7 @@ pub(super) async fn socket_task(engine: Rc<Engine>, mode: Mode, mut rx: mpsc::Un
         open: RefCell::new(None),
         target: RefCell::new(None),
         changing: tokio::sync::Mutex::new(()),
+        receive_name: RefCell::new(None),
     });
     let mut running: HashMap<u64, JoinHandle<()>> = HashMap::new();
     while let Some(op) = rx.recv().await {
@@ -239,6 +243,7 @@ impl Socket {
                     receive(&open.inbox, timeout.map(|t| t0 + t), self.mode).await
                 }
                 .await;
+                *self.receive_name.borrow_mut() = Some(self.name_of(name.clone()));
                 self.finish_wait("WSR", id, name, t0, result, used);
             }
             WsOp::Close { id, code, reason, wait } => {
@@ -437,7 +442,8 @@ impl Socket {
         let n = o.inbox.dropped.get();
         if n > 0 {
             let f = Failure::new(FailureKind::TooLarge, format!("{n} messages past an unread inbox of {MAX_INBOX}"));
-            self.engine.recorder.borrow_mut().fail_untimed(Instant::now(), self.engine.endpoint("WSR", &o.path), f, n);
+            let name = self.receive_name.borrow().clone().unwrap_or_else(|| o.path.to_string());
+            self.engine.recorder.borrow_mut().fail_untimed(Instant::now(), self.engine.endpoint("WSR", &name), f, n);
         }
     }
 }
