@@ -1002,7 +1002,7 @@ class HttpSession:
             if not typed:
                 header_list.append(("Content-Type", content_type))
         elif data is not None and not (isinstance(data, (dict, list)) and not data):
-            body = self._encode_data(data, header_list)
+            body = self._encode_data(data, header_list, typed)
         elif json is not None:
             body = json_body(json)
             if not typed:
@@ -1049,12 +1049,11 @@ class HttpSession:
             object.__setattr__(self, "_base", None)
 
     @staticmethod
-    def _encode_data(data: Any, header_list: list[tuple[str, str]]) -> bytes:
+    def _encode_data(data: Any, header_list: list[tuple[str, str]], typed: bool) -> bytes:
         """requests' `data=`: form fields (a dict or pairs) are urlencoded; text, bytes or a file go as
         they are."""
         if isinstance(data, (dict, list, tuple)):
-            has_type = any(k.lower() == "content-type" for k, _ in header_list)
-            if not has_type:
+            if not typed:  # (a Content-Type the call or the session gave stays)
                 header_list.append(("Content-Type", "application/x-www-form-urlencoded"))
             return _encode_params(data).encode()
         if hasattr(data, "read"):

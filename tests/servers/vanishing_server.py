@@ -9,18 +9,14 @@ import sys
 import threading
 import time
 
-from listener import listening
+from listener import heads, listening
 
 
 def serve(conn):
     with conn:
-        data = b""
-        while b"\r\n\r\n" not in data:
-            piece = conn.recv(65536)
-            if not piece:
-                return
-            data += piece
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+        for _ in heads(conn):  # (one request: the answer closes the connection)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+            return
 
 
 def main(port, seconds, count_file):

@@ -20,7 +20,16 @@ interface Metric {
 }
 
 const METRICS: Metric[] = [
-  { key: "rps", label: "Req/s", higher: true, get: (e, r) => (countedS(num(r.duration_s), r.reset_s) ? num(e.requests) / countedS(num(r.duration_s), r.reset_s) : null), fmt: fmtRate },
+  {
+    key: "rps",
+    label: "Req/s",
+    higher: true,
+    get: (e, r) => {
+      const d = countedS(num(r.duration_s), r.reset_s);
+      return d ? num(e.requests) / d : null;
+    },
+    fmt: fmtRate,
+  },
   {
     key: "errors",
     label: "Errors",

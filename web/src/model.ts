@@ -118,17 +118,17 @@ export function mqttFromResult(r: Result): MqttCounts | null {
   };
 }
 
+/** The seconds a run's totals cover: its duration less the time before their last reset (`reset_s`). */
+export function countedS(durationS: number, resetS: number | null | undefined): number {
+  return typeof resetS === "number" && resetS > 0 ? Math.max(durationS - resetS, 0) : durationS;
+}
+
 /**
  * A per-second count as a rate. The last second of a result usually covers only part of a second
  * (the run ended within it): its count is divided by the part it covers, or left out below half a second,
  * so the chart does not show a fall that never happened; a run shorter than a second keeps its only
  * second (scaled). `durationS` null: every second is whole (live).
  */
-/** The seconds a run's totals cover: its duration less the time before their last reset (`reset_s`). */
-export function countedS(durationS: number, resetS: number | null | undefined): number {
-  return typeof resetS === "number" && resetS > 0 ? Math.max(durationS - resetS, 0) : durationS;
-}
-
 export function perSecond(count: number, t: number, durationS: number | null): number | null {
   if (durationS === null || !(durationS > t)) return count;
   const covered = Math.min(1, durationS - t);

@@ -1513,9 +1513,8 @@ struct MergedHistogram {
 fn merge_histograms(py: Python<'_>, histograms: Vec<String>) -> PyResult<MergedHistogram> {
     py.detach(|| {
         let mut sum = squall_engine::stats::new_histogram();
-        for h in histograms.iter().filter(|h| !h.is_empty()) {
-            let h = squall_engine::stats::histogram_from_base64(h).map_err(UsageError::new_err)?;
-            sum.add(&h).map_err(|e| UsageError::new_err(format!("histograms do not add: {e:?}")))?;
+        for h in &histograms {
+            squall_engine::stats::add_base64(&mut sum, h).map_err(UsageError::new_err)?;
         }
         let s = result::summarize(&sum, sum.len(), 0, 0, 0);
         Ok(MergedHistogram {
@@ -1551,10 +1550,7 @@ fn running_histogram(py: Python<'_>, histograms: Vec<String>) -> PyResult<Runnin
         let (mut counts, mut medians_us, mut means_us) =
             (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
         for h in &histograms {
-            if !h.is_empty() {
-                let h = squall_engine::stats::histogram_from_base64(h).map_err(UsageError::new_err)?;
-                sum.add(&h).map_err(|e| UsageError::new_err(format!("histograms do not add: {e:?}")))?;
-            }
+            squall_engine::stats::add_base64(&mut sum, h).map_err(UsageError::new_err)?;
             let empty = sum.is_empty();
             counts.push(sum.len());
             medians_us.push(if empty { 0 } else { sum.value_at_percentile(50.0) });

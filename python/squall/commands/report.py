@@ -212,13 +212,8 @@ def compare_table(runs: list[tuple[str, dict[str, Any]]]) -> str:
                     f"{'  change':<{width}} {change['rps']:>10} {change['errors']:>8} {change['p50']:>9} "
                     f"{change['p95']:>9} {change['p99']:>9} {change['max']:>9}"
                 )
-    return (
-        "Times in ms; change from the first run ("
-        + runs[0][0]
-        + "), the errors' in percentage points.\n"
-        + "\n".join(lines)
-        + "\n"
-    )
+    head = f"Times in ms; change from the first run ({runs[0][0]}), the errors' in percentage points.\n"
+    return head + "\n".join(lines) + "\n"
 
 
 def compare(args: argparse.Namespace) -> int:

@@ -52,7 +52,6 @@ def stats_table(
             stat = f"{_ms(r['mean_us']):>7} {_ms(r['min_us']):>7} {_ms(r['max_us']):>7} {_ms(med):>7}"
         else:
             stat = f"{0:>7} {0:>7} {0:>7} {0:>7}"
-
         fails = f"{f}({pct:.2f}%)"
         return f"{r['method']:<8} {r['name']:<{width}} {n:>7} {fails:>13} | {stat} | {rps:>8.2f} {fps:>10.2f}"
 

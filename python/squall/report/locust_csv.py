@@ -184,23 +184,23 @@ def history_rows(result: dict[str, Any], full_history: bool) -> Iterator[list[An
     aggregate = _running_totals(counted) if since else [_cumulative(sec["cumulative"]) for sec in seconds]
     # Each endpoint's seconds with requests, kept sparse (a run of many names and seconds has few of
     # each name's), and its totals after each counted one: (second's index, totals).
-    appears: dict[tuple[str, str], list[int]] = {}  # (name, method) -> the seconds it had requests in
+    first_seen: dict[tuple[str, str], int] = {}  # (name, method) -> the first second it had requests in
     totals: dict[tuple[str, str], list[tuple[int, list[Any]]]] = {}
     if full_history:
         points: dict[tuple[str, str], list[tuple[int, dict[str, Any]]]] = {}
         for i, sec in enumerate(seconds):
             for e in sec["endpoints"]:
                 key = (e["name"], e["method"])
-                appears.setdefault(key, []).append(i)
+                first_seen.setdefault(key, i)
                 if counted[i] is not None:
                     points.setdefault(key, []).append((i, e))
         for key, pts in points.items():
             totals[key] = list(zip([i for i, _ in pts], _running_totals([e for _, e in pts])))
     shown: list[tuple[str, str]] = []  # the endpoints seen so far, sorted
-    arrivals = sorted((first[0], key) for key, first in appears.items())
+    arrivals = sorted((first, key) for key, first in first_seen.items())
     nxt = 0
-    at = dict.fromkeys(appears, 0)  # each endpoint's next entry in `totals`
-    last = dict.fromkeys(appears, _NO_TOTALS)
+    at = dict.fromkeys(first_seen, 0)  # each endpoint's next entry in `totals`
+    last = dict.fromkeys(first_seen, _NO_TOTALS)
     for i, sec in enumerate(seconds):
         ts = int(sec["unix"]) + 1  # written at the end of the second, as Locust does
         users = sec["users"]
@@ -208,7 +208,7 @@ def history_rows(result: dict[str, Any], full_history: bool) -> Iterator[list[An
             while nxt < len(arrivals) and arrivals[nxt][0] <= i:
                 bisect.insort(shown, arrivals[nxt][1])
                 nxt += 1
-            present = {(e["name"], e["method"]): e for e in sec["endpoints"]} if sec["endpoints"] else {}
+            present = {(e["name"], e["method"]): e for e in sec["endpoints"]}
             for key in shown:
                 mine = totals.get(key)
                 if mine and at[key] < len(mine) and mine[at[key]][0] == i:

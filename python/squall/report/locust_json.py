@@ -25,7 +25,7 @@ from typing import Any
 
 from squall import files
 from squall.report.hdr import recorded
-from squall.report.totals import first_counted_second
+from squall.report.totals import first_counted_second, reset_s
 
 # The keys of Locust's StatsEntryDict, in its order.
 FIELDS = (
@@ -101,7 +101,7 @@ def rows(result: dict[str, Any]) -> list[dict[str, Any]]:
                 reqs[key] = reqs.get(key, 0) + n
             if f:
                 fails[key] = fails.get(key, 0) + f
-        first = max(series[0][0] if series else start, start + float(result.get("reset_s") or 0.0))
+        first = max(series[0][0] if series else start, start + reset_s(result))
         last = min(series[-1][0] + 1.0, end) if series else end
         row = {
             "name": e["name"],

@@ -787,9 +787,7 @@ fn head_facts(parsed: &httparse::Response, head_request: bool) -> Result<(BodyKi
             event_stream = sse::is_event_stream(h.value);
         }
     }
-    // An event stream is a 2xx's: EventSource fails a connection on any other status, so a 503 with the
-    // type is a failed request, not a stream begun and completed.
-    let event_stream = event_stream && (200..300).contains(&status);
+    let event_stream = event_stream && sse::status_streams(status);
     let body = if head_request || status == 204 || status == 304 {
         BodyKind::Empty
     } else if chunked {

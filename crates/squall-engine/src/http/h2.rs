@@ -253,8 +253,7 @@ impl H2Conn {
                     .collect(),
             );
         }
-        // (a 2xx's only: EventSource fails a connection on any other status)
-        let event_stream = parts.status.is_success()
+        let event_stream = sse::status_streams(parts.status.as_u16())
             && parts.headers.get(http::header::CONTENT_TYPE).is_some_and(|v| sse::is_event_stream(v.as_bytes()));
         let parser = (W::WATCHING && event_stream && !recv.is_end_stream()).then(SseParser::new);
         if parser.is_some() {

@@ -613,10 +613,8 @@ impl State {
     fn headers(&mut self, id: u32, block: &[u8], end_stream: bool) -> Result<(), ConnError> {
         let watching = self.slot(id).is_some_and(|s| s.watching && s.status == 0);
         let (status, type_value) = head_of(block, watching)?; // decoded even for a stream we gave up on
-                                                              // An event stream is a 2xx's (EventSource fails a connection on any other status): a 503 with
-                                                              // the type is a failed request, not a stream begun and completed.
         let event_stream = match type_value {
-            Some(raw) if status.is_some_and(|c| (200..300).contains(&c)) => self.event_stream(raw)?,
+            Some(raw) if status.is_some_and(sse::status_streams) => self.event_stream(raw)?,
             _ => false,
         };
         let Some(s) = self.slot(id) else { return Ok(()) };

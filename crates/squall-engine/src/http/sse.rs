@@ -203,6 +203,13 @@ impl SseParser {
     }
 }
 
+/// Whether a response of this status may be an event stream: a 2xx's only. EventSource fails a
+/// connection on any other status, so a 503 typed `text/event-stream` is a failed request, not a stream
+/// begun and completed (HTTP/1.1 and both HTTP/2 clients ask it).
+pub fn status_streams(status: u16) -> bool {
+    (200..300).contains(&status)
+}
+
 /// Whether a Content-Type value is `text/event-stream` (its parameters, such as a charset, ignored).
 pub fn is_event_stream(content_type: &[u8]) -> bool {
     let essence = content_type.split(|&b| b == b';').next().unwrap_or_default();

@@ -59,6 +59,14 @@ pub fn histogram_from_base64(s: &str) -> Result<Histogram<u64>, String> {
     Ok(h)
 }
 
+/// A serialized histogram (`histogram_to_base64`) added into `sum`; an empty text adds nothing.
+pub fn add_base64(sum: &mut Histogram<u64>, s: &str) -> Result<(), String> {
+    if s.is_empty() {
+        return Ok(());
+    }
+    sum.add(histogram_from_base64(s)?).map_err(|e| format!("histograms do not add: {e:?}"))
+}
+
 /// Why a request failed. The kinds a user acts on differently are kept apart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum FailureKind {
@@ -581,15 +589,23 @@ impl Recorder {
         }
     }
 
-    /// Counts a success that has no latency to measure (a message without a timestamp).
-    pub fn count(&mut self, now: Instant, endpoint: EndpointId, body_bytes: u64) {
-        self.roll(now);
+    /// The endpoint's statistics in the totals and in the current second, made if new: where the counts
+    /// without a latency go (`record`, the hot path, keeps its own two lookups, as measured).
+    fn both(&mut self, endpoint: EndpointId) -> [&mut EndpointStats; 2] {
         for stats in [&mut self.totals, &mut self.second] {
             if stats.len() <= endpoint {
                 stats.resize_with(endpoint + 1, EndpointStats::default);
             }
-            stats[endpoint].requests += 1;
-            stats[endpoint].body_bytes += body_bytes;
+        }
+        [&mut self.totals[endpoint], &mut self.second[endpoint]]
+    }
+
+    /// Counts a success that has no latency to measure (a message without a timestamp).
+    pub fn count(&mut self, now: Instant, endpoint: EndpointId, body_bytes: u64) {
+        self.roll(now);
+        for s in self.both(endpoint) {
+            s.requests += 1;
+            s.body_bytes += body_bytes;
         }
         self.live.completed.fetch_add(1, Ordering::Relaxed);
     }
@@ -600,12 +616,9 @@ impl Recorder {
             return;
         }
         self.roll(now);
-        for stats in [&mut self.totals, &mut self.second] {
-            if stats.len() <= endpoint {
-                stats.resize_with(endpoint + 1, EndpointStats::default);
-            }
-            stats[endpoint].requests += n;
-            stats[endpoint].failures += n;
+        for s in self.both(endpoint) {
+            s.requests += n;
+            s.failures += n;
         }
         self.live.failed.fetch_add(n, Ordering::Relaxed);
         self.note_error(now, ErrorKey { endpoint, failure }, n);
@@ -698,12 +711,9 @@ impl Recorder {
         if events == 0 && tokens == 0 {
             return;
         }
-        for stats in [&mut self.totals, &mut self.second] {
-            if stats.len() <= endpoint {
-                stats.resize_with(endpoint + 1, EndpointStats::default);
-            }
-            stats[endpoint].events += events;
-            stats[endpoint].tokens += tokens;
+        for s in self.both(endpoint) {
+            s.events += events;
+            s.tokens += tokens;
         }
     }
 
@@ -714,12 +724,9 @@ impl Recorder {
             return;
         }
         self.roll(now);
-        for stats in [&mut self.totals, &mut self.second] {
-            if stats.len() <= endpoint {
-                stats.resize_with(endpoint + 1, EndpointStats::default);
-            }
-            stats[endpoint].body_bytes += bytes;
-            stats[endpoint].wire_bytes += bytes;
+        for s in self.both(endpoint) {
+            s.body_bytes += bytes;
+            s.wire_bytes += bytes;
         }
     }
 
