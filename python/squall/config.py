@@ -8,7 +8,8 @@ Config files hold `key = value` lines (Locust's long option names: `users = 10`,
 A file that cannot serve is a ConfigError, one line naming the file (exit 2, before the run): not UTF-8
 text (compressed, UTF-16: squall.inputs says which), TOML that does not parse or nests too deep,
 `tool` or `tool.locust` that is not a table, a value that is a table or nests where one value is wanted,
-a value its option refuses (the option's own converter, its choices). A TOML value is given to the
+a value its option refuses (the option's own converter, its choices, a threshold that does not parse):
+each names the file (or the LOCUST_* variable) the setting came from. A TOML value is given to the
 option as the text a conf file would hold (`10`, `2.5`, `true`), so both kinds of file convert alike."""
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from squall import inputs
+from squall import durations, inputs, load_values
+from squall.errors import UsageError
 
 TRUE = {"1", "true", "yes", "on"}
 FALSE = {"0", "false", "no", "off", ""}
@@ -84,20 +86,28 @@ def _config_arg(argv: Sequence[str]) -> str | None:
 
 def _sources(
     argv: Sequence[str], environ: Mapping[str, str], home: str | Path | None, cwd: str | Path
-) -> tuple[dict[str, Any], dict[str, str]]:
-    """(the config files' settings, the LOCUST_* environment variables), each later file winning."""
+) -> tuple[dict[str, Any], dict[str, str], dict[str, tuple[str, str]]]:
+    """(the config files' settings, the LOCUST_* environment variables, the file each setting came
+    from and its key as the file spells it), each later file winning."""
     merged: dict[str, Any] = {}
+    origins: dict[str, tuple[str, str]] = {}
+
+    def read(source: str | Path) -> None:
+        values = _read_pyproject(source) if str(source).endswith(".toml") else _read_conf(source)
+        for spelled, value in values.items():
+            key = spelled.replace("-", "_").lower()
+            merged[key], origins[key] = value, (str(source), spelled)
+
     home_conf = Path(home or Path.home()) / ".locust.conf"
     for source in (home_conf, Path(cwd) / "pyproject.toml", Path(cwd) / "locust.conf"):
         if source.is_file():
-            merged.update(_read_pyproject(source) if source.name == "pyproject.toml" else _read_conf(source))
+            read(source)
     explicit = _config_arg(argv)
     if explicit:
         if not os.path.isfile(explicit):  # (pathlib's is_file raises on a name too long: ENAMETOOLONG)
             raise ConfigError(f"config file '{explicit}' not found")
-        merged.update(_read_pyproject(explicit) if explicit.endswith(".toml") else _read_conf(explicit))
-    files = {k.replace("-", "_").lower(): v for k, v in merged.items()}
-    return files, {k: v for k, v in environ.items() if k.startswith("LOCUST_")}
+        read(explicit)
+    return merged, {k: v for k, v in environ.items() if k.startswith("LOCUST_")}, origins
 
 
 def gather(
@@ -109,7 +119,7 @@ def gather(
     """(key -> raw value) from every source but the command line, later sources winning. Values are
     text, or what TOML holds for `[tool.locust]` keys (numbers, booleans, lists). An environment
     variable LOCUST_NAME gives the key `name`."""
-    files, env = _sources(argv, os.environ if environ is None else environ, home, cwd)
+    files, env, _ = _sources(argv, os.environ if environ is None else environ, home, cwd)
     return {**files, **{k[len("LOCUST_") :].lower(): v for k, v in env.items()}}
 
 
@@ -125,7 +135,7 @@ def apply(
     An unknown key in a file gets one warning line (with `warn`); an unknown LOCUST_* variable is
     ignored, as Locust ignores it."""
     environ = os.environ if environ is None else environ
-    files, env = _sources(argv, environ, None, ".")
+    files, env, origins = _sources(argv, environ, None, ".")
     actions = {a.dest: a for a in parser._actions if a.option_strings}
     declared: dict[str, argparse.Action] = {a.env_var: a for a in parser._actions if getattr(a, "env_var", None)}  # type: ignore[attr-defined]
     defaults = {}
@@ -133,24 +143,61 @@ def apply(
         if key in ("config", "locustfile_path"):
             continue
         action = actions.get(key)
+        source, spelled = origins[key]
         if action is None:
             if warn:
-                sys.stderr.write(f"squall: warning: ignoring unknown setting '{key}'\n")
+                sys.stderr.write(f"squall: warning: {source}: ignoring unknown setting '{spelled}'\n")
             continue
-        defaults[action.dest] = _convert(action, value, key)
+        defaults[action.dest] = _convert(action, value, spelled, source)
     for name, value in env.items():  # LOCUST_NAME sets the option NAME, unless one declares it
         action = actions.get(name[len("LOCUST_") :].lower())
         if action is not None and name not in declared:
-            defaults[action.dest] = _convert(action, value, name)
+            defaults[action.dest] = _convert(action, value, name, "the environment")
     for var, declarer in declared.items():  # any name, a locustfile's options' too
         if var in environ:
-            defaults[declarer.dest] = _convert(declarer, environ[var], var)
+            defaults[declarer.dest] = _convert(declarer, environ[var], var, "the environment")
     if "LOCUST_USER_CLASSES" in environ:
         defaults["user_classes"] = environ["LOCUST_USER_CLASSES"].split()
     parser.set_defaults(**defaults)
 
 
-def _convert(action: argparse.Action, value: Any, key: str) -> Any:
+def _convert(action: argparse.Action, value: Any, key: str, origin: str) -> Any:
+    """`value` as option `action` takes it; a ConfigError naming `origin` (a file, or the environment)
+    if the option refuses it."""
+    try:
+        converted = _converted(action, value, key)
+        check = _LATE.get(action.dest)
+        if check is not None:
+            check(converted)
+    except ConfigError as e:
+        raise ConfigError(f"{origin}: {e}") from None
+    except (ValueError, UsageError) as e:
+        raise ConfigError(f"{origin}: setting '{key}': {e}") from None
+    return converted
+
+
+def _thresholds(texts: list[str]) -> None:
+    from squall import thresholds
+
+    thresholds.parse_all(texts)
+
+
+def _count(what: str, cast: Callable[[str], float], minimum: float = 0) -> Callable[[str | None], object]:
+    return lambda text: None if text is None else load_values.number(text, what, cast, minimum)
+
+
+# Options whose values the run reads when it starts (the command's own checks, with the same words),
+# checked here too, where the file a value came from is known: "locust.conf: setting 'users': ...".
+_LATE: dict[str, Callable[[Any], object]] = {
+    "threshold": _thresholds,
+    "users": _count("number of users", int),
+    "spawn_rate": _count("spawn rate", float, 0.001),
+    "run_time": lambda text: None if not text else durations.parse_duration(text),
+    "threshold_grace": lambda text: durations.parse_duration(text, zero=True),
+}
+
+
+def _converted(action: argparse.Action, value: Any, key: str) -> Any:
     if action.nargs == 0:  # store_true flags (a TOML boolean for another option is its text, "true")
         text = str(value).lower()
         if text not in TRUE | FALSE:

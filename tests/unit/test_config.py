@@ -106,13 +106,19 @@ def test_unknown_settings_get_one_warning(dirs, capsys):
     (cwd / "locust.conf").write_text("no-such-flag = 1\nusers = 2\n")
     _parser, run_parser = build_parser()
     config.apply(run_parser, ["run"], {})
-    assert capsys.readouterr().err == "squall: warning: ignoring unknown setting 'no_such_flag'\n"
+    assert capsys.readouterr().err == "squall: warning: locust.conf: ignoring unknown setting 'no-such-flag'\n"
 
 
 @pytest.mark.parametrize(
     "conf, argv, message",
     [
-        ("headless = maybe\n", [], "setting 'headless' must be true or false, not 'maybe'"),
+        ("headless = maybe\n", [], "^locust.conf: setting 'headless' must be true or false, not 'maybe'$"),
+        # Values the run reads as it starts are checked here, where their file is known.
+        ("threshold = p95<1s; p99<zz\n", [], "^locust.conf: setting 'threshold': invalid threshold 'p99<zz'"),
+        ("spawn-rate = 0\n", [], "^locust.conf: setting 'spawn-rate': invalid spawn rate '0'$"),
+        ("users = many\n", [], "^locust.conf: setting 'users': invalid number of users 'many'$"),
+        ("run-time = 5x\n", [], "^locust.conf: setting 'run-time': invalid duration '5x'"),
+        ("threshold-grace = soon\n", [], "^locust.conf: setting 'threshold-grace': invalid duration 'soon'"),
         ("users\n", [], "locust.conf:1: expected 'key = value'"),
         ("", ["--config", "missing.conf"], "config file 'missing.conf' not found"),
     ],
@@ -123,3 +129,9 @@ def test_bad_config_is_a_config_error(dirs, conf, argv, message):
     _parser, run_parser = build_parser()
     with pytest.raises(config.ConfigError, match=message):
         config.apply(run_parser, ["run", *argv], {})
+
+
+def test_a_bad_environment_value_names_the_environment(dirs):
+    _parser, run_parser = build_parser()
+    with pytest.raises(config.ConfigError, match=r"^the environment: setting 'LOCUST_THRESHOLD': invalid threshold"):
+        config.apply(run_parser, ["run"], {"LOCUST_THRESHOLD": "p95<x"})
