@@ -160,9 +160,11 @@ def _value(t: Threshold, e: dict[str, Any], duration: float, percentile: Percent
     if t.metric == "latency":
         if not e["requests"]:
             return None
-        if t.stat == "max":
+        # p0 and p100 are the exact extremes (a histogram's bucket would give its edge: p0 a few
+        # microseconds under the fastest request at millisecond latencies).
+        if t.stat in ("max", "p100"):
             return float(e["max_us"])
-        if t.stat == "min":
+        if t.stat in ("min", "p0"):
             return float(e["min_us"])
         if t.stat == "mean":
             return float(e["mean_us"])

@@ -73,6 +73,13 @@ def test_verdicts_on_known_numbers():
     assert verdict("requests==1000").passed and verdict("failures>0").passed
 
 
+def test_p0_and_p100_are_the_exact_extremes_not_a_buckets_edge():
+    # (the histogram says 90 us at p0 and 5,003 at p100 for requests of 100 to 5,000 us)
+    doc = {**DOC, "aggregate": {**DOC["aggregate"], "percentiles_us": {"0": 90, "100": 5003}}}
+    low, high = th.evaluate(th.parse("p0>=100us"), doc), th.evaluate(th.parse("p100<=5ms"), doc)
+    assert (low.value, low.passed, high.value, high.passed) == (100, True, 5000, True)
+
+
 def test_a_scope_names_an_endpoint_and_every_method_of_a_bare_name_must_pass():
     assert verdict("GET /a: failures==5").passed
     assert verdict("POST /a: failures==0").passed
