@@ -8,7 +8,7 @@ USAGE = 2  # bad command line: unknown flag, invalid value or URL, unreadable in
 CANNOT_START = 3  # the run could not start: host unresolvable, connection refused, TLS failure, file limit
 LOST = 4  # squall mqtt --verify: messages were published but never delivered
 WRITE_FAILED = 5  # an output (--json, --csv, --html, ...) could not be written: the disk filled up, ...
-THRESHOLDS = 99  # a --threshold failed (k6's code); before 1 and 4, after 130 and 143
+THRESHOLDS = 99  # a --threshold failed (k6's code), or a `squall compare --fail-if`; before 1 and 4, after 130 and 143
 INTERRUPTED = 130  # stopped by Ctrl-C (SIGINT); results so far are still printed and written
 TERMINATED = 143  # stopped by SIGTERM; likewise
 

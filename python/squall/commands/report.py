@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from squall import exitcodes, files, inputs, outputs
 from squall.errors import UsageError
-from squall.report import locust_json
+from squall.report import changes, locust_json
 from squall.report.totals import counted_s
 from squall.report.units import ms
 from squall.web import live, page
@@ -67,6 +67,13 @@ def add_parsers(commands: Subcommands) -> None:
     )
     c.add_argument("--labels", help="comma-separated names of the runs (default: the file names)")
     c.add_argument("--html", metavar="FILE", help="write the comparison as a self-contained HTML page")
+    c.add_argument(
+        "--fail-if",
+        action="append",
+        metavar="EXPR",
+        help="a regression gate, repeatable: a change from the first run that fails the comparison (exit code "
+        "99): 'p95>+10%%', 'rps<-5%%', 'error_rate>+0.5pp', 'GET /x: p99>+20%%'",
+    )
     c.set_defaults(func=compare)
 
 
@@ -222,6 +229,10 @@ def compare(args: argparse.Namespace) -> int:
     labels = args.labels.split(",") if args.labels else [os.path.basename(p) for p in args.results]
     if len(labels) != len(args.results):
         raise UsageError(f"--labels names {len(labels)} runs for {len(args.results)} results")
+    try:
+        gates = [changes.parse(text) for text in args.fail_if or []]
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     outputs.check_writable(html=args.html, read=args.results)
     runs = [(label, load_result(path)) for label, path in zip(labels, args.results)]
     sys.stdout.write(compare_table(runs))
@@ -230,4 +241,7 @@ def compare(args: argparse.Namespace) -> int:
         meta["command_line"] = "squall compare " + " ".join(args.results)
         files.write_text(args.html, page.compare(runs, meta))
         sys.stderr.write(f"wrote {args.html}\n")
-    return exitcodes.OK
+    verdicts = changes.evaluate_runs(gates, runs)
+    if verdicts:
+        sys.stdout.write("\n" + changes.block(verdicts, labels[0]))
+    return exitcodes.THRESHOLDS if any(not v.passed for v in verdicts) else exitcodes.OK
