@@ -177,7 +177,7 @@ def _convert(action: argparse.Action, value: Any, key: str, origin: str) -> Any:
 
 
 def _thresholds(texts: list[str]) -> None:
-    from squall import thresholds
+    from squall import thresholds  # (start-up: only a config file that sets thresholds loads them)
 
     thresholds.parse_all(texts)
 

@@ -148,12 +148,21 @@ def live_percentile(endpoint: dict[str, Any], p: float) -> float | None:
     return None
 
 
-def _endpoints(t: Threshold, doc: dict[str, Any]) -> list[dict[str, Any]]:
+def endpoints(t: Threshold, doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The endpoints of `doc` the threshold's scope names (the aggregate without one)."""
     if t.scope is None:
         return [doc["aggregate"]]
     scope = t.scope.strip()
     exact = [e for e in doc["endpoints"] if f"{e['method']} {e['name']}" == scope]
     return exact or [e for e in doc["endpoints"] if e["name"] == scope or e["method"] == scope]
+
+
+def measured(
+    t: Threshold, doc: dict[str, Any], e: dict[str, Any], duration: float, percentile: Percentile = exact_percentile
+) -> float | None:
+    """The threshold's metric on endpoint `e` of `doc` (counted over `duration`); None without requests."""
+    v = _mqtt_rps(doc, e) if t.metric == "rps" and doc.get("mqtt") else None
+    return _value(t, e, duration, percentile) if v is None else v
 
 
 def _value(t: Threshold, e: dict[str, Any], duration: float, percentile: Percentile) -> float | None:
@@ -228,14 +237,13 @@ def evaluate(t: Threshold, doc: dict[str, Any], percentile: Percentile = exact_p
         if v is None:
             return Verdict(t, None, False, "this run has no MQTT delivery counts (use --verify)")
         return Verdict(t, v, OPS[t.op](v, t.limit))
-    endpoints = _endpoints(t, doc)
-    if not endpoints:
+    named = endpoints(t, doc)
+    if not named:
         return Verdict(t, None, False, f"no endpoint '{t.scope}' in this run")
     duration = counted_s(doc)
     worst: Verdict | None = None
-    for e in endpoints:  # every endpoint the scope names must pass; the one that fails is shown
-        v = _mqtt_rps(doc, e) if t.metric == "rps" and doc.get("mqtt") else None
-        v = _value(t, e, duration, percentile) if v is None else v
+    for e in named:  # every endpoint the scope names must pass; the one that fails is shown
+        v = measured(t, doc, e, duration, percentile)
         if v is None:
             verdict = Verdict(t, None, False, "no requests completed")
         else:

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from squall.report import changes
+from squall import gates
 
 
 def ep(method, name, requests, failures=0, p95=3000, max_us=5000):
@@ -40,23 +40,23 @@ NEW = run(
     ],
 )
 def test_verdicts_on_known_numbers(text, passed, detail):
-    (v,) = changes.evaluate_runs([changes.parse(text)], [("base", BASE), ("new", NEW)])
+    (v,) = gates.evaluate_runs([gates.parse(text)], [("base", BASE), ("new", NEW)])
     assert v.passed is passed and v.detail.endswith(detail) and v.run == "new", v
 
 
 def test_what_a_later_run_lacks_or_the_first_never_had_fails():
     gone = run(ep("", "Aggregated", 600), ep("GET", "/a", 600))
-    (v,) = changes.evaluate_runs([changes.parse("POST /a: p95>+10%")], [("base", BASE), ("new", gone)])
+    (v,) = gates.evaluate_runs([gates.parse("POST /a: p95>+10%")], [("base", BASE), ("new", gone)])
     assert not v.passed and v.detail == "POST /a: not in this run"
-    (v,) = changes.evaluate_runs([changes.parse("/typo: p95>+10%")], [("base", BASE), ("new", NEW)])
+    (v,) = gates.evaluate_runs([gates.parse("/typo: p95>+10%")], [("base", BASE), ("new", NEW)])
     assert not v.passed and "no endpoint '/typo' in the first run" in v.detail
 
 
 def test_a_count_from_zero_is_a_rise_without_a_percentage():
-    gate = changes.parse("failures>+50%")
+    gate = gates.parse("failures>+50%")
     assert gate.change(0, 3) == math.inf and gate.change(0, 0) == 0
     clean = run(ep("", "Aggregated", 10))
-    (v,) = changes.evaluate_runs([gate], [("base", clean), ("new", run(ep("", "Aggregated", 10, failures=3)))])
+    (v,) = gates.evaluate_runs([gate], [("base", clean), ("new", run(ep("", "Aggregated", 10, failures=3)))])
     assert not v.passed and v.detail.endswith("(from 0)")
 
 
@@ -74,13 +74,13 @@ def test_a_count_from_zero_is_a_rise_without_a_percentage():
 )
 def test_bad_expressions_are_refused_with_a_reason(text, why):
     with pytest.raises(ValueError, match="invalid --fail-if") as e:
-        changes.parse(text)
+        gates.parse(text)
     assert why in str(e.value)
 
 
 def test_the_block_counts_and_says_the_exit_code():
-    verdicts = changes.evaluate_runs([changes.parse("p95>+10%"), changes.parse("rps<-50%")], [("a", BASE), ("b", NEW)])
-    text = changes.block(verdicts, "a")
+    verdicts = gates.evaluate_runs([gates.parse("p95>+10%"), gates.parse("rps<-50%")], [("a", BASE), ("b", NEW)])
+    text = gates.block(verdicts, "a")
     assert text.splitlines()[0] == "Regression gates (--fail-if), against a"
     assert "FAIL  p95>+10%" in text and "pass  rps<-50%" in text
     assert text.endswith("1 passed, 1 failed (exit code 99)\n")

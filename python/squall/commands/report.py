@@ -10,9 +10,9 @@ import shutil
 import sys
 from typing import TYPE_CHECKING, Any
 
-from squall import exitcodes, files, inputs, outputs
+from squall import exitcodes, files, gates, inputs, outputs
 from squall.errors import UsageError
-from squall.report import changes, locust_json
+from squall.report import locust_json
 from squall.report.totals import counted_s
 from squall.report.units import ms
 from squall.web import live, page
@@ -230,7 +230,7 @@ def compare(args: argparse.Namespace) -> int:
     if len(labels) != len(args.results):
         raise UsageError(f"--labels names {len(labels)} runs for {len(args.results)} results")
     try:
-        gates = [changes.parse(text) for text in args.fail_if or []]
+        gates = [gates.parse(text) for text in args.fail_if or []]
     except ValueError as e:
         raise UsageError(str(e)) from None
     outputs.check_writable(html=args.html, read=args.results)
@@ -241,7 +241,7 @@ def compare(args: argparse.Namespace) -> int:
         meta["command_line"] = "squall compare " + " ".join(args.results)
         files.write_text(args.html, page.compare(runs, meta))
         sys.stderr.write(f"wrote {args.html}\n")
-    verdicts = changes.evaluate_runs(gates, runs)
+    verdicts = gates.evaluate_runs(gates, runs)
     if verdicts:
-        sys.stdout.write("\n" + changes.block(verdicts, labels[0]))
+        sys.stdout.write("\n" + gates.block(verdicts, labels[0]))
     return exitcodes.THRESHOLDS if any(not v.passed for v in verdicts) else exitcodes.OK

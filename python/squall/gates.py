@@ -100,18 +100,18 @@ class Verdict:
 
 
 def _value(t: thresholds.Threshold, doc: dict[str, Any], e: dict[str, Any]) -> float | None:
-    return thresholds._value(t, e, counted_s(doc), thresholds.exact_percentile)
+    return thresholds.measured(t, doc, e, counted_s(doc))
 
 
 def evaluate(gate: Gate, base: dict[str, Any], label: str, new: dict[str, Any]) -> Verdict:
     """The gate on run `new` (named `label`) against the baseline: every endpoint its scope names in
     the baseline is compared with the same method and name in `new`; the first that fails is shown."""
     t = gate.threshold
-    endpoints = thresholds._endpoints(t, base)
-    if not endpoints:
+    named = thresholds.endpoints(t, base)
+    if not named:
         return Verdict(gate, label, False, f"no endpoint '{t.scope}' in the first run")
     shown: Verdict | None = None
-    for e in endpoints:
+    for e in named:
         where = "" if t.scope is None else f"{e['method']} {e['name']}: "
         if t.scope is None:
             other: dict[str, Any] | None = new["aggregate"]
