@@ -71,3 +71,49 @@ def test_the_users_limit_is_judged_against_many_users_rate_not_one_users():
     assert sum(found is not None and found > 33 for found in probe_alone) > 30
     assert not any(found is not None and found > 33 for found in pooled)
     assert sorted(f for f in pooled if f is not None)[len(pooled) // 2] in (30, 31, 32)
+
+
+def pooled_server(users, think=1.0, workers=2, service=0.05, seconds=5):
+    """A step of `users` started together, each waiting `think` seconds after each answer (Locust's
+    `constant(1)`), against `workers` sync workers taking `service` seconds a request, first come first
+    served (gunicorn's): the per-second counts of the answers, simulated exactly. Capacity: workers /
+    service a second (40); a user's rate while it has room, 1 / (think + service) (0.95)."""
+    import heapq
+
+    free = [0.0] * workers  # when each worker is next free
+    sends = [(0.0, u) for u in range(users)]  # (when a user sends, who)
+    heapq.heapify(sends)
+    counts = [0] * seconds
+    while sends:
+        sent, user = heapq.heappop(sends)
+        if sent >= seconds:
+            break
+        start = max(sent, heapq.heappop(free))
+        done = start + service
+        heapq.heappush(free, done)
+        if done < seconds:
+            counts[int(done)] += 1
+        heapq.heappush(sends, (done + think, user))
+    series = [{"requests": float(n)} for n in counts]
+    aggregate = {"requests": float(sum(counts)), "failures": 0, "mean_us": 50_000.0, "max_us": 60_000,
+                 "min_us": 50_000, "percentiles_us": {"50": 50_000, "95": 52_000, "99": 55_000}}  # fmt: skip
+    return {"duration_s": float(seconds), "timeseries": series, "aggregate": aggregate, "endpoints": []}
+
+
+def test_a_probe_that_counts_one_request_every_second_is_not_taken_as_exact():
+    """One user a request every 1.05 s counts 1, 1, 1 in the probe's inner seconds: a rate of 1.00 with
+    no spread, where its rate is 0.95. Taken as exact, it outweighed every step, and 15 users had to make
+    15 requests a second: the search said 14 users against 2 workers of 50 ms (40 a second: 42 users at
+    0.95). A count is known to one request over the seconds counted, at best."""
+    probe = run_limit.judge(pooled_server(1), 1, SLOS, None)
+    assert probe.achieved == 1.0 and probe.achieved_se == pytest.approx(1 / 4)  # (4 inner seconds)
+    per_user = run_limit.PerUser(probe, 1)
+
+    def measure(load):
+        users = int(load)
+        s = run_limit.judge(pooled_server(users), users, SLOS, per_user.estimate())
+        per_user.seen(s, users)
+        return s
+
+    found = limit.find(measure, 10, whole=True).limit
+    assert found is not None and 0.9 * 40 * 1.05 <= found <= 1.1 * 40 * 1.05, found
