@@ -192,9 +192,10 @@ def test_a_route_added_to_the_dashboard_is_served(odd_server, tmp_path):
 @pytest.mark.slow
 def test_reset_from_the_dashboard_resets_environment_stats(odd_server, tmp_path):
     """The dashboard's Reset (and --reset-stats) go through `environment.stats.reset_all()`, as Locust's
-    do: from then on the stats count what came after, in `quitting` and in the files written at the
-    end too (Locust's files are its stats): at least what the server received after the reset, less
-    the requests the end of the run cancelled (at most one per user), and less than all."""
+    do: from then on (the next second's start) the stats count what came after, in `quitting` and in
+    the files written at the end too (Locust's files are its stats): what the server received after
+    the reset, less the rest of the reset's second and the requests the end of the run cancelled (at
+    most one per user), and less than all."""
     port = free_port()
     out, result = tmp_path / "stats.json", tmp_path / "whole"  # --json-file NAME writes NAME.json, as Locust
     env = dict(os.environ, STATS_OUT=str(out), REQUESTS="100000", WAIT="0.01", FAIL_EVERY="0", JUDGED_EVERY="0")
@@ -210,11 +211,15 @@ def test_reset_from_the_dashboard_resets_environment_stats(odd_server, tmp_path)
     ours = json.loads(out.read_text())
     counted = ours["quitting"]["num_requests"]
     per_second = served / 4  # the run's mean rate (-t 4s)
-    # The POST is answered once the run's loop did the reset: every request the server saw after the
-    # answer is counted, but those the end of the run cancelled (one per user at most).
-    assert served - served_at_reset - 2 <= counted < served - 50, (served, served_at_reset, counted)
-    # test_stop reads the live totals, which reset whole published seconds: they may also hold what
-    # the last unpublished second before the reset saw (at most a second's worth of this load).
-    assert counted <= ours["test_stop"]["num_requests"] <= counted + per_second
+    # The POST is answered once the run's loop did the reset, which counts from the start of the next
+    # second: every request the server saw after the answer is counted, but those of the rest of that
+    # second (at most a second's worth of this load) and those the end of the run cancelled (one per
+    # user at most).
+    after = served - served_at_reset
+    assert after - per_second - 2 <= counted <= after, (served, served_at_reset, counted)
+    assert counted < served - 50
+    # test_stop reads the live totals, which count the same seconds once published: the last one may
+    # not be yet (at most a second's worth).
+    assert counted - per_second <= ours["test_stop"]["num_requests"] <= counted
     written = sum(row["num_requests"] for row in json.loads((tmp_path / "whole.json").read_text()))
     assert written == counted

@@ -19,7 +19,8 @@ def counted_s(result: dict[str, Any]) -> float:
 
 
 def first_counted_second(result: dict[str, Any]) -> int:
-    """The first second of the result's time series its totals count (0 without a reset): the one its
-    reset fell in, as the live view counts from the second in progress at a reset. Per-second counts
-    from there on hold slightly more than the totals, by what that second had before the reset."""
+    """The first second of the result's time series its totals count (0 without a reset): a reset takes
+    effect at the start of the second after the one it was asked in (the engine's recorders and live
+    totals alike), so that the totals are the sum of the seconds from there on, exactly; a result made
+    before that second came counts from the moment asked, and from the second it fell in here."""
     return int(max(reset_s(result), 0.0))

@@ -526,13 +526,28 @@ pub struct Recorder {
     live: Arc<LiveCounters>,
     /// When the totals were last reset (`reset_totals`): the result's totals count from then.
     pub reset_at: Option<Instant>,
+    /// The second whose start a reset asked for in the second before it takes effect at (`roll`).
+    reset_from: Option<u64>,
 }
 
 impl Recorder {
     /// Forgets the run's totals and errors so far (Locust's `--reset-stats` and "Reset stats"): the run's
-    /// result then counts from here. The time series keeps every second.
+    /// result counts from the start of the next second of the time series, so that its totals are the
+    /// sum of the seconds from there on, exactly (from the moment asked, the second it fell in would
+    /// count its requests before the reset too: 19 of 100 in the history's totals of a 9 s run). The
+    /// totals are emptied now, and again when that second comes (`roll`); a run that ends before it
+    /// counts from the moment asked. The time series keeps every second.
     pub fn reset_totals(&mut self) {
-        self.reset_at = Some(Instant::now());
+        self.reset_totals_at(Instant::now());
+    }
+
+    fn reset_totals_at(&mut self, now: Instant) {
+        self.clear_totals(now);
+        self.reset_from = Some(self.since_start(now).as_secs() + 1);
+    }
+
+    fn clear_totals(&mut self, at: Instant) {
+        self.reset_at = Some(at);
         self.totals.iter_mut().for_each(|s| *s = EndpointStats::default());
         self.timings.clear();
         self.streams.clear();
@@ -557,6 +572,7 @@ impl Recorder {
             timeline,
             live,
             reset_at: None,
+            reset_from: None,
         }
     }
 
@@ -741,6 +757,10 @@ impl Recorder {
             self.flush();
             self.second_idx = sec;
             self.live.second.store(sec, Ordering::Release);
+            if let Some(from) = self.reset_from.filter(|&from| sec >= from) {
+                self.reset_from = None;
+                self.clear_totals(self.start + Duration::from_secs(from));
+            }
         }
     }
 
@@ -767,6 +787,33 @@ mod tests {
 
     fn ok(status: u16) -> Outcome {
         Outcome::Response { status, body_bytes: 10, wire_bytes: 100 }
+    }
+
+    #[test]
+    fn a_reset_counts_from_the_next_seconds_start_so_the_totals_are_the_seconds_sum() {
+        let start = Instant::now() - Duration::from_millis(2500); // now is in second 2
+        let timeline = Timeline::new(start);
+        let mut r = Recorder::new(timeline.clone());
+        let at = |ms: u64| start + Duration::from_millis(ms);
+        for ms in [100, 1100, 2200] {
+            r.record(at(ms), 0, Duration::from_millis(1), &ok(200));
+        }
+        r.reset_totals_at(at(2500));
+        timeline.reset_totals();
+        assert_eq!(r.totals[0].requests, 0, "emptied at once");
+        r.record(at(2700), 0, Duration::from_millis(1), &ok(200)); // the reset's second: not counted
+        assert_eq!(r.reset_at, Some(at(2500)), "a result made now counts from the moment asked");
+        for ms in [3100, 3900, 4200] {
+            r.record(at(ms), 0, Duration::from_millis(1), &ok(200));
+        }
+        r.finish();
+        assert_eq!((r.totals[0].requests, r.reset_at), (3, Some(at(3000))));
+        timeline.publish_until(5);
+        let seconds = timeline.seconds_since(0, Duration::ZERO);
+        let from_three: u64 = seconds[3..].iter().map(|s| s.endpoints()[0].requests).sum();
+        assert_eq!((seconds[2].endpoints()[0].requests, from_three), (2, 3), "the series keeps every second");
+        let live = timeline.totals();
+        assert_eq!((live.since, live.endpoints[0].requests), (3, 3), "the live totals count the same seconds");
     }
 
     #[test]

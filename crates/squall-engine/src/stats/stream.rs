@@ -114,8 +114,8 @@ impl Cumulative {
 pub struct Totals {
     pub endpoints: Vec<EndpointStats>,
     pub errors: HashMap<ErrorKey, ErrorEntry>,
-    /// The first second they count (the seconds published before their last reset are not): 0 from
-    /// the start.
+    /// The first second they count (the seconds before it, published before their last reset or
+    /// after, are not): 0 from the start; after a reset the second after the one it was asked in.
     pub since: u64,
 }
 
@@ -254,9 +254,11 @@ impl Timeline {
             inner.lag.entry(sec).or_default().add(&lag);
         }
         if (sec as usize) < inner.published.len() {
-            // Too late for the stream, not for the totals.
-            super::merge_vec(&mut inner.totals.endpoints, &stats);
-            merge_errors(&mut inner.totals.errors, errors);
+            // Too late for the stream, not for the totals (unless a reset left its second out).
+            if sec >= inner.totals.since {
+                super::merge_vec(&mut inner.totals.endpoints, &stats);
+                merge_errors(&mut inner.totals.errors, errors);
+            }
             super::merge_vec(inner.late.entry(sec).or_default(), &stats);
         } else {
             super::merge_vec(inner.open.entry(sec).or_default(), &stats);
@@ -271,10 +273,12 @@ impl Timeline {
         self.inner.lock().unwrap().totals.clone()
     }
 
-    /// Starts the live totals afresh (a dashboard's "reset stats"); the result keeps everything.
+    /// Starts the live totals afresh (a dashboard's "reset stats"), empty now and counting the seconds
+    /// from the next one on, as the recorders' totals do (`Recorder::reset_totals`); the result keeps
+    /// everything.
     pub fn reset_totals(&self) {
-        let mut inner = self.inner.lock().unwrap();
-        inner.totals = Totals { since: inner.published.len() as u64, ..Totals::default() };
+        let since = self.start.elapsed().as_secs() + 1;
+        self.inner.lock().unwrap().totals = Totals { since, ..Totals::default() };
     }
 
     /// Publishes the seconds that are complete (see the module's policy); the run's coordinator calls
@@ -307,9 +311,12 @@ impl Timeline {
                 all.merge(e);
             }
             inner.running.merge(&all);
-            super::merge_vec(&mut inner.totals.endpoints, &endpoints);
-            if let Some(errors) = inner.open_errors.remove(&t) {
-                merge_errors(&mut inner.totals.errors, errors);
+            let errors = inner.open_errors.remove(&t);
+            if t >= inner.totals.since {
+                super::merge_vec(&mut inner.totals.endpoints, &endpoints);
+                if let Some(errors) = errors {
+                    merge_errors(&mut inner.totals.errors, errors);
+                }
             }
             let cumulative = Cumulative::of(&inner.running);
             let lag = inner.lag.get(&t).copied().unwrap_or_default();
