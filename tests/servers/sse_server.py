@@ -23,7 +23,8 @@ POST /v1/chat/completions?first=F&ms=M&per=K
     chunk, the usage chunk if `stream_options.include_usage` (its completion_tokens: K tokens a chunk,
     default 1) and `data: [DONE]`. Counted as events (each data line one) and as tokens.
 GET /__sent
-    JSON: events sent, streams begun and ended whole, the sends' gaps in ms (within streams), content
+    JSON: events sent, streams begun and ended whole, the bytes GET /sse's streams sent (heads, framing,
+    events), the sends' gaps in ms (within streams), content
     chunks sent and the usage tokens reported, and each completion's first content chunk's time after
     its request (ms), since the last GET /__sent; and starts the count again.
 GET /__conns
@@ -46,7 +47,7 @@ from listener import requests, thread_per_connection
 
 CHUNKED_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
 lock = threading.Lock()
-EMPTY = {"events": 0, "streams": 0, "whole": 0, "gaps_ms": [], "tokens": 0, "usage": 0, "first_ms": []}
+EMPTY = {"events": 0, "streams": 0, "whole": 0, "gaps_ms": [], "tokens": 0, "usage": 0, "first_ms": [], "bytes": 0}
 sent = json.loads(json.dumps(EMPTY))
 conns = {"open": 0, "accepted": 0}
 
@@ -68,7 +69,13 @@ def stream(conn, q):
         head += f"Content-Length: {sum(len(event(i, eol)) for i in range(n))}\r\n"
     else:
         head += "Connection: close\r\n"
-    conn.sendall((head + "\r\n").encode())
+
+    def send(data):
+        conn.sendall(data)
+        with lock:
+            sent["bytes"] += len(data)
+
+    send((head + "\r\n").encode())
     with lock:
         sent["streams"] += 1
     last = None
@@ -80,7 +87,7 @@ def stream(conn, q):
             conn.close()
             return False
         time.sleep((first if i == 0 else ms) / 1000)
-        conn.sendall(b"%x\r\n%s\r\n" % (len(e), e) if framing == "chunked" else e)
+        send(b"%x\r\n%s\r\n" % (len(e), e) if framing == "chunked" else e)
         now = time.monotonic()
         with lock:
             sent["events"] += 1
@@ -88,7 +95,7 @@ def stream(conn, q):
                 sent["gaps_ms"].append((now - last) * 1000)
         last = now
     if framing == "chunked":
-        conn.sendall(b"0\r\n\r\n")
+        send(b"0\r\n\r\n")
     with lock:
         sent["whole"] += 1
     if framing == "close":

@@ -348,9 +348,9 @@ async fn h1_request(
     .await;
     streams.ended(resp.as_ref().err());
     let resp = resp?;
-    // An event stream's body was counted received as it came (`BenchStreams::read`): not twice.
-    let counted = streams.read;
-    Ok((resp.status, resp.body_bytes.saturating_sub(counted), resp.wire_bytes.saturating_sub(counted), t))
+    // An event stream's bytes were counted received as they came (`BenchStreams::read`, `framing`): not twice.
+    let (body, wire) = (streams.read, streams.read + streams.framed);
+    Ok((resp.status, resp.body_bytes.saturating_sub(body), resp.wire_bytes.saturating_sub(wire), t))
 }
 
 async fn h2_request(ctx: &ThreadCtx, conn: &LeanConn, watch: &Watch, begin: Instant) -> Exchanged {
@@ -373,6 +373,7 @@ fn bench_streams<'a>(ctx: &'a ThreadCtx, watch: &'a Watch, begin: Instant) -> Be
         clock: StreamClock::new(begin),
         opened: false,
         read: 0,
+        framed: 0,
     }
 }
 

@@ -88,6 +88,9 @@ pub trait StreamWatch {
     /// `n` more bytes of the stream's body were read (bench counts those of a stream cut or still open
     /// at the run's end as received: a completed one's are its response's).
     fn read(&mut self, _n: u64) {}
+    /// `n` bytes of the stream's response on the wire that are not its body: its head, as it opens, and
+    /// its chunked framing (bench counts them received with the body's, as `read`'s).
+    fn framing(&mut self, _n: u64) {}
     /// Whether the body's bytes go to `body` as they are read (a script's streamed response,
     /// `H1Conn::read_body`) instead of being kept or counted by the exchange: a constant, so that for
     /// every other watch the branch is compiled out.
@@ -480,6 +483,7 @@ impl H1Conn {
                     if W::WATCHING && event_stream && !matches!(body, BodyKind::Empty) {
                         self.sse = Some(Box::default());
                         watch.opened(Instant::now());
+                        watch.framing(len as u64);
                     }
                     resp.status = status;
                     resp.close = close;
@@ -636,6 +640,16 @@ impl H1Conn {
         }
     }
 
+    /// `n` bytes of chunked framing read: counted in `framing`, and told to the watch of an event
+    /// stream (`StreamWatch::framing`).
+    #[inline(always)]
+    fn framed(&self, n: usize, framing: &mut u64, watch: &mut impl StreamWatch) {
+        *framing += n as u64;
+        if self.sse.is_some() {
+            watch.framing(n as u64);
+        }
+    }
+
     async fn read_chunked(
         &mut self,
         body: &mut Option<Vec<u8>>,
@@ -652,7 +666,7 @@ impl H1Conn {
                     Ok(httparse::Status::Complete((n, _))) if n > MAX_CHUNK_LINE => return Err(long_line()),
                     Ok(httparse::Status::Complete((n, size))) => {
                         self.consume(n);
-                        *framing += n as u64;
+                        self.framed(n, framing, watch);
                         break size;
                     }
                     Ok(httparse::Status::Partial) if self.end - self.start >= MAX_CHUNK_LINE => return Err(long_line()),
@@ -671,7 +685,7 @@ impl H1Conn {
                 return Err(bad("missing CRLF after data"));
             }
             self.consume(2);
-            *framing += 2;
+            self.framed(2, framing, watch);
         }
         // trailer section: header lines until an empty line, at most MAX_HEAD in all
         let mut trailers = 0;
@@ -679,13 +693,13 @@ impl H1Conn {
             match self.buffered().windows(2).position(|w| w == b"\r\n") {
                 Some(0) => {
                     self.consume(2);
-                    *framing += 2;
+                    self.framed(2, framing, watch);
                     return Ok(());
                 }
                 Some(i) if trailers + i + 2 > MAX_HEAD => return Err(long_trailers()),
                 Some(i) => {
                     self.consume(i + 2);
-                    *framing += i as u64 + 2;
+                    self.framed(i + 2, framing, watch);
                     trailers += i + 2;
                 }
                 // A line still coming: at least its LF is to come.

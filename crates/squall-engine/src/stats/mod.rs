@@ -734,15 +734,16 @@ impl Recorder {
     }
 
     /// Bytes a request received without a response to count them with (an event stream cut or left
-    /// open at the end): added to the endpoint's received bytes, no request counted.
-    pub fn count_received(&mut self, now: Instant, endpoint: EndpointId, bytes: u64) {
-        if bytes == 0 {
+    /// open at the end): `body` of its body, `wire` on the wire (the body's, its head's and framing's),
+    /// added to the endpoint's received bytes, no request counted.
+    pub fn count_received(&mut self, now: Instant, endpoint: EndpointId, body: u64, wire: u64) {
+        if wire == 0 {
             return;
         }
         self.roll(now);
         for s in self.both(endpoint) {
-            s.body_bytes += bytes;
-            s.wire_bytes += bytes;
+            s.body_bytes += body;
+            s.wire_bytes += wire;
         }
     }
 
