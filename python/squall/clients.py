@@ -652,6 +652,11 @@ class HttpSession:
     # Headers every request carries unless the script replaces them, as requests' defaults do (its
     # User-Agent, Accept and Connection; not Accept-Encoding: the engine does not decompress bodies).
     default_headers: tuple[tuple[str, str], ...] = (("Accept", "*/*"),)
+    # The Content-Type a body of `data=` goes with unless the call or the session gives one: requests
+    # sends none with text or bytes (FastHttpSession: geventhttpclient's, with their charset).
+    text_type: str | None = None
+    bytes_type: str | None = None
+    form_type = "application/x-www-form-urlencoded"
     # How FastHttpSession's calls differ (`_call`): named by the URL they were given, not the path the
     # engine requests; asking for JSON back when they send JSON; retried (`max_retries`) in its `request`.
     names_by_url = False
@@ -856,9 +861,9 @@ class HttpSession:
         merged: dict[str, Any] | list[tuple[str, Any]] | None = None
         if data is not None:
             if isinstance(data, str):
-                body = data.encode()
+                body, content_type = data.encode(), self.text_type
             elif isinstance(data, bytes):
-                body = data
+                body, content_type = data, self.bytes_type
             else:
                 return None
         elif json is not None:
@@ -1003,6 +1008,10 @@ class HttpSession:
                 header_list.append(("Content-Type", content_type))
         elif data is not None and not (isinstance(data, (dict, list)) and not data):
             body = self._encode_data(data, header_list, typed)
+            if isinstance(data, (str, bytes)) and not typed:
+                kind = self.text_type if isinstance(data, str) else self.bytes_type
+                if kind:
+                    header_list.append(("Content-Type", kind))
         elif json is not None:
             body = json_body(json)
             if not typed:
@@ -1048,13 +1057,12 @@ class HttpSession:
         if name != "request_name" and self.__dict__.get("_base"):
             object.__setattr__(self, "_base", None)
 
-    @staticmethod
-    def _encode_data(data: Any, header_list: list[tuple[str, str]], typed: bool) -> bytes:
+    def _encode_data(self, data: Any, header_list: list[tuple[str, str]], typed: bool) -> bytes:
         """requests' `data=`: form fields (a dict or pairs) are urlencoded; text, bytes or a file go as
         they are."""
         if isinstance(data, (dict, list, tuple)):
             if not typed:  # (a Content-Type the call or the session gave stays)
-                header_list.append(("Content-Type", "application/x-www-form-urlencoded"))
+                header_list.append(("Content-Type", self.form_type))
             return _encode_params(data).encode()
         if hasattr(data, "read"):
             data = data.read()

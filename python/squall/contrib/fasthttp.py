@@ -53,6 +53,11 @@ class FastHttpSession(HttpSession):
     (3 redirects, 3 retries)."""
 
     default_insecure = True
+    # The types geventhttpclient gives `data=` bodies (its Accept-Encoding is not sent: the engine does
+    # not decompress bodies; and the engine's Accept: */* is, where geventhttpclient sends none).
+    text_type = "text/plain; charset=utf-8"
+    bytes_type = "application/octet-stream"
+    form_type = "application/x-www-form-urlencoded; charset=utf-8"
     max_retries = 0
     locust_words = "fasthttp"
     names_by_url = True

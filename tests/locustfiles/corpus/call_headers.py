@@ -2,7 +2,8 @@
 call (squall keeps a session's merged headers for repeated additions), more distinct additions than it
 keeps (three new X-Client values each task), a session header overridden whatever its case and
 (HttpUser) removed with None, JSON bodies with and without headers of their own, an Accept of the
-call's over FastHttpSession's JSON one, a JSON body's Content-Type of the call's (merge-patch, JSON:API).
+call's over FastHttpSession's JSON one, a JSON body's Content-Type of the call's (merge-patch, JSON:API),
+text, bytes and form bodies (each client's own types).
 Every request must arrive with exactly the headers Locust sends."""
 
 from _bounded import count
@@ -25,6 +26,12 @@ def calls(self):
     client.patch("/cart", json={"item": None}, headers={"Content-Type": "application/merge-patch+json"})
     client.post("/cart", json={"data": {}}, headers={"content-type": "application/vnd.api+json", **auth})
     client.get("/plain")
+    # data= bodies: each client's own Content-Type for text, bytes and form fields (requests gives text
+    # and bytes none; geventhttpclient's have a charset), and a call's own kept.
+    client.post("/notes", data="a note")
+    client.put("/blob", data=b"\x00\x01")
+    client.post("/form", data={"q": "a b"})
+    client.post("/notes", data="<a/>", headers={"Content-Type": "application/xml"})
     if isinstance(self, HttpUser):  # (requests' merge: a None value removes the session's header)
         client.get("/removed", headers={"x-api-version": None, **auth})
 
