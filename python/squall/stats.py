@@ -27,10 +27,9 @@ Policy:
 - `StatsError.error` is Locust's text for the failure, a string as in Locust's distributed mode:
   `HTTPError('500 Server Error: ... for url: NAME')`, `CatchResponseError('...')` (squall.report.
   locust_errors); timeouts and refused connections keep the engine's words.
-- `reset_all()` resets the engine's totals (Locust's `--reset-stats`, the dashboard's Reset): from
-  then on the numbers count what came after, in `quitting` and in the run's result and files too. The
-  live totals reset whole published seconds (what was not yet published, under a second's worth,
-  still counts there until the end); the result resets at the moment of the call.
+- `reset_all()` resets the engine's totals (Locust's `--reset-stats`, the dashboard's Reset): they are
+  empty at once and count from the start of the next second, in `quitting` and in the run's result and
+  files too (so that they are the sum of the seconds from there on: Locust counts from the call).
 """
 
 from __future__ import annotations
@@ -236,6 +235,7 @@ class RequestStats:
         self._cursor = 0  # seconds of the stream read so far
         self._start_unix: float | None = None  # the engine's start, from its first second
         self._counted_from = 0  # the first second counted in the per-second series (after a reset)
+        self._reset_from: int | None = None  # the live totals' first second, after a reset (the engine's)
         self._series = _Series()
         self._settled = False  # test_stop: the engine has published everything the users recorded
         self._final: _View | None = None  # the result's numbers, once the run has ended
@@ -312,11 +312,12 @@ class RequestStats:
                 # more, for `quitting`: the result counts from the start.
                 self._watching_stop = True
                 env.events.test_stop.add_listener(self._on_test_stop)
-            # The seconds published until now are the ones the reset clears; those after it count.
-            # Both calls run on this thread, as does the engine's publishing: no second falls between.
+            # The engine's reset counts from the start of the next second (its live totals' `reset_s`):
+            # the seconds before it are not counted here either.
             self._read(env.hub)
-            self._counted_from = self._cursor
             env.hub.engine.reset_totals()
+            self._read(env.hub)
+            self._counted_from = int(self._reset_from or self._cursor)
             self._taken = -CACHE_S
         self._reset_unix = time.time()
         self._series.clear()
@@ -366,6 +367,7 @@ class RequestStats:
                 self._start_unix = float(second["unix"]) - second["t"]
         self._cursor = live["cursor"]
         totals = live["totals"]
+        self._reset_from = totals.get("reset_s")
         rows = {(e["name"], e["method"]): e for e in totals["endpoints"]}
         self._live = _View(rows, totals["aggregate"], totals["errors"], exact=False, start_unix=self._start_unix)
         self._taken = time.monotonic()

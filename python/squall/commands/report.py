@@ -230,7 +230,7 @@ def compare(args: argparse.Namespace) -> int:
     if len(labels) != len(args.results):
         raise UsageError(f"--labels names {len(labels)} runs for {len(args.results)} results")
     try:
-        gates = [gates.parse(text) for text in args.fail_if or []]
+        checks = [gates.parse(text) for text in args.fail_if or []]
     except ValueError as e:
         raise UsageError(str(e)) from None
     outputs.check_writable(html=args.html, read=args.results)
@@ -241,7 +241,7 @@ def compare(args: argparse.Namespace) -> int:
         meta["command_line"] = "squall compare " + " ".join(args.results)
         files.write_text(args.html, page.compare(runs, meta))
         sys.stderr.write(f"wrote {args.html}\n")
-    verdicts = gates.evaluate_runs(gates, runs)
+    verdicts = gates.evaluate_runs(checks, runs)
     if verdicts:
         sys.stdout.write("\n" + gates.block(verdicts, labels[0]))
     return exitcodes.THRESHOLDS if any(not v.passed for v in verdicts) else exitcodes.OK
