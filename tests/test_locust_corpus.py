@@ -194,6 +194,27 @@ def test_corpus_file_runs_as_under_locust(name, recorder, tmp_path):
     assert exceptions(sprefix) == exceptions(lprefix)
 
 
+def test_tasksets_on_stop_run_when_the_run_ends_in_their_wait(recorder, tmp_path):
+    """The end of the run stops a user waiting between the tasks of a nested TaskSet (in its wait), and,
+    with --stop-timeout, a user whose task straddles the end (at its wait, once the task is done): each
+    TaskSet's on_stop runs, innermost first, then the user's, as in Locust. Judged by what the server
+    received (Locust's last CSV is written before the requests made within --stop-timeout)."""
+    both = run_both("taskset_stop.py", recorder, tmp_path, "--stop-timeout", "5")
+    (lp, _, lrecords), (sp, _, srecords) = both["locust"], both["squall"]
+    assert lp.returncode == sp.returncode == 0, (lp.stderr[-2000:], sp.stderr[-2000:])
+    expected = [
+        *("/waiter/inner/on_start", "/waiter/inner/work", "/waiter/inner/on_stop"),
+        *("/waiter/outer/on_stop", "/waiter/on_stop"),
+        *("/busy/work", "/busy/work/done", "/busy/inner/on_stop", "/busy/on_stop"),
+    ]
+    for records in (lrecords, srecords):
+        paths = [r["path"] for r in records]
+        assert sorted(paths) == sorted(expected), paths
+        for user in ("/waiter/", "/busy/"):  # each user's requests in the order Locust makes them
+            assert [p for p in paths if p.startswith(user)] == [p for p in expected if p.startswith(user)]
+    assert received(srecords) == received(lrecords)
+
+
 def error_report(stderr):
     """The console's error report (Locust's `Error report` table): its (occurrences, error) rows."""
     lines = stderr.splitlines()

@@ -246,19 +246,28 @@ class TaskSet(metaclass=TaskHolderMeta):
         # overridden that is the task picked, and one call and two list operations fewer per task.
         plain = type(self).schedule_task is TaskSet.schedule_task
         user, queue = self.user, self._task_queue
+        # The wait is inside the outer try, as in Locust: a user stopped while it waits between tasks (the
+        # run's end, --stop-timeout, User.stop) runs this TaskSet's on_stop too. (A try costs nothing
+        # until something is raised: no frame, no allocation a task.)
         while True:
             try:
-                if queue:
-                    self.execute_task(queue.pop(0))
-                elif plain:
-                    self.execute_task(self.get_next_task())
-                else:
-                    self.schedule_task(self.get_next_task())
-                    self.execute_task(queue.pop(0))
-            except RescheduleTask:
-                pass
-            except RescheduleTaskImmediately:
-                continue
+                try:
+                    if queue:
+                        self.execute_task(queue.pop(0))
+                    elif plain:
+                        self.execute_task(self.get_next_task())
+                    else:
+                        self.schedule_task(self.get_next_task())
+                        self.execute_task(queue.pop(0))
+                except RescheduleTask:
+                    pass
+                except RescheduleTaskImmediately:
+                    continue
+                except (InterruptTaskSet, StopUser):
+                    raise
+                except Exception as e:
+                    user.environment.report_exception(user, e, user_traceback(e))
+                self.wait()
             except InterruptTaskSet as e:
                 self.on_stop()
                 if e.reschedule:
@@ -267,9 +276,6 @@ class TaskSet(metaclass=TaskHolderMeta):
             except (StopUser, GreenletExit):
                 self.on_stop()
                 raise
-            except Exception as e:
-                user.environment.report_exception(user, e, user_traceback(e))
-            self.wait()
 
 
 class SequentialTaskSet(TaskSet):
