@@ -215,6 +215,23 @@ def test_tasksets_on_stop_run_when_the_run_ends_in_their_wait(recorder, tmp_path
     assert received(srecords) == received(lrecords)
 
 
+@pytest.mark.parametrize("end", ["quit", "stop"])
+def test_runner_quit_or_stop_in_a_task_ends_it_there(recorder, tmp_path, end):
+    """`environment.runner.quit()` or `.stop()` in a task ends that user at the call, as Locust's kill of
+    the calling greenlet: the task's next request never arrives, its on_stop runs. After quit() the run
+    ends at once; after stop() the headless run stays idle until -t, as Locust's (both log the run time
+    reached then). (test_stop comes before the user's on_stop in Locust, fired inside stop(): compared
+    as a multiset.)"""
+    both = run_both("runner_ends.py", recorder, tmp_path, "-u", "1", "--loglevel", "INFO", env={"RUNNER_END": end})
+    (lp, _, lrecords), (sp, _, srecords) = both["locust"], both["squall"]
+    assert lp.returncode == sp.returncode == 0, (lp.stderr[-2000:], sp.stderr[-2000:])
+    for records in (lrecords, srecords):
+        assert [r["path"] for r in records] == ["/work/1", "/work/2", "/work/3"]
+    assert sorted(sp.stdout.splitlines()) == sorted(lp.stdout.splitlines()) == ["on_stop 3", "quitting 3", "test_stop"]
+    for p in (lp, sp):
+        assert ("--run-time limit reached" in p.stderr) == (end == "stop"), p.stderr[-2000:]
+
+
 def error_report(stderr):
     """The console's error report (Locust's `Error report` table): its (occurrences, error) rows."""
     lines = stderr.splitlines()

@@ -27,6 +27,8 @@ import sys
 import uuid
 from typing import TYPE_CHECKING, Any, Callable
 
+from greenlet import GreenletExit, getcurrent
+
 from squall.runtime.gevent_hub import NativeThread
 
 if TYPE_CHECKING:
@@ -69,6 +71,7 @@ class Runner:
         self.users: dict[User, greenlet] = {}  # the running users and their greenlets
         self.state = STATE_INIT  # then spawning, running, stopping, stopped
         self.quitting = False
+        self.stop_asked = False  # `stop()` was called: the test ends, the run waits for -t (`quit`: ends too)
         # Set at the end of a run with --stop-timeout: users stop at their next wait, after their task.
         self.stopping = False
         self.target_user_count = 0
@@ -99,14 +102,32 @@ class Runner:
         """Ready for another test after one ended (Environment.begin_test)."""
         self.users.clear()
         self.state = STATE_INIT
-        self.quitting = self.stopping = False
+        self.quitting = self.stopping = self.stop_asked = False
         self.target_user_count = 0
 
     def quit(self) -> None:
+        """Locust's: the test ends, and the run with it. Called in a user's task (or on_start), that user
+        ends at the call, as Locust's quit kills the calling user's greenlet: the rest of the task never
+        runs (its TaskSets' and its own on_stop do)."""
         self.quitting = True
+        self._end_calling_user()
 
     def stop(self) -> None:
+        """Locust's: the test ends (its users stopped, test_stop fired) but not the run: headless, the
+        process stays until -t (or a signal), as Locust's does; with the dashboard, the page stays for a
+        new test. Called in a user's task, that user ends at the call, as `quit`'s."""
+        self.stop_asked = True
+        self._end_calling_user()
+
+    def end_test(self) -> None:
+        """squall's own ends of a test (a signal, the page's Stop): as `quit`, without ending the user that
+        happens to run (a signal comes in whatever greenlet runs then)."""
         self.quitting = True
+
+    def _end_calling_user(self) -> None:
+        current = getcurrent()
+        if any(g is current for g in self.users.values()):
+            raise GreenletExit  # (Locust kills the greenlet; its user's on_stop runs, and the test ends)
 
     def register_message(self, msg_type: str, listener: Callable[..., Any], concurrent: bool = False) -> None:
         """The listener of custom messages of `msg_type` (one per type, as in Locust)."""

@@ -12,6 +12,7 @@ import argparse
 import os
 import signal
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -160,6 +161,10 @@ class LocalRun:
                 self._fresh(again=tests > 0)
             tests += 1
             self.reason = self._test(users, spawn_rate)
+            runner = env.runner
+            if runner.stop_asked and not runner.quitting and dashboard is None and self.shape is None:
+                self._idle_after_stop(received)
+                return
             # The locustfile's runner.quit() ends the process, as in Locust (a threshold's abort, the
             # page's Stop and the users' own end only end the test).
             watch = args.watch
@@ -177,6 +182,19 @@ class LocalRun:
                 main_logger.info("--autoquit not specified, leaving web ui running indefinitely")
                 url = dashboard.url
                 sys.stderr.write(f"squall: the test ended; its dashboard stays at {url} (New starts another)\n")
+
+    def _idle_after_stop(self, received: list[int]) -> None:
+        """Headless, a test the file's `runner.stop()` ended leaves the run idle until -t (without one,
+        until a signal), as Locust's run stays then; its result is the test's, taken now (`end` writes it
+        then, after the quitting event)."""
+        env = self.env
+        self.result = end_test(env, self.hub, self.args, self.reason, self.generator, self.target_monitor)
+        started = env.started_at
+        deadline = started + self.run_time if self.run_time and started is not None else None
+        while not received and (deadline is None or time.monotonic() < deadline):
+            real_sleep(0.05)
+        if not received:
+            main_logger.info("--run-time limit reached, shutting down")
 
     def _fresh(self, again: bool) -> None:
         """A test the page starts is measured from its Start: a new engine (the one made with the hub only
@@ -220,7 +238,10 @@ class LocalRun:
             self.reason = "interrupted"
             if signal.SIGTERM in received:
                 main_logger.info("Got SIGTERM signal")
-        self.result = result = end_test(env, self.hub, args, self.reason, self.generator, self.target_monitor)
+        result = self.result  # (taken at the test's end when `runner.stop()` left the run idle)
+        if result is None:
+            result = end_test(env, self.hub, args, self.reason, self.generator, self.target_monitor)
+        self.result = result
         verdicts = run_output.judge(result, args) if self.worker is None else []
         events.quitting.fire(environment=env, reason=self.reason)
         code, why = run_output.exit_code(result, args, env, received)

@@ -99,7 +99,7 @@ class Interrupt:
         self.stop_timeout = stop_timeout
 
     def on_signal(self, signum: int, count: int) -> None:
-        self.env.runner.quit()
+        self.env.runner.end_test()
         self.watchdog.end(time.monotonic() + self.stop_timeout)
         self.watchdog.check()  # a task holding the hub ends now, not when it yields
 
@@ -281,7 +281,7 @@ class ScriptTest:
         self.hub.engine.set_users(self.runner.user_count)
         if isinstance(self.runner, WorkerRunner):
             self.runner.deliver()  # the master's messages
-        if self.runner.quitting:  # (a signal's reason is marked by the command, after)
+        if self.runner.quitting or self.runner.stop_asked:  # (a signal's reason is marked by the command, after)
             self.reason = "interrupted" if self.controls.stopped_by_hand else self.reason
             return True
         if self.deadline is not None and now >= self.deadline:
@@ -311,7 +311,7 @@ class ScriptTest:
         """The users' end: the open model's iterations finish (up to a grace), users finish their task up
         to --stop-timeout, then are killed, with the greenlets they spawned; test_stop fires."""
         env, hub, runner, stop_timeout = self.env, self.hub, self.runner, self.stop_timeout
-        if env.open_pool is not None and not runner.quitting:
+        if env.open_pool is not None and not (runner.quitting or runner.stop_asked):
             # No more arrivals; the iterations running, and those waiting for a user, may finish (up to a
             # grace); what still waits then was never started: dropped.
             hub.engine.set_rate(0.0, self.args.arrival)
@@ -356,7 +356,7 @@ class ScriptControls:
 
     def stop(self, why: Why) -> None:
         self.stopped_by_hand = self.stopped_by_hand or why == "page"
-        self.env.runner.quit()
+        self.env.runner.end_test()
 
     def reset(self) -> None:
         events.reset_stats.fire()
