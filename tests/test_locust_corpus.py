@@ -232,6 +232,25 @@ def test_runner_quit_or_stop_in_a_task_ends_it_there(recorder, tmp_path, end):
         assert ("--run-time limit reached" in p.stderr) == (end == "stop"), p.stderr[-2000:]
 
 
+@pytest.mark.parametrize("stop_timeout", [None, "2"])
+def test_runner_and_environment_attributes_read_as_locusts(recorder, tmp_path, stop_timeout):
+    """runner.exceptions (fed by the exceptions squall counts), log_exception, user_greenlets, and the
+    environment's and parsed options' attributes files read, printed by the file under both tools."""
+    extra = ["Chosen", *(["--stop-timeout", stop_timeout] if stop_timeout else [])]
+    both = run_both("runner_attributes.py", recorder, tmp_path, *extra, env={"ITERATIONS": "3"})
+    (lp, lprefix, lrecords), (sp, sprefix, srecords) = both["locust"], both["squall"]
+    assert lp.returncode == sp.returncode, (lp.stderr[-2000:], sp.stderr[-2000:])
+    assert received(srecords) == received(lrecords)
+    assert sorted(sp.stdout.splitlines()) == sorted(lp.stdout.splitlines())
+    printed = lp.stdout.splitlines()
+    assert printed.count("user_greenlets Group 1") == USERS
+    for message in ("boom", "logged by hand"):  # once per user each
+        assert f"exception {message} {USERS} ['local'] True" in printed
+    assert ("stop_timeout 2.0 2" if stop_timeout else "stop_timeout 0.0 0") in printed
+    assert "processes None" in printed and "available ['Chosen', 'NotChosen'] ['Chosen']" in printed
+    assert exceptions(sprefix) == exceptions(lprefix)
+
+
 def error_report(stderr):
     """The console's error report (Locust's `Error report` table): its (occurrences, error) rows."""
     lines = stderr.splitlines()

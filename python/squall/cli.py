@@ -180,7 +180,7 @@ def _runs_users_here(known: argparse.Namespace) -> bool:
     if os.environ.get("SQUALL_WORKER"):
         return True
     return not (
-        getattr(known, "processes", 1) != 1
+        getattr(known, "processes", None) not in (None, 1)
         or getattr(known, "ray", None)
         or getattr(known, "master", False)
         or getattr(known, "worker", False)

@@ -45,6 +45,11 @@ class Environment:
         parsed_options: argparse.Namespace | None = None,
         events: Events | None = None,
         shape_class: type[LoadTestShape] | None = None,
+        *,
+        reset_stats: bool | None = None,
+        stop_timeout: float | None = None,
+        catch_exceptions: bool = True,
+        available_user_classes: dict[str, type[User]] | None = None,
     ) -> None:
         self.hub = hub  # the scheduler the users run on; squall's runs always have one
         self.host = host
@@ -52,6 +57,15 @@ class Environment:
         self.parsed_options = parsed_options
         self.events = events or default_events
         self.shape_class = shape_class
+        # Locust's: whether the stats reset once every user is spawned (--reset-stats), the seconds users
+        # have to finish their task at the end (-s, a float), task exceptions caught and counted (squall
+        # always does), and the User classes of the locustfile, chosen or not, by name.
+        self.reset_stats = bool(getattr(parsed_options, "reset_stats", False)) if reset_stats is None else reset_stats
+        if stop_timeout is None:
+            stop_timeout = float(getattr(parsed_options, "stop_timeout", 0.0) or 0.0) if parsed_options else 0.0
+        self.stop_timeout = stop_timeout
+        self.catch_exceptions = catch_exceptions
+        self.available_user_classes = available_user_classes
         self.runner: Runner = for_process(self)
         self.process_exit_code: int | None = None
         self.exceptions: dict[tuple[str, str], ExceptionEntry] = {}  # keyed by (message, traceback)
@@ -96,6 +110,10 @@ class Environment:
         self.stats.begin_test()
         self.runner.begin_test()
 
+    @property
+    def user_classes_by_name(self) -> dict[str, type[User]]:
+        return {u.__name__: u for u in self.user_classes}
+
     def next_user_id(self) -> int:
         return next(self._user_ids)
 
@@ -103,10 +121,13 @@ class Environment:
         """An exception in a task (or in making a user: `user` None): counted with its traceback, and the
         user goes on (as in Locust)."""
         # Locust's message is str(exc) alone (a KeyError's is its quoted key); the type is in the traceback.
-        message = str(exc)
-        entry = self.exceptions.setdefault((message, tb), {"count": 0, "message": message, "traceback": tb})
-        entry["count"] += 1
+        self.count_exception(str(exc), tb)
         self.events.user_error.fire(user_instance=user, exception=exc, tb=exc.__traceback__)
+
+    def count_exception(self, message: str, tb: str, count: int = 1) -> None:
+        """`count` more of an exception in the test's exceptions (`runner.exceptions` reads them too)."""
+        entry = self.exceptions.setdefault((message, tb), {"count": 0, "message": message, "traceback": tb})
+        entry["count"] += count
 
     def user_stopped(self, user: User) -> None:
         self.runner.users.pop(user, None)

@@ -49,7 +49,7 @@ def count(args: argparse.Namespace) -> int:
     """The engines `--processes` asks for (-1: one per core); a usage error below 1 or past
     MAX_PER_CORE a core."""
     cores = os.cpu_count() or 1
-    n: int = cores if args.processes == -1 else args.processes
+    n: int = cores if args.processes == -1 else 1 if args.processes is None else args.processes
     if n < 1:
         raise UsageError(f"invalid number of processes '{args.processes}'")
     if n > MAX_PER_CORE * cores:

@@ -25,7 +25,8 @@ import queue
 import socket
 import sys
 import uuid
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Callable, TypedDict
 
 from greenlet import GreenletExit, getcurrent
 
@@ -49,6 +50,37 @@ STATE_INIT, STATE_SPAWNING, STATE_RUNNING, STATE_CLEANUP, STATE_STOPPING, STATE_
 ]
 
 logger = logging.getLogger("locust.runners")  # Locust's logger name, for files that configure it
+
+
+class ExceptionDict(TypedDict):
+    """One of Locust's `runner.exceptions`: how often, its message, traceback and the nodes it came from."""
+
+    count: int
+    msg: str
+    traceback: str
+    nodes: set[str]
+
+
+class Group:
+    """Locust's `runner.user_greenlets` (a gevent Group there; named alike) as files use it: its length, iteration
+    over the running users' greenlets (each with Locust's `args`, `(user,)`), `in`, `greenlets`. A view
+    of the runner's users, not a copy."""
+
+    def __init__(self, users: dict[User, greenlet]) -> None:
+        self._users = users
+
+    def __len__(self) -> int:
+        return len(self._users)
+
+    def __iter__(self) -> Iterator[greenlet]:
+        return iter(list(self._users.values()))
+
+    def __contains__(self, g: object) -> bool:
+        return any(x is g for x in self._users.values())
+
+    @property
+    def greenlets(self) -> set[greenlet]:
+        return set(self._users.values())
 
 
 class Message:
@@ -97,6 +129,37 @@ class Runner:
     @property
     def errors(self) -> dict[str, StatsError]:
         return self.stats.errors
+
+    @property
+    def user_greenlets(self) -> Group:
+        return Group(self.users)
+
+    @property
+    def exceptions(self) -> dict[int, ExceptionDict]:
+        """Locust's exceptions of the test, keyed by the hash of their traceback: `count`, `msg`,
+        `traceback`, `nodes`. Made when read from the environment's (`Environment.exceptions`, what the
+        outputs write): one record, never two that could drift."""
+        rows: dict[int, ExceptionDict] = {}
+        for entry in self.environment.exceptions.values():
+            key = hash(entry["traceback"])
+            row = rows.get(key)
+            if row is None:
+                rows[key] = {"count": entry["count"], "msg": entry["message"], "traceback": entry["traceback"],
+                             "nodes": {"local"}}  # fmt: skip
+            else:  # (Locust keys by the traceback alone: the first message stays)
+                row["count"] += entry["count"]
+        return rows
+
+    @exceptions.setter
+    def exceptions(self, rows: dict[int, ExceptionDict]) -> None:
+        """`runner.exceptions = {}`, as Locust's own reset does: the environment's, replaced."""
+        self.environment.exceptions.clear()
+        for row in rows.values():
+            self.environment.count_exception(row["msg"], row["traceback"], row["count"])
+
+    def log_exception(self, node_id: str, msg: str, formatted_tb: str) -> None:
+        """Locust's: one more of this exception in the test's exceptions (no user_error event)."""
+        self.environment.count_exception(msg, formatted_tb)
 
     def begin_test(self) -> None:
         """Ready for another test after one ended (Environment.begin_test)."""

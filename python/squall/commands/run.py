@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from None
     # Locust's types in the parsed options a locustfile reads (`environment.parsed_options`).
     args.num_users, args.spawn_rate, args.run_time = users, spawn_rate, whole(run_time)
-    args.stop_timeout = stop_timeout
+    args.stop_timeout = whole(stop_timeout)  # (Locust's: an int, 0 when not given)
     classes, shape_class = args.loaded  # loaded by the command line, before its final parse
     worker = processes.worker()
     node_role = distributed.role(args) if worker is None else None  # Locust's --master / --worker (on Ray)
@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         from squall.distributed.runs import run_locustfile  # (start-up: as roles above)
 
         return run_locustfile(args, users, run_output.final_output, classes, shape_class)
-    if worker is None and args.processes != 1:
+    if worker is None and args.processes not in (None, 1):
         if not args.headless:
             sys.stderr.write("squall: the dashboard does not follow --processes runs yet; running headless\n")
         return processes.run_processes(args, users, run_output.final_output, signal_codes=False)  # Locust's code

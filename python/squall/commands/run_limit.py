@@ -122,7 +122,7 @@ class PerUser:
 
 def find_limit(args: argparse.Namespace, final_output: Callable[[dict[str, Any], argparse.Namespace], None]) -> int:
     """The search; `final_output` prints and writes the highest passing step's result (run_output's)."""
-    if args.rate or args.processes != 1:
+    if args.rate or args.processes not in (None, 1):
         raise UsageError("--find-limit sets the users itself: drop --rate and --processes")
     if args.threshold:
         raise UsageError("--find-limit takes --slo, not --threshold")

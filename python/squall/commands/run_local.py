@@ -95,8 +95,14 @@ class LocalRun:
         self.worker = processes.worker()
         self.hub = hub = Hub(new_engine(args))
         cooperative_sleep.hub = hub
+        everyone = getattr(args, "loaded", None)  # (the file's classes, chosen or not: loaded by the command line)
         self.env = env = Environment(
-            hub=hub, host=args.host, user_classes=classes, parsed_options=args, shape_class=shape_class
+            hub=hub,
+            host=args.host,
+            user_classes=classes,
+            parsed_options=args,
+            shape_class=shape_class,
+            available_user_classes={c.__name__: c for c in (everyone[0] if everyone else classes)},
         )
         if gevent_hub.enabled():  # the locustfile's libraries wait on gevent's hub: squall's runs in it
             hub.use_gevent(gevent_hub.bind(hub, env))

@@ -178,7 +178,7 @@ def _distributed(p: argparse.ArgumentParser) -> None:
     for option, message in removed.items():
         g.add_argument(option, nargs=0, help=SUPPRESS, action=_removed(f"The {message}"))
     p.add_argument(
-        "--processes", type=int, default=1, env_var="LOCUST_PROCESSES",
+        "--processes", type=int, default=None, env_var="LOCUST_PROCESSES",  # (None when not given, as Locust's)
         help="worker processes, one engine each, statistics merged losslessly (-1: one per core)",
     )  # fmt: skip
 

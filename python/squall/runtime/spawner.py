@@ -81,6 +81,7 @@ class Spawner:
         g = u.hub.spawn(u.run)  # the environment's hub
         g.squall_user = True  # type: ignore[attr-defined]  # what it spawns is the user's (gevent_hub.user_spawned)
         g.squall_user_id = u.user_id  # type: ignore[attr-defined]  # whose connections (contrib.websocket_client)
+        g.args = (u,)  # type: ignore[attr-defined]  # as a Locust user's greenlet: files find its user there
         self.env.runner.users[u] = g
         self.spawned.append((u, g))
         return u
