@@ -234,8 +234,9 @@ def test_runner_quit_or_stop_in_a_task_ends_it_there(recorder, tmp_path, end):
 
 @pytest.mark.parametrize("stop_timeout", [None, "2"])
 def test_runner_and_environment_attributes_read_as_locusts(recorder, tmp_path, stop_timeout):
-    """runner.exceptions (fed by the exceptions squall counts), log_exception, user_greenlets, and the
-    environment's and parsed options' attributes files read, printed by the file under both tools."""
+    """runner.exceptions (fed by the exceptions squall counts), log_exception, user_greenlets, the
+    environment's and parsed options' attributes files read, and user_error's user_instance (the TaskSet
+    that ran the task: a User's own tasks', its DefaultTaskSet), printed by the file under both tools."""
     extra = ["Chosen", *(["--stop-timeout", stop_timeout] if stop_timeout else [])]
     both = run_both("runner_attributes.py", recorder, tmp_path, *extra, env={"ITERATIONS": "3"})
     (lp, lprefix, lrecords), (sp, sprefix, srecords) = both["locust"], both["squall"]
@@ -244,8 +245,10 @@ def test_runner_and_environment_attributes_read_as_locusts(recorder, tmp_path, s
     assert sorted(sp.stdout.splitlines()) == sorted(lp.stdout.splitlines())
     printed = lp.stdout.splitlines()
     assert printed.count("user_greenlets Group 1") == USERS
-    for message in ("boom", "logged by hand"):  # once per user each
+    for message in ("boom", "nested boom", "logged by hand"):  # once per user each
         assert f"exception {message} {USERS} ['local'] True" in printed
+    for error in ("DefaultTaskSet Chosen boom", "Nested Chosen nested boom"):
+        assert printed.count(f"user_error {error}") == USERS
     assert ("stop_timeout 2.0 2" if stop_timeout else "stop_timeout 0.0 0") in printed
     assert "processes None" in printed and "available ['Chosen', 'NotChosen'] ['Chosen']" in printed
     assert exceptions(sprefix) == exceptions(lprefix)

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from squall.runtime.open_model import OpenPool
     from squall.shape import LoadTestShape
     from squall.thresholds import Verdict
+    from squall.user.task import TaskSet
     from squall.user.users import User
     from squall.web.flask_app import LocustFlask
     from squall.web.server import Dashboard
@@ -117,9 +118,10 @@ class Environment:
     def next_user_id(self) -> int:
         return next(self._user_ids)
 
-    def report_exception(self, user: User | None, exc: BaseException, tb: str) -> None:
+    def report_exception(self, user: User | TaskSet | None, exc: BaseException, tb: str) -> None:
         """An exception in a task (or in making a user: `user` None): counted with its traceback, and the
-        user goes on (as in Locust)."""
+        user goes on (as in Locust). `user` is user_error's user_instance: the TaskSet that ran the task
+        (a User's own tasks: its DefaultTaskSet), the User for one outside a task (on_start), as Locust's."""
         # Locust's message is str(exc) alone (a KeyError's is its quoted key); the type is in the traceback.
         self.count_exception(str(exc), tb)
         self.events.user_error.fire(user_instance=user, exception=exc, tb=exc.__traceback__)

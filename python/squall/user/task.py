@@ -265,8 +265,8 @@ class TaskSet(metaclass=TaskHolderMeta):
                     continue
                 except (InterruptTaskSet, StopUser):
                     raise
-                except Exception as e:
-                    user.environment.report_exception(user, e, user_traceback(e))
+                except Exception as e:  # user_error's user_instance is this TaskSet, as in Locust
+                    user.environment.report_exception(self, e, user_traceback(e))
                 self.wait()
             except InterruptTaskSet as e:
                 self.on_stop()

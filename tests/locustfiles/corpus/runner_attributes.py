@@ -2,10 +2,20 @@
 hash of the traceback: count, msg, traceback, nodes), `runner.log_exception`, `runner.user_greenlets`
 (each greenlet's `args[0]` its user), and the environment's `stop_timeout`, `catch_exceptions`,
 `reset_stats`, `available_user_classes`, `user_classes_by_name`, with the parsed options' `processes` and
-`stop_timeout`. Printed, for the test to compare with Locust's."""
+`stop_timeout`; user_error's user_instance (the TaskSet that ran the task). Printed, for the test to
+compare with Locust's."""
 
 from _bounded import count
-from locust import HttpUser, constant, events, task
+from locust import HttpUser, TaskSet, constant, events, task
+
+
+class Nested(TaskSet):
+    @task
+    def fail_then_leave(self):
+        self.turns = getattr(self, "turns", 0) + 1
+        if self.turns == 1:
+            raise ValueError("nested boom")  # user_error's user_instance: this TaskSet
+        self.interrupt(reschedule=False)
 
 
 class Chosen(HttpUser):
@@ -22,13 +32,20 @@ class Chosen(HttpUser):
         if self.done == 2:
             tb = "Traceback (most recent call last):\nLogged: by hand\n"
             self.environment.runner.log_exception("local", "logged by hand", tb)
-            raise ValueError("boom")
+            raise ValueError("boom")  # user_error's user_instance: the user's DefaultTaskSet
+        if self.done == 3:
+            Nested(self).run()
 
 
 class NotChosen(HttpUser):
     @task
     def work(self):
         self.client.get("/never")
+
+
+@events.user_error.add_listener
+def user_error(user_instance, exception, **_kw):
+    print("user_error", type(user_instance).__name__, type(user_instance.user).__name__, exception, flush=True)
 
 
 @events.test_stop.add_listener
