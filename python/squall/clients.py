@@ -286,17 +286,48 @@ class ResponseContextManager(Response):
         self._report(failed)
         return True
 
+    @property
+    def request_meta(self) -> dict[str, Any]:
+        """Locust's dict of what the request event will be told (request_type, name, response_time,
+        response_length, context, exception, start_time, url, response), made when first read: a block
+        that sets its "name" or "request_type" records the request under them, as Locust's does."""
+        meta: dict[str, Any] | None = self.__dict__.get("_request_meta")
+        if meta is None:
+            elapsed = self.elapsed_us / 1000.0
+            meta = {
+                "request_type": self.request_method,
+                "name": self.name,
+                "response_time": elapsed,
+                "response_length": declared_length(self) if self.streamed else len(self.content),
+                "context": self._context or {},
+                "exception": None,
+                "start_time": time.time() - elapsed / 1000.0,
+                "url": self.url,
+                "response": self,
+            }
+            self.__dict__["_request_meta"] = meta
+        return meta
+
     def _report(self, failure: BaseException | None) -> None:
         """The verdict: recorded by the engine's next poll (Hub.judge, written out here: a frame less a
         request); the listeners of the request event, if any, told now (Locust names the request, not
-        its URL, in its failure)."""
+        its URL, in its failure). A request the block renamed (`request_meta`) is recorded under its new
+        name now, by a crossing of its own."""
         session = self._session
         hub = session.hub
-        if not hub.finished:
+        method, name = self.request_method, self.name
+        renamed = self.__dict__.get("_request_meta")
+        if renamed is not None and (renamed["name"] != name or renamed["request_type"] != method):
+            method, name = str(renamed["request_type"]), str(renamed["name"])
+            if not hub.finished:
+                length = renamed["response_length"]
+                text = error_text(failure) if failure is not None else None
+                hub.engine.record(method, name, self.elapsed_us, self.status_code, length, text)
+        elif not hub.finished:
             hub.verdicts.append((self, error_text(failure) if failure is not None else None))
         events = session.request_event
         if events._handlers if type(events) is RequestHook else events:  # (no __bool__ frame a request)
-            meta = (self.request_method, self.name, self.url, self._context or {})
+            meta = (method, name, self.url, self._context or {})
             session._fire(events, self, meta, failure)
 
     def success(self) -> None:
