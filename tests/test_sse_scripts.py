@@ -71,6 +71,9 @@ def test_events_reach_the_script_as_the_server_sends_them(sse, tmp_path):
     s = e["stream"]
     assert (s["streams"], s["completed"], s["cut"]) == (4, 4, 0) and truth["whole"] == 4
     assert s["events"] == truth["events"] == 4 * EVENTS
+    # Received: every byte the server sent, the bodies' too, though each request was recorded at its
+    # head (they read the heads alone: "2.14 KB received" where a relay passed 5,729 bytes).
+    assert e["wire_bytes"] == truth["bytes"], (e["wire_bytes"], truth)
     # The engine's timing of the same events: its gaps the server's too.
     assert abs(s["gap"]["percentiles_us"]["50"] / 1000 - GAP_MS) <= SLACK_MS / 2, s
 
@@ -117,6 +120,7 @@ def test_a_cut_stream_raises_in_the_script_and_is_counted_cut(sse, tmp_path):
     assert (e["requests"], e["failures"], s["streams"], s["completed"], s["cut"]) == (3, 0, 3, 0, 3), e
     assert s["cut_reasons"] == {"server closed the connection mid-response": 3}
     assert s["events"] == truth["events"] == 6
+    assert e["wire_bytes"] == truth["bytes"], (e["wire_bytes"], truth)  # (all they brought: see above)
 
 
 def test_a_caught_stream_is_judged_by_its_block_and_timed_to_its_head(sse, tmp_path):

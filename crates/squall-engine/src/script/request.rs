@@ -136,7 +136,9 @@ pub(super) async fn measure(
     endpoint: EndpointId,
 ) -> (Result<(Response, Option<String>), Failure>, Duration) {
     let clock = StreamClock::new(begin);
-    let mut streams = ScriptStreams { engine, request: id, endpoint, clock, opened: false, held: None };
+    let counts = r.record;
+    let mut streams =
+        ScriptStreams { engine, request: id, endpoint, clock, opened: false, held: None, counted: (0, 0), counts };
     let result = follow(engine, sender, r, known, &mut streams).await;
     let now = Instant::now();
     if streams.opened {
@@ -147,7 +149,8 @@ pub(super) async fn measure(
         engine.recorder.borrow_mut().stream_ended(now, endpoint, &mut streams.clock, failure);
     }
     match result {
-        Ok((resp, url, deferred, phases, timing)) => {
+        Ok((mut resp, url, deferred, phases, timing)) => {
+            streams.less_counted(&mut resp);
             let elapsed = record_response(engine, r, begin, endpoint, &resp, (deferred, phases, timing), now);
             (Ok((resp, url)), elapsed)
         }
@@ -172,6 +175,28 @@ pub(super) struct ScriptStreams<'a> {
     opened: bool,
     /// A streamed request's body, left on its connection by its last hop (`exchange_stream`).
     held: Option<Box<Held>>,
+    /// An event stream's (body, wire) bytes counted received as they came (`read`, `framing`): all a
+    /// stream cut short brought (it read "0 B" beside its events, as bench's did), and not counted again
+    /// with its response (`less_counted`). Only for a request the engine records itself (`counts`): a
+    /// caught one's bytes are its script's verdict's.
+    counted: (u64, u64),
+    counts: bool,
+}
+
+impl ScriptStreams<'_> {
+    /// `body` and `wire` bytes received now (an event stream's: `StreamWatch::read`, `framing`).
+    fn count(&mut self, body: u64, wire: u64) {
+        if self.counts {
+            self.counted = (self.counted.0 + body, self.counted.1 + wire);
+            self.engine.recorder.borrow_mut().count_received(Instant::now(), self.endpoint, body, wire);
+        }
+    }
+
+    /// `resp` less what its event stream counted received as it came.
+    fn less_counted(&self, resp: &mut Response) {
+        resp.body_bytes = resp.body_bytes.saturating_sub(self.counted.0);
+        resp.wire_bytes = resp.wire_bytes.saturating_sub(self.counted.1);
+    }
 }
 
 /// A streamed response's body still to read: over HTTP/1.1 on its connection (back to the pool it
@@ -197,6 +222,8 @@ pub(super) async fn run_stream(started: Started) {
         clock: StreamClock::new(begin),
         opened: false,
         held: None,
+        counted: (0, 0),
+        counts: r.record,
     };
     let result = follow(&engine, Sender::script(user), &r, &known, &mut streams).await;
     let now = Instant::now();
@@ -216,7 +243,8 @@ pub(super) async fn run_stream(started: Started) {
         }
     };
     let held = streams.held.take();
-    // As Locust records a streamed request: its size is the Content-Length, else 0.
+    streams.less_counted(&mut resp); // (its head, if an event stream's: counted as it came)
+                                     // As Locust records a streamed request: its size is the Content-Length, else 0.
     resp.body_bytes = match (held.as_deref(), &resp.headers) {
         (Some(Held::H1 { pending, .. }), _) => pending.length(),
         (_, Some(pairs)) => pairs.iter().find(|(k, _)| k == "content-length").and_then(|(_, v)| v.parse().ok()),
@@ -308,7 +336,14 @@ impl StreamWatch for BodySink<'_> {
         self.streams.progress(at, events, tokens);
     }
 
+    /// (Its body's bytes count received as they come, in `body`: on the wire only, its size being its
+    /// Content-Length as Locust records it; its framing likewise.)
+    fn framing(&mut self, n: u64) {
+        self.streams.framing(n);
+    }
+
     fn body(&mut self, bytes: &[u8]) -> Result<(), Failure> {
+        self.streams.count(0, bytes.len() as u64);
         let mut data = self.state.data.borrow_mut();
         if data.len() + bytes.len() > MAX_KEPT_BODY {
             return Err(too_large_body());
@@ -334,6 +369,14 @@ impl StreamWatch for ScriptStreams<'_> {
 
     fn progress(&mut self, at: Instant, events: u64, tokens: Tokens) {
         self.engine.recorder.borrow_mut().events(at, self.endpoint, events, tokens, &mut self.clock);
+    }
+
+    fn read(&mut self, n: u64) {
+        self.count(n, n);
+    }
+
+    fn framing(&mut self, n: u64) {
+        self.count(0, n);
     }
 }
 
