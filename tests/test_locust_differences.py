@@ -191,3 +191,36 @@ def test_a_pytest_style_file_with_an_unknown_fixture_is_one_line_exit_2(tmp_path
     p = squall("-f", tmp_path / "test_bad.py", "--headless", "-t", "1s", "-H", "http://127.0.0.1:1", cwd=tmp_path)
     assert p.returncode == 2 and "Could not find fixture for parameter 'sesion' in test_x" in p.stderr, p.stderr
     assert len(p.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["raise", "fail", "init"])
+def test_a_listener_that_raises_is_logged_and_the_run_goes_on_as_in_locust(recorder, tmp_path, case):
+    """A request listener raising for every /first, and a test_stop listener raising: Locust logs each
+    (the traceback on the root logger), the user goes on to /second, the listener after the one that
+    raised still hears /first, quitting runs, the CSVs are written, no task exception is counted, and the
+    exit code is 2, or --exit-code-on-error's 1 when a request failed (case "fail"). squall stopped the
+    task at the listener's exception (every /first was an exception, /second never sent) and ended the
+    run at test_stop's, exit 1 without CSVs or quitting. An init listener's exception ends both at once,
+    exit 1, nothing sent (case "init")."""
+    env = {"ITERATIONS": "3", "LISTENERS_FAIL": "1" if case == "fail" else "", "LISTENERS_INIT": ""}
+    env["LISTENERS_INIT"] = "1" if case == "init" else ""
+    both = run_both("listeners_raise.py", recorder, tmp_path, env=env, run_time="2s")
+    (lp, lprefix, lrecords), (sp, sprefix, srecords) = both["locust"], both["squall"]
+    expected = {"raise": 2, "fail": 1, "init": 1}[case]
+    assert lp.returncode == sp.returncode == expected, (lp.returncode, sp.returncode, sp.stderr[-3000:])
+    said = {tool: p.stderr.count("Uncaught exception in event handler") for tool, (p, _, _) in both.items()}
+    if case == "init":
+        assert lrecords == srecords == [] and said["squall"] == said["locust"] == 1, said
+        assert "init listener boom" in sp.stderr
+        return
+    assert received(srecords) == received(lrecords)
+    second = "/status/500" if case == "fail" else "/second"
+    assert Counter(r["path"] for r in srecords) == {"/first": USERS * 3, second: USERS * 3}
+    assert stats(sprefix) == stats(lprefix)
+    assert exceptions(sprefix) == exceptions(lprefix) == {}
+    # every /first's, and test_stop's
+    assert said["squall"] == said["locust"] == USERS * 3 + 1, said
+    for p in (lp, sp):
+        assert "ValueError: request listener boom" in p.stderr and "KeyError: 'test_stop boom'" in p.stderr
+        assert p.stdout.count("AFTER_FIRST") == USERS * 3 and "QUITTING_RAN" in p.stdout, p.stdout[-2000:]

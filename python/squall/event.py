@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import logging
 import time
+import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Callable, TypeVar
 
+from squall import log
+from squall.exception import InterruptTaskSet, RescheduleTask, RescheduleTaskImmediately, StopUser
+
 Listener = TypeVar("Listener", bound=Callable[..., Any])
+
+# What a listener may raise through `fire`, as in Locust: a request listener's StopUser or RescheduleTask
+# acts on the user whose request it was.
+FLOW = (StopUser, RescheduleTask, RescheduleTaskImmediately, InterruptTaskSet)
 
 
 class EventHook:
@@ -27,8 +36,18 @@ class EventHook:
         return bool(self._handlers)
 
     def fire(self, *, reverse: bool = False, **kwargs: Any) -> None:
+        """Each listener in turn. One that raises is logged, as Locust's EventHook logs it ("Uncaught
+        exception in event handler" and the traceback, on the root logger), and the others still run;
+        the run goes on and exits 2 at its end (`log.unhandled_greenlet_exception`, as in Locust), or 1
+        for an `init` listener's, at once. FLOW's exceptions go through, to the user."""
         for handler in reversed(self._handlers) if reverse else list(self._handlers):
-            handler(**kwargs)
+            try:
+                handler(**kwargs)
+            except FLOW:
+                raise
+            except Exception:
+                logging.error("Uncaught exception in event handler: \n%s", traceback.format_exc())
+                log.unhandled_greenlet_exception = True
 
     @contextmanager
     def measure(

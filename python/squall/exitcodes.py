@@ -5,6 +5,9 @@ from __future__ import annotations
 OK = 0  # the run completed and at least one request succeeded
 ALL_FAILED = 1  # the run completed but every request failed
 USAGE = 2  # bad command line: unknown flag, invalid value or URL, unreadable input file
+# squall -f: an event listener raised (logged, the run went on: Locust's unhandled_greenlet_exception);
+# after --exit-code-on-error (failed requests, task exceptions), as in Locust; 1 if it was an init listener
+LISTENER_RAISED = 2
 CANNOT_START = 3  # the run could not start: host unresolvable, connection refused, TLS failure, file limit
 LOST = 4  # squall mqtt --verify: messages were published but never delivered
 WRITE_FAILED = 5  # an output (--json, --csv, --html, ...) could not be written: the disk filled up, ...

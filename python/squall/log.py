@@ -28,6 +28,11 @@ main_logger = logging.getLogger("locust.main")
 runners_logger = logging.getLogger("locust.runners")
 task_logger = logging.getLogger("locust.user.task")
 
+# Locust's `locust.log.unhandled_greenlet_exception`: set when an event listener raised (logged where it
+# did, squall.event); the run goes on, and its exit code is 2 unless a higher rule gives another
+# (squall.commands.run_output.exit_code); after `init`'s listeners, the process ends with 1.
+unhandled_greenlet_exception = False
+
 
 class LogReader(logging.Handler):
     """The dashboard's Logs tab: the last 500 lines logged, formatted (Locust's `locust.log.LogReader`,

@@ -99,3 +99,27 @@ def test_html_tags_as_locust_replaces_them():
     assert run_output.html_path(args) == "r_10_2.5_60.html"
     args = argparse.Namespace(html="r_{u}_{r}_{t}.html", num_users=1, spawn_rate=1.0, run_time=None)
     assert run_output.html_path(args) == "r_1_1_{t}.html"  # no run time: the tag stays, as in Locust
+
+
+def test_exit_code_precedence_is_locusts(monkeypatch):
+    """Locust's shutdown (locust/main.py): process_exit_code, then --exit-code-on-error when requests
+    failed or tasks raised, then 2 when an event listener raised, then 0 (squall's failed threshold, 99,
+    after the file's own code)."""
+    from squall import log
+    from squall.env import Environment
+
+    def result(failures=0, exceptions=0, thresholds=()):
+        return {"aggregate": {"failures": failures}, "exceptions": [{"count": exceptions}], "thresholds": thresholds}
+
+    args = argparse.Namespace(exit_code_on_error=3)
+    env = Environment()
+    monkeypatch.setattr(log, "unhandled_greenlet_exception", False)
+    assert run_output.exit_code(result(), args, env) == (0, "")
+    monkeypatch.setattr(log, "unhandled_greenlet_exception", True)
+    assert run_output.exit_code(result(), args, env)[0] == 2
+    assert "an event listener raised" in run_output.exit_code(result(), args, env)[1]
+    assert run_output.exit_code(result(failures=1), args, env)[0] == 3
+    assert run_output.exit_code(result(exceptions=1), args, env)[0] == 3
+    assert run_output.exit_code(result(thresholds=[{"passed": False}]), args, env)[0] == 99
+    env.process_exit_code = 7
+    assert run_output.exit_code(result(failures=1), args, env)[0] == 7

@@ -5,9 +5,10 @@ import logging
 
 import pytest
 
-from squall import locust_compat, runners, stats
+from squall import locust_compat, log, runners, stats
 from squall.env import Environment
 from squall.event import Events
+from squall.exception import InterruptTaskSet, RescheduleTask, RescheduleTaskImmediately, StopUser
 from squall.user.users import User
 from squall.web.server import Dashboard, LiveStore
 
@@ -124,3 +125,46 @@ def test_a_worker_and_its_master_exchange_messages_and_reports(monkeypatch):
     worker.inbox.put(("config", 42))
     worker.deliver()  # no hub here: at once
     assert seen == [(42, "master")]
+
+
+@pytest.mark.parametrize("hook", ["test_stop", "request"])
+def test_a_listener_that_raises_is_logged_and_the_others_still_run(caplog, monkeypatch, hook):
+    """Locust's EventHook.fire (locust/event.py): an exception in a listener is logged on the root logger
+    ("Uncaught exception in event handler" and its traceback), marks the process
+    (`unhandled_greenlet_exception`, exit code 2 at its end), and the next listeners run; the request
+    event's `notify` (squall's clients' path) likewise."""
+    monkeypatch.setattr(log, "unhandled_greenlet_exception", False)
+    events, heard = Events(), []
+    event = getattr(events, hook)
+
+    def boom(**_kw):
+        raise ValueError("listener boom")
+
+    event.add_listener(boom)
+    event.add_listener(lambda **kw: heard.append(kw))
+    with caplog.at_level(logging.ERROR):
+        if hook == "request":
+            event.notify(name="/x", exception=None)
+        else:
+            event.fire(environment=None)
+    assert heard == [{"name": "/x", "exception": None} if hook == "request" else {"environment": None}]
+    assert log.unhandled_greenlet_exception
+    [record] = caplog.records
+    assert record.name == "root" and record.getMessage().startswith("Uncaught exception in event handler: \n")
+    assert "ValueError: listener boom" in record.getMessage() and "in boom" in record.getMessage()
+
+
+@pytest.mark.parametrize("flow", [StopUser, RescheduleTask, RescheduleTaskImmediately, InterruptTaskSet])
+def test_a_listener_may_stop_or_reschedule_its_user_as_in_locust(monkeypatch, flow):
+    """What Locust's fire lets through: the user's flow, raised from a request listener into the task."""
+    monkeypatch.setattr(log, "unhandled_greenlet_exception", False)
+    events, heard = Events(), []
+
+    def stop(**_kw):
+        raise flow()
+
+    events.request.add_listener(stop)
+    events.request.add_listener(lambda **kw: heard.append(kw))
+    with pytest.raises(flow):
+        events.request.notify(name="/x")
+    assert heard == [] and not log.unhandled_greenlet_exception

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from squall import _engine, monitor, processes
+from squall import _engine, exitcodes, log, monitor, processes
 from squall.clients import split_userinfo
 from squall.commands import run_checks, run_output
 from squall.commands.drive import observe
@@ -65,6 +65,11 @@ def run_here(
     web = not args.headless and not worker
     dashboard = _start_dashboard(args, classes, users, spawn_rate, shape_class) if web else None
     local = LocalRun(args, classes, shape_class, dashboard, run_time, stop_timeout, target_monitor)
+    if log.unhandled_greenlet_exception:  # an init (or init_command_line_parser) listener raised: as in
+        local.unhook()  # Locust, fatal, its traceback logged already
+        if dashboard is not None:
+            dashboard.stop()
+        return exitcodes.ALL_FAILED
     # From here until the outputs are written a stop signal is deferred (the run's own handler takes it
     # while a test runs): a second Ctrl-C must not cut the result or a file short.
     with deferred():
@@ -140,10 +145,14 @@ class LocalRun:
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous_alarm)
-            events.user_error.remove_listener(_log_task_error)
-            events.request.recorder = None
-            events.request.on_listen = None
-            gevent_hub.unbind(self.hub)
+            self.unhook()
+
+    def unhook(self) -> None:
+        """squall's own listeners of the run off Locust's events, and the hub off gevent's."""
+        events.user_error.remove_listener(_log_task_error)
+        events.request.recorder = None
+        events.request.on_listen = None
+        gevent_hub.unbind(self.hub)
 
     def tests(self, users: int, spawn_rate: float) -> None:
         """The test, or with the dashboard and without --autoquit one test after another, each started

@@ -9,7 +9,7 @@ import os
 import sys
 from typing import Any
 
-from squall import exitcodes, outputs, thresholds
+from squall import exitcodes, log, outputs, thresholds
 from squall.commands.drive import print_observations
 from squall.env import Environment
 from squall.report import locust_console, locust_json
@@ -33,7 +33,8 @@ def exit_code(
     result: dict[str, Any], args: argparse.Namespace, env: Environment | None = None, received: list[int] | None = None
 ) -> tuple[int, str]:
     """The run's exit code and why, as Locust decides it: `environment.process_exit_code`, a failed
-    threshold, then --exit-code-on-error when requests failed or tasks raised. A stop signal (Ctrl-C,
+    threshold, then --exit-code-on-error when requests failed or tasks raised, then 2 when an event
+    listener raised (logged where it did, the run went on: squall.event). A stop signal (Ctrl-C,
     SIGTERM) does not change it, as in Locust: scripts and CI written for Locust read Locust's code
     (`squall bench` and `squall mqtt` exit 130 or 143). `received` only says why in the verdict."""
     stopped = f"; {exitcodes.stopped_why(received[0])}" if received else ""
@@ -47,6 +48,8 @@ def exit_code(
         what = [f"{failures:,} requests failed"] if failures else []
         what += [f"{exceptions:,} task exceptions"] if exceptions else []
         return code, f"{' and '.join(what)} (--exit-code-on-error {code})" + stopped
+    if log.unhandled_greenlet_exception:
+        return exitcodes.LISTENER_RAISED, "an event listener raised (its traceback is logged above)" + stopped
     return exitcodes.OK, stopped[2:]
 
 

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any, Callable
 
-from squall import exitcodes, locustfile, processes
+from squall import exitcodes, locustfile, log, processes
 from squall.distributed import roles, shares
 from squall.distributed.actor import pack
 from squall.distributed.cluster import ClusterError
@@ -117,6 +117,8 @@ def run_locustfile(
     runner = MasterRunner(env)
     env.runner = runner
     events.init.fire(environment=env, runner=runner, web_ui=None)
+    if log.unhandled_greenlet_exception:  # an init listener raised: fatal, as in Locust (logged already)
+        return exitcodes.ALL_FAILED
 
     def started() -> None:
         runner.state = STATE_RUNNING
@@ -135,7 +137,9 @@ def run_locustfile(
         if any(not t["passed"] for t in result.get("thresholds", [])):
             return exitcodes.THRESHOLDS
         agg = result["aggregate"]
-        return exitcodes.ALL_FAILED if agg["requests"] and agg["failures"] == agg["requests"] else exitcodes.OK
+        if agg["requests"] and agg["failures"] == agg["requests"]:
+            return exitcodes.ALL_FAILED
+        return exitcodes.LISTENER_RAISED if log.unhandled_greenlet_exception else exitcodes.OK
 
     command = Command(
         name="run",
