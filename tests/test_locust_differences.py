@@ -224,3 +224,33 @@ def test_a_listener_that_raises_is_logged_and_the_run_goes_on_as_in_locust(recor
     for p in (lp, sp):
         assert "ValueError: request listener boom" in p.stderr and "KeyError: 'test_stop boom'" in p.stderr
         assert p.stdout.count("AFTER_FIRST") == USERS * 3 and "QUITTING_RAN" in p.stdout, p.stdout[-2000:]
+
+
+@pytest.mark.slow
+def test_a_shapes_stages_spawn_their_classes_and_complete_as_in_locust(recorder, tmp_path):
+    """tests/locustfiles/corpus/shape_stages.py: each stage's spawning completes in both tools (the event
+    with the stage's users, `environment.shape_class` the shape's instance whose
+    get_current_user_count() a listener reads, and the same "All users spawned" lines); the second stage,
+    [B, C] with C's fixed_count 1, adds a B, so the server receives /a and /b and never /c. squall fired
+    spawning_complete for the first stage only, had the shape's class there (a TypeError), and added
+    C's users."""
+    both = run_both("shape_stages.py", recorder, tmp_path, "--loglevel", "INFO", run_time="1s")
+    said = {}
+    for tool, (p, _prefix, records) in both.items():
+        assert p.returncode == 0, (tool, p.stderr[-3000:])
+        assert {r["path"] for r in records} == {"/a", "/b"}, (tool, Counter(r["path"] for r in records))
+        lines = [line for line in p.stdout.splitlines() if line.startswith(("SHAPE", "SPAWNED"))]
+        spawned = [m.split("All users spawned: ", 1)[1] for m in p.stderr.splitlines() if "All users spawned: " in m]
+        said[tool] = (lines, spawned)
+    assert (
+        said["squall"]
+        == said["locust"]
+        == (
+            ["SHAPE Stages True", "SPAWNED 2 2", "SPAWNED 3 3", "SPAWNED 1 1"],
+            [
+                '{"A": 2, "B": 0, "C": 0} (2 total users)',
+                '{"A": 2, "B": 1, "C": 0} (3 total users)',
+                '{"A": 1, "B": 0, "C": 0} (1 total users)',
+            ],
+        )
+    ), said

@@ -45,7 +45,7 @@ class Environment:
         user_classes: Iterable[type[User]] = (),
         parsed_options: argparse.Namespace | None = None,
         events: Events | None = None,
-        shape_class: type[LoadTestShape] | None = None,
+        shape_class: LoadTestShape | type[LoadTestShape] | None = None,
         *,
         reset_stats: bool | None = None,
         stop_timeout: float | None = None,
@@ -57,7 +57,9 @@ class Environment:
         self.user_classes = list(user_classes)
         self.parsed_options = parsed_options
         self.events = events or default_events
-        self.shape_class = shape_class
+        # Locust's: the shape's instance, which the run ticks (a class given is made into one), with
+        # the runner attached, so that a listener's `environment.shape_class.get_current_user_count()` reads it.
+        self.shape_class: LoadTestShape | None = shape_class() if isinstance(shape_class, type) else shape_class
         # Locust's: whether the stats reset once every user is spawned (--reset-stats), the seconds users
         # have to finish their task at the end (-s, a float), task exceptions caught and counted (squall
         # always does), and the User classes of the locustfile, chosen or not, by name.
@@ -68,6 +70,8 @@ class Environment:
         self.catch_exceptions = catch_exceptions
         self.available_user_classes = available_user_classes
         self.runner: Runner = for_process(self)
+        if self.shape_class is not None:
+            self.shape_class.runner = self.runner
         self.process_exit_code: int | None = None
         self.exceptions: dict[tuple[str, str], ExceptionEntry] = {}  # keyed by (message, traceback)
         self._user_ids = itertools.count(1)

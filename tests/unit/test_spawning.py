@@ -142,7 +142,9 @@ def test_lowering_the_target_stops_the_last_users_started(clock):
     assert env.runner.user_count == 2 and sum(s.counts.values()) == 2
 
 
-def test_new_classes_from_a_shape_join_the_choice(clock):
+def test_a_shapes_classes_are_the_choice_from_then_on(clock):
+    """A tick's classes are the only ones new users come from; the users of others already running stay,
+    until a lower target stops the newest."""
     a, b = user_class("A"), user_class("B")
     s = spawner.Spawner(Environment(hub=FakeHub()), [a])
     s.set_target(2, 1e9)
@@ -150,6 +152,132 @@ def test_new_classes_from_a_shape_join_the_choice(clock):
     s.set_target(4, 1e9, [b])
     s.step()
     assert counts_of(s) == {"A": 2, "B": 2}
+    s.set_target(1, 1e9, [a, b])
+    s.step()
+    assert counts_of(s) == {"A": 1, "B": 0}
+
+
+def test_the_weighted_draw_is_locusts():
+    """As Locust's _kl_generator (locust/dispatch.py) draws: weights 5 and 1 give AABAAAAABAAA (its
+    docstring says AAABAAAAABAA; its code gives this); equal weights alternate, by name first; nothing
+    to draw from is None."""
+    draw = spawner.weighted_draw([("A", 5.0), ("B", 1.0)])
+    assert "".join(next(draw) for _ in range(12)) == "AABAAAAABAAA"
+    draw = spawner.weighted_draw([("B", 1.0), ("A", 1.0)])
+    assert [next(draw) for _ in range(4)] == ["A", "B", "A", "B"]
+    assert next(spawner.weighted_draw([])) is None
+
+
+def test_a_stage_naming_a_fixed_count_class_adds_what_locust_adds(clock):
+    """tests/locustfiles/shape_classes.py's stages: 2 users of [A], then 3 of [B, C] with C's fixed_count
+    1, then 1 of [A, B]. Locust's dispatcher looks for missing fixed_count users only at its start and
+    after a user stopped, so the second stage adds a B, not a C; the third stops the newest (B, then an
+    A). squall added a C (fixed_count first, always)."""
+    a, b, c = user_class("A"), user_class("B"), user_class("C", fixed_count=1)
+    env = Environment(hub=FakeHub())
+    s = spawner.Spawner(env, [a, b, c])
+    seen = []
+    for users, classes in [(2, [a]), (3, [b, c]), (1, [a, b]), (3, [b, c])]:
+        s.set_target(users, 1e9, classes)
+        s.step()
+        assert s.settled()
+        seen.append(counts_of(s))
+    # (the last: a user was stopped, so C's missing user comes first, then B's draw goes on)
+    assert seen == [
+        {"A": 2, "B": 0, "C": 0},
+        {"A": 2, "B": 1, "C": 0},
+        {"A": 1, "B": 0, "C": 0},
+        {"A": 1, "B": 1, "C": 1},
+    ]
+
+
+def test_only_fixed_count_classes_all_there_settle_short_of_the_target(clock):
+    """[C] with fixed_count 1 and a target of 3: one C, and the spawning is complete (Locust's dispatch
+    ends when no class has a user to give)."""
+    s = spawner.Spawner(Environment(hub=FakeHub()), [user_class("C", fixed_count=1)])
+    s.set_target(3, 1e9)
+    s.step()
+    s.step()
+    assert counts_of(s) == {"C": 1} and s.settled()
+
+
+def test_lowering_the_target_settles_once_the_users_over_it_stopped(clock):
+    clock.tick = 0.0
+    s = spawner.Spawner(Environment(hub=FakeHub()), [user_class("A")])
+    s.set_target(4, 1e9)
+    clock.now += 1.0
+    s.step()
+    assert len(s.spawned) == 4 and s.settled()
+    s.set_target(1, 1.0)  # one a second
+    for _ in range(3):
+        assert not s.settled()
+        clock.now += 1.0
+        s.step()
+    assert len(s.spawned) == 1 and s.settled()
+
+
+LOCUST_DISPATCH = """
+import json, os, sys
+os.environ["LOCUST_SKIP_MONKEY_PATCH"] = "1"
+from locust import User
+from locust import dispatch
+from locust.dispatch import UsersDispatcher
+from locust.runners import WorkerNode
+dispatch.gevent.sleep = lambda seconds: None  # (its pause between iterations: a stage ending short waits 1 s)
+results = []
+for spec in json.loads(sys.stdin.read()):
+    classes = {n: type(n, (User,), {"weight": w, "fixed_count": f}) for n, (w, f) in spec["classes"].items()}
+    d = UsersDispatcher(worker_nodes=[WorkerNode("local")], user_classes=list(classes.values()))
+    out = []
+    for users, names in spec["steps"]:
+        d.new_dispatch(users, 1e9, [classes[n] for n in names] if names else None)
+        counts = {}
+        for dispatched in d:
+            counts = dispatched["local"]
+        out.append({n: k for n, k in counts.items() if k})
+    results.append(out)
+print(json.dumps(results))
+"""
+
+
+def test_the_draw_is_locusts_dispatch_over_random_stages(clock):
+    """Random User classes (weights, fixed counts) and stages (a target, the classes a shape's tick
+    names, or all): after each stage the users of each class are what Locust 2.47's own UsersDispatcher
+    gives (run in a process of its own: importing Locust patches the interpreter with gevent)."""
+    import json
+    import random
+    import subprocess
+    import sys
+
+    from support import needs_locust
+
+    needs_locust()
+    rng = random.Random(7)
+    specs = []
+    for _ in range(200):
+        names = ["A", "B", "C", "D"][: rng.randint(1, 4)]
+        specs.append(
+            {
+                "classes": {n: [rng.randint(1, 5), rng.choice([0, 0, 1, 2])] for n in names},
+                "steps": [
+                    [rng.randint(0, 12), rng.sample(names, rng.randint(1, len(names))) if rng.random() < 0.5 else None]
+                    for _ in range(6)
+                ],
+            }
+        )
+    locust = subprocess.run(
+        [sys.executable, "-c", LOCUST_DISPATCH], input=json.dumps(specs), capture_output=True, text=True, check=True
+    )
+    for spec, theirs in zip(specs, json.loads(locust.stdout)):
+        classes = {n: user_class(n, w, f) for n, (w, f) in spec["classes"].items()}
+        s = spawner.Spawner(Environment(hub=FakeHub()), list(classes.values()))
+        mine = []
+        for users, chosen in spec["steps"]:
+            s.set_target(users, 1e9, [classes[n] for n in chosen] if chosen else None)
+            s.step()
+            s.step()
+            mine.append({n: k for n, k in counts_of(s).items() if k})
+        assert mine == theirs, spec
 
 
 def test_spawn_rate(clock):

@@ -101,19 +101,17 @@ class LocalRun:
         self.hub = hub = Hub(new_engine(args))
         cooperative_sleep.hub = hub
         everyone = getattr(args, "loaded", None)  # (the file's classes, chosen or not: loaded by the command line)
+        self.shape = shape_class() if shape_class else None  # environment.shape_class, as in Locust
         self.env = env = Environment(
             hub=hub,
             host=args.host,
             user_classes=classes,
             parsed_options=args,
-            shape_class=shape_class,
+            shape_class=self.shape,
             available_user_classes={c.__name__: c for c in (everyone[0] if everyone else classes)},
         )
         if gevent_hub.enabled():  # the locustfile's libraries wait on gevent's hub: squall's runs in it
             hub.use_gevent(gevent_hub.bind(hub, env))
-        self.shape = shape_class() if shape_class else None
-        if self.shape:
-            self.shape.runner = env.runner
         if isinstance(env.runner, WorkerRunner) and os.environ.get(FEED_ENV):
             env.runner.listen_to_master()  # a distributed worker: its master is the driver
         events.user_error.add_listener(_log_task_error)

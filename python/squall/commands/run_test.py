@@ -139,6 +139,7 @@ class ScriptTest:
         self.follower = Follower(self.controls, publisher, dashboard, args.watch)
         self.deadline: float | None = None
         self.shaped = True  # the shape's first tick gave users (False: it ended the test at once)
+        self.last_tick: Any = None  # the shape's last tick of users, applied
         self.next_stats = self.next_tick = 0.0
         self.last_counts: LiveCounts = (0.0, {})
         self.reason = "completed"
@@ -191,11 +192,14 @@ class ScriptTest:
             return False
         if isinstance(tick, dict):  # {"rate": R}: the open model at R iterations a second
             self.open_model(float(tick["rate"]))
-        else:
+        elif tick != self.last_tick:  # a new stage: Locust's runner.start() with it
+            self.last_tick = tick
             self.log.shape_tick(tick)
             rate = tick[1] / self.share
             users = processes.share(int(tick[0]), self.worker)
             self.spawner.set_target(users, rate, tick[2] if len(tick) > 2 else None)
+            if self.runner.state == "running":  # its spawning, complete once the target is met (`step`)
+                self.runner.state = "spawning"
         return True
 
     def fields(self) -> dict[str, Any]:
@@ -258,7 +262,7 @@ class ScriptTest:
         now = time.monotonic()
         if env.open_pool is None:
             spawner.step()
-        if (env.open_pool or len(spawner.spawned) >= spawner.target) and runner.state == "spawning":
+        if (env.open_pool or spawner.settled()) and runner.state == "spawning":
             if env.open_pool is None:
                 self.log.spawned()
             events.spawning_complete.fire(user_count=runner.user_count)
@@ -384,7 +388,6 @@ class RunLog:
         self.args = args
         self.spawner = spawner
         self.shaped = shaped
-        self.last_tick: Any = None
 
     @property
     def dashboard_run(self) -> bool:
@@ -407,10 +410,8 @@ class RunLog:
         runners_logger.info(f"All users spawned: {user_classes_count(counts)}")
 
     def shape_tick(self, tick: Any) -> None:
-        if tick != self.last_tick:
-            self.last_tick = tick
-            runners_logger.info(f"Shape test updating to {int(tick[0]):d} users at {float(tick[1]):.2f} spawn rate")
-            self.ramping(int(tick[0]), float(tick[1]))
+        runners_logger.info(f"Shape test updating to {int(tick[0]):d} users at {float(tick[1]):.2f} spawn rate")
+        self.ramping(int(tick[0]), float(tick[1]))
 
     def shape_done(self) -> None:
         runners_logger.info("Shape test stopping")

@@ -116,6 +116,8 @@ def run_locustfile(
     env = Environment(host=args.host, user_classes=classes or [], parsed_options=args, shape_class=shape_class)
     runner = MasterRunner(env)
     env.runner = runner
+    if env.shape_class is not None:
+        env.shape_class.runner = runner
     events.init.fire(environment=env, runner=runner, web_ui=None)
     if log.unhandled_greenlet_exception:  # an init listener raised: fatal, as in Locust (logged already)
         return exitcodes.ALL_FAILED

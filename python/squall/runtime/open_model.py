@@ -46,10 +46,10 @@ class OpenPool:
                     hub.ready.append((g, t))
                     break
             else:
-                if self.env.runner.user_count < self.cap:
-                    user = self.spawner.spawn_one()
+                user = self.spawner.spawn_one() if self.env.runner.user_count < self.cap else None
+                if user is not None:
                     self.first[user.user_id] = t
-                else:
+                else:  # (at the cap, or no class has a user to give: only fixed_count classes, all there)
                     self.backlog.append(t)
 
     def first_iteration(self, user: User) -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import heapq
+import math
 import time
 from collections import deque
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, TypeVar
 
 from squall.exception import user_traceback
 
@@ -22,6 +25,35 @@ if TYPE_CHECKING:
 # target and of squall); in groups of 5, 0.05-0.07 more. A group is made in about 0.1-0.2 ms (20-40
 # µs a user), within what one pass of the hub may hold (see Spawner).
 SPAWN_TICK = 0.005
+
+T = TypeVar("T")
+
+
+def by_name(classes: Iterable[type[User]]) -> list[type[User]]:
+    """User classes in the order Locust's dispatcher takes them: by name."""
+    return sorted(classes, key=lambda c: c.__name__)
+
+
+def weighted_draw(items: list[tuple[T, float]]) -> Iterator[T | None]:
+    """An endless draw among `items` ((item, weight), weights > 0 only) in which each next item is the
+    one whose pick lowers the Kullback-Leibler divergence between the picks' shares and the weights the
+    most (ties: the lower weight plus picks, then the lighter, then the earlier name), as Locust's
+    dispatcher draws User classes: weights 5 and 1 give AABAAAAABAAA. Nothing to draw from: None, for
+    ever."""
+    kept = [(item, w) for item, w in items if w > 0]
+    if not kept:
+        while True:
+            yield None
+    # Per item, ordered as picked: (the divergence its next pick changes, x, weight, name, its index),
+    # with x its weight plus its picks plus 1; a pick changes the divergence by weight * log2(x / (x + 1)).
+    # A heap: a run of many User classes and users draws in O(log classes) a user.
+    queue = [(w * math.log2(w / (w + 1.0)), w + 1.0, w, getattr(item, "__name__", str(item)), i)
+             for i, (item, w) in enumerate(kept)]  # fmt: skip
+    heapq.heapify(queue)
+    while True:
+        _gain, x, w, name, i = queue[0]
+        yield kept[i][0]
+        heapq.heapreplace(queue, (w * math.log2(x / (x + 1.0)), x + 1.0, w, name, i))
 
 
 class Spawner:
@@ -52,28 +84,53 @@ class Spawner:
         self.credit = 1.0  # the first user starts at once, as in Locust; then `rate` a second
         self.last = time.monotonic()
         self.next_due = 0.0  # when `_make` may start the next user (monotonic seconds)
+        # Which class each next user is: Locust's dispatch (`choices`). `check_fixed`: the fixed_count
+        # classes' missing users come next (at the start, and after any user was stopped); `short`: no
+        # class had a user to give (only fixed_count classes, all there), so the target cannot be met.
+        self.check_fixed = True
+        self.short = False
+        self.order = self._choices()
 
     def set_target(self, users: int, rate: float, classes: list[type[User]] | None = None) -> None:
+        """The users to run (`classes`: from now on only these, as a shape's tick names them: the users of
+        other classes already running stay, until a lower target stops them, newest first)."""
         self.target, self.rate = int(users), float(rate)
+        self.short = False
         self.env.runner.target_user_count = self.target  # Locust's runner.start() sets it so
         if classes:
-            self.classes = classes
             for c in classes:
                 self.counts.setdefault(c, 0)
+            if by_name(classes) != by_name(self.classes):  # as Locust's dispatcher, a new draw then
+                self.classes = classes
+                self.order = self._choices()
 
-    def _next_class(self) -> type[User]:
-        fixed = [c for c in self.classes if c.fixed_count and self.counts[c] < c.fixed_count]
-        if fixed:
-            return fixed[0]
-        weighted = [c for c in self.classes if not c.fixed_count]
-        total_weight = sum(c.weight for c in weighted) or 1
-        n = sum(self.counts[c] for c in weighted) + 1
-        return max(weighted, key=lambda c: c.weight / total_weight * n - self.counts[c])
+    def _choices(self) -> Iterator[type[User] | None]:
+        """The classes of the users to start, one after another, as Locust's UsersDispatcher draws them
+        (locust/dispatch.py, 2.47): when `check_fixed` is set, the users the fixed_count classes miss (as
+        `counts` has them: the users started, being made and waiting), drawn among those classes by
+        what each misses, all of them before anything else; otherwise the weighted classes (weight > 0, no
+        fixed_count) in the order that keeps their shares closest to their weights (`weighted_draw`);
+        None when there is none. The draw goes on across targets, as Locust's does: stopping users does
+        not rewind it."""
+        classes = by_name(self.classes)
+        weighted = weighted_draw([(c, float(c.weight)) for c in classes if not c.fixed_count])
+        while True:
+            if self.check_fixed:
+                self.check_fixed = False
+                missing = [(c, float(c.fixed_count - self.counts.get(c, 0))) for c in classes if c.fixed_count]
+                missing = [(c, n) for c, n in missing if n > 0]
+                fixed = weighted_draw(missing)
+                for _ in range(int(sum(n for _c, n in missing))):
+                    yield next(fixed)
+            else:
+                yield next(weighted)
 
-    def spawn_one(self) -> User:
-        """Makes and starts one user of the class the weights call for next, at once (the open model's
-        users, started for an arrival)."""
-        cls = self._next_class()
+    def spawn_one(self) -> User | None:
+        """Makes and starts one user of the class the draw calls for next, at once (the open model's
+        users, started for an arrival); None if no class has a user to give."""
+        cls = next(self.order)
+        if cls is None:
+            return None
         self.counts[cls] += 1
         return self._start(cls(self.env))
 
@@ -122,8 +179,11 @@ class Spawner:
         runner = self.env.runner
         hub = self.env.hub
         assert hub is not None
-        while self.started < self.target and self.credit >= 1.0:
-            cls = self._next_class()
+        while self.started < self.target and self.credit >= 1.0 and not self.short:
+            cls = next(self.order)
+            if cls is None:  # Locust's dispatch ends there, its spawning complete
+                self.short = True
+                break
             self.counts[cls] += 1
             self.waiting.append(cls)
             self.credit -= 1.0
@@ -139,6 +199,7 @@ class Spawner:
                 u.hub.kill(g)
             else:
                 break  # the one being made finishes, then the next step stops it
+            self.check_fixed = True  # a fixed_count class may miss a user now (Locust's dispatch)
             self.credit -= 1.0
 
     def halt(self) -> None:
@@ -146,6 +207,13 @@ class Spawner:
         self.waiting.clear()
         if self.maker is not None and not self.maker.dead and self.env.hub is not None:
             self.env.hub.kill(self.maker)
+
+    def settled(self) -> bool:
+        """The target is met: every user it asks for started (or none was left to give: `short`) or every
+        user over it stopped; none waits or is being made. Locust's spawning is complete then."""
+        if self.waiting or self.making is not None:
+            return False
+        return len(self.spawned) == self.target or (self.short and len(self.spawned) < self.target)
 
     def done(self) -> bool:
         """Every user was started and all have stopped by themselves."""
