@@ -3,6 +3,7 @@ same server: the same counts (each user makes a set number of requests: tests/lo
 stats_bounded.py), the counts the server received, the same exit code from Locust's documented
 `quitting` pattern, the same custom messages; percentiles against a server of known latency."""
 
+import csv
 import json
 import os
 import subprocess
@@ -223,3 +224,35 @@ def test_reset_from_the_dashboard_resets_environment_stats(odd_server, tmp_path)
     assert counted - per_second <= ours["test_stop"]["num_requests"] <= counted
     written = sum(row["num_requests"] for row in json.loads((tmp_path / "whole.json").read_text()))
     assert written == counted
+
+
+def test_percentiles_to_report_set_by_the_file_as_locust(tmp_path):
+    """tests/locustfiles/stats_percentiles.py sets PERCENTILES_TO_REPORT to [0.25, 0.5, 0.75, 1.0]:
+    Locust and squall write those four columns in the stats CSV, the history CSV and the console's
+    percentile table (squall wrote its 11). Against servers of known latency (10 answers after 20 ms, 10
+    after 60 ms) the 25th percentile is a fast one and the 75th a slow one under both (squall's exact,
+    from the histogram: the engine reports neither)."""
+    needs_locust()
+    with serving("delay_server.py", 20) as fast, serving("delay_server.py", 60) as slow:
+        env = dict(os.environ, SLOW_URL=f"http://127.0.0.1:{slow}/")
+        tables = {}
+        for tool in ("locust", "squall"):
+            prefix = tmp_path / tool
+            argv = ["-f", FILES / "stats_percentiles.py", "-H", f"http://127.0.0.1:{fast}", "--headless"]
+            argv += ["-u", 1, "-r", 10, "-t", "4s", "--csv", prefix]
+            if tool == "locust":
+                cmd = [sys.executable, "-m", "locust", *map(str, argv)]
+                p = subprocess.run(cmd, capture_output=True, text=True, timeout=90, env=env)
+            else:
+                p = squall(*argv, timeout=90, env=env)
+            assert p.returncode == 0, (tool, p.stderr[-2000:])
+            stats = list(csv.DictReader(open(f"{prefix}_stats.csv")))
+            history = open(f"{prefix}_stats_history.csv").readline().strip().split(",")
+            lines = p.stderr.splitlines()
+            head = lines[max(i for i, line in enumerate(lines) if line.startswith("Response time percentiles")) + 1]
+            tables[tool] = (list(stats[0])[11:], history[6:10], head.split()[2:])
+            row = {r["Name"]: r for r in stats}["/delay"]
+            assert row["Request Count"] == "20", (tool, row)
+            assert 20 <= float(row["25%"]) < 30 and 60 <= float(row["75%"]) < 70, (tool, row)
+    columns = ["25%", "50%", "75%", "100%"]
+    assert tables["squall"] == tables["locust"] == (columns, columns, [*columns, "#", "reqs"]), tables

@@ -120,6 +120,39 @@ def get_readable_percentiles(percentile_list: list[float]) -> list[str]:
     ]
 
 
+def _is_fraction(p: object, inclusive: bool) -> bool:
+    try:
+        value = float(p)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+    return 0 <= value <= 1 if inclusive else 0 < value < 1
+
+
+def validate_stats_configuration() -> None:
+    """Locust's check of the percentile settings a locustfile may patch, before the run: a message and
+    exit 1 for PERCENTILES_TO_CHART (at most 6) and PERCENTILES_TO_STATISTICS outside (0, 1), in
+    Locust's words. squall checks PERCENTILES_TO_REPORT too (numbers in [0, 1], at least one: its
+    tables and CSV columns; Locust writes them unchecked)."""
+    if len(PERCENTILES_TO_CHART) > 6:
+        sys.stderr.write("stats.PERCENTILES_TO_CHART parameter should be a maximum of 6 parameters \n")
+        sys.exit(1)
+    if not all(_is_fraction(p, False) for p in PERCENTILES_TO_CHART):
+        sys.stderr.write(
+            "stats.PERCENTILES_TO_CHART parameter need to be float and value between. 0 < percentile < 1 Eg 0.95\n"
+        )
+        sys.exit(1)
+    if not all(_is_fraction(p, False) for p in PERCENTILES_TO_STATISTICS):
+        sys.stderr.write(
+            "stats.PERCENTILES_TO_STATISTICS parameter need to be float and value between. 0 < percentile < 1 Eg 0.95\n"
+        )
+        sys.exit(1)
+    if not PERCENTILES_TO_REPORT or not all(_is_fraction(p, True) for p in PERCENTILES_TO_REPORT):
+        sys.stderr.write(
+            "stats.PERCENTILES_TO_REPORT parameter need to be a list of floats between 0 and 1, Eg [0.5, 0.95, 1.0]\n"
+        )
+        sys.exit(1)
+
+
 def proper_round(val: float, digits: int = 0) -> float:
     """Locust's rounding of halves upwards (`locust.util.rounding.proper_round`)."""
     float_val = float(val)

@@ -184,3 +184,53 @@ def test_a_426_says_a_websocket_endpoint_takes_ws():
     assert "benched with ws:// or wss://" in console.summary({**base, "url": "http://127.0.0.1:8765/echo"})
     base["aggregate"]["status_codes"] = {"200": 10}
     assert "ws://" not in console.summary({**base, "url": "http://127.0.0.1:8765/echo"})
+
+
+def test_percentiles_to_report_set_by_a_locustfile_are_the_columns(monkeypatch, tmp_path):
+    """Locust's PERCENTILES_TO_REPORT, as a locustfile sets it, makes the CSV files' and the console
+    table's percentile columns (Locust's labels: 0.333 is "33.3%"); the values at percentiles the engine
+    does not report are exact, from the histograms: 1 ms to 1000 ms, one request each, have their 25th
+    percentile at 250 ms and their 33.3th at 333 ms (HDR: within 0.1%)."""
+    from squall import _engine, stats
+
+    engine = _engine.ScriptEngine()
+    for ms_ in range(1, 1001):
+        engine.record("GET", "/a", ms_ * 1000, 200, 5, None)
+    result = engine.finish("completed", "")
+    monkeypatch.setattr(stats, "PERCENTILES_TO_REPORT", [0.25, 0.333, 0.5, 1.0])
+    columns = ["25%", "33.3%", "50%", "100%"]
+    paths = locust_csv.write(result, str(tmp_path / "r"))
+    header, row = Path(paths[0]).read_text().splitlines()[:2]
+    assert header.split(",")[11:] == columns
+    values = [float(v) for v in row.split(",")[11:]]
+    assert 250 <= values[0] <= 250.25 and 333 <= values[1] <= 333.4 and 500 <= values[2] <= 500.5, values
+    assert values[3] == 1000.0 and row.split(",")[4] == row.split(",")[13]  # the median column stays
+    history = Path(paths[1]).read_text().splitlines()
+    assert history[0].split(",")[6:10] == columns and all(len(r.split(",")) == 17 for r in history)
+    table = locust_console.percentiles_table(result["endpoints"], result["aggregate"]).splitlines()
+    assert table[1].split()[2:] == [*columns, "#", "reqs"]
+    assert table[3].split()[2:] == ["250", "333", "500", "1000", "1000"]
+    monkeypatch.setattr(stats, "PERCENTILES_TO_REPORT", [0.5, 0.66, 0.75, 0.8, 0.9, 0.95, 0.98, 0.99, 0.999, 0.9999, 1])
+    assert locust_csv.stats_header() == locust_csv.STATS_HEADER  # Locust's default: its 11, as before
+
+
+@pytest.mark.parametrize(
+    "setting, value, message",
+    [
+        ("PERCENTILES_TO_CHART", [0.1] * 7, "stats.PERCENTILES_TO_CHART parameter should be a maximum of 6 parameters"),
+        ("PERCENTILES_TO_CHART", [1.0], "stats.PERCENTILES_TO_CHART parameter need to be float and value between."),
+        ("PERCENTILES_TO_STATISTICS", ["x"], "stats.PERCENTILES_TO_STATISTICS parameter need to be float and"),
+        ("PERCENTILES_TO_REPORT", [95], "stats.PERCENTILES_TO_REPORT parameter need to be a list of floats"),
+        ("PERCENTILES_TO_REPORT", [], "stats.PERCENTILES_TO_REPORT parameter need to be a list of floats"),
+    ],
+)
+def test_percentile_settings_are_checked_as_locust_checks_them(monkeypatch, capsys, setting, value, message):
+    """Locust's validate_stats_configuration (locust/stats.py): exit 1 and its message; squall checks
+    the reported percentiles too."""
+    from squall import stats
+
+    stats.validate_stats_configuration()  # the defaults pass
+    monkeypatch.setattr(stats, setting, value)
+    with pytest.raises(SystemExit) as exit_:
+        stats.validate_stats_configuration()
+    assert exit_.value.code == 1 and capsys.readouterr().err.startswith(message)

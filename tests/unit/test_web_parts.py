@@ -293,3 +293,24 @@ def test_locusts_index_html_is_the_dashboards_page_with_the_tabs_a_route_adds():
         assert json.loads(answer.text.removeprefix("<page>").removesuffix("</page>")) == expected, path
     assert client.get("/plain").text == "<page>null</page>"
     assert extension_of({"extended_tabs": "not a list", "extended_csv_files": [None, 3]}) is None
+
+
+def test_locusts_stats_requests_rows_follow_percentiles_to_statistics(monkeypatch):
+    """Locust's `/stats/requests` rows (StatsEntry.to_dict) carry `response_time_percentile_P` for each P
+    of its PERCENTILES_TO_STATISTICS, which a locustfile may set: 0.95 and 0.99 by default, here 0.7
+    (from the live row's spectrum: the engine reports no 70%) and 0.95."""
+    from squall import stats
+    from squall.web import flask_app
+
+    row = {"method": "GET", "name": "/a", "requests": 4, "failures": 0, "min_us": 1000, "max_us": 4000}
+    row |= {"mean_us": 2500, "percentiles_us": {"50": 2000, "95": 4000, "99": 4000}}
+    row["spectrum"] = [[25, 1000], [50, 2000], [75, 3000], [100, 4000]]
+
+    def percentiles(r):
+        return {k: v for k, v in flask_app._entry(r, {}, 1.0).items() if k.startswith("response_time_percentile")}
+
+    assert percentiles(row) == {"response_time_percentile_0.95": 4.0, "response_time_percentile_0.99": 4.0}
+    monkeypatch.setattr(stats, "PERCENTILES_TO_STATISTICS", [0.7, 0.95])
+    assert percentiles(row) == {"response_time_percentile_0.7": 3.0, "response_time_percentile_0.95": 4.0}
+    empty = {**row, "requests": 0, "percentiles_us": {}}
+    assert percentiles(empty) == {"response_time_percentile_0.7": 0.0, "response_time_percentile_0.95": 0.0}

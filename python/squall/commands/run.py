@@ -26,6 +26,7 @@ from squall import (
     outputs,
     processes,
     start_up,
+    stats,
     thresholds,
 )
 from squall import locustfile as locustfiles
@@ -82,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
     args.num_users, args.spawn_rate, args.run_time = users, spawn_rate, whole(run_time)
     args.stop_timeout = whole(stop_timeout)  # (Locust's: an int, 0 when not given)
     classes, shape_class = args.loaded  # loaded by the command line, before its final parse
+    stats.validate_stats_configuration()  # the percentile settings the locustfile may have patched, as Locust
     worker = processes.worker()
     node_role = distributed.role(args) if worker is None else None  # Locust's --master / --worker (on Ray)
     if node_role == "worker":  # its engines run the master's locustfile, not this one

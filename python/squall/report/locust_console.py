@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from squall.report import locust_errors
-from squall.report.units import PERCENTILE_KEYS
+from squall.report.units import percentiles_us, reported_percentiles
 
 
 def _ms(us: float) -> str:
@@ -62,12 +62,15 @@ def stats_table(
 def percentiles_table(endpoints: list[dict[str, Any]], aggregate: dict[str, Any]) -> str:
     rows, agg = _rows(endpoints, aggregate)
     width = max([len(r["name"]) for r in rows] + [30]) + 2
-    cols = [f"{k}%" for k in PERCENTILE_KEYS]
+    reported = reported_percentiles()  # Locust's PERCENTILES_TO_REPORT, as a locustfile may set it
+    cols = [label for label, _p in reported]
+    percents = [p for _label, p in reported]
     head = f"{'Type':<8} {'Name':<{width}} " + " ".join(f"{c:>7}" for c in cols) + f" {'# reqs':>7}"
     sep = f"{'-' * 8}|{'-' * (width + 1)}|" + "|".join("-" * 7 for _ in cols) + "|" + "-" * 8
 
     def line(r: dict[str, Any]) -> str:
-        vals = [(_ms(r["percentiles_us"][k]) if r["percentiles_us"] else "N/A") for k in PERCENTILE_KEYS]
+        times = percentiles_us(r, percents)
+        vals = [_ms(t) for t in times] if times is not None else ["N/A"] * len(percents)
         return f"{r['method']:<8} {r['name']:<{width}} " + " ".join(f"{v:>7}" for v in vals) + f" {r['requests']:>7}"
 
     out = ["Response time percentiles (exact)", head, sep] + [line(r) for r in rows] + [sep, line(agg)]

@@ -14,10 +14,12 @@ from typing import Any
 from squall import _engine, files
 from squall.report import locust_errors
 from squall.report.totals import counted_s, first_counted_second
-from squall.report.units import PERCENTILE_KEYS, ms_exact
+from squall.report.units import PERCENTILE_KEYS, ms_exact, percentiles_us, reported_percentiles
 
 PCT_COLUMNS = [f"{k}%" for k in PERCENTILE_KEYS]
 
+# Locust's headers with its 11 percentiles; the files' own are with the percentiles reported
+# (`stats_header`, `history_header`: Locust's PERCENTILES_TO_REPORT, as a locustfile may set it).
 STATS_HEADER = [
     "Type",
     "Name",
@@ -68,11 +70,30 @@ def _ms(s: dict[str, Any], key: str, missing: Any = "") -> Any:
     return missing if value is None else ms_exact(value)
 
 
-def _percentiles(s: dict[str, Any]) -> list[str]:
+def _with_percentiles(header: list[str], columns: list[str]) -> list[str]:
+    """`header` with the reported percentiles' columns where Locust's 11 are."""
+    at = header.index(PCT_COLUMNS[0])
+    return [*header[:at], *columns, *header[at + len(PCT_COLUMNS) :]]
+
+
+def stats_header() -> list[str]:
+    return _with_percentiles(STATS_HEADER, [label for label, _p in reported_percentiles()])
+
+
+def history_header() -> list[str]:
+    return _with_percentiles(HISTORY_HEADER, [label for label, _p in reported_percentiles()])
+
+
+def _percentiles(s: dict[str, Any], percents: list[float] | None = None) -> list[str]:
+    """The entry's response times at `percents` (the reported ones by default), in milliseconds."""
+    percents = percents if percents is not None else [p for _label, p in reported_percentiles()]
     pct = s.get("percentiles_us")
     if not isinstance(pct, dict) or not pct:  # nothing timed (or, with MQTT, messages without a send time)
-        return ["N/A"] * len(PERCENTILE_KEYS)
-    return [_ms(pct, k, "N/A") for k in PERCENTILE_KEYS]
+        return ["N/A"] * len(percents)
+    if all(f"{p:g}" in pct for p in percents):  # (the engine's own: no histogram read)
+        return [_ms(pct, f"{p:g}", "N/A") for p in percents]
+    times = percentiles_us(s, percents)
+    return [ms_exact(t) for t in times] if times is not None else ["N/A"] * len(percents)
 
 
 def _avg_size(s: dict[str, Any]) -> float:
@@ -196,6 +217,7 @@ def history_rows(result: dict[str, Any], full_history: bool) -> Iterator[list[An
                     points.setdefault(key, []).append((i, e))
         for key, pts in points.items():
             totals[key] = list(zip([i for i, _ in pts], _running_totals([e for _, e in pts])))
+    percents = [p for _label, p in reported_percentiles()]
     shown: list[tuple[str, str]] = []  # the endpoints seen so far, sorted
     arrivals = sorted((first, key) for key, first in first_seen.items())
     nxt = 0
@@ -216,8 +238,9 @@ def history_rows(result: dict[str, Any], full_history: bool) -> Iterator[list[An
                     at[key] += 1
                 # (a second without its requests has a row too: Locust writes every entry every time)
                 e = present.get(key) or _NONE_THIS_SECOND
-                yield [ts, users, key[1], key[0], e["requests"], e["failures"], *_percentiles(e), *last[key]]
-        yield [ts, users, "", "Aggregated", sec["requests"], sec["failures"], *_percentiles(sec), *aggregate[i]]
+                yield [ts, users, key[1], key[0], e["requests"], e["failures"], *_percentiles(e, percents), *last[key]]
+        row = [ts, users, "", "Aggregated", sec["requests"], sec["failures"], *_percentiles(sec, percents)]
+        yield [*row, *aggregate[i]]
 
 
 # The Total columns of an entry with nothing counted yet (as `_running_totals` makes them).
@@ -242,7 +265,7 @@ def _write_stats(result: dict[str, Any], f: Any) -> None:
     dur = counted_s(result)
     rates = measured_rates(result) or {}
     w = csv.writer(f)
-    w.writerow(STATS_HEADER)
+    w.writerow(stats_header())
     for e in sorted(result["endpoints"], key=lambda e: (e["name"], e["method"])):
         w.writerow(stats_row(e["method"], e["name"], e, dur, rates.get((e["method"], e["name"]))))
     w.writerow(stats_row("", "Aggregated", result["aggregate"], dur, rates.get(("", "Aggregated"))))
@@ -333,7 +356,7 @@ def write(result: dict[str, Any], prefix: str, full_history: bool = False) -> li
         _write_stats(result, f)
     with files.replace(paths["stats_history"], newline="") as f:
         w = csv.writer(f)
-        w.writerow(HISTORY_HEADER)
+        w.writerow(history_header())
         w.writerows(history_rows(result, full_history))
     with files.replace(paths["failures"], newline="") as f:
         _write_failures(result, f)

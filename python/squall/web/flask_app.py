@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import quote, unquote, urlsplit
 
+from squall.report.units import percentiles_us
 from squall.web.guard import HEADERS
 
 if TYPE_CHECKING:
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
 # for url_for, but "/" is the dashboard's page).
 OWN_PATHS = frozenset({"/", "/index.html", "/assets/app.js", "/assets/app.css", "/metrics"})
 OWN_PREFIXES = ("/api/", "/download/")
-PERCENTILES = ("95", "99")  # Locust's PERCENTILES_TO_STATISTICS
 
 
 def own_path(path: str) -> bool:
@@ -333,6 +333,9 @@ def _entry(r: dict[str, Any], second: dict[str, Any], seconds: float) -> dict[st
     """One row of Locust's `to_dict()` from a live totals row, its last second and the test's length."""
     n = int(r.get("requests", 0))
     pct = r.get("percentiles_us") or {}
+    # Locust's PERCENTILES_TO_STATISTICS, as a locustfile may set it (0.95 and 0.99 by default)
+    statistics = [float(p) for p in getattr(sys.modules.get("squall.stats"), "PERCENTILES_TO_STATISTICS", [0.95, 0.99])]
+    times = (percentiles_us(r, [round(100 * p, 6) for p in statistics]) if n else None) or [0.0] * len(statistics)
     return {
         "method": r.get("method", ""),
         "name": r.get("name", ""),
@@ -346,7 +349,7 @@ def _entry(r: dict[str, Any], second: dict[str, Any], seconds: float) -> dict[st
         "current_fail_per_sec": float(second.get("failures", 0)),
         "total_rps": n / seconds,
         "total_fail_per_sec": int(r.get("failures", 0)) / seconds,
-        **{f"response_time_percentile_0.{p}": pct.get(p, 0) / 1000 if n else 0 for p in PERCENTILES},
+        **{f"response_time_percentile_{p}": t / 1000 for p, t in zip(statistics, times)},
         "avg_content_length": r.get("body_bytes", 0) / n if n else 0,
     }
 
