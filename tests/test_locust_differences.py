@@ -199,7 +199,9 @@ def test_a_listener_that_raises_is_logged_and_the_run_goes_on_as_in_locust(recor
     """A request listener raising for every /first, and a test_stop listener raising: Locust logs each
     (the traceback on the root logger), the user goes on to /second, the listener after the one that
     raised still hears /first, quitting runs, the CSVs are written, no task exception is counted, and the
-    exit code is 2, or --exit-code-on-error's 1 when a request failed (case "fail"). squall stopped the
+    exit code is 2, or --exit-code-on-error's 1 when a request failed (case "fail"); quitting's listeners
+    run last added first, with `environment` alone (squall gave a `reason` too: a TypeError in a listener
+    taking only `environment`). squall stopped the
     task at the listener's exception (every /first was an exception, /second never sent) and ended the
     run at test_stop's, exit 1 without CSVs or quitting. An init listener's exception ends both at once,
     exit 1, nothing sent (case "init")."""
@@ -223,7 +225,9 @@ def test_a_listener_that_raises_is_logged_and_the_run_goes_on_as_in_locust(recor
     assert said["squall"] == said["locust"] == USERS * 3 + 1, said
     for p in (lp, sp):
         assert "ValueError: request listener boom" in p.stderr and "KeyError: 'test_stop boom'" in p.stderr
-        assert p.stdout.count("AFTER_FIRST") == USERS * 3 and "QUITTING_RAN" in p.stdout, p.stdout[-2000:]
+        assert p.stdout.count("AFTER_FIRST") == USERS * 3, p.stdout[-2000:]
+        quitting = [line for line in p.stdout.splitlines() if line.startswith("QUITTING")]
+        assert quitting == ["QUITTING_RAN", "QUITTING_PLAIN"], p.stdout[-2000:]  # reversed, `environment` alone
 
 
 @pytest.mark.slow

@@ -243,7 +243,7 @@ class LocalRun:
         as Locust's web UI ends (the last test's outputs are written already)."""
         args, env, received = self.args, self.env, self.life.received
         if self.idle and self.last is not None:
-            events.quitting.fire(environment=env, reason="shutdown")
+            events.quitting.fire(environment=env, reverse=True)  # as Locust: last added first
             code, _why = run_output.exit_code(self.last, args, env)
             main_logger.info(f"Shutting down (exit code {code})")
             return code
@@ -256,7 +256,7 @@ class LocalRun:
             result = end_test(env, self.hub, args, self.reason, self.generator, self.target_monitor)
         self.result = result
         verdicts = run_output.judge(result, args) if self.worker is None else []
-        events.quitting.fire(environment=env, reason=self.reason)
+        events.quitting.fire(environment=env, reverse=True)  # as Locust: last added first
         code, why = run_output.exit_code(result, args, env, received)
         if self.worker is None:  # (a --processes worker's code is its driver's to say)
             main_logger.info(f"Shutting down (exit code {code})")

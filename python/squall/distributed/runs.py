@@ -130,7 +130,7 @@ def run_locustfile(
         env.result = result
         runner.state = STATE_STOPPED
         events.test_stop.fire(environment=env)
-        events.quitting.fire(environment=env, reason="interrupted" if signum is not None else "finished")
+        events.quitting.fire(environment=env, reverse=True)  # as Locust: last added first
         final_output(result, args)
         if signum is not None:
             return exitcodes.stopped_by(signum)

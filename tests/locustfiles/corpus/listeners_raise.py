@@ -44,5 +44,10 @@ def on_test_stop(environment, **_kw):
 
 
 @events.quitting.add_listener
+def on_quitting_plain(environment):  # Locust fires quitting with `environment` alone, the last added first
+    print("QUITTING_PLAIN", flush=True)
+
+
+@events.quitting.add_listener
 def on_quitting(environment, **_kw):
     print("QUITTING_RAN", flush=True)
