@@ -26,8 +26,9 @@ FIRST_MS, GAP_MS, EVENTS = 40, 50, 5  # the locustfile's /sse?events=5&ms=50&fir
 SLACK_MS = 5
 
 
-def run(tmp_path, sse, mode, tasks, *args, user=None, duration="60s", code=0):
-    """The locustfile run by squall with MODE and TASKS, exiting with `code`; (its records, its
+def run(tmp_path, sse, mode, tasks, *args, user="Reader", duration="60s", code=0):
+    """The locustfile run by squall with MODE and TASKS, its `user` class (the file has two: Locust's
+    dispatcher gives one user to FastReader, first by name), exiting with `code`; (its records, its
     result, the process)."""
     out, result = tmp_path / "out.jsonl", tmp_path / "r.json"
     env = {**os.environ, "MODE": mode, "TASKS": str(tasks), "OUT": str(out)}
