@@ -196,6 +196,9 @@ class Response:
     def name(self) -> str:
         """The stats name."""
     @property
+    def requested_url(self) -> str:
+        """The URL the request was made to, before any redirect (what Locust's request event calls its url)."""
+    @property
     def cookies(self) -> dict[str, str]:
         """The cookies it set (name -> value), from each Set-Cookie header."""
     @property

@@ -327,7 +327,7 @@ class ResponseContextManager(Response):
             hub.verdicts.append((self, error_text(failure) if failure is not None else None))
         events = session.request_event
         if events._handlers if type(events) is RequestHook else events:  # (no __bool__ frame a request)
-            meta = (method, name, self.url, self._context or {})
+            meta = (method, name, self.requested_url, self._context or {})
             session._fire(events, self, meta, failure)
 
     def success(self) -> None:
@@ -977,8 +977,8 @@ class HttpSession:
                 caught._context = context
             return caught
         events = self.request_event
-        if events:
-            meta: RequestMeta = (response.request_method, response.name, response.url, context or {})
+        if events:  # (Locust's event tells the URL requested, before any redirect)
+            meta: RequestMeta = (response.request_method, response.name, response.requested_url, context or {})
             self._fire(events, response, meta, response.exception(response.name))
         return response
 

@@ -639,6 +639,16 @@ impl Response {
         self.request.as_ref().map_or("", |r| r.method.as_str())
     }
 
+    /// The URL the request was made to, before any redirect (`url` is the final one): what Locust's
+    /// request event calls its `url`. Made when read: only listeners read it.
+    #[getter]
+    fn requested_url(&self, py: Python<'_>) -> Py<PyAny> {
+        match self.request.as_ref().map(|r| squall_engine::http::request::parse_url(&r.url)) {
+            Some(Ok(url)) => PyString::new(py, url.as_str()).into_any().unbind(),
+            _ => self.url.clone_ref(py),
+        }
+    }
+
     /// What was sent: the headers (the session's and the call's, merged) and the body.
     fn sent<'py>(&self, py: Python<'py>) -> (Vec<(String, String)>, Bound<'py, PyBytes>) {
         match &self.request {
