@@ -64,10 +64,10 @@ class Spawner:
     Users are made one after another in a greenlet of their own (`_make`), as Locust's spawning greenlet
     makes them: a User whose `__init__` takes its time (a `time.sleep`, a blocking call made
     cooperative) delays the next user's start, as in Locust, while the users already started, the
-    dashboard and Ctrl-C go on. They start 1/rate apart (above 200 a second, in groups of those due
-    within 5 ms, `SPAWN_TICK`), as Locust 1 started them (Locust 2.47 starts floor(rate) at once every
-    second: docs/locustfiles.md), not in the run loop's bursts: `step` runs every 0.1 s and lets rate/10
-    users through at once, and making 20 in one pass (-r 200) held the hub for 0.85 ms, in which the responses of the users
+    dashboard and Ctrl-C go on. They start 1/rate apart (above 200 a second, in groups of those due within 5 ms,
+    `SPAWN_TICK`), as Locust 1 started them (Locust 2.47 starts floor(rate) at once every second:
+    docs/locustfiles.md), not in the run loop's bursts: `step` runs every 0.1 s and lets rate/10 users through
+    at once, and making 20 in one pass (-r 200) held the hub for 0.85 ms, in which the responses of the users
     already running waited unread (timed late by that much when their reads are not stamped yet,
     tests/test_ground_truth.py, measured)."""
 
