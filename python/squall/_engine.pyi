@@ -372,8 +372,9 @@ class ScriptEngine:
         """Publishes what the users recorded now, the second in progress included (the users are done)."""
     def live(self, cursor: int, histograms: bool = False) -> dict[str, Any]:
         """The live stream and totals (see `Run.live`); never waits."""
-    def reset_totals(self) -> None:
-        """Resets the live totals and the run's own: its result counts from here (Locust's reset)."""
+    def reset_totals(self) -> int:
+        """Resets the live totals and the run's own (Locust's reset): empty now, counting from the start of
+        the next second, which it returns."""
     def finish(self, reason: str, url: str) -> dict[str, Any]:
         """Ends the run; returns the result document."""
 

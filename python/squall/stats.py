@@ -268,7 +268,6 @@ class RequestStats:
         self._cursor = 0  # seconds of the stream read so far
         self._start_unix: float | None = None  # the engine's start, from its first second
         self._counted_from = 0  # the first second counted in the per-second series (after a reset)
-        self._reset_from: int | None = None  # the live totals' first second, after a reset (the engine's)
         self._series = _Series()
         self._settled = False  # test_stop: the engine has published everything the users recorded
         self._final: _View | None = None  # the result's numbers, once the run has ended
@@ -345,12 +344,10 @@ class RequestStats:
                 # more, for `quitting`: the result counts from the start.
                 self._watching_stop = True
                 env.events.test_stop.add_listener(self._on_test_stop)
-            # The engine's reset counts from the start of the next second (its live totals' `reset_s`):
-            # the seconds before it are not counted here either.
+            # The engine's reset counts from the start of the next second, which it says: the seconds
+            # before it are not counted here either (those published until now are read first).
             self._read(env.hub)
-            env.hub.engine.reset_totals()
-            self._read(env.hub)
-            self._counted_from = int(self._reset_from or self._cursor)
+            self._counted_from = env.hub.engine.reset_totals()
             self._taken = -CACHE_S
         self._reset_unix = time.time()
         self._series.clear()
@@ -400,7 +397,6 @@ class RequestStats:
                 self._start_unix = float(second["unix"]) - second["t"]
         self._cursor = live["cursor"]
         totals = live["totals"]
-        self._reset_from = totals.get("reset_s")
         rows = {(e["name"], e["method"]): e for e in totals["endpoints"]}
         self._live = _View(rows, totals["aggregate"], totals["errors"], exact=False, start_unix=self._start_unix)
         self._taken = time.monotonic()

@@ -1221,9 +1221,10 @@ impl ScriptEngine {
         live_to_py(py, self.engine()?.core(), cursor, histograms)
     }
 
-    fn reset_totals(&self) -> PyResult<()> {
-        self.engine()?.reset_totals();
-        Ok(())
+    /// Resets the totals (the live ones and the result's): empty now, counting from the start of the
+    /// next second, which it returns.
+    fn reset_totals(&self) -> PyResult<u64> {
+        Ok(self.engine()?.reset_totals())
     }
 
     /// Ends the run (`reason`: completed, duration or interrupted); returns the result document.

@@ -2,7 +2,7 @@
 //! `text/event-stream` body as it reads it.
 
 use crate::http::h1::StreamWatch;
-use crate::stats::{Failure, Recorder, StreamClock, Tokens};
+use crate::stats::{Failure, Received, Recorder, StreamClock, Tokens};
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -19,14 +19,9 @@ pub(super) struct BenchStreams<'a> {
     pub streaming: &'a Cell<bool>,
     pub clock: StreamClock,
     pub opened: bool,
-    /// The stream's body bytes read so far (HTTP/1.1), each counted received in its second as it came
-    /// (`read`): a cut stream's and one still open at the run's end too, whose requests carry none (an
-    /// endless stream's run read "0 B received" beside 117 events); a completed one's response is
-    /// recorded without them (`h1_request`).
-    pub read: u64,
-    /// Its head's and chunked framing's bytes, counted received on the wire likewise (`framing`): a cut
-    /// stream's were lost (2,640 bytes received read where a relay passed 5,220).
-    pub framed: u64,
+    /// The stream's bytes (HTTP/1.1), each counted received in its second as it came (`read`,
+    /// `framing`); a completed one's response is recorded without them (`h1_request`).
+    pub received: Received,
 }
 
 impl BenchStreams<'_> {
@@ -53,13 +48,11 @@ impl StreamWatch for BenchStreams<'_> {
     }
 
     fn read(&mut self, n: u64) {
-        self.read += n;
-        self.recorder.borrow_mut().count_received(Instant::now(), 0, n, n);
+        self.received.count(self.recorder, 0, n, n);
     }
 
     fn framing(&mut self, n: u64) {
-        self.framed += n;
-        self.recorder.borrow_mut().count_received(Instant::now(), 0, 0, n);
+        self.received.count(self.recorder, 0, 0, n);
     }
 
     fn progress(&mut self, at: Instant, events: u64, tokens: Tokens) {

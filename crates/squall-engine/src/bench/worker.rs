@@ -8,7 +8,7 @@ use crate::http::h1::{H1Conn, Keep, Timing};
 use crate::http::h2lean::{Head, LeanConn};
 use crate::net::Connector;
 use crate::run::dispatch::{Dispatch, Slot};
-use crate::stats::{self, Outcome, Recorder, StreamClock};
+use crate::stats::{self, Outcome, Received, Recorder, StreamClock};
 use crate::ws::WsConn;
 use bytes::Bytes;
 use std::cell::{Cell, RefCell};
@@ -348,9 +348,9 @@ async fn h1_request(
     .await;
     streams.ended(resp.as_ref().err());
     let resp = resp?;
-    // An event stream's bytes were counted received as they came (`BenchStreams::read`, `framing`): not twice.
-    let (body, wire) = (streams.read, streams.read + streams.framed);
-    Ok((resp.status, resp.body_bytes.saturating_sub(body), resp.wire_bytes.saturating_sub(wire), t))
+    // An event stream's bytes were counted received as they came (`BenchStreams::received`): not twice.
+    let (body, wire) = streams.received.less(resp.body_bytes, resp.wire_bytes);
+    Ok((resp.status, body, wire, t))
 }
 
 async fn h2_request(ctx: &ThreadCtx, conn: &LeanConn, watch: &Watch, begin: Instant) -> Exchanged {
@@ -372,8 +372,7 @@ fn bench_streams<'a>(ctx: &'a ThreadCtx, watch: &'a Watch, begin: Instant) -> Be
         streaming: &watch.streaming,
         clock: StreamClock::new(begin),
         opened: false,
-        read: 0,
-        framed: 0,
+        received: Received::default(),
     }
 }
 

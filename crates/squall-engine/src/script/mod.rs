@@ -450,10 +450,12 @@ impl ScriptEngine {
         })
     }
 
-    /// Resets the live totals and the run's own (its result counts from here), as Locust's reset does.
-    pub fn reset_totals(&self) {
-        self.engine.core.timeline.reset_totals();
-        self.engine.recorder.borrow_mut().reset_totals();
+    /// Resets the live totals and the run's own, as Locust's reset does: empty now, counting from the
+    /// start of the next second, which it returns (`Recorder::reset_totals`).
+    pub fn reset_totals(&self) -> u64 {
+        let from = self.engine.core.timeline.reset_totals();
+        self.engine.recorder.borrow_mut().reset_totals(from);
+        from
     }
 
     pub fn core(&self) -> &Arc<RunCore> {

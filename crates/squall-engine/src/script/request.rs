@@ -6,7 +6,7 @@ use crate::http::h2::{build_request, BodyStream, H2Conn};
 use crate::http::request::needs_length;
 use crate::http::response::{too_large_body, Response, MAX_KEPT_BODY};
 use crate::net::Stamp;
-use crate::stats::{EndpointId, Failure, FailureKind, Outcome, Phases, StreamClock, Tokens};
+use crate::stats::{EndpointId, Failure, FailureKind, Outcome, Phases, Received, StreamClock, Tokens};
 use bytes::Bytes;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -137,8 +137,16 @@ pub(super) async fn measure(
 ) -> (Result<(Response, Option<String>), Failure>, Duration) {
     let clock = StreamClock::new(begin);
     let counts = r.record;
-    let mut streams =
-        ScriptStreams { engine, request: id, endpoint, clock, opened: false, held: None, counted: (0, 0), counts };
+    let mut streams = ScriptStreams {
+        engine,
+        request: id,
+        endpoint,
+        clock,
+        opened: false,
+        held: None,
+        counted: Received::default(),
+        counts,
+    };
     let result = follow(engine, sender, r, known, &mut streams).await;
     let now = Instant::now();
     if streams.opened {
@@ -175,11 +183,10 @@ pub(super) struct ScriptStreams<'a> {
     opened: bool,
     /// A streamed request's body, left on its connection by its last hop (`exchange_stream`).
     held: Option<Box<Held>>,
-    /// An event stream's (body, wire) bytes counted received as they came (`read`, `framing`): all a
-    /// stream cut short brought (it read "0 B" beside its events, as bench's did), and not counted again
-    /// with its response (`less_counted`). Only for a request the engine records itself (`counts`): a
-    /// caught one's bytes are its script's verdict's.
-    counted: (u64, u64),
+    /// An event stream's bytes counted received as they came (`read`, `framing`), not counted again with
+    /// its response (`less_counted`). Only for a request the engine records itself (`counts`): a caught
+    /// one's bytes are its script's verdict's.
+    counted: Received,
     counts: bool,
 }
 
@@ -187,15 +194,13 @@ impl ScriptStreams<'_> {
     /// `body` and `wire` bytes received now (an event stream's: `StreamWatch::read`, `framing`).
     fn count(&mut self, body: u64, wire: u64) {
         if self.counts {
-            self.counted = (self.counted.0 + body, self.counted.1 + wire);
-            self.engine.recorder.borrow_mut().count_received(Instant::now(), self.endpoint, body, wire);
+            self.counted.count(&self.engine.recorder, self.endpoint, body, wire);
         }
     }
 
     /// `resp` less what its event stream counted received as it came.
     fn less_counted(&self, resp: &mut Response) {
-        resp.body_bytes = resp.body_bytes.saturating_sub(self.counted.0);
-        resp.wire_bytes = resp.wire_bytes.saturating_sub(self.counted.1);
+        (resp.body_bytes, resp.wire_bytes) = self.counted.less(resp.body_bytes, resp.wire_bytes);
     }
 }
 
@@ -222,7 +227,7 @@ pub(super) async fn run_stream(started: Started) {
         clock: StreamClock::new(begin),
         opened: false,
         held: None,
-        counted: (0, 0),
+        counted: Received::default(),
         counts: r.record,
     };
     let result = follow(&engine, Sender::script(user), &r, &known, &mut streams).await;
@@ -243,8 +248,9 @@ pub(super) async fn run_stream(started: Started) {
         }
     };
     let held = streams.held.take();
-    streams.less_counted(&mut resp); // (its head, if an event stream's: counted as it came)
-                                     // As Locust records a streamed request: its size is the Content-Length, else 0.
+    // Its head, if an event stream's, counted as it came; and as Locust records a streamed request, its
+    // size is the Content-Length, else 0.
+    streams.less_counted(&mut resp);
     resp.body_bytes = match (held.as_deref(), &resp.headers) {
         (Some(Held::H1 { pending, .. }), _) => pending.length(),
         (_, Some(pairs)) => pairs.iter().find(|(k, _)| k == "content-length").and_then(|(_, v)| v.parse().ok()),

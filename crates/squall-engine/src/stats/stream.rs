@@ -274,11 +274,12 @@ impl Timeline {
     }
 
     /// Starts the live totals afresh (a dashboard's "reset stats"), empty now and counting the seconds
-    /// from the next one on, as the recorders' totals do (`Recorder::reset_totals`); the result keeps
-    /// everything.
-    pub fn reset_totals(&self) {
+    /// from the next one on; returns that second, from which the recorders' totals count too
+    /// (`Recorder::reset_totals`). The result keeps everything.
+    pub fn reset_totals(&self) -> u64 {
         let since = self.start.elapsed().as_secs() + 1;
         self.inner.lock().unwrap().totals = Totals { since, ..Totals::default() };
+        since
     }
 
     /// Publishes the seconds that are complete (see the module's policy); the run's coordinator calls
