@@ -182,16 +182,12 @@ def _thresholds(texts: list[str]) -> None:
     thresholds.parse_all(texts)
 
 
-def _count(what: str, cast: Callable[[str], float], minimum: float = 0) -> Callable[[str | None], object]:
-    return lambda text: None if text is None else load_values.number(text, what, cast, minimum)
-
-
 # Options whose values the run reads when it starts (the command's own checks, with the same words),
 # checked here too, where the file a value came from is known: "locust.conf: setting 'users': ...".
 _LATE: dict[str, Callable[[Any], object]] = {
     "threshold": _thresholds,
-    "users": _count("number of users", int),
-    "spawn_rate": _count("spawn rate", float, 0.001),
+    "users": lambda text: None if text is None else load_values.users(text),
+    "spawn_rate": load_values.spawn_rate,
     "run_time": lambda text: None if not text else durations.parse_duration(text),
     "threshold_grace": lambda text: durations.parse_duration(text, zero=True),
 }

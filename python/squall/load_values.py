@@ -42,6 +42,16 @@ def number(text: str, what: str, cast: Callable[[str], Number], minimum: float =
     return value
 
 
+def users(text: str) -> int:
+    """-u/--users (a config file's `users`, the dashboard's field): a whole number, at least 0."""
+    return number(text, "number of users", int)
+
+
+def spawn_rate(text: str) -> float:
+    """-r/--spawn-rate (a config file's `spawn-rate`, the dashboard's field): a number, at least 0.001."""
+    return number(text, "spawn rate", float, 0.001)
+
+
 def url_problem(where: str, url: str, allowed: tuple[str, ...]) -> UsageError | None:
     """Why `url` (named `where`) is not a URL squall can load with one of the `allowed` schemes, or None."""
     schemes = " or ".join(f"{s}://" for s in allowed)

@@ -13,7 +13,7 @@ import argparse
 import logging
 import sys
 import time
-from typing import Any, Callable, TypeVar
+from typing import Any
 
 from squall import (
     __version__,
@@ -45,8 +45,6 @@ from squall.user.inspectuser import task_ratio_json, task_ratio_text
 from squall.user.task import filter_tasks_by_tags
 from squall.user.users import User
 
-Number = TypeVar("Number", int, float)
-
 __all__ = ["ScriptError", "add_arguments", "load_locustfile", "run"]
 
 
@@ -60,11 +58,6 @@ def load_locustfile(spec: str, users_here: bool = True) -> tuple[list[type[User]
     return locustfiles.load(spec)
 
 
-def _number(text: str, what: str, cast: Callable[[str], Number], minimum: float = 0) -> Number:
-    """-u and -r as the dashboard's Start and Edit read them too (squall.load_values: finite, at least `minimum`)."""
-    return load_values.number(text, what, cast, minimum)
-
-
 def run(args: argparse.Namespace) -> int:
     locust_aliases(args)
     parser = getattr(args, "parser", None)
@@ -72,8 +65,9 @@ def run(args: argparse.Namespace) -> int:
         return code
     notes = no_effect_notes(args, parser) if parser is not None else []
     users_given = args.users is not None
-    users = _number(args.users if users_given else "1", "number of users", int)
-    spawn_rate = _number(args.spawn_rate, "spawn rate", float, 0.001)
+    # (as the dashboard's Start and Edit read them, and a config file's: squall.load_values)
+    users = load_values.users(args.users if users_given else "1")
+    spawn_rate = load_values.spawn_rate(args.spawn_rate)
     try:
         run_time = parse_duration(args.run_time) if args.run_time else None
         stop_timeout = parse_duration(args.stop_timeout) if args.stop_timeout not in ("0", "0s") else 0.0

@@ -72,8 +72,8 @@ def _validate(
     if action == "start":
         if state not in ("ready", "stopped"):
             raise ValueError("a test is running: stop it first")
-        users = load_values.number(_text(body, "users"), "number of users", int)
-        spawn_rate = load_values.number(_text(body, "spawn_rate"), "spawn rate", float, 0.001)
+        users = load_values.users(_text(body, "users"))
+        spawn_rate = load_values.spawn_rate(_text(body, "spawn_rate"))
         host = _text(body, "host").strip()
         if not host and form.get("host_required"):
             raise ValueError(f"a host is needed: {form['host_required']} has no host attribute and none was given")
@@ -88,8 +88,8 @@ def _validate(
     if action == "users":
         if state not in ("spawning", "running"):
             raise ValueError("the run is not running")
-        users = load_values.number(_text(body, "users"), "number of users", int)
-        spawn_rate = load_values.number(_text(body, "spawn_rate"), "spawn rate", float, 0.001)
+        users = load_values.users(_text(body, "users"))
+        spawn_rate = load_values.spawn_rate(_text(body, "spawn_rate"))
         limits.check_open_files(max(users, 1))
         return {"users": users, "spawn_rate": spawn_rate}
     return {}
