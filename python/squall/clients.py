@@ -1039,10 +1039,6 @@ class HttpSession:
                 header_list.append(("Content-Type", content_type))
         elif data is not None and not (isinstance(data, (dict, list)) and not data):
             body = self._encode_data(data, header_list, typed)
-            if isinstance(data, (str, bytes)) and not typed:
-                kind = self.text_type if isinstance(data, str) else self.bytes_type
-                if kind:
-                    header_list.append(("Content-Type", kind))
         elif json is not None:
             body = json_body(json)
             if not typed:
@@ -1090,14 +1086,21 @@ class HttpSession:
 
     def _encode_data(self, data: Any, header_list: list[tuple[str, str]], typed: bool) -> bytes:
         """requests' `data=`: form fields (a dict or pairs) are urlencoded; text, bytes or a file go as
-        they are."""
+        they are. Each with the session's type for it (`form_type`, `text_type`, `bytes_type`: none for
+        a file) unless the call or the session gave a Content-Type."""
         if isinstance(data, (dict, list, tuple)):
-            if not typed:  # (a Content-Type the call or the session gave stays)
-                header_list.append(("Content-Type", self.form_type))
-            return _encode_params(data).encode()
-        if hasattr(data, "read"):
-            data = data.read()
-        return data.encode() if isinstance(data, str) else bytes(data)
+            kind: str | None = self.form_type
+            body = _encode_params(data).encode()
+        elif hasattr(data, "read"):
+            kind, data = None, data.read()
+            body = data.encode() if isinstance(data, str) else bytes(data)
+        elif isinstance(data, str):
+            kind, body = self.text_type, data.encode()
+        else:
+            kind, body = self.bytes_type if isinstance(data, bytes) else None, bytes(data)
+        if kind and not typed:
+            header_list.append(("Content-Type", kind))
+        return body
 
     @staticmethod
     def _fire(hook: Any, response: Response, meta: RequestMeta, exception: BaseException | None) -> None:
