@@ -84,16 +84,22 @@ def history_header() -> list[str]:
     return _with_percentiles(HISTORY_HEADER, [label for label, _p in reported_percentiles()])
 
 
-def _percentiles(s: dict[str, Any], percents: list[float] | None = None) -> list[str]:
-    """The entry's response times at `percents` (the reported ones by default), in milliseconds."""
-    percents = percents if percents is not None else [p for _label, p in reported_percentiles()]
+def _reported() -> list[tuple[str, float]]:
+    """(key in an entry's `percentiles_us`, percent) of each reported percentile: made once for a
+    file's rows (a key's formatting doubled the time of a history row's percentiles, 11 to 20 µs)."""
+    return [(f"{p:g}", p) for _label, p in reported_percentiles()]
+
+
+def _percentiles(s: dict[str, Any], reported: list[tuple[str, float]] | None = None) -> list[str]:
+    """The entry's response times at the `reported` percentiles (`_reported`), in milliseconds."""
+    reported = reported if reported is not None else _reported()
     pct = s.get("percentiles_us")
     if not isinstance(pct, dict) or not pct:  # nothing timed (or, with MQTT, messages without a send time)
-        return ["N/A"] * len(percents)
-    if all(f"{p:g}" in pct for p in percents):  # (the engine's own: no histogram read)
-        return [_ms(pct, f"{p:g}", "N/A") for p in percents]
-    times = percentiles_us(s, percents)
-    return [ms_exact(t) for t in times] if times is not None else ["N/A"] * len(percents)
+        return ["N/A"] * len(reported)
+    if all(k in pct for k, _p in reported):  # (the engine's own: no histogram read)
+        return [_ms(pct, k, "N/A") for k, _p in reported]
+    times = percentiles_us(s, [p for _k, p in reported])
+    return [ms_exact(t) for t in times] if times is not None else ["N/A"] * len(reported)
 
 
 def _avg_size(s: dict[str, Any]) -> float:
@@ -217,7 +223,7 @@ def history_rows(result: dict[str, Any], full_history: bool) -> Iterator[list[An
                     points.setdefault(key, []).append((i, e))
         for key, pts in points.items():
             totals[key] = list(zip([i for i, _ in pts], _running_totals([e for _, e in pts])))
-    percents = [p for _label, p in reported_percentiles()]
+    reported = _reported()
     shown: list[tuple[str, str]] = []  # the endpoints seen so far, sorted
     arrivals = sorted((first, key) for key, first in first_seen.items())
     nxt = 0
@@ -238,8 +244,8 @@ def history_rows(result: dict[str, Any], full_history: bool) -> Iterator[list[An
                     at[key] += 1
                 # (a second without its requests has a row too: Locust writes every entry every time)
                 e = present.get(key) or _NONE_THIS_SECOND
-                yield [ts, users, key[1], key[0], e["requests"], e["failures"], *_percentiles(e, percents), *last[key]]
-        row = [ts, users, "", "Aggregated", sec["requests"], sec["failures"], *_percentiles(sec, percents)]
+                yield [ts, users, key[1], key[0], e["requests"], e["failures"], *_percentiles(e, reported), *last[key]]
+        row = [ts, users, "", "Aggregated", sec["requests"], sec["failures"], *_percentiles(sec, reported)]
         yield [*row, *aggregate[i]]
 
 
