@@ -284,6 +284,26 @@ def test_status_failures_are_written_in_locusts_words_for_each_client(recorder, 
     assert any(marker in t[2] for t in texts["squall"]) and len(texts["squall"]) == 2
 
 
+@pytest.mark.parametrize("user_class", ["Requests", "Fast"])
+def test_a_failed_status_is_seen_by_the_script_as_locusts_clients_show_it(recorder, tmp_path, user_class):
+    """A 404 and a 500 as the script sees them (status_errors.py posts it back): FastHttpUser's response
+    carries geventhttpclient's LocustBadStatusCode(code=404) as its `error`, which raise_for_status()
+    raises, the request event is told and a with-block that judges nothing records; HttpUser's `error`
+    stays None, requests' HTTPError everywhere else. Locust on the same file is the reference."""
+    both = run_both("status_errors.py", recorder, tmp_path, user_class, env={"ITERATIONS": "2"})
+    (lp, lprefix, lrecords), (sp, sprefix, srecords) = both["locust"], both["squall"]
+    assert lp.returncode == sp.returncode, (lp.stderr[-2000:], sp.stderr[-2000:])
+    assert received(srecords) == received(lrecords) and len(srecords) > 0
+    texts = {}
+    for tool, prefix in (("locust", lprefix), ("squall", sprefix)):
+        rows = csv.DictReader(open(f"{prefix}_failures.csv"))
+        texts[tool] = sorted((r["Method"], r["Name"], r["Error"], r["Occurrences"]) for r in rows)
+    assert texts["squall"] == texts["locust"], texts
+    seen = [json.loads(r["body"]) for r in srecords if r["path"] == "/seen/404"]
+    marker = "LocustBadStatusCode(code=404)" if user_class == "Fast" else "None"
+    assert seen and all(s["error"] == marker for s in seen), seen
+
+
 @pytest.mark.parametrize(
     "user_class, verified",
     [

@@ -189,7 +189,9 @@ class Response:
     """The final URL, after redirects."""
     content: bytes
     elapsed_us: int
-    error: str | None
+    error: str | Exception | None
+    """Why no response came (the engine's words); FastHttpSession sets a failed status's
+    (LocustBadStatusCode)."""
     encoding: str | None
     """The encoding `text` decodes with; None: the Content-Type's charset, else UTF-8."""
     @property

@@ -210,8 +210,10 @@ class Response(_engine.Response):
     def exception(self, url: str | None = None) -> Exception | None:
         """The exception a failed request stands for, as requests raises it (naming `url`, by default
         the response's); None on success."""
-        if self.error is not None:
-            return error_class("ConnectionError")(self.error)
+        error = self.error
+        if error is not None:
+            # (an exception already: FastHttpSession's failed status, `HttpSession.status_errors`)
+            return error if isinstance(error, Exception) else error_class("ConnectionError")(error)
         if self.status_code and not self.ok:  # (`ok`: the engine's one rule of a failed status)
             kind = "Client" if self.status_code < 500 else "Server"
             where = url or self.url
@@ -693,6 +695,9 @@ class HttpSession:
     names_by_url = False
     accepts_json = False
     max_retries = 0
+    # A failed status is the response's `error` (`_status_error`), as geventhttpclient's
+    # LocustBadStatusCode is FastHttpSession's; requests' sessions leave `error` None then.
+    status_errors = False
     # What its calls share (CallBase) and the headers' converted list it was made with (see
     # `_call_base`); None until the first call and whenever a setting changes (`__setattr__`).
     _base: tuple[CallBase, list[tuple[str, str]]] | None
@@ -854,6 +859,8 @@ class HttpSession:
         response: Response = hub.wait_for(op)
         if stream:
             response._hub = hub  # type: ignore[attr-defined]  # (a StreamedResponse: its engine's hub)
+        if self.status_errors and not response.ok and response.error is None:
+            response.error = self._status_error(response)
         return self._answered(response, catch_response, context, hooks)
 
     def _call(
@@ -940,6 +947,8 @@ class HttpSession:
             raise
         if stream:
             response._hub = hub  # type: ignore[attr-defined]  # (a StreamedResponse: its engine's hub)
+        if self.status_errors and not response.ok and response.error is None:
+            response.error = self._status_error(response)
         # `_answered`'s common cases, without its frame: no response hook and no user context, a caught
         # response handed to its with-block, any other returned when nobody listens to the request event
         # (the engine recorded it; a RequestHook's listeners read without its __bool__'s frame).
@@ -981,6 +990,10 @@ class HttpSession:
             meta: RequestMeta = (response.request_method, response.name, response.requested_url, context or {})
             self._fire(events, response, meta, response.exception(response.name))
         return response
+
+    def _status_error(self, response: Response) -> Exception | None:
+        """The `error` of a response whose status failed, when the session has one (`status_errors`)."""
+        return response.exception()
 
     def _read_timeout(self, timeout: float | tuple[float | None, float | None] | None) -> float:
         """A streamed body's read timeout, as requests takes it from `timeout=`: the second of a

@@ -14,7 +14,10 @@ it is HttpUser's session with FastHttpUser's settings and defaults:
 - `proxy_host` and `ssl_context_factory` are not supported: the user fails to start with NotSupported;
 - a request is named by the URL it was given, as Locust's FastHttpSession names it (HttpSession by the
   path it requested): on a host with a path, "a" is "a"; an absolute URL is its whole text; `params=`
-  are not in the name."""
+  are not in the name;
+- a failed status (400 and above) is the response's `error`, a `LocustBadStatusCode(code=500)` as
+  Locust's, which `raise_for_status()` raises, the request event is told and a with-block that judges
+  nothing records (requests' sessions say HTTPError('500 Server Error: ...'))."""
 
 from __future__ import annotations
 
@@ -47,6 +50,42 @@ _RETRIED = frozenset({"request timed out", "connect timed out", "server closed t
 _IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"})
 
 
+class ConnectionError(Exception):  # geventhttpclient's name, which files import from here
+    """geventhttpclient's `useragent.ConnectionError`, the base of Locust's LocustBadStatusCode: a URL,
+    a text and keywords (`code=500`), each keyword an attribute too."""
+
+    def __init__(self, url: str | None, *args: Any, **kw: Any) -> None:
+        self.url = url
+        self.__dict__.update(kw)
+        if args and isinstance(args[0], str):
+            self.text = args[0] if len(args) == 1 else args[0] + ": " + str(args[1:])
+        else:
+            self.text = str(args[0]) if len(args) == 1 else ""
+        self.kw_text = ", ".join(f"{key}={val}" for key, val in kw.items())
+        if kw:
+            self.text += (", " if self.text else "") + self.kw_text
+        super().__init__(url, *args)
+
+    def __str__(self) -> str:
+        return f"URL {self.url}: {self.text}" if self.text else f"URL {self.url}"
+
+    def __repr__(self) -> str:
+        text = super().__repr__()
+        return text.replace(")", f", {self.kw_text})") if self.kw_text else text
+
+
+class LocustBadStatusCode(ConnectionError):
+    """Locust's FastHttpSession's error for a failed status: `LocustBadStatusCode(code=404)` (its URL left
+    out of the repr, as Locust's is), with the response as `response` and the status as `code`."""
+
+    code: int
+    response: Response
+
+    def __repr__(self) -> str:
+        text = super().__repr__()
+        return text.replace(repr(self.url) + ", ", "") if self.kw_text else text
+
+
 class FastHttpSession(HttpSession):
     """FastHttpUser's client: HttpSession with FastHttpUser's defaults. Made by hand (a second host, the
     pytest-style `fastsession` fixture) it takes Locust's arguments, with geventhttpclient's defaults
@@ -63,6 +102,7 @@ class FastHttpSession(HttpSession):
     names_by_url = True
     accepts_json = True
     own_request = True  # its `request` is squall's: `get` and `post` send through `_call` (HttpSession)
+    status_errors = True
 
     def __init__(
         self,
@@ -143,6 +183,13 @@ class FastHttpSession(HttpSession):
         ResponseContextManager.__enter__(attempt)  # judged as a block would, a streamed body left open
         ResponseContextManager.__exit__(attempt, None, None, None)
         return attempt
+
+    def _status_error(self, response: Response) -> Exception | None:
+        """geventhttpclient's error for a failed status, which Locust's FastHttpSession keeps as the
+        response's `error`."""
+        error = LocustBadStatusCode(response.url, code=response.status_code)
+        error.response = response
+        return error
 
     def head(self, url: str, **kw: Any) -> Response | ResponseContextManager:
         """A HEAD that follows redirects, as Locust's FastHttpSession's does (requests' `head` does not)."""

@@ -167,7 +167,7 @@ def _rest(
     with user.client.request(method, url, catch_response=True, headers=sent, **kwargs) as r:
         assert isinstance(r, ResponseContextManager)  # catch_response=True
         r.js = None
-        if r.error is not None and not r.content:
+        if r.error is not None and not r.status_code:  # no response (Locust: its content None)
             r.failure(str(r.error))
         elif r.text:
             try:
