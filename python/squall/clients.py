@@ -274,6 +274,21 @@ class ResponseContextManager(Response):
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool:
+        if exc is None and (self._failure is None if self._judged else self.ok and not self._default_failure):
+            # The common block: nothing raised, and success() called or nothing judged of a status that
+            # is fine. Its verdict (a success)
+            # queued for the engine's next poll as `_report` queues it, without its frame, its getters and
+            # its checks, when nobody listens and the block renamed nothing: an empty block of a caught
+            # response took 0.77 µs, 0.53 so (timeit, enter and exit, this host).
+            session = self._session
+            hub, events = session.hub, session.request_event
+            if (
+                not hub.finished
+                and not (events._handlers if type(events) is RequestHook else events)
+                and "_request_meta" not in self.__dict__
+            ):
+                hub.verdicts.append((self, None))
+                return True
         if self._judged:
             self._report(self._failure)
             return exc is None
