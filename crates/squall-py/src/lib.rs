@@ -535,18 +535,16 @@ struct Response {
     /// 0 when no response arrived (then `error` says why).
     #[pyo3(get, set)]
     status_code: u16,
-    /// The final URL, after redirects.
-    #[pyo3(get, set)]
-    url: Py<PyAny>,
+    /// The final URL, after redirects (`url`).
+    url: Text,
     #[pyo3(get, set)]
     content: Py<PyAny>,
     #[pyo3(get, set)]
     elapsed_us: u64,
     #[pyo3(get, set)]
     error: Option<Py<PyAny>>,
-    /// The stats name.
-    #[pyo3(get)]
-    name: Py<PyAny>,
+    /// The stats name (`name`).
+    name: Text,
     /// The text encoding `text` decodes with; None: the Content-Type's charset, else UTF-8.
     #[pyo3(get, set)]
     encoding: Option<Py<PyAny>>,
@@ -559,6 +557,23 @@ struct Response {
     stream: Option<StreamHandle>,
 }
 
+/// A response's text as the engine gave it, made a Python str only when read: a script's request made
+/// two (its URL and its stats name) that the common script never reads, 40-60 ns a request to make and
+/// free (timeit of two such decodes); or what the script set.
+enum Text {
+    Engine(String),
+    Py(Py<PyAny>),
+}
+
+impl Text {
+    fn get(&self, py: Python<'_>) -> Py<PyAny> {
+        match self {
+            Text::Engine(text) => PyString::new(py, text).into_any().unbind(),
+            Text::Py(object) => object.clone_ref(py),
+        }
+    }
+}
+
 #[pymethods]
 impl Response {
     #[new]
@@ -566,11 +581,11 @@ impl Response {
         Response {
             id: 0,
             status_code: 0,
-            url: pyo3::intern!(py, "").clone().into_any().unbind(),
+            url: Text::Engine(String::new()),
             content: PyBytes::new(py, b"").into_any().unbind(),
             elapsed_us: 0,
             error: None,
-            name: pyo3::intern!(py, "").clone().into_any().unbind(),
+            name: Text::Engine(String::new()),
             encoding: None,
             head: Head::default(),
             request: None,
@@ -578,6 +593,23 @@ impl Response {
             engine: 0,
             stream: None,
         }
+    }
+
+    /// The final URL, after redirects.
+    #[getter]
+    fn url(&self, py: Python<'_>) -> Py<PyAny> {
+        self.url.get(py)
+    }
+
+    #[setter]
+    fn set_url(&mut self, url: Py<PyAny>) {
+        self.url = Text::Py(url);
+    }
+
+    /// The stats name.
+    #[getter]
+    fn name(&self, py: Python<'_>) -> Py<PyAny> {
+        self.name.get(py)
     }
 
     /// Whether its body is streamed: read from `ScriptEngine.stream_take` under its id, not in `content`.
@@ -645,7 +677,7 @@ impl Response {
     fn requested_url(&self, py: Python<'_>) -> Py<PyAny> {
         match self.request.as_ref().map(|r| squall_engine::http::request::parse_url(&r.url)) {
             Some(Ok(url)) => PyString::new(py, url.as_str()).into_any().unbind(),
-            _ => self.url.clone_ref(py),
+            _ => self.url.get(py),
         }
     }
 
@@ -770,11 +802,11 @@ impl ScriptEngine {
         let filled = Response {
             id: c.id,
             status_code: c.status,
-            url: PyString::new(py, &c.url).into_any().unbind(),
+            url: Text::Engine(c.url),
             content: PyBytes::new(py, &c.body).into_any().unbind(),
             elapsed_us: c.elapsed_us,
             error: c.error.map(|e| PyString::new(py, &e).into_any().unbind()),
-            name: PyString::new(py, &c.name).into_any().unbind(),
+            name: Text::Engine(c.name),
             encoding: None,
             head: c.head,
             request: Some(request),
