@@ -212,7 +212,7 @@ class Response(_engine.Response):
         the response's); None on success."""
         error = self.error
         if error is not None:
-            # (an exception already: FastHttpSession's failed status, `HttpSession.status_errors`)
+            # (an exception already: FastHttpSession's failed status, `HttpSession.status_error`)
             return error if isinstance(error, Exception) else error_class("ConnectionError")(error)
         if self.status_code and not self.ok:  # (`ok`: the engine's one rule of a failed status)
             kind = "Client" if self.status_code < 500 else "Server"
@@ -276,10 +276,10 @@ class ResponseContextManager(Response):
     ) -> bool:
         if exc is None and (self._failure is None if self._judged else self.ok and not self._default_failure):
             # The common block: nothing raised, and success() called or nothing judged of a status that
-            # is fine. Its verdict (a success)
-            # queued for the engine's next poll as `_report` queues it, without its frame, its getters and
-            # its checks, when nobody listens and the block renamed nothing: an empty block of a caught
-            # response took 0.77 µs, 0.53 so (timeit, enter and exit, this host).
+            # is fine. Its verdict (a success) is queued for the engine's next poll as `_report` queues
+            # it, without its frame, its getters and its checks, when nobody listens and the block
+            # renamed nothing: an empty block of a caught response took 0.77 µs, 0.53 so (timeit,
+            # enter and exit, this host).
             session = self._session
             hub, events = session.hub, session.request_event
             if (
@@ -710,9 +710,9 @@ class HttpSession:
     names_by_url = False
     accepts_json = False
     max_retries = 0
-    # A failed status is the response's `error` (`_status_error`), as geventhttpclient's
-    # LocustBadStatusCode is FastHttpSession's; requests' sessions leave `error` None then.
-    status_errors = False
+    # What a response whose status failed has as its `error`, made from it: FastHttpSession's is
+    # geventhttpclient's LocustBadStatusCode; requests' sessions leave `error` None then.
+    status_error: Callable[[Response], Exception] | None = None
     # What its calls share (CallBase) and the headers' converted list it was made with (see
     # `_call_base`); None until the first call and whenever a setting changes (`__setattr__`).
     _base: tuple[CallBase, list[tuple[str, str]]] | None
@@ -874,8 +874,8 @@ class HttpSession:
         response: Response = hub.wait_for(op)
         if stream:
             response._hub = hub  # type: ignore[attr-defined]  # (a StreamedResponse: its engine's hub)
-        if self.status_errors and not response.ok and response.error is None:
-            response.error = self._status_error(response)
+        if self.status_error is not None and not response.ok and response.error is None:
+            response.error = self.status_error(response)
         return self._answered(response, catch_response, context, hooks)
 
     def _call(
@@ -962,8 +962,8 @@ class HttpSession:
             raise
         if stream:
             response._hub = hub  # type: ignore[attr-defined]  # (a StreamedResponse: its engine's hub)
-        if self.status_errors and not response.ok and response.error is None:
-            response.error = self._status_error(response)
+        if self.status_error is not None and not response.ok and response.error is None:
+            response.error = self.status_error(response)
         # `_answered`'s common cases, without its frame: no response hook and no user context, a caught
         # response handed to its with-block, any other returned when nobody listens to the request event
         # (the engine recorded it; a RequestHook's listeners read without its __bool__'s frame).
@@ -1005,10 +1005,6 @@ class HttpSession:
             meta: RequestMeta = (response.request_method, response.name, response.requested_url, context or {})
             self._fire(events, response, meta, response.exception(response.name))
         return response
-
-    def _status_error(self, response: Response) -> Exception | None:
-        """The `error` of a response whose status failed, when the session has one (`status_errors`)."""
-        return response.exception()
 
     def _read_timeout(self, timeout: float | tuple[float | None, float | None] | None) -> float:
         """A streamed body's read timeout, as requests takes it from `timeout=`: the second of a

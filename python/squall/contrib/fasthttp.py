@@ -86,6 +86,14 @@ class LocustBadStatusCode(ConnectionError):
         return text.replace(repr(self.url) + ", ", "") if self.kw_text else text
 
 
+def _bad_status(response: Response) -> Exception:
+    """geventhttpclient's error for a failed status, which Locust's FastHttpSession keeps as the
+    response's `error`."""
+    error = LocustBadStatusCode(response.url, code=response.status_code)
+    error.response = response
+    return error
+
+
 class FastHttpSession(HttpSession):
     """FastHttpUser's client: HttpSession with FastHttpUser's defaults. Made by hand (a second host, the
     pytest-style `fastsession` fixture) it takes Locust's arguments, with geventhttpclient's defaults
@@ -102,7 +110,7 @@ class FastHttpSession(HttpSession):
     names_by_url = True
     accepts_json = True
     own_request = True  # its `request` is squall's: `get` and `post` send through `_call` (HttpSession)
-    status_errors = True
+    status_error = staticmethod(_bad_status)
 
     def __init__(
         self,
@@ -183,13 +191,6 @@ class FastHttpSession(HttpSession):
         ResponseContextManager.__enter__(attempt)  # judged as a block would, a streamed body left open
         ResponseContextManager.__exit__(attempt, None, None, None)
         return attempt
-
-    def _status_error(self, response: Response) -> Exception | None:
-        """geventhttpclient's error for a failed status, which Locust's FastHttpSession keeps as the
-        response's `error`."""
-        error = LocustBadStatusCode(response.url, code=response.status_code)
-        error.response = response
-        return error
 
     def head(self, url: str, **kw: Any) -> Response | ResponseContextManager:
         """A HEAD that follows redirects, as Locust's FastHttpSession's does (requests' `head` does not)."""
