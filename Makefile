@@ -116,6 +116,7 @@ bench-script: $(STAMP)
 	$(PY) bench/script_bench.py --skip-install
 	$(PY) bench/per_request.py --skip-install --rounds 3 --seconds 8
 	$(PY) bench/per_request.py --skip-install --rounds 3 --seconds 8 --people
+	$(PY) bench/instructions.py --write
 
 bench-mqtt: $(STAMP)
 	$(PY) bench/mqtt_bench.py --skip-install

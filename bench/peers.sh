@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the benchmark peers by package name: wrk, ab, hey and nginx from apt, oha and Goose 0.19 from crates.io,
 # Locust, paho-mqtt and websocket-client from PyPI into their own venv, Artillery from npm (bench/artillery), and
-# a C compiler for bench/floor.c and bench/ws_floor.c. Safe to rerun: only what is missing is installed.
+# a C compiler for bench/floor.c and bench/ws_floor.c, valgrind for bench/instructions.py. Safe to rerun: only what is missing is installed.
 set -euo pipefail
 cd "$(dirname "$0")"
 SUDO=""
@@ -16,6 +16,7 @@ command -v taskset >/dev/null || need+=(util-linux)
 command -v h2load >/dev/null || need+=(nghttp2-client)
 command -v cc >/dev/null || need+=(gcc libc6-dev)
 command -v npm >/dev/null || need+=(nodejs npm)
+command -v valgrind >/dev/null || need+=(valgrind)
 if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null

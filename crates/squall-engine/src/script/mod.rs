@@ -275,6 +275,22 @@ impl Head {
     /// (`value.split("charset=", 1)[1].split(";")[0].strip()`, Python's white space); None without a
     /// Content-Type or "charset=" in it.
     pub fn charset(&self) -> Option<String> {
+        if let Head::Raw(raw) = self {
+            // One Content-Type line, the common case: read in place, nothing made but the charset
+            // (cachegrind, bench/locustfiles/shop.py: the value joined and trimmed, then searched,
+            // cost 1,400 instructions a request; two lines or more are joined below, as before).
+            let mut lines = raw.split(|&b| b == b'\n').filter_map(|line| {
+                let colon = line.iter().position(|&b| b == b':')?;
+                key_is(&line[..colon], "content-type").then(|| &line[colon + 1..])
+            });
+            let value = lines.next()?;
+            if lines.next().is_none() {
+                let at = value.windows(8).position(|w| w == b"charset=")?;
+                let rest = &value[at + 8..];
+                let end = rest.iter().position(|&b| b == b';').unwrap_or(rest.len());
+                return Some(latin1_trimmed(&rest[..end]));
+            }
+        }
         let content_type = self.value("content-type")?;
         let (_, rest) = content_type.split_once("charset=")?;
         Some(python_stripped(rest.split(';').next().unwrap_or("")).to_string())
@@ -1155,6 +1171,37 @@ mod tests {
             assert_eq!(head.charset().as_deref(), expected);
         }
         assert_eq!(Head::default().charset(), None);
+    }
+
+    /// The one-line reading of the charset gives what joining the values and splitting gives, on
+    /// heads of one, two and no Content-Type lines, odd spacing, other headers and Latin-1 bytes.
+    #[test]
+    fn charset_read_in_place_is_the_joined_values() {
+        let joined = |head: &Head| {
+            let content_type = head.value("content-type")?;
+            let (_, rest) = content_type.split_once("charset=")?;
+            Some(super::python_stripped(rest.split(';').next().unwrap_or("")).to_string())
+        };
+        let lines: [&[u8]; 9] = [
+            b"Content-Type: application/json\r\n",
+            b"content-type:text/html;charset=UTF-8\r\n",
+            b"CONTENT-TYPE :  text/plain; charset= latin-1 ;x=y \r\n",
+            b"Content-Type: text/plain; charset=\xa0caf\xe9\x85\r\n",
+            b"Content-Type: text/plain; charset=\r\n",
+            b"X-Charset: charset=no\r\n",
+            b"Server: nginx\r\n",
+            b"Content-Type: a; charset=b, c; charset=d\r\n",
+            b"Content-Typo: text/plain; charset=x\r\n",
+        ];
+        for a in 0..lines.len() {
+            for b in 0..lines.len() {
+                let raw = [lines[a], lines[b]].concat();
+                let head = Head::Raw(raw.clone());
+                assert_eq!(head.charset(), joined(&head), "{}", String::from_utf8_lossy(&raw));
+                let one = Head::Raw(lines[a].to_vec());
+                assert_eq!(one.charset(), joined(&one), "{}", String::from_utf8_lossy(lines[a]));
+            }
+        }
     }
 
     proptest::proptest! {
