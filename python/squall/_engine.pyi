@@ -219,6 +219,8 @@ class Response:
         """Each header as (lower-case name, value), in order, repeated ones apart."""
     def sent(self) -> tuple[list[tuple[str, str]], bytes]:
         """The request's headers and body as sent."""
+    def take_history(self) -> list[Response]:
+        """A response for each redirect followed, first first; made once (then an empty list)."""
 
 def joined_url(base: str, url: str) -> str:
     """A call's URL on its session's base, as Locust joins them: as text; a whole URL (http:// or

@@ -132,7 +132,7 @@ class Response(_engine.Response):
     (its base class holds the status, URL, body, timing and the headers as they came, parsed in Rust
     when read, and gives `text` and `ok`); this class adds what requests and Locust say of it."""
 
-    __slots__ = ("_headers",)
+    __slots__ = ("_headers", "_history")
 
     @property
     def elapsed(self) -> timedelta:
@@ -164,7 +164,14 @@ class Response(_engine.Response):
 
     @property
     def history(self) -> list[Response]:
-        return []  # redirects are followed in the engine, timed as one request; their responses are not kept
+        """The responses that redirected on the way here, first first, as requests (and geventhttpclient)
+        keep them: each one's status, URL, headers, body and `request` (the hop it answered). The
+        redirects are timed as one request: their own `elapsed` is 0."""
+        try:
+            return self._history
+        except AttributeError:  # made on first use: most scripts never read it
+            self._history: list[Response] = self.take_history()  # type: ignore[assignment]  # (of this class)
+            return self._history
 
     def json(self, **kwargs: Any) -> Any:
         content = self.content

@@ -555,6 +555,10 @@ struct Response {
     /// A streamed response's hold on its body (`ScriptEngine.stream_take`): dropped with it, the
     /// engine closes the stream.
     stream: Option<StreamHandle>,
+    /// The redirects followed on the way, until `take_history` makes them responses (boxed, as the
+    /// completion's: most responses have none, and every response's fields are copied into it once).
+    #[allow(clippy::box_collection)]
+    history: Option<Box<Vec<squall_engine::script::Redirect>>>,
 }
 
 /// A response's text as the engine gave it, made a Python str only when read: a script's request made
@@ -592,7 +596,38 @@ impl Response {
             endpoint: None,
             engine: 0,
             stream: None,
+            history: None,
         }
+    }
+
+    /// requests' `history`: a response of the plain class for each redirect followed, first first
+    /// (its status, URL, headers and body as they came; `request` the hop it answered; not timed
+    /// apart: its `elapsed` 0), made once: the next call returns an empty list (squall.clients keeps
+    /// the first).
+    fn take_history(&mut self, py: Python<'_>) -> PyResult<Vec<Py<PyAny>>> {
+        let hops = self.history.take().map_or_else(Vec::new, |h| *h);
+        let class = RESPONSE_CLASSES.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(|c| c.plain.clone_ref(py));
+        hops.into_iter()
+            .map(|hop| {
+                let made = Response {
+                    status_code: hop.status,
+                    url: Text::Engine(hop.request.url.clone()),
+                    content: PyBytes::new(py, &hop.body).into_any().unbind(),
+                    head: hop.head,
+                    request: Some(hop.request),
+                    engine: self.engine,
+                    ..Response::new(py)
+                };
+                match &class {
+                    Some(class) => {
+                        let response = class.bind(py).call0()?;
+                        *response.cast::<Response>()?.borrow_mut() = made;
+                        Ok(response.unbind())
+                    }
+                    None => Ok(Py::new(py, made)?.into_any()),
+                }
+            })
+            .collect()
     }
 
     /// The final URL, after redirects.
@@ -813,6 +848,7 @@ impl ScriptEngine {
             endpoint: Some(endpoint),
             engine: self.serial,
             stream: c.stream.map(StreamHandle),
+            history: c.history,
         };
         match class {
             Some(class) => {

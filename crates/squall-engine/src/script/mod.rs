@@ -180,6 +180,21 @@ pub struct Completion {
     /// A streamed request's head (`ScriptEngine::submit_stream`): its body is read from the stream of
     /// the same id; the flag is the script's hold on it (`StreamHandle`).
     pub stream: Option<Arc<AtomicBool>>,
+    /// The redirects it followed, first first (None for most requests; boxed, 8 bytes: a completion
+    /// is moved a few times a request).
+    #[allow(clippy::box_collection)]
+    pub history: Option<Box<Vec<Redirect>>>,
+}
+
+/// A redirect a script's request followed, as requests keeps it in `response.history`: the response
+/// that redirected (its status, headers and body as they came) and the hop it answered (its method, URL,
+/// headers and body, after the redirect rules: `request::follow`).
+#[derive(Debug)]
+pub struct Redirect {
+    pub status: u16,
+    pub head: Head,
+    pub body: Vec<u8>,
+    pub request: Checked,
 }
 
 /// The script's hold on a streamed response's body: dropped (its response gone), the engine closes

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use super::cookies::Jar;
 use super::engine::{Engine, H1Bytes, KnownUrl, Streamed, MAX_HOST};
 use super::pools::Pooled;
-use super::{Completion, Endpoint, Head, ScriptRequest};
+use super::{Checked, Completion, Endpoint, Head, Headers, Redirect, RequestShape, ScriptRequest};
 
 /// A script's request as `ScriptEngine::start` hands it to its task (`run_request`, `run_stream`): the
 /// request, its id and user, its URL and stats name resolved, when it began.
@@ -46,6 +46,22 @@ pub(super) async fn run_request(started: Started) {
     engine.push(completion);
 }
 
+/// Where a request's redirects led: the URL of its last response, and the redirects on the way (kept
+/// by the script's requests only). Boxed where a request holds it: its task's state stays as small.
+#[derive(Default)]
+pub(super) struct Redirected {
+    url: String,
+    history: Vec<Redirect>,
+}
+
+/// A response's headers as the script gets them: HTTP/1.1's raw lines, or HTTP/2's pairs.
+fn head_of(resp: &mut Response) -> Head {
+    match (resp.raw_head.take(), resp.headers.take()) {
+        (None, Some(pairs)) => Head::Pairs(pairs),
+        (raw, _) => Head::Raw(raw.unwrap_or_default()),
+    }
+}
+
 /// What a request's completion says of the request besides its outcome.
 struct Completed<'a> {
     id: u64,
@@ -58,16 +74,18 @@ struct Completed<'a> {
 impl Completed<'_> {
     /// Answered by `resp` (its head taken; its body left to the caller), at `redirected` if a redirect
     /// led elsewhere.
-    fn answered(&self, resp: &mut Response, elapsed: Duration, redirected: Option<String>) -> Completion {
+    fn answered(&self, resp: &mut Response, elapsed: Duration, redirected: Option<Box<Redirected>>) -> Completion {
+        let (url, history) = match redirected.map(|r| *r) {
+            Some(r) => (r.url, (!r.history.is_empty()).then(|| Box::new(r.history))),
+            None => (self.known.url.as_str().to_owned(), None),
+        };
         Completion {
             id: self.id,
             status: resp.status,
-            head: match (resp.raw_head.take(), resp.headers.take()) {
-                (None, Some(pairs)) => Head::Pairs(pairs),
-                (raw, _) => Head::Raw(raw.unwrap_or_default()),
-            },
+            head: head_of(resp),
             elapsed_us: elapsed.as_micros() as u64,
-            url: redirected.unwrap_or_else(|| self.known.url.as_str().to_owned()),
+            url,
+            history,
             name: self.name.to_string(),
             request: Some((self.r.shape.clone(), Endpoint(self.endpoint))),
             ..Completion::default()
@@ -134,7 +152,7 @@ pub(super) async fn measure(
     known: &KnownUrl,
     (id, begin): (u64, Instant),
     endpoint: EndpointId,
-) -> (Result<(Response, Option<String>), Failure>, Duration) {
+) -> (Result<(Response, Option<Box<Redirected>>), Failure>, Duration) {
     let clock = StreamClock::new(begin);
     let counts = r.record;
     let mut streams = ScriptStreams {
@@ -440,8 +458,9 @@ pub(super) async fn follow(
     r: &ScriptRequest,
     first: &KnownUrl,
     streams: &mut ScriptStreams<'_>,
-) -> Result<(Response, Option<String>, Duration, Phases, Timing), Failure> {
+) -> Result<(Response, Option<Box<Redirected>>, Duration, Phases, Timing), Failure> {
     let user = sender.user;
+    let mut redirected: Option<Box<Redirected>> = None;
     let (mut url, mut origin) = (first.url.clone(), first.origin);
     let (mut method, mut body) = (r.method.as_str(), std::borrow::Cow::Borrowed(&r.body[..]));
     let mut headers = std::borrow::Cow::Borrowed(&r.headers[..]);
@@ -451,7 +470,7 @@ pub(super) async fn follow(
         let cookie = cookie_header(engine, user, r, &headers, host);
         let by = if hops == 0 { sender } else { Sender::script(user) };
         let hop = Hop { method, url: &url, headers: &headers, cookie: cookie.as_deref(), body: &body };
-        let (resp, opened, timing) = exchange(engine, by, r, origin, hop, streams).await?;
+        let (mut resp, opened, timing) = exchange(engine, by, r, origin, hop, streams).await?;
         phases.add(&opened);
         if !resp.set_cookies.is_empty() {
             let mut jars = engine.jars.borrow_mut();
@@ -462,7 +481,10 @@ pub(super) async fn follow(
         }
         let redirect = matches!(resp.status, 301 | 302 | 303 | 307 | 308);
         let (Some(location), true, Some(max)) = (resp.location.clone(), redirect, r.max_redirects) else {
-            return Ok((resp, (hops > 0).then(|| url.as_str().to_owned()), deferred, phases, timing));
+            if let Some(r) = redirected.as_mut() {
+                r.url = url.as_str().to_owned();
+            }
+            return Ok((resp, redirected, deferred, phases, timing));
         };
         let now = Instant::now();
         let end = match resp.received {
@@ -478,6 +500,31 @@ pub(super) async fn follow(
         if hops >= max {
             // As requests does: a loop or an endless chain fails; it is not the last 3xx's success.
             return Err(Failure::new(FailureKind::TooManyRedirects, max.to_string()));
+        }
+        if r.read {
+            // The hop it answered: the request itself first, then each hop as the rules below made it.
+            let request = if hops == 0 {
+                r.shape.clone()
+            } else {
+                Checked(Arc::new(RequestShape {
+                    method: method.to_owned(),
+                    url: url.as_str().to_owned(),
+                    headers: Headers(headers.to_vec().into()),
+                    body: body.to_vec(),
+                    base: r.base.clone(),
+                    name: r.name.clone(),
+                    cookies: r.cookies.clone(),
+                    timeout: r.timeout,
+                    record: r.record,
+                    max_redirects: r.max_redirects,
+                    insecure: r.insecure,
+                }))
+            };
+            let body = resp.body.take().unwrap_or_default();
+            let hop = Redirect { status: resp.status, head: head_of(&mut resp), body, request };
+            redirected.get_or_insert_with(Default::default).history.push(hop);
+        } else if redirected.is_none() {
+            redirected = Some(Box::default()); // (the final URL all the same)
         }
         let next = url
             .join(&location)

@@ -1,0 +1,35 @@
+"""The redirects' responses as a script reads them (`response.history`), posted back to the server so
+that what each tool's script saw is compared: two hops (a 302, then a 303) before the landing, and a
+request not redirected. Both clients keep each hop's status and Location; requests (HttpUser) also its
+URL, the method of the request it answered, `is_redirect` and its body. Not caught (`catch_response`):
+Locust's FastHttpUser context manager does not carry geventhttpclient's history over."""
+
+from _bounded import count
+from locust import FastHttpUser, HttpUser, constant, task
+
+
+class Requests(HttpUser):
+    wait_time = constant(0)
+
+    @task
+    def hops(self):
+        count(self)
+        r = self.client.post("/redirect/redirect303/landed", json={"item": 1})
+        seen = [
+            [h.status_code, h.url, h.headers.get("Location"), h.request.method, h.is_redirect, h.text]
+            for h in r.history
+        ]
+        direct = self.client.get("/landed")
+        self.client.post("/seen/requests", json={"history": seen, "final": r.url, "direct": len(direct.history)})
+
+
+class Fast(FastHttpUser):
+    wait_time = constant(0)
+
+    @task
+    def hops(self):
+        count(self)
+        r = self.client.post("/redirect/redirect303/landed", json={"item": 1})
+        seen = [[h.status_code, h.headers.get("Location")] for h in r.history]
+        direct = self.client.get("/landed")
+        self.client.post("/seen/fast", json={"history": seen, "direct": len(direct.history)})
