@@ -50,6 +50,7 @@ ITERATIONS = {
     "call_headers.py": "5",  # (Locust's FastHttpUser takes some 40 ms a request from the recorder)
     "redirects.py": "3",  # (a redirect hop takes the recorder some 90 ms: Nagle on its two writes)
     "redirect_history.py": "3",
+    "response_urls.py": "3",
 }
 
 
@@ -179,6 +180,7 @@ def run_both(name, recorder, tmp_path, *extra, run_time="4s", env=None, tools=("
         "user_stop.py",
         "redirects.py",
         "redirect_history.py",
+        "response_urls.py",
     ],
 )
 def test_corpus_file_runs_as_under_locust(name, recorder, tmp_path):

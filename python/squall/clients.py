@@ -720,6 +720,9 @@ class HttpSession:
     # What a response whose status failed has as its `error`, made from it: FastHttpSession's is
     # geventhttpclient's LocustBadStatusCode; requests' sessions leave `error` None then.
     status_error: Callable[[Response], Exception] | None = None
+    # Whether a response's `url` has the call's `params=` in it (requests'), or is the URL the call was
+    # given, its query made apart (FastHttpSession's: geventhttpclient's request keeps that one).
+    url_has_params = True
     # What its calls share (CallBase) and the headers' converted list it was made with (see
     # `_call_base`); None until the first call and whenever a setting changes (`__setattr__`).
     _base: tuple[CallBase, list[tuple[str, str]]] | None
@@ -883,7 +886,15 @@ class HttpSession:
             response._hub = hub  # type: ignore[attr-defined]  # (a StreamedResponse: its engine's hub)
         if self.status_error is not None and not response.ok and response.error is None:
             response.error = self.status_error(response)
+        if params and not self.url_has_params:
+            self._url_given(response, url)
         return self._answered(response, catch_response, context, hooks)
+
+    def _url_given(self, response: Response, url: str) -> None:
+        """FastHttpSession's `url` of a call with `params=`: the URL the call was given, without them, as
+        geventhttpclient's request keeps it; after a redirect, the URL it led to (its request's, moved)."""
+        if response.status_code and not response.history:
+            response.url = self._joined(url)
 
     def _call(
         self,
@@ -971,6 +982,8 @@ class HttpSession:
             response._hub = hub  # type: ignore[attr-defined]  # (a StreamedResponse: its engine's hub)
         if self.status_error is not None and not response.ok and response.error is None:
             response.error = self.status_error(response)
+        if params and not self.url_has_params:
+            self._url_given(response, url)
         # `_answered`'s common cases, without its frame: no response hook and no user context, a caught
         # response handed to its with-block, any other returned when nobody listens to the request event
         # (the engine recorded it; a RequestHook's listeners read without its __bool__'s frame).

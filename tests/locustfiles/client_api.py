@@ -10,7 +10,9 @@ class Flow(SequentialTaskSet):
     def query_params_and_names(self):
         r = self.client.get("/echo", params={"a": "1", "b": "x y"}, name="/echo?[params]")
         assert r.status_code == 200 and r.ok and r.headers["x-query"] == "a=1&b=x+y", r.headers
-        assert r.url.endswith("/echo?a=1&b=x+y") and r.elapsed.total_seconds() > 0
+        # (FastHttpUser's url is the URL the call was given, its params= apart, as in Locust 2.47:
+        # tests/locustfiles/corpus/response_urls.py compares the two)
+        assert r.url.endswith("/echo") and r.elapsed.total_seconds() > 0
 
     @task
     def json_and_data(self):

@@ -111,6 +111,7 @@ class FastHttpSession(HttpSession):
     accepts_json = True
     own_request = True  # its `request` is squall's: `get` and `post` send through `_call` (HttpSession)
     status_error = staticmethod(_bad_status)
+    url_has_params = False
 
     def __init__(
         self,
