@@ -193,7 +193,8 @@ class Response:
     """Why no response came (the engine's words); FastHttpSession sets a failed status's
     (LocustBadStatusCode)."""
     encoding: str | None
-    """The encoding `text` decodes with; None: the Content-Type's charset, else UTF-8."""
+    """requests' `encoding`: what the script set, else what the headers say (the Content-Type's charset,
+    ISO-8859-1 for text, UTF-8 for JSON), else None."""
     @property
     def name(self) -> str:
         """The stats name."""
@@ -205,8 +206,8 @@ class Response:
         """The cookies it set (name -> value), from each Set-Cookie header."""
     @property
     def text(self) -> str:
-        """The body decoded with `encoding`, else the Content-Type's charset, else UTF-8 (bad bytes
-        replaced)."""
+        """The body decoded with `encoding` (bad bytes replaced), as UTF-8 when there is none or Python
+        knows no such codec."""
     @property
     def ok(self) -> bool:
         """A response came, and its status is below 400."""

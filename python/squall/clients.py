@@ -443,7 +443,7 @@ class StreamedResponse(Response):
             raise TypeError(f"chunk_size must be an int, it is instead a {type(chunk_size)}.")
         decoder = None
         if decode_unicode:
-            encoding = self.encoding or _stream_encoding(self)
+            encoding = self.encoding  # (requests' reading of the headers unless the script set one)
             if encoding:
                 decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
         while True:
@@ -568,23 +568,6 @@ class RawStream:
 # The engine's own `content` and `text` (descriptors), which a streamed response fills and reads.
 _CONTENT: Any = vars(_engine.Response)["content"]
 _TEXT: Any = vars(_engine.Response)["text"]
-
-
-def _stream_encoding(response: Response) -> str | None:
-    """The encoding requests decodes a body with when asked to (`get_encoding_from_headers`): the
-    Content-Type's charset, ISO-8859-1 for text/*, UTF-8 for JSON, else none."""
-    content_type = response.headers.get("content-type")
-    if not content_type:
-        return None
-    for part in content_type.split(";")[1:]:
-        key, _, value = part.strip().partition("=")
-        if key.strip().lower() == "charset":
-            return value.strip("'\" ")
-    if "text" in content_type:
-        return "ISO-8859-1"
-    if "application/json" in content_type:
-        return "utf-8"
-    return None
 
 
 def _cut(why: str, url: str) -> Exception:

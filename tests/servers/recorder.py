@@ -31,6 +31,9 @@ BODIES = {
     "bigint": ("application/json", b'{"n": 123456789012345678901234567890, "m": -9223372036854775809, "u": 2e0}'),
     "nan": ("application/json", b"[NaN, Infinity, -Infinity, 1E400]"),
     "surrogate": ("application/json", b'{"s": "\\ud800x", "e": "caf\\u00e9"}'),
+    # a text type without a charset: requests (and Locust's FastResponse) read it as ISO-8859-1
+    "nocharset": ("text/plain", "caf\u00e9 \u2013 cr\u00e8me".encode()),
+    "quoted": ('text/html; charset="utf-8"', "caf\u00e9 \u2013 cr\u00e8me".encode()),
 }
 
 records: list[dict] = []

@@ -545,8 +545,7 @@ struct Response {
     error: Option<Py<PyAny>>,
     /// The stats name (`name`).
     name: Text,
-    /// The text encoding `text` decodes with; None: the Content-Type's charset, else UTF-8.
-    #[pyo3(get, set)]
+    /// The text encoding the script set (`encoding`); None: requests' reading of the headers.
     encoding: Option<Py<PyAny>>,
     head: Head,
     request: Option<Checked>,
@@ -672,16 +671,31 @@ impl Response {
         Ok(found)
     }
 
-    /// requests' `text`: the body decoded with `encoding`, else with the Content-Type's charset,
-    /// else as UTF-8, bad bytes replaced. A UTF-8 body is decoded here, without the header dict that
-    /// reading the Content-Type through `headers` makes: 5.7 µs of a 53 µs scripted request read so
-    /// (py-spy, bench/locustfiles/shop.py).
+    /// requests' `encoding`: what the script set, else what the headers say (`Head::encoding`: the
+    /// Content-Type's charset, ISO-8859-1 for text, UTF-8 for JSON), else None.
+    #[getter]
+    fn encoding(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        match &self.encoding {
+            Some(e) => Some(e.clone_ref(py)),
+            None => self.head.encoding().map(|e| PyString::new(py, &e).into_any().unbind()),
+        }
+    }
+
+    #[setter]
+    fn set_encoding(&mut self, encoding: Option<Py<PyAny>>) {
+        self.encoding = encoding;
+    }
+
+    /// requests' `text`: the body decoded with `encoding` (bad bytes replaced), as UTF-8 when there is
+    /// none (requests guesses from the bytes then) or Python knows no such codec (requests' fallback).
+    /// A UTF-8 body is decoded here, without the header dict that reading the Content-Type through
+    /// `headers` makes: 5.7 µs of a 53 µs scripted request read so (py-spy, bench/locustfiles/shop.py).
     #[getter]
     fn text<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let content = self.content.bind(py);
         let encoding: Option<String> = match &self.encoding {
             Some(e) => Some(e.bind(py).extract()?),
-            None => self.head.charset(),
+            None => self.head.encoding(),
         };
         let utf8 =
             encoding.as_deref().is_none_or(|e| e.eq_ignore_ascii_case("utf-8") || e.eq_ignore_ascii_case("utf8"));
@@ -690,7 +704,13 @@ impl Response {
                 return Ok(PyString::new(py, text).into_any());
             }
         }
-        content.call_method1(pyo3::intern!(py, "decode"), (encoding.as_deref().unwrap_or("utf-8"), "replace"))
+        let decode = pyo3::intern!(py, "decode");
+        match content.call_method1(decode, (encoding.as_deref().unwrap_or("utf-8"), "replace")) {
+            Err(e) if e.is_instance_of::<pyo3::exceptions::PyLookupError>(py) => {
+                content.call_method1(decode, ("utf-8", "replace"))
+            }
+            other => other,
+        }
     }
 
     /// requests' `ok`: a response came, and its status is not a failure (below 400: the engine's

@@ -1,4 +1,5 @@
-"""Reading a response as scripts do: `text` by its declared charset (bad bytes replaced) and `json()` of
+"""Reading a response as scripts do: `text` by its declared charset (bad bytes replaced; a text type
+without one as ISO-8859-1, a quoted one unquoted, as requests reads them), its `encoding`, and `json()` of
 bodies that only the standard library's reader reads as it does (integers past 64 bits, NaN and
 Infinity, a lone surrogate), from both clients; each user posts what it read (the text, the JSON's
 repr or the error's name) back to the server, where Locust's and squall's must be the same."""
@@ -6,7 +7,7 @@ repr or the error's name) back to the server, where Locust's and squall's must b
 from _bounded import count
 from locust import FastHttpUser, HttpUser, TaskSet, constant, task
 
-KINDS = ("latin1", "badutf8", "json", "bigint", "nan", "surrogate")
+KINDS = ("latin1", "badutf8", "json", "bigint", "nan", "surrogate", "nocharset", "quoted")
 
 
 def seen(response):
@@ -14,7 +15,7 @@ def seen(response):
         parsed = repr(response.json())
     except ValueError as e:
         parsed = type(e).__name__
-    return {"text": response.text, "json": parsed}
+    return {"text": response.text, "json": parsed, "encoding": response.encoding}
 
 
 class Read(TaskSet):

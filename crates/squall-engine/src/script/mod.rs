@@ -286,29 +286,28 @@ impl Head {
         found
     }
 
-    /// The charset the Content-Type names, as squall.clients read it before it was read here
-    /// (`value.split("charset=", 1)[1].split(";")[0].strip()`, Python's white space); None without a
-    /// Content-Type or "charset=" in it.
-    pub fn charset(&self) -> Option<String> {
-        if let Head::Raw(raw) = self {
-            // One Content-Type line, the common case: read in place, nothing made but the charset
-            // (cachegrind, bench/locustfiles/shop.py: the value joined and trimmed, then searched,
-            // cost 1,400 instructions a request; two lines or more are joined below, as before).
-            let mut lines = raw.split(|&b| b == b'\n').filter_map(|line| {
-                let colon = line.iter().position(|&b| b == b':')?;
-                key_is(&line[..colon], "content-type").then(|| &line[colon + 1..])
-            });
-            let value = lines.next()?;
-            if lines.next().is_none() {
-                let at = value.windows(8).position(|w| w == b"charset=")?;
-                let rest = &value[at + 8..];
-                let end = rest.iter().position(|&b| b == b';').unwrap_or(rest.len());
-                return Some(latin1_trimmed(&rest[..end]));
+    /// The encoding requests decodes a response's text with (`requests.utils.get_encoding_from_headers`,
+    /// which Locust's FastResponse uses too): the Content-Type's charset parameter, quotes stripped (the
+    /// last one given), else ISO-8859-1 for a text type, UTF-8 for JSON, else None (requests then
+    /// guesses from the bytes; squall reads UTF-8).
+    pub fn encoding(&self) -> Option<String> {
+        match self {
+            Head::Raw(raw) => {
+                // One Content-Type line, the common case: read in place, nothing joined (cachegrind,
+                // bench/locustfiles/shop.py: the value joined and trimmed cost 1,400 instructions a
+                // request; two lines or more are joined, as requests' headers join them).
+                let mut lines = raw.split(|&b| b == b'\n').filter_map(|line| {
+                    let colon = line.iter().position(|&b| b == b':')?;
+                    key_is(&line[..colon], "content-type").then(|| &line[colon + 1..])
+                });
+                let value = lines.next()?;
+                match lines.next() {
+                    None => encoding_of(&latin1_trimmed(value)),
+                    Some(_) => encoding_of(&self.value("content-type")?),
+                }
             }
+            Head::Pairs(_) => encoding_of(&self.value("content-type")?),
         }
-        let content_type = self.value("content-type")?;
-        let (_, rest) = content_type.split_once("charset=")?;
-        Some(python_stripped(rest.split(';').next().unwrap_or("")).to_string())
     }
 }
 
@@ -329,6 +328,30 @@ fn key_is(raw: &[u8], name: &str) -> bool {
 /// `str.strip()`: Python's white space trimmed from both ends.
 fn python_stripped(text: &str) -> &str {
     text.trim_matches(python_space)
+}
+
+/// `requests.utils.get_encoding_from_headers` of a Content-Type (`Head::encoding`): its parameters split
+/// on ";" and each on its first "=", key and value stripped of quotes and spaces, as its
+/// `_parse_content_type_header` (requests 2.32: a parameter without "=" is left out); the last charset
+/// given wins.
+fn encoding_of(content_type: &str) -> Option<String> {
+    let mut tokens = content_type.split(';');
+    let media = python_stripped(tokens.next().unwrap_or(""));
+    let quoted = |s: &str| s.trim_matches(|c| matches!(c, '"' | '\'' | ' ')).to_string();
+    let mut charset = None;
+    for param in tokens.map(python_stripped) {
+        if let Some(i) = param.find('=') {
+            if quoted(&param[..i]).to_lowercase() == "charset" {
+                charset = Some(quoted(&param[i + 1..]));
+            }
+        }
+    }
+    match charset {
+        Some(value) => Some(value.trim_matches(|c| c == '"' || c == '\'').to_string()),
+        None if media.contains("text") => Some("ISO-8859-1".to_string()),
+        None if media.contains("application/json") => Some("utf-8".to_string()),
+        None => None,
+    }
 }
 
 /// Python's white space (`str.isspace`): Rust's and 0x1c-0x1f.
@@ -1178,25 +1201,41 @@ mod tests {
             assert_eq!(head.value("set-cookie").as_deref(), Some("a=1; Path=/, b=2"));
             assert_eq!(head.value("x-caf\u{e9}").as_deref(), Some("cr\u{e8}me"));
             assert_eq!(head.value("content-length"), None);
-            assert_eq!(head.charset().as_deref(), Some("utf-8"));
+            assert_eq!(head.encoding().as_deref(), Some("utf-8"));
         }
-        let charsets = [("text/plain; charset= latin-1 ;x=y", Some("latin-1")), ("text/plain", None)];
-        for (content_type, expected) in charsets {
+        // What requests 2.32's get_encoding_from_headers answers for each (run on each, by hand).
+        let encodings = [
+            ("text/plain; charset= latin-1 ;x=y", Some("latin-1")),
+            ("text/plain", Some("ISO-8859-1")),
+            ("text/html; charset=\"UTF-8\"", Some("UTF-8")),
+            ("application/json", Some("utf-8")),
+            ("application/json; charset=ascii", Some("ascii")),
+            ("application/octet-stream", None),
+            ("Text/Plain", None),
+            ("text/plain; charset=a; charset=b", Some("b")),
+            ("text/plain; CHARSET='x'", Some("x")),
+            ("application/problem+json", None),
+            ("a; charset=b, c; charset=d", Some("d")),
+            (" text/csv ;charset = \"utf-16\" ", Some("utf-16")),
+            ("text/plain; charset", Some("ISO-8859-1")),
+            ("text/plain; charset=a; charset", Some("a")),
+            ("text/plain; charset=", Some("")),
+            ("text/plain;charset=''", Some("")),
+        ];
+        for (content_type, expected) in encodings {
             let head = Head::Pairs(pairs(&[("content-type", content_type)]));
-            assert_eq!(head.charset().as_deref(), expected);
+            assert_eq!(head.encoding().as_deref(), expected, "{content_type}");
+            let raw = Head::Raw(format!("Content-Type: {content_type}\r\n").into_bytes());
+            assert_eq!(raw.encoding().as_deref(), expected, "{content_type}");
         }
-        assert_eq!(Head::default().charset(), None);
+        assert_eq!(Head::default().encoding(), None);
     }
 
-    /// The one-line reading of the charset gives what joining the values and splitting gives, on
-    /// heads of one, two and no Content-Type lines, odd spacing, other headers and Latin-1 bytes.
+    /// The one-line reading of the encoding gives what the joined values give, on heads of one, two
+    /// and no Content-Type lines, odd spacing, other headers and Latin-1 bytes.
     #[test]
-    fn charset_read_in_place_is_the_joined_values() {
-        let joined = |head: &Head| {
-            let content_type = head.value("content-type")?;
-            let (_, rest) = content_type.split_once("charset=")?;
-            Some(super::python_stripped(rest.split(';').next().unwrap_or("")).to_string())
-        };
+    fn encoding_read_in_place_is_the_joined_values() {
+        let joined = |head: &Head| super::encoding_of(&head.value("content-type")?);
         let lines: [&[u8]; 9] = [
             b"Content-Type: application/json\r\n",
             b"content-type:text/html;charset=UTF-8\r\n",
@@ -1212,9 +1251,9 @@ mod tests {
             for b in 0..lines.len() {
                 let raw = [lines[a], lines[b]].concat();
                 let head = Head::Raw(raw.clone());
-                assert_eq!(head.charset(), joined(&head), "{}", String::from_utf8_lossy(&raw));
+                assert_eq!(head.encoding(), joined(&head), "{}", String::from_utf8_lossy(&raw));
                 let one = Head::Raw(lines[a].to_vec());
-                assert_eq!(one.charset(), joined(&one), "{}", String::from_utf8_lossy(lines[a]));
+                assert_eq!(one.encoding(), joined(&one), "{}", String::from_utf8_lossy(lines[a]));
             }
         }
     }
