@@ -693,8 +693,8 @@ impl Response {
     #[getter]
     fn text<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let content = self.content.bind(py);
-        let encoding: Option<String> = match &self.encoding {
-            Some(e) => Some(e.bind(py).extract()?),
+        let encoding: Option<std::borrow::Cow<'_, str>> = match &self.encoding {
+            Some(e) => Some(std::borrow::Cow::Owned(e.bind(py).extract()?)),
             None => self.head.encoding(),
         };
         let utf8 =
