@@ -2,7 +2,7 @@
 //! status codes, failures by kind, bytes. Everything merges losslessly, so threads, processes and
 //! machines combine into the same numbers one recorder would have produced.
 
-use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::serialization::{Deserializer, Serializer};
 use hdrhistogram::Histogram;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -45,6 +45,13 @@ const V2_DEFLATED_COOKIE: u32 = 0x1c84_9304 | 0x10;
 
 /// A histogram as results keep it: HDR's V2 format, deflated (zlib, the default level), base64; what
 /// `V2DeflateSerializer` writes, and what its `Deserializer` (and squall.report.hdr) reads.
+pub fn histogram_to_base64(h: &Histogram<u64>) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(deflated(h))
+}
+
+/// HDR's V2 format, deflated: the bytes `V2DeflateSerializer` writes, for a result's histograms and a
+/// published second's large ones (`PackedSecond::pack`).
 ///
 /// Written here, not by `V2DeflateSerializer`, because that one makes a new compressor for each
 /// histogram, whose state (hundreds of KB) is allocated zeroed: a result serializes one histogram a
@@ -52,15 +59,14 @@ const V2_DEFLATED_COOKIE: u32 = 0x1c84_9304 | 0x10;
 /// of bench/locustfiles/shop_httpuser.py in it at the run's end (446 million, 590,000 a histogram,
 /// most of it memset). One serializer and one compressor a thread, reset between histograms, write
 /// the same format.
-pub fn histogram_to_base64(h: &Histogram<u64>) -> String {
-    use base64::Engine;
+fn deflated(h: &Histogram<u64>) -> Vec<u8> {
     use flate2::{Compress, Compression, FlushCompress, Status};
     use hdrhistogram::serialization::V2Serializer;
     thread_local! {
         static WORK: RefCell<(V2Serializer, Vec<u8>, Compress)> =
             RefCell::new((V2Serializer::new(), Vec::new(), Compress::new(Compression::default(), true)));
     }
-    let deflated = WORK.with(|work| {
+    WORK.with(|work| {
         let (serializer, plain, zlib) = &mut *work.borrow_mut();
         plain.clear();
         serializer.serialize(h, plain).expect("serializing to memory cannot fail");
@@ -79,8 +85,7 @@ pub fn histogram_to_base64(h: &Histogram<u64>) -> String {
         let length = (out.len() - 8) as u32;
         out[4..8].copy_from_slice(&length.to_be_bytes());
         out
-    });
-    base64::engine::general_purpose::STANDARD.encode(deflated)
+    })
 }
 
 /// A histogram as the result keeps it (HDR's V2 serialization, whichever form it is held in).
@@ -491,10 +496,7 @@ impl PackedSecond {
                     }
                 }
                 None => {
-                    let mut ser = Vec::new();
-                    V2DeflateSerializer::new()
-                        .serialize(&s.hist.dense(), &mut ser)
-                        .expect("serializing to memory cannot fail");
+                    let ser = deflated(&s.hist.dense());
                     put(&mut out, ser.len() as u64 * 2 + 1);
                     out.extend_from_slice(&ser);
                 }
@@ -854,6 +856,7 @@ mod tests {
     /// empty, one value, many values spread over six decades, a histogram grown far.
     #[test]
     fn histograms_serialize_as_hdrs_deflate_serializer_does() {
+        use hdrhistogram::serialization::V2DeflateSerializer;
         use rand::{Rng, SeedableRng};
         let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
         let mut cases = vec![new_histogram()];
