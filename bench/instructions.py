@@ -21,7 +21,6 @@ usage: python bench/instructions.py [--files shop,shop_httpuser] [--short 10] [-
 """
 
 import argparse
-import csv
 import os
 import re
 import subprocess
@@ -30,6 +29,7 @@ import tempfile
 from pathlib import Path
 
 from common import BENCH, PinnedNginx, compile_squall, write_section
+from script_bench import aggregated_requests
 
 MARK = "## Instructions a request of the file people write costs, by layer (cachegrind)"
 # A function's layer, from where cachegrind found it (its file, or its object when it has no line
@@ -66,11 +66,6 @@ def annotate(out_file):
     return counts
 
 
-def requests(prefix):
-    rows = csv.DictReader(open(f"{prefix}_stats.csv"))
-    return int(next(r for r in rows if r["Name"] == "Aggregated")["Request Count"])
-
-
 def run(file, users, secs, url, tmp):
     """One run of squall on `file` under cachegrind: (requests, instructions by function)."""
     out, prefix = tmp / f"cg.{Path(file).stem}.{secs}", tmp / f"{Path(file).stem}-{secs}"
@@ -81,7 +76,7 @@ def run(file, users, secs, url, tmp):
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=secs * 10 + 300)
     if p.returncode not in (0, 1):
         raise RuntimeError(f"squall under valgrind exited {p.returncode}: {p.stderr[-2000:]}")
-    return requests(prefix), annotate(out)
+    return aggregated_requests(prefix), annotate(out)
 
 
 def per_request(file, users, short, long, url, tmp):

@@ -577,6 +577,21 @@ impl Text {
     }
 }
 
+impl Response {
+    /// This response as an instance of `class` (a Python subclass: called with no arguments, its fields
+    /// filled here, no Python run), or of this class.
+    fn made(self, py: Python<'_>, class: Option<&Py<PyType>>) -> PyResult<Py<PyAny>> {
+        match class {
+            Some(class) => {
+                let made = class.bind(py).call0()?;
+                *made.cast::<Response>()?.borrow_mut() = self;
+                Ok(made.unbind())
+            }
+            None => Ok(Py::new(py, self)?.into_any()),
+        }
+    }
+}
+
 #[pymethods]
 impl Response {
     #[new]
@@ -608,7 +623,7 @@ impl Response {
         let class = RESPONSE_CLASSES.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(|c| c.plain.clone_ref(py));
         hops.into_iter()
             .map(|hop| {
-                let made = Response {
+                let filled = Response {
                     status_code: hop.status,
                     url: Text::Engine(hop.request.url.clone()),
                     content: PyBytes::new(py, &hop.body).into_any().unbind(),
@@ -617,14 +632,7 @@ impl Response {
                     engine: self.engine,
                     ..Response::new(py)
                 };
-                match &class {
-                    Some(class) => {
-                        let response = class.bind(py).call0()?;
-                        *response.cast::<Response>()?.borrow_mut() = made;
-                        Ok(response.unbind())
-                    }
-                    None => Ok(Py::new(py, made)?.into_any()),
-                }
+                filled.made(py, class.as_ref())
             })
             .collect()
     }
@@ -870,14 +878,7 @@ impl ScriptEngine {
             stream: c.stream.map(StreamHandle),
             history: c.history,
         };
-        match class {
-            Some(class) => {
-                let made = class.bind(py).call0()?;
-                *made.cast::<Response>()?.borrow_mut() = filled;
-                Ok(made.unbind())
-            }
-            None => Ok(Py::new(py, filled)?.into_any()),
-        }
+        filled.made(py, class)
     }
 
     fn engine(&self) -> PyResult<&Engine> {

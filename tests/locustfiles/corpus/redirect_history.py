@@ -8,28 +8,30 @@ from _bounded import count
 from locust import FastHttpUser, HttpUser, constant, task
 
 
+def hops(self, kind, read):
+    """The two hops' responses, each as `read` gives it, and the request not redirected, posted back."""
+    count(self)
+    r = self.client.post("/redirect/redirect303/landed", json={"item": 1})
+    seen = [read(h) for h in r.history]
+    direct = self.client.get("/landed")
+    self.client.post(f"/seen/{kind}", json={"history": seen, "final": r.url, "direct": len(direct.history)})
+
+
 class Requests(HttpUser):
     wait_time = constant(0)
 
     @task
-    def hops(self):
-        count(self)
-        r = self.client.post("/redirect/redirect303/landed", json={"item": 1})
-        seen = [
-            [h.status_code, h.url, h.headers.get("Location"), h.request.method, h.is_redirect, h.text]
-            for h in r.history
-        ]
-        direct = self.client.get("/landed")
-        self.client.post("/seen/requests", json={"history": seen, "final": r.url, "direct": len(direct.history)})
+    def t(self):
+        hops(
+            self,
+            "requests",
+            lambda h: [h.status_code, h.url, h.headers.get("Location"), h.request.method, h.is_redirect, h.text],
+        )
 
 
 class Fast(FastHttpUser):
     wait_time = constant(0)
 
     @task
-    def hops(self):
-        count(self)
-        r = self.client.post("/redirect/redirect303/landed", json={"item": 1})
-        seen = [[h.status_code, h.headers.get("Location")] for h in r.history]
-        direct = self.client.get("/landed")
-        self.client.post("/seen/fast", json={"history": seen, "direct": len(direct.history)})
+    def t(self):
+        hops(self, "fast", lambda h: [h.status_code, h.headers.get("Location")])

@@ -304,9 +304,9 @@ impl Head {
                     key_is(&line[..colon], "content-type").then(|| &line[colon + 1..])
                 });
                 let value = lines.next()?;
-                match (lines.next(), std::str::from_utf8(value)) {
-                    (None, Ok(text)) if value.is_ascii() => encoding_of(python_stripped(text)),
-                    (None, _) => encoding_of(&latin1_trimmed(value)).map(owned),
+                match (lines.next(), value.is_ascii()) {
+                    (None, true) => encoding_of(python_stripped(std::str::from_utf8(value).ok()?)),
+                    (None, false) => encoding_of(&latin1_trimmed(value)).map(owned),
                     (Some(_), _) => encoding_of(&self.value("content-type")?).map(owned),
                 }
             }
